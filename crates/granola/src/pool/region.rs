@@ -1,0 +1,164 @@
+//! Reserved address ranges that back the pool.
+//!
+//! A [`Region`] is one contiguous, zero-initialised, read-write range of
+//! virtual memory, reserved up front and committed by the kernel page by page
+//! on first touch. The pool needs two: the data region (slots) and the side
+//! array of reference counts. Reserving everything at start is what makes
+//! pointer recovery a subtraction and a shift: an address belongs to the pool
+//! iff it lies in `[base, base + len)`.
+//!
+//! Under Miri there is no `mmap`, so the region comes from the global
+//! allocator instead (same alignment, same zeroing); tests under Miri use
+//! small pools.
+
+use std::ptr::NonNull;
+
+/// Whether transparent huge pages were requested for a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HugePages {
+    /// `madvise(MADV_HUGEPAGE)` succeeded: the kernel backs the region with
+    /// 2 MiB pages where it can.
+    Transparent,
+    /// Huge pages were not requested, or the kernel refused them; ordinary
+    /// 4 KiB pages back the region.
+    Off,
+}
+
+/// One reserved, zero-initialised range of memory, released on drop.
+pub(crate) struct Region {
+    base: NonNull<u8>,
+    len: usize,
+    #[cfg_attr(not(miri), allow(dead_code))]
+    align: usize,
+    huge: HugePages,
+}
+
+// SAFETY: a Region is an owned range of plain memory; the pool coordinates all
+// access to its bytes (slot ownership + atomics), so moving or sharing the
+// handle across threads is sound.
+unsafe impl Send for Region {}
+// SAFETY: see the Send impl; the Region itself exposes no interior mutation.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Reserves `len` bytes aligned to `align` (a power of two).
+    ///
+    /// `want_huge` asks the kernel for transparent huge pages.
+    pub(crate) fn reserve(len: usize, align: usize, want_huge: bool) -> std::io::Result<Region> {
+        assert!(align.is_power_of_two() && len > 0 && len % align == 0);
+        Self::reserve_impl(len, align, want_huge)
+    }
+
+    #[cfg(not(miri))]
+    fn reserve_impl(len: usize, align: usize, want_huge: bool) -> std::io::Result<Region> {
+        // Over-reserve by `align` so an aligned sub-range exists, then trim.
+        let total = len
+            .checked_add(align)
+            .ok_or_else(|| std::io::Error::other("pool size overflows the address space"))?;
+        // SAFETY: an anonymous private mapping with no address hint has no
+        // preconditions; we check the result for MAP_FAILED below.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let raw = raw.cast::<u8>();
+        let start = raw.addr();
+        let aligned = (start + align - 1) & !(align - 1);
+        let head = aligned - start;
+        let tail = total - head - len;
+        if head > 0 {
+            // SAFETY: [raw, raw+head) is part of the mapping we just made and
+            // nothing references it.
+            unsafe { libc::munmap(raw.cast(), head) };
+        }
+        if tail > 0 {
+            // SAFETY: [aligned+len, aligned+len+tail) is the unused end of
+            // our own mapping.
+            unsafe { libc::munmap(raw.add(head + len).cast(), tail) };
+        }
+        // SAFETY: head < total, so the pointer stays inside the mapping.
+        let base = unsafe { raw.add(head) };
+        let mut huge = HugePages::Off;
+        if want_huge {
+            // SAFETY: madvise on our own mapping only changes paging policy.
+            let rc = unsafe { libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE) };
+            if rc == 0 {
+                huge = HugePages::Transparent;
+            }
+        }
+        Ok(Region {
+            base: NonNull::new(base).expect("mmap returned a null mapping"),
+            len,
+            align,
+            huge,
+        })
+    }
+
+    #[cfg(miri)]
+    fn reserve_impl(len: usize, align: usize, _want_huge: bool) -> std::io::Result<Region> {
+        let layout = std::alloc::Layout::from_size_align(len, align)
+            .map_err(|_| std::io::Error::other("bad pool layout"))?;
+        // SAFETY: layout has non-zero size (checked in `reserve`).
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let base = NonNull::new(p).ok_or_else(|| std::io::Error::other("out of memory"))?;
+        Ok(Region {
+            base,
+            len,
+            align,
+            huge: HugePages::Off,
+        })
+    }
+
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn huge_pages(&self) -> HugePages {
+        self.huge
+    }
+
+    /// Gives the physical pages behind `[offset, offset+len)` back to the
+    /// kernel; the range reads as zeros afterwards. Used when large objects
+    /// are freed so the resident size follows the live data.
+    pub(crate) fn discard(&self, offset: usize, len: usize) {
+        debug_assert!(offset + len <= self.len);
+        #[cfg(not(miri))]
+        // SAFETY: the range lies inside our mapping and the caller guarantees
+        // no live slot overlaps it (it was just freed).
+        unsafe {
+            libc::madvise(self.base.as_ptr().add(offset).cast(), len, libc::MADV_DONTNEED);
+        }
+        #[cfg(miri)]
+        let _ = (offset, len);
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        #[cfg(not(miri))]
+        // SAFETY: we own the mapping [base, base+len) and nothing refers to it
+        // any more (the pool drops its regions only when no slot is live).
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+        #[cfg(miri)]
+        // SAFETY: allocated in reserve_impl with this exact layout.
+        unsafe {
+            let layout = std::alloc::Layout::from_size_align_unchecked(self.len, self.align);
+            std::alloc::dealloc(self.base.as_ptr(), layout);
+        }
+    }
+}

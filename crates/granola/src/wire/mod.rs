@@ -1,0 +1,190 @@
+//! The granola wire format: header first, data after, copied before
+//! zero-copy. Full description with worked examples: `docs/wire-format.md`.
+//!
+//! ```text
+//! object = header region | copy region | zero-copy region
+//!
+//! header of one message (all integers little-endian):
+//!  0        4                  4+4W
+//!  +--------+------------------+--------+--------+-----+--------+
+//!  | W: u32 | bitmap: W x u32  | slot 1 | slot 2 | ... | slot k |
+//!  +--------+------------------+--------+--------+-----+--------+
+//!   bit n-1 of the bitmap set  <=> field number n present
+//!   k = number of set bits; every slot is 8 bytes, in field-number order
+//!
+//! slot contents by field kind:
+//!   scalar                 u64 (ints sign/zero-extended, floats as bits)
+//!   bytes / string         u32 len    | u32 offset of the data
+//!   nested message         u32 header length | u32 offset of its header
+//!   repeated (any)         u32 count  | u32 offset of the entry array
+//!
+//! entry arrays (in the header region, after the headers that point to them):
+//!   repeated bool          count x u8
+//!   repeated 32-bit        count x u32 (int32/sint32/sfixed32 two's complement, float bits)
+//!   repeated 64-bit        count x u64
+//!   repeated bytes/string  count x (u32 len | u32 offset)
+//!   repeated message       count x (u32 header length | u32 offset)
+//! ```
+//!
+//! Offsets count from the first byte of the root header. Fixed-size slots
+//! make every field's slot findable with a popcount and let old readers skip
+//! fields added later (their bits are set, their slots simply not read).
+//!
+//! Reading untrusted input goes through [`HeaderReader::new_checked`] and the
+//! accessors here, which bounds-check every offset with checked arithmetic
+//! and charge every list element and nested header against a budget (see
+//! [`DecodeOptions`]); no accessor panics or reads out of bounds.
+
+mod reader;
+mod scalar;
+mod writer;
+
+pub use reader::{DecodeCx, HeaderReader, ListReader};
+pub use scalar::WireScalar;
+pub use writer::{EncodedSizes, Encoder};
+
+/// Largest field number the format (and granola-build) accepts: the bitmap
+/// of a message then fits in 1024 words.
+pub const MAX_FIELD_NUMBER: u32 = 32_768;
+
+/// Bytes per header slot.
+pub const SLOT_LEN: usize = 8;
+
+/// Bytes in a `(len, offset)` or `(count, offset)` pair.
+pub const ENTRY_LEN: usize = 8;
+
+/// Header length of a message with `words` bitmap words and `present`
+/// present fields.
+#[inline]
+pub const fn header_len(words: usize, present: usize) -> usize {
+    4 + 4 * words + SLOT_LEN * present
+}
+
+/// Number of bitmap words actually needed (trailing zero words dropped).
+#[inline]
+pub fn used_words(bitmap: &[u32]) -> usize {
+    bitmap.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1)
+}
+
+/// Number of present fields in a bitmap.
+#[inline]
+pub fn present_count(bitmap: &[u32]) -> usize {
+    bitmap.iter().map(|w| w.count_ones() as usize).sum()
+}
+
+/// Limits applied while decoding untrusted bytes (like capnp's
+/// `ReaderOptions`). Exceeding one yields a [`DecodeError`], never a panic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Deepest nesting of messages (the root is depth 0).
+    pub max_depth: u32,
+    /// Largest bitmap (in 32-bit words) of any header.
+    pub max_bitmap_words: u32,
+    /// Longest single list.
+    pub max_list_len: u32,
+    /// Total list elements plus headers decoded from one message. The
+    /// decoder also never allows more items than the input has bytes, so
+    /// aliased offsets cannot amplify work or memory.
+    pub max_items: usize,
+    /// Longest input accepted.
+    pub max_message_len: usize,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            max_depth: 64,
+            max_bitmap_words: MAX_FIELD_NUMBER / 32,
+            max_list_len: 1 << 24,
+            max_items: 1 << 22,
+            max_message_len: 1 << 30,
+        }
+    }
+}
+
+/// What was wrong with the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    /// The input ends inside a header, slot or entry array.
+    Truncated,
+    /// A bitmap is larger than `max_bitmap_words`.
+    BitmapTooLarge,
+    /// An offset/length pair points outside the input.
+    OutOfBounds,
+    /// Nesting deeper than `max_depth`.
+    TooDeep,
+    /// A list longer than `max_list_len`.
+    ListTooLong,
+    /// More items than `max_items` (or than the input has bytes).
+    TooManyItems,
+    /// The input is longer than `max_message_len`.
+    MessageTooLarge,
+    /// A nested header's stated length disagrees with its bitmap.
+    BadHeaderLen,
+}
+
+/// A decode failure: what went wrong and in which field (the field number
+/// within the innermost message being read; 0 for the header itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// The kind of failure.
+    pub kind: DecodeErrorKind,
+    /// The field number being read, or 0.
+    pub field: u32,
+}
+
+impl DecodeError {
+    #[inline]
+    pub(crate) fn new(kind: DecodeErrorKind, field: u32) -> DecodeError {
+        DecodeError { kind, field }
+    }
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            DecodeErrorKind::Truncated => "input truncated",
+            DecodeErrorKind::BitmapTooLarge => "presence bitmap too large",
+            DecodeErrorKind::OutOfBounds => "offset or length out of bounds",
+            DecodeErrorKind::TooDeep => "messages nested too deeply",
+            DecodeErrorKind::ListTooLong => "list too long",
+            DecodeErrorKind::TooManyItems => "too many items",
+            DecodeErrorKind::MessageTooLarge => "message too large",
+            DecodeErrorKind::BadHeaderLen => "nested header length mismatch",
+        };
+        if self.field == 0 {
+            write!(f, "granola decode: {what}")
+        } else {
+            write!(f, "granola decode: field {}: {what}", self.field)
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// An encode failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The buffer given to `encode` is smaller than header + copy length.
+    BufferTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes given.
+        given: usize,
+    },
+    /// The object is larger than the format's 4 GiB offsets allow.
+    TooLarge,
+}
+
+impl std::fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EncodeError::BufferTooSmall { needed, given } => {
+                write!(f, "granola encode: buffer of {given} bytes, need {needed}")
+            }
+            EncodeError::TooLarge => f.write_str("granola encode: object larger than 4 GiB"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}

@@ -1,0 +1,311 @@
+//! Decoding: checked views over untrusted bytes.
+//!
+//! [`HeaderReader::new_checked`] validates a header's bitmap and slot area
+//! once; after that, its accessors only do checked arithmetic against the
+//! input length, so none can panic or read out of bounds whatever the bytes
+//! say. Every list element and nested header is charged against the
+//! [`DecodeCx`] budget before anything is allocated for it.
+
+use super::{
+    header_len, DecodeError, DecodeErrorKind as K, DecodeOptions, WireScalar, ENTRY_LEN, SLOT_LEN,
+};
+
+/// Decoding state shared by all headers of one message: the input, the
+/// limits, and the remaining item budget.
+pub struct DecodeCx<'a> {
+    obj: &'a [u8],
+    opts: &'a DecodeOptions,
+    budget: usize,
+}
+
+impl<'a> DecodeCx<'a> {
+    /// Starts decoding `obj` under `opts`.
+    pub fn new(obj: &'a [u8], opts: &'a DecodeOptions) -> Result<Self, DecodeError> {
+        if obj.len() > opts.max_message_len {
+            return Err(DecodeError::new(K::MessageTooLarge, 0));
+        }
+        Ok(DecodeCx {
+            obj,
+            opts,
+            // One item per input byte at most: no aliasing trick can make
+            // the decoder do more work than the input is long.
+            budget: opts.max_items.min(obj.len()),
+        })
+    }
+
+    /// Checks the root header (at offset 0).
+    pub fn root(&mut self) -> Result<HeaderReader<'a>, DecodeError> {
+        HeaderReader::new_checked(self, 0, 0, 0)
+    }
+
+    #[inline]
+    fn charge(&mut self, n: usize, field: u32) -> Result<(), DecodeError> {
+        match self.budget.checked_sub(n) {
+            Some(b) => {
+                self.budget = b;
+                Ok(())
+            }
+            None => Err(DecodeError::new(K::TooManyItems, field)),
+        }
+    }
+
+    /// The decode limits in force.
+    pub fn options(&self) -> &DecodeOptions {
+        self.opts
+    }
+}
+
+#[inline]
+fn read_u32(obj: &[u8], at: usize) -> Option<u32> {
+    let b = obj.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+#[inline]
+fn read_u64(obj: &[u8], at: usize) -> Option<u64> {
+    let b = obj.get(at..at.checked_add(8)?)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    Some(u64::from_le_bytes(a))
+}
+
+/// A validated view of one message header.
+#[derive(Clone, Copy)]
+pub struct HeaderReader<'a> {
+    obj: &'a [u8],
+    bitmap_at: usize,
+    words: usize,
+    slots_at: usize,
+    len: usize,
+    depth: u32,
+}
+
+impl<'a> HeaderReader<'a> {
+    /// Validates the header at `at` (its bitmap and slots must lie in the
+    /// input). `stated_len` is the length recorded by the parent (0 for the
+    /// root, which has none).
+    pub fn new_checked(
+        cx: &mut DecodeCx<'a>,
+        at: usize,
+        depth: u32,
+        stated_len: usize,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        let obj = cx.obj;
+        if depth > cx.opts.max_depth {
+            return Err(DecodeError::new(K::TooDeep, 0));
+        }
+        cx.charge(1, 0)?;
+        let words = read_u32(obj, at).ok_or(DecodeError::new(K::Truncated, 0))?;
+        if words > cx.opts.max_bitmap_words {
+            return Err(DecodeError::new(K::BitmapTooLarge, 0));
+        }
+        let words = words as usize;
+        let bitmap_at = at + 4;
+        let slots_at = bitmap_at + 4 * words;
+        if slots_at > obj.len() {
+            return Err(DecodeError::new(K::Truncated, 0));
+        }
+        let mut present = 0usize;
+        for w in 0..words {
+            // In bounds: slots_at <= obj.len() was checked above.
+            present += read_u32(obj, bitmap_at + 4 * w).map_or(0, |v| v.count_ones() as usize);
+        }
+        let len = header_len(words, present);
+        if at + len > obj.len() {
+            return Err(DecodeError::new(K::Truncated, 0));
+        }
+        if stated_len != 0 && stated_len != len {
+            return Err(DecodeError::new(K::BadHeaderLen, 0));
+        }
+        Ok(HeaderReader {
+            obj,
+            bitmap_at,
+            words,
+            slots_at,
+            len,
+            depth,
+        })
+    }
+
+    /// This header's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a header with no fields present.
+    pub fn is_empty(&self) -> bool {
+        self.len == header_len(self.words, 0)
+    }
+
+    #[inline]
+    fn word(&self, w: usize) -> u32 {
+        // In bounds: new_checked validated the whole bitmap.
+        read_u32(self.obj, self.bitmap_at + 4 * w).unwrap_or(0)
+    }
+
+    /// True if field `number` (1-based) is present.
+    #[inline]
+    pub fn has(&self, number: u32) -> bool {
+        let bit = (number as usize).wrapping_sub(1);
+        let w = bit / 32;
+        w < self.words && self.word(w) & (1 << (bit % 32)) != 0
+    }
+
+    /// The raw 8-byte slot of field `number`, if present.
+    #[inline]
+    pub fn slot(&self, number: u32) -> Option<u64> {
+        if !self.has(number) {
+            return None;
+        }
+        let bit = (number - 1) as usize;
+        let (w, b) = (bit / 32, bit % 32);
+        let mut index = (self.word(w) & ((1u32 << b) - 1)).count_ones() as usize;
+        for i in 0..w {
+            index += self.word(i).count_ones() as usize;
+        }
+        read_u64(self.obj, self.slots_at + index * SLOT_LEN)
+    }
+
+    /// A scalar field's value, if present.
+    #[inline]
+    pub fn scalar<T: WireScalar>(&self, number: u32) -> Option<T> {
+        self.slot(number).map(T::from_slot)
+    }
+
+    #[inline]
+    fn pair(&self, number: u32) -> Option<(usize, usize)> {
+        self.slot(number)
+            .map(|v| ((v & 0xffff_ffff) as usize, (v >> 32) as usize))
+    }
+
+    /// A bytes/string field's data, if present.
+    #[inline]
+    pub fn bytes(&self, number: u32) -> Result<Option<&'a [u8]>, DecodeError> {
+        match self.pair(number) {
+            None => Ok(None),
+            Some((len, off)) => range(self.obj, off, len, number).map(Some),
+        }
+    }
+
+    /// A repeated field's entry array (`width` bytes per entry), if present.
+    #[inline]
+    pub fn list(
+        &self,
+        cx: &mut DecodeCx<'a>,
+        number: u32,
+        width: usize,
+    ) -> Result<Option<ListReader<'a>>, DecodeError> {
+        let Some((count, off)) = self.pair(number) else {
+            return Ok(None);
+        };
+        if count > cx.opts.max_list_len as usize {
+            return Err(DecodeError::new(K::ListTooLong, number));
+        }
+        cx.charge(count, number)?;
+        let bytes = count
+            .checked_mul(width)
+            .ok_or(DecodeError::new(K::OutOfBounds, number))?;
+        let entries = range(self.obj, off, bytes, number)?;
+        Ok(Some(ListReader {
+            obj: self.obj,
+            entries,
+            count,
+            width,
+            depth: self.depth,
+            field: number,
+        }))
+    }
+
+    /// A nested message's header, validated, if present.
+    #[inline]
+    pub fn nested(
+        &self,
+        cx: &mut DecodeCx<'a>,
+        number: u32,
+    ) -> Result<Option<HeaderReader<'a>>, DecodeError> {
+        match self.pair(number) {
+            None => Ok(None),
+            Some((len, off)) => nested_at(cx, off, len, self.depth + 1, number).map(Some),
+        }
+    }
+}
+
+#[inline]
+fn range(obj: &[u8], off: usize, len: usize, field: u32) -> Result<&[u8], DecodeError> {
+    off.checked_add(len)
+        .and_then(|end| obj.get(off..end))
+        .ok_or(DecodeError::new(K::OutOfBounds, field))
+}
+
+fn nested_at<'a>(
+    cx: &mut DecodeCx<'a>,
+    off: usize,
+    len: usize,
+    depth: u32,
+    field: u32,
+) -> Result<HeaderReader<'a>, DecodeError> {
+    if len == 0 {
+        return Err(DecodeError::new(K::BadHeaderLen, field));
+    }
+    HeaderReader::new_checked(cx, off, depth, len).map_err(|e| DecodeError {
+        kind: e.kind,
+        field: if e.field == 0 { field } else { e.field },
+    })
+}
+
+/// A validated view of a repeated field's entry array.
+#[derive(Clone, Copy)]
+pub struct ListReader<'a> {
+    obj: &'a [u8],
+    entries: &'a [u8],
+    count: usize,
+    width: usize,
+    depth: u32,
+    field: u32,
+}
+
+impl<'a> ListReader<'a> {
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True if the list has no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Element `i` of a scalar list (`i < len()`, width `T::WIDTH`).
+    #[inline]
+    pub fn scalar<T: WireScalar>(&self, i: usize) -> T {
+        debug_assert_eq!(self.width, T::WIDTH);
+        match self.entries.get(i * T::WIDTH..(i + 1) * T::WIDTH) {
+            Some(b) => T::read_entry(b),
+            None => T::default(),
+        }
+    }
+
+    #[inline]
+    fn pair(&self, i: usize) -> (usize, usize) {
+        let at = i * ENTRY_LEN;
+        let len = read_u32(self.entries, at).unwrap_or(0) as usize;
+        let off = read_u32(self.entries, at + 4).unwrap_or(0) as usize;
+        (len, off)
+    }
+
+    /// Element `i` of a bytes/string list.
+    #[inline]
+    pub fn bytes(&self, i: usize) -> Result<&'a [u8], DecodeError> {
+        let (len, off) = self.pair(i);
+        range(self.obj, off, len, self.field)
+    }
+
+    /// Element `i` of a message list: its validated header.
+    #[inline]
+    pub fn nested(&self, cx: &mut DecodeCx<'a>, i: usize) -> Result<HeaderReader<'a>, DecodeError> {
+        let (len, off) = self.pair(i);
+        nested_at(cx, off, len, self.depth + 1, self.field)
+    }
+}
