@@ -223,8 +223,7 @@ impl<'a> Sample<'a> {
         self.name = ::core::option::Option::Some(::granola::HybridStr::new(value, self.__ctx));
     }
     pub fn set_name_buf(&mut self, value: ::granola::Buf) {
-        self.name =
-            ::core::option::Option::Some(::granola::HybridStr::from_buf(value, self.__ctx));
+        self.name = ::core::option::Option::Some(::granola::HybridStr::from_buf(value, self.__ctx));
     }
     pub fn set_name_field(&mut self, value: ::granola::HybridStr<'a>) {
         self.name = ::core::option::Option::Some(value);
@@ -372,8 +371,9 @@ impl<'a> Sample<'a> {
     }
     pub fn mut_inner(&mut self) -> &mut Inner<'a> {
         let ctx = self.__ctx;
-        self.inner
-            .get_or_insert_with(|| ::granola::__private::ArenaBox::new_in(Inner::new(ctx), ctx.arena()))
+        self.inner.get_or_insert_with(|| {
+            ::granola::__private::ArenaBox::new_in(Inner::new(ctx), ctx.arena())
+        })
     }
     pub fn set_inner(&mut self, value: Inner<'a>) {
         self.inner = ::core::option::Option::Some(::granola::__private::ArenaBox::new_in(

@@ -49,11 +49,10 @@ pub mod wire;
 pub use context::{Context, DEFAULT_COPY_THRESHOLD};
 pub use field::{HybridBytes, HybridStr, List};
 pub use message::{Decode, Message, Sga};
-pub use pool::{
-    Buf, BufMut, HugePages, Pool, PoolConfig, PoolStats, MAX_SLOT_SIZE, MIN_SLOT_SIZE,
-    SEGMENT_SIZE,
-};
 pub use pool::BufFull;
+pub use pool::{
+    Buf, BufMut, HugePages, Pool, PoolConfig, PoolStats, MAX_SLOT_SIZE, MIN_SLOT_SIZE, SEGMENT_SIZE,
+};
 pub use wire::{DecodeError, DecodeErrorKind, DecodeOptions, EncodeError, EncodedSizes};
 
 /// Items used by generated code. Not a stable API.

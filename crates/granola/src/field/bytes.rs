@@ -102,10 +102,7 @@ impl<'a> HybridBytes<'a> {
     pub fn to_buf(&self, ctx: &Context) -> Option<Buf> {
         match self {
             HybridBytes::Shared(b) => Some(b.clone()),
-            HybridBytes::Copied(b) => ctx
-                .pool()
-                .recover(b)
-                .or_else(|| ctx.pool().alloc_copy(b)),
+            HybridBytes::Copied(b) => ctx.pool().recover(b).or_else(|| ctx.pool().alloc_copy(b)),
         }
     }
 }

@@ -48,7 +48,12 @@ impl Buf {
         data: NonNull<u8>,
         len: usize,
     ) -> Buf {
-        Buf { data, len, rc, pool }
+        Buf {
+            data,
+            len,
+            rc,
+            pool,
+        }
     }
 
     /// Number of bytes in view.

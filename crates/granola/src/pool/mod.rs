@@ -234,7 +234,9 @@ impl Pool {
             data,
             refcounts,
             num_segments,
-            seg_class: (0..num_segments).map(|_| AtomicU8::new(SEG_UNASSIGNED)).collect(),
+            seg_class: (0..num_segments)
+                .map(|_| AtomicU8::new(SEG_UNASSIGNED))
+                .collect(),
             seg_head: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
             seg_run_len: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
             classes: std::array::from_fn(|_| Mutex::new(ClassState::default())),
@@ -294,7 +296,10 @@ impl Pool {
     /// True if `bytes` lies inside this pool's data region.
     #[inline]
     pub fn contains(&self, bytes: &[u8]) -> bool {
-        let off = bytes.as_ptr().addr().wrapping_sub(self.inner.data.base().as_ptr().addr());
+        let off = bytes
+            .as_ptr()
+            .addr()
+            .wrapping_sub(self.inner.data.base().as_ptr().addr());
         off < self.inner.data.len() && bytes.len() <= self.inner.data.len() - off
     }
 
@@ -377,7 +382,9 @@ impl PoolInner {
     }
 
     fn alloc_small(&self, class: usize) -> Option<u32> {
-        let mut st = self.classes[class].lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.classes[class]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(slot) = st.free.pop() {
             return Some(slot);
         }
@@ -408,7 +415,8 @@ impl PoolInner {
             self.seg_head[seg as usize].store(start, Ordering::Release);
         }
         self.seg_run_len[start as usize].store(n, Ordering::Release);
-        self.segments_in_use.fetch_add(n as usize, Ordering::Relaxed);
+        self.segments_in_use
+            .fetch_add(n as usize, Ordering::Relaxed);
         Some((start << SLOTS_SHIFT, n as usize * SEGMENT_SIZE))
     }
 
@@ -423,7 +431,8 @@ impl PoolInner {
             }
             self.data
                 .discard((seg as usize) << SEGMENT_SHIFT, n as usize * SEGMENT_SIZE);
-            self.segments_in_use.fetch_sub(n as usize, Ordering::Relaxed);
+            self.segments_in_use
+                .fetch_sub(n as usize, Ordering::Relaxed);
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
             segs.give_back(seg, n);
             n as usize * SEGMENT_SIZE
@@ -525,6 +534,24 @@ mod tests {
         assert_eq!(class_index(128), Some(1));
         assert_eq!(class_index(MAX_SLOT_SIZE), Some(NUM_CLASSES - 1));
         assert_eq!(class_index(MAX_SLOT_SIZE + 1), None);
+    }
+
+    #[test]
+    fn recover_rejects_slices_spanning_two_slots() {
+        let p = Pool::new(PoolConfig {
+            capacity: 2 * SEGMENT_SIZE,
+            huge_pages: false,
+        })
+        .unwrap();
+        let a = p.alloc_copy(&[1u8; 64]).unwrap();
+        let b = p.alloc_copy(&[2u8; 64]).unwrap();
+        assert_eq!(b.as_ptr().addr() - a.as_ptr().addr(), 64, "carved in order");
+        // SAFETY: both 64 B slots are live and initialised, adjacent in the
+        // same region allocation, and only read here.
+        let span = unsafe { std::slice::from_raw_parts(a.as_ptr().add(32), 64) };
+        assert!(p.recover(span).is_none());
+        assert!(p.recover(&span[..32]).is_some_and(|r| r.same_slot(&a)));
+        assert!(p.recover(&span[32..]).is_some_and(|r| r.same_slot(&b)));
     }
 
     #[test]

@@ -139,7 +139,11 @@ impl Region {
         // SAFETY: the range lies inside our mapping and the caller guarantees
         // no live slot overlaps it (it was just freed).
         unsafe {
-            libc::madvise(self.base.as_ptr().add(offset).cast(), len, libc::MADV_DONTNEED);
+            libc::madvise(
+                self.base.as_ptr().add(offset).cast(),
+                len,
+                libc::MADV_DONTNEED,
+            );
         }
         #[cfg(miri)]
         let _ = (offset, len);

@@ -94,8 +94,8 @@ impl<'a> HeaderReader<'a> {
         if depth > cx.opts.max_depth {
             return Err(DecodeError::new(K::TooDeep, 0));
         }
-        cx.charge(1, 0)?;
         let words = read_u32(obj, at).ok_or(DecodeError::new(K::Truncated, 0))?;
+        cx.charge(1, 0)?;
         if words > cx.opts.max_bitmap_words {
             return Err(DecodeError::new(K::BitmapTooLarge, 0));
         }
