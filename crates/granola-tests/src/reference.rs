@@ -659,6 +659,8 @@ impl<'a> ::granola::Decode<'a> for Sample<'a> {
     }
 }
 
+/// Equality means "same fields, same values"; floats compare by bit
+/// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
 impl ::core::cmp::PartialEq for Sample<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.id == other.id
@@ -670,7 +672,7 @@ impl ::core::cmp::PartialEq for Sample<'_> {
             && self.inner.as_deref() == other.inner.as_deref()
             && self.items.as_deref() == other.items.as_deref()
             && self.flag == other.flag
-            && self.ratio == other.ratio
+            && self.ratio.map(f64::to_bits) == other.ratio.map(f64::to_bits)
     }
 }
 

@@ -95,7 +95,7 @@ fn slices_share_the_slot() {
 
 #[test]
 fn every_size_class_and_large_objects() {
-    let p = pool(if cfg!(miri) { 8 } else { 32 } * SEGMENT_SIZE);
+    let p = pool(if cfg!(miri) { 10 } else { 32 } * SEGMENT_SIZE);
     let mut size = 1;
     while size <= MAX_SLOT_SIZE {
         let w = p.alloc(size).unwrap();

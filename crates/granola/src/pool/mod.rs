@@ -493,7 +493,10 @@ impl PoolInner {
         if rc.fetch_add(1, Ordering::Relaxed) > MAX_REFS {
             std::process::abort();
         }
-        let pool = NonNull::from(&**this);
+        // Arc::as_ptr keeps provenance over the whole Arc allocation, which
+        // release_slot needs to drop the slot's strong count later.
+        // SAFETY: Arc::as_ptr never returns null.
+        let pool = unsafe { NonNull::new_unchecked(Arc::as_ptr(this).cast_mut()) };
         // SAFETY: off < data.len(), so base+off is inside the region; we just
         // took a reference on the slot containing [off, off+len).
         unsafe {
@@ -546,9 +549,12 @@ mod tests {
         let a = p.alloc_copy(&[1u8; 64]).unwrap();
         let b = p.alloc_copy(&[2u8; 64]).unwrap();
         assert_eq!(b.as_ptr().addr() - a.as_ptr().addr(), 64, "carved in order");
+        let (base, _) = p.region();
+        let off = a.as_ptr().addr() - base.as_ptr().addr();
         // SAFETY: both 64 B slots are live and initialised, adjacent in the
-        // same region allocation, and only read here.
-        let span = unsafe { std::slice::from_raw_parts(a.as_ptr().add(32), 64) };
+        // same region (whose base pointer has provenance over both), and
+        // only read here.
+        let span = unsafe { std::slice::from_raw_parts(base.as_ptr().add(off + 32), 64) };
         assert!(p.recover(span).is_none());
         assert!(p.recover(&span[..32]).is_some_and(|r| r.same_slot(&a)));
         assert!(p.recover(&span[32..]).is_some_and(|r| r.same_slot(&b)));
