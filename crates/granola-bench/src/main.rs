@@ -56,7 +56,7 @@ struct SerArgs {
     #[arg(long)]
     max_messages: Option<usize>,
     /// Seed for source data, size sampling and shuffling.
-    #[arg(long, default_value_t = 0x6772_616e_6f6c_61)]
+    #[arg(long, default_value_t = 0x0067_7261_6e6f_6c61)]
     seed: u64,
 }
 
@@ -87,7 +87,10 @@ fn run_ser(args: SerArgs) -> Result<(), String> {
         for want in &args.libs {
             if !libs.iter().any(|l| l.name() == want) {
                 let names: Vec<_> = libs.iter().map(|l| l.name().to_owned()).collect();
-                return Err(format!("unknown library {want:?}; known: {}", names.join(",")));
+                return Err(format!(
+                    "unknown library {want:?}; known: {}",
+                    names.join(",")
+                ));
             }
         }
         libs.retain(|l| args.libs.iter().any(|w| w == l.name()));
@@ -126,7 +129,8 @@ fn run_ser(args: SerArgs) -> Result<(), String> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        std::fs::write(&path, ser::to_json(&records)).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, ser::to_json(&records))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())

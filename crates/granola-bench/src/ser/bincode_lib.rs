@@ -140,14 +140,14 @@ impl SerLib for Bincode {
             }
             MsgKind::ValueList => {
                 let m: ValueList<'_> = dec(buf);
-                m.values.iter().fold(0, |a, v| a.wrapping_add(touch(v)))
+                m.values.iter().fold(0u64, |a, v| a.wrapping_add(touch(v)))
             }
             MsgKind::KeyValues => {
                 let m: KeyValues<'_> = dec(buf);
                 m.keys
                     .iter()
                     .chain(&m.values)
-                    .fold(0, |a, v| a.wrapping_add(touch(v)))
+                    .fold(0u64, |a, v| a.wrapping_add(touch(v)))
             }
             MsgKind::Blob => touch(dec::<Blob<'_>>(buf).data),
         };

@@ -77,10 +77,8 @@ fn build(b: &mut Builder<&mut ScratchSpaceHeapAllocator<'static>>, set: &ShapeSe
 
 fn decode(kind: MsgKind, words: &[Word]) -> Result<u64> {
     let mut slice = Word::words_to_bytes(words);
-    let msg = capnp::serialize::read_message_from_flat_slice_no_alloc(
-        &mut slice,
-        ReaderOptions::new(),
-    )?;
+    let msg =
+        capnp::serialize::read_message_from_flat_slice_no_alloc(&mut slice, ReaderOptions::new())?;
     Ok(match kind {
         MsgKind::StringMsg => {
             let r = msg.get_root::<string_msg::Reader>()?;

@@ -46,7 +46,10 @@ fn bytes_list(
     offsets.clear();
     for &f in fields {
         let data = fbb.create_vector(set.bytes(f));
-        offsets.push(fbs::Bytes::create(fbb, &fbs::BytesArgs { data: Some(data) }));
+        offsets.push(fbs::Bytes::create(
+            fbb,
+            &fbs::BytesArgs { data: Some(data) },
+        ));
     }
     fbb.create_vector(offsets)
 }
@@ -107,12 +110,16 @@ impl Flatbuffers {
     }
 }
 
+fn bytes(v: Option<flatbuffers::Vector<'_, u8>>) -> &[u8] {
+    v.map_or(&[][..], |d| d.bytes())
+}
+
 fn list_touch(
     v: Option<flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<fbs::Bytes<'_>>>>,
 ) -> u64 {
-    v.expect("list present").iter().fold(0u64, |a, b| {
-        a.wrapping_add(touch(b.data().map_or(&[][..], |d| d.bytes())))
-    })
+    v.expect("list present")
+        .iter()
+        .fold(0u64, |a, b| a.wrapping_add(touch(bytes(b.data()))))
 }
 
 impl SerLib for Flatbuffers {
@@ -139,7 +146,6 @@ impl SerLib for Flatbuffers {
 
     fn decode_touch(&mut self, wire_index: usize) -> u64 {
         let buf = &self.wire[wire_index][..];
-        let bytes = |v: Option<flatbuffers::Vector<'_, u8>>| v.map_or(&[][..], |d| d.bytes());
         let sum = match self.kind.expect("prepared") {
             MsgKind::StringMsg => {
                 let m = flatbuffers::root::<fbs::StringMsg>(buf).expect("verify");

@@ -104,7 +104,8 @@ pub struct Handwritten {
 }
 
 impl Handwritten {
-    fn encode(out: &mut Vec<u8>, set: &ShapeSet, i: usize) -> usize {
+    /// Encodes message `i` of `set` into `out` (cleared first); returns its length.
+    pub fn encode(out: &mut Vec<u8>, set: &ShapeSet, i: usize) -> usize {
         out.clear();
         let refs = set.field_refs(i);
         let header = 8 + 8 * refs.len();

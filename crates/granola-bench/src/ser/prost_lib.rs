@@ -114,14 +114,14 @@ impl SerLib for Prost {
             }
             MsgKind::ValueList => {
                 let m = pb::ValueList::decode(buf).expect("decode");
-                m.values.iter().fold(0, |a, v| a.wrapping_add(touch(v)))
+                m.values.iter().fold(0u64, |a, v| a.wrapping_add(touch(v)))
             }
             MsgKind::KeyValues => {
                 let m = pb::KeyValues::decode(buf).expect("decode");
                 m.keys
                     .iter()
                     .chain(&m.values)
-                    .fold(0, |a, v| a.wrapping_add(touch(v)))
+                    .fold(0u64, |a, v| a.wrapping_add(touch(v)))
             }
             MsgKind::Blob => {
                 let m = pb::Blob::decode(buf).expect("decode");

@@ -149,14 +149,14 @@ impl SerLib for Rkyv {
             }
             MsgKind::ValueList => {
                 let m = rkyv::access::<ArchivedValueList, rancor::Error>(buf).expect("access");
-                m.values.iter().fold(0, |a, v| a.wrapping_add(touch(v)))
+                m.values.iter().fold(0u64, |a, v| a.wrapping_add(touch(v)))
             }
             MsgKind::KeyValues => {
                 let m = rkyv::access::<ArchivedKeyValues, rancor::Error>(buf).expect("access");
                 m.keys
                     .iter()
                     .chain(m.values.iter())
-                    .fold(0, |a, v| a.wrapping_add(touch(v)))
+                    .fold(0u64, |a, v| a.wrapping_add(touch(v)))
             }
             MsgKind::Blob => {
                 let m = rkyv::access::<ArchivedBlob, rancor::Error>(buf).expect("access");

@@ -402,7 +402,10 @@ impl ShapeSet {
 
     /// Largest total field bytes over all messages.
     pub fn max_payload_bytes(&self) -> usize {
-        (0..self.len()).map(|i| self.payload_bytes(i)).max().unwrap_or(0)
+        (0..self.len())
+            .map(|i| self.payload_bytes(i))
+            .max()
+            .unwrap_or(0)
     }
 
     /// The wire indices decode visits, in order: a random permutation for a
