@@ -1,1 +1,333 @@
-//! placeholder
+//! # granola-build: the granola schema compiler
+//!
+//! Turns proto3 `.proto` files into Rust types for the
+//! `granola` runtime: hybrid zero-copy messages
+//! whose bytes and string fields are copied when small and referenced
+//! (zero copy) when large. Parsing is pure Rust ([`protox`]), so neither
+//! `protoc` nor any other binary is needed.
+//!
+//! ## Usage: schema → `build.rs` → `include!` → use
+//!
+//! ```text
+//! // schemas/kv.proto
+//! syntax = "proto3";
+//! package kv;
+//! message GetM {
+//!   uint32 id = 1;
+//!   repeated string keys = 2;
+//!   repeated bytes vals = 3;
+//! }
+//! ```
+//!
+//! ```toml
+//! # Cargo.toml
+//! [dependencies]
+//! granola = "..."
+//! [build-dependencies]
+//! granola-build = "..."
+//! ```
+//!
+//! ```no_run
+//! // build.rs, in `fn main()`:
+//! if let Err(e) = granola_build::compile_protos(&["schemas/kv.proto"], &["schemas"]) {
+//!     // One `file:line:column: message` line per problem.
+//!     panic!("\n{e}");
+//! }
+//! ```
+//!
+//! ```ignore
+//! // src/lib.rs: one module per proto package, named after it.
+//! pub mod kv {
+//!     include!(concat!(env!("OUT_DIR"), "/kv.rs"));
+//! }
+//!
+//! // anywhere
+//! let pool = granola::Pool::with_capacity(64 << 20)?;
+//! let ctx = granola::Context::new(&pool);
+//! let mut m = kv::GetM::new(&ctx);
+//! m.set_id(7);
+//! m.append_keys("user:1");
+//! let bytes = granola::Message::to_vec(&m);
+//! let back = <kv::GetM as granola::Decode>::decode(&ctx, &bytes)?;
+//! ```
+//!
+//! The command-line binary does the same outside Cargo:
+//! `cargo run -p granola-build -- --out-dir DIR -I schemas schemas/kv.proto`.
+//!
+//! ## Output layout (prost's convention)
+//!
+//! - One file per proto package, `<package>.rs` (`_.rs` for files with no
+//!   `package`), holding the messages of every input file in that package
+//!   **and of the imported files whose messages they use** (so referenced
+//!   types exist too; an import used only for options is not compiled).
+//! - A message nested in `Outer` lives in `pub mod outer { ... }` (snake
+//!   case of the parent's name) next to `Outer`; `Outer.Inner` is
+//!   `outer::Inner`.
+//! - References to other packages are `super::`-relative paths, which
+//!   resolve when every package file is included in a module tree that
+//!   mirrors the package names (each component in snake case):
+//!
+//! ```ignore
+//! pub mod a {
+//!     pub mod b {
+//!         include!(concat!(env!("OUT_DIR"), "/a.b.rs")); // package a.b
+//!     }
+//!     include!(concat!(env!("OUT_DIR"), "/a.rs")); // package a
+//! }
+//! include!(concat!(env!("OUT_DIR"), "/_.rs")); // files without a package
+//! ```
+//!
+//! ## What is generated
+//!
+//! For each message `M` (type name verbatim from the schema), a
+//! `pub struct M<'a>` that borrows a `granola::Context`, with
+//! `M::new(&ctx)`, `context()`, and per field `x` (snake case):
+//!
+//! | field | accessors |
+//! | --- | --- |
+//! | scalar | `has_x`, `get_x`, `set_x`, `clear_x` |
+//! | `bytes` | `has_x`, `get_x -> &[u8]`, `x_field`, `set_x(&[u8])`, `set_x_buf(Buf)`, `set_x_field`, `clear_x` |
+//! | `string` | as `bytes`, with `get_x -> Result<&str, Utf8Error>` and `get_x_bytes` |
+//! | message | `has_x`, `get_x -> Option<&T>`, `mut_x`, `set_x`, `clear_x` |
+//! | `repeated` scalar | `has_x`, `get_x -> &[T]`, `x_len`, `init_x(capacity)`, `append_x`, `clear_x` |
+//! | `repeated bytes`/`string` | as repeated scalar, plus `append_x_buf`, `append_x_field` |
+//! | `repeated` message | `get_x`, `get_x_mut`, `x_len`, `init_x`, `append_x() -> &mut T`, `push_x(T)`, `clear_x` |
+//!
+//! plus `granola::Message`, `granola::Decode`, `PartialEq` and `Debug`
+//! impls. Scalars map as int32/sint32/sfixed32 → `i32`,
+//! int64/sint64/sfixed64 → `i64`, uint32/fixed32 → `u32`, uint64/fixed64 →
+//! `u64`, bool → `bool`, float → `f32`, double → `f64`. Every field has
+//! explicit presence, so the proto3 `optional` keyword is accepted and
+//! changes nothing. Field names that are Rust keywords become raw
+//! identifiers (`r#type`); generated code uses fully-qualified paths, so
+//! messages may be called `Option`, `Result`, `Vec`, `Box` or `String`.
+//! Recursive messages work (message fields are arena-boxed). The field's
+//! declaration and its leading comment in the schema become the getter's
+//! doc comment.
+//!
+//! ## What is rejected
+//!
+//! Enums, `map<..>` fields, `oneof`, proto2 syntax and its `required`
+//! fields, groups, defaults and extensions (`extend`, `extensions`),
+//! `import public`/`import weak`, field numbers above
+//! [`MAX_FIELD_NUMBER`], and names that cannot be Rust identifiers or that
+//! clash after conversion. Each problem is reported as
+//! `file:line:column: <construct> is not supported by granola (<hint>)`,
+//! all of them at once (see [`Error`]); nothing is silently dropped.
+//! `service` definitions and options are ignored without an error.
+//!
+//! ## Golden files
+//!
+//! `tests/golden/<name>.proto` are compiled and compared with the expected
+//! `tests/golden/<name>.rs`. After an intended change to the output,
+//! re-bless them with `GRANOLA_BLESS=1 cargo test -p granola-build`.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod codegen;
+mod error;
+mod model;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+pub use error::{Diagnostic, Error};
+
+/// The largest field number granola accepts (the same as
+/// `granola::wire::MAX_FIELD_NUMBER`).
+pub const MAX_FIELD_NUMBER: u32 = 32_768;
+
+/// One generated Rust source file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// File name: `<proto package>.rs`, or `_.rs` for no package.
+    pub name: String,
+    /// Rust source.
+    pub content: String,
+}
+
+/// Compiler options, in the style of `prost_build::Config`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    out_dir: Option<PathBuf>,
+    emit_rerun_if_changed: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+impl Config {
+    /// Default options: output to `$OUT_DIR`, print
+    /// `cargo:rerun-if-changed` lines.
+    pub fn new() -> Config {
+        Config {
+            out_dir: None,
+            emit_rerun_if_changed: true,
+        }
+    }
+
+    /// Writes the generated files to `dir` instead of `$OUT_DIR`.
+    pub fn out_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether [`compile_protos`](Self::compile_protos) prints
+    /// `cargo:rerun-if-changed=<file>` for every schema file it read
+    /// (default `true`; turn off outside build scripts).
+    pub fn emit_rerun_if_changed(&mut self, yes: bool) -> &mut Self {
+        self.emit_rerun_if_changed = yes;
+        self
+    }
+
+    /// Compiles `protos` (and the files they import, looked up in
+    /// `includes`) and writes one `<package>.rs` per proto package to the
+    /// output directory. Files whose content is unchanged are not rewritten.
+    pub fn compile_protos(
+        &self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<(), Error> {
+        let out_dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => match std::env::var_os("OUT_DIR") {
+                Some(d) => PathBuf::from(d),
+                None => {
+                    return Err(Error::new(vec![Diagnostic::without_position(
+                        None,
+                        "OUT_DIR is not set: call compile_protos from a build script, or set Config::out_dir",
+                    )]))
+                }
+            },
+        };
+        let (files, sources) = self.run(protos, includes)?;
+        if self.emit_rerun_if_changed {
+            for s in &sources {
+                println!("cargo:rerun-if-changed={}", s.display());
+            }
+        }
+        std::fs::create_dir_all(&out_dir)
+            .map_err(|e| Error::io(format!("creating {}", out_dir.display()), e))?;
+        for f in files {
+            let path = out_dir.join(&f.name);
+            if std::fs::read_to_string(&path).ok().as_deref() == Some(f.content.as_str()) {
+                continue;
+            }
+            std::fs::write(&path, &f.content)
+                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// Compiles `protos` like [`compile_protos`](Self::compile_protos) but
+    /// returns the generated files instead of writing them (sorted by
+    /// name).
+    pub fn generate(
+        &self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<Vec<GeneratedFile>, Error> {
+        self.run(protos, includes).map(|(files, _)| files)
+    }
+
+    /// Generated files plus the schema files read.
+    fn run(
+        &self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> Result<(Vec<GeneratedFile>, Vec<PathBuf>), Error> {
+        let mut includes: Vec<PathBuf> = includes.iter().map(|p| p.as_ref().to_owned()).collect();
+        if includes.is_empty() {
+            // Default: the directory of each schema.
+            for p in protos {
+                let dir = p.as_ref().parent().unwrap_or(Path::new("")).to_owned();
+                let dir = if dir.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    dir
+                };
+                if !includes.contains(&dir) {
+                    includes.push(dir);
+                }
+            }
+        }
+        let fallback = |name: &str| -> String {
+            includes
+                .iter()
+                .map(|i| i.join(name))
+                .find(|p| p.is_file())
+                .map_or_else(|| name.to_owned(), |p| p.display().to_string())
+        };
+
+        let mut compiler =
+            protox::Compiler::new(&includes).map_err(|e| error::from_protox(&e, &fallback))?;
+        compiler.include_source_info(true).include_imports(true);
+        let mut diags = Vec::new();
+        for p in protos {
+            if !p.as_ref().is_file() {
+                diags.push(Diagnostic::without_position(
+                    Some(p.as_ref().display().to_string()),
+                    "no such file",
+                ));
+                continue;
+            }
+            if let Err(e) = compiler.open_file(p.as_ref()) {
+                diags.extend(
+                    error::from_protox(&e, &fallback)
+                        .diagnostics()
+                        .iter()
+                        .cloned(),
+                );
+            }
+        }
+        if !diags.is_empty() {
+            return Err(Error::new(diags));
+        }
+
+        let paths: HashMap<String, PathBuf> = compiler
+            .files()
+            .filter_map(|f| Some((f.name().to_owned(), f.path()?.to_owned())))
+            .collect();
+        let path_of = |name: &str| -> String {
+            paths
+                .get(name)
+                .map_or_else(|| fallback(name), |p| p.display().to_string())
+        };
+        let requested: HashSet<String> = compiler
+            .files()
+            .filter(|f| !f.is_import())
+            .map(|f| f.name().to_owned())
+            .collect();
+        let set = compiler.file_descriptor_set();
+        let model = model::build(&set, &requested, &path_of).map_err(Error::new)?;
+        let files = model
+            .packages
+            .iter()
+            .map(|p| GeneratedFile {
+                name: if p.name.is_empty() {
+                    "_.rs".to_owned()
+                } else {
+                    format!("{}.rs", p.name)
+                },
+                content: codegen::package(&model, p),
+            })
+            .collect();
+        let mut sources: Vec<PathBuf> = paths.into_values().collect();
+        sources.sort();
+        Ok((files, sources))
+    }
+}
+
+/// Compiles `protos` (looking up imports in `includes`; if `includes` is
+/// empty, in the directory of each proto) into `$OUT_DIR/<package>.rs`,
+/// printing `cargo:rerun-if-changed` for every schema read. For use in
+/// `build.rs`; see the [crate docs](crate) for the whole flow.
+pub fn compile_protos(
+    protos: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+) -> Result<(), Error> {
+    Config::new().compile_protos(protos, includes)
+}

@@ -1,0 +1,823 @@
+//! From checked protobuf descriptors to the (validated) model the code
+//! generator works on. Everything granola cannot represent is reported here,
+//! with its position, instead of being dropped.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use heck::ToSnakeCase;
+use prost_types::field_descriptor_proto::{Label, Type};
+use prost_types::source_code_info::Location;
+use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet};
+
+use crate::error::Diagnostic;
+use crate::MAX_FIELD_NUMBER;
+
+// Field numbers of the descriptor messages, as used in source-info paths.
+const FILE_DEPENDENCY: i32 = 3;
+const FILE_MESSAGE: i32 = 4;
+const FILE_ENUM: i32 = 5;
+const FILE_EXTENSION: i32 = 7;
+const FILE_SYNTAX: i32 = 12;
+const MSG_FIELD: i32 = 2;
+const MSG_NESTED: i32 = 3;
+const MSG_ENUM: i32 = 4;
+const MSG_EXT_RANGE: i32 = 5;
+const MSG_EXTENSION: i32 = 6;
+const MSG_ONEOF: i32 = 8;
+const FIELD_NAME: i32 = 1;
+const FIELD_NUMBER: i32 = 3;
+const FIELD_LABEL: i32 = 4;
+
+/// All output files, keyed by proto package.
+pub(crate) struct Model {
+    pub packages: Vec<Package>,
+    /// Fully-qualified proto name (no leading dot) to where its Rust type is.
+    pub types: HashMap<String, TypePath>,
+}
+
+/// Where a message's Rust type lives: the module path from the root of the
+/// package tree, and its type name.
+#[derive(Clone, Debug)]
+pub(crate) struct TypePath {
+    pub modules: Vec<String>,
+    pub name: String,
+}
+
+/// Everything in one proto package (one output file).
+pub(crate) struct Package {
+    /// The proto package (`""` if none).
+    pub name: String,
+    /// The `.proto` files (names relative to their include directory).
+    pub files: Vec<String>,
+    pub messages: Vec<Message>,
+}
+
+pub(crate) struct Message {
+    /// Fully-qualified proto name without the leading dot.
+    pub full_name: String,
+    /// The Rust type name (the proto name, verbatim).
+    pub rust_name: String,
+    /// The module holding nested types (snake case of the name).
+    pub mod_name: String,
+    /// The module path this struct lives in (package modules + outer
+    /// message modules).
+    pub scope: Vec<String>,
+    pub doc: String,
+    /// Fields in declaration order.
+    pub fields: Vec<Field>,
+    pub nested: Vec<Message>,
+}
+
+pub(crate) struct Field {
+    /// The proto name.
+    pub proto_name: String,
+    /// The snake-case base of the method names (`get_<rust_name>`).
+    pub rust_name: String,
+    /// The struct field's identifier (without `r#`).
+    pub ident: String,
+    pub number: u32,
+    pub repeated: bool,
+    pub kind: Kind,
+    /// The declaration, e.g. `repeated uint32 ids = 3;`.
+    pub decl: String,
+    pub doc: String,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Kind {
+    /// A scalar with its Rust type.
+    Scalar(&'static str),
+    Bytes,
+    String,
+    /// A message, by fully-qualified proto name (no leading dot).
+    Message(String),
+}
+
+/// Rust keywords that cannot be used as plain identifiers.
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+    "return", "static", "struct", "trait", "true", "type", "unsafe", "use", "where", "while",
+    "abstract", "become", "box", "do", "final", "gen", "macro", "override", "priv", "try",
+    "typeof", "unsized", "virtual", "yield",
+];
+
+/// Keywords that cannot even be raw identifiers.
+const NON_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+
+/// Names a message may not have: they would shadow primitive types that the
+/// generated code uses unqualified.
+const PRIMITIVES: &[&str] = &[
+    "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
+    "i128", "isize", "f32", "f64",
+];
+
+/// True if `s` must be written `r#s`.
+pub(crate) fn is_keyword(s: &str) -> bool {
+    KEYWORDS.contains(&s)
+}
+
+/// A proto name in snake case (the base of method names; field names that
+/// are already snake case are kept verbatim).
+pub(crate) fn snake(name: &str) -> String {
+    if name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        name.to_owned()
+    } else {
+        name.to_snake_case()
+    }
+}
+
+/// A snake-case name as a Rust identifier (struct field or module):
+/// `self`/`super`/`crate`/`_`, which cannot be raw identifiers, get a `_`
+/// appended; other keywords are written raw (`r#type`) by the code
+/// generator.
+pub(crate) fn ident_name(snake: &str) -> String {
+    if NON_RAW.contains(&snake) {
+        format!("{snake}_")
+    } else {
+        snake.to_owned()
+    }
+}
+
+struct FileCx<'f> {
+    file: &'f FileDescriptorProto,
+    path: String,
+    locations: HashMap<&'f [i32], &'f Location>,
+}
+
+impl<'f> FileCx<'f> {
+    fn location(&self, path: &[i32]) -> Option<&'f Location> {
+        self.locations.get(path).copied()
+    }
+
+    /// 1-based (line, column) of `path`, else of its closest ancestor.
+    fn position(&self, path: &[i32]) -> (u32, u32) {
+        for len in (0..=path.len()).rev() {
+            if let Some(l) = self.location(&path[..len]) {
+                if l.span.len() >= 3 {
+                    return (l.span[0] as u32 + 1, l.span[1] as u32 + 1);
+                }
+            }
+        }
+        (1, 1)
+    }
+
+    fn diag(&self, path: &[i32], message: String) -> Diagnostic {
+        let (line, column) = self.position(path);
+        Diagnostic::new(self.path.clone(), line, column, message)
+    }
+
+    fn doc(&self, path: &[i32]) -> String {
+        self.location(path)
+            .and_then(|l| l.leading_comments.clone())
+            .unwrap_or_default()
+    }
+}
+
+fn unsupported(construct: &str, hint: &str) -> String {
+    format!("{construct} is not supported by granola ({hint})")
+}
+
+/// Builds the model from a descriptor set (with source info), or returns
+/// every problem found. `path_of` maps a file name to the path to report.
+///
+/// Code is generated for the `requested` files and for the imported files
+/// that define message types they use (transitively); an import used for
+/// anything else (custom options, services) is not compiled.
+pub(crate) fn build(
+    set: &FileDescriptorSet,
+    requested: &HashSet<String>,
+    path_of: &dyn Fn(&str) -> String,
+) -> Result<Model, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let mut packages: BTreeMap<String, Package> = BTreeMap::new();
+    let mut types = HashMap::new();
+    let needed = needed_files(set, requested);
+    let files: Vec<FileCx<'_>> = set
+        .file
+        .iter()
+        .filter(|file| needed.contains(file.name()))
+        .map(|file| FileCx {
+            file,
+            path: path_of(file.name()),
+            locations: file
+                .source_code_info
+                .iter()
+                .flat_map(|s| s.location.iter())
+                .map(|l| (l.path.as_slice(), l))
+                .collect(),
+        })
+        .collect();
+
+    // Pass 1: check file-level constructs and register every message type.
+    for fcx in &files {
+        let file = fcx.file;
+        check_file(fcx, &mut diags);
+        let pkg_modules: Vec<String> = if file.package().is_empty() {
+            Vec::new()
+        } else {
+            file.package()
+                .split('.')
+                .map(|p| ident_name(&snake(p)))
+                .collect()
+        };
+        let package = packages
+            .entry(file.package().to_owned())
+            .or_insert_with(|| Package {
+                name: file.package().to_owned(),
+                files: Vec::new(),
+                messages: Vec::new(),
+            });
+        package.files.push(file.name().to_owned());
+        for (i, m) in file.message_type.iter().enumerate() {
+            let full = if file.package().is_empty() {
+                m.name().to_owned()
+            } else {
+                format!("{}.{}", file.package(), m.name())
+            };
+            let path = vec![FILE_MESSAGE, i as i32];
+            if let Some(msg) = message(
+                fcx,
+                m,
+                full,
+                pkg_modules.clone(),
+                path,
+                &mut types,
+                &mut diags,
+            ) {
+                package.messages.push(msg);
+            }
+        }
+    }
+
+    // Pass 2: check the names in each scope and every field's type.
+    for p in packages.values() {
+        check_scope(&p.messages, &mut diags, &files);
+        for m in &p.messages {
+            check_types(m, &types, &mut diags, &files);
+        }
+    }
+
+    if diags.is_empty() {
+        return Ok(Model {
+            packages: packages.into_values().collect(),
+            types,
+        });
+    }
+    // Report in file order, then source order within each file.
+    let file_index = |d: &Diagnostic| files.iter().position(|f| Some(f.path.as_str()) == d.file());
+    diags.sort_by_key(|d| (file_index(d), d.line(), d.column()));
+    Err(diags)
+}
+
+/// The requested files plus every file defining a message type used by a
+/// field of a needed file.
+fn needed_files(set: &FileDescriptorSet, requested: &HashSet<String>) -> HashSet<String> {
+    fn walk<'f>(
+        prefix: &str,
+        msgs: &'f [DescriptorProto],
+        file: &'f str,
+        out: &mut HashMap<String, &'f str>,
+    ) {
+        for m in msgs {
+            let full = if prefix.is_empty() {
+                m.name().to_owned()
+            } else {
+                format!("{prefix}.{}", m.name())
+            };
+            walk(&full, &m.nested_type, file, out);
+            out.insert(full, file);
+        }
+    }
+    fn uses<'f>(msgs: &'f [DescriptorProto], out: &mut Vec<&'f str>) {
+        for m in msgs {
+            for f in &m.field {
+                if matches!(f.r#type(), Type::Message | Type::Group) {
+                    out.push(f.type_name().trim_start_matches('.'));
+                }
+            }
+            uses(&m.nested_type, out);
+        }
+    }
+    let mut defined_in = HashMap::new();
+    for f in &set.file {
+        walk(f.package(), &f.message_type, f.name(), &mut defined_in);
+    }
+    let mut needed: HashSet<String> = requested.clone();
+    let mut todo: Vec<&str> = set
+        .file
+        .iter()
+        .filter(|f| requested.contains(f.name()))
+        .map(|f| f.name())
+        .collect();
+    while let Some(name) = todo.pop() {
+        let Some(file) = set.file.iter().find(|f| f.name() == name) else {
+            continue;
+        };
+        let mut used = Vec::new();
+        uses(&file.message_type, &mut used);
+        for t in used {
+            if let Some(&def) = defined_in.get(t) {
+                if needed.insert(def.to_owned()) {
+                    todo.push(def);
+                }
+            }
+        }
+    }
+    needed
+}
+
+fn check_file(fcx: &FileCx<'_>, diags: &mut Vec<Diagnostic>) {
+    let file = fcx.file;
+    if file.syntax() != "proto3" {
+        let what = if file.syntax().is_empty() || file.syntax() == "proto2" {
+            "proto2 syntax".to_owned()
+        } else {
+            format!("syntax `{}`", file.syntax())
+        };
+        diags.push(fcx.diag(
+            &[FILE_SYNTAX],
+            unsupported(&what, "start the file with `syntax = \"proto3\";`"),
+        ));
+    }
+    for &i in &file.public_dependency {
+        diags.push(fcx.diag(
+            &[FILE_DEPENDENCY, i],
+            unsupported(
+                "`import public`",
+                "use a plain `import` in each file that needs it",
+            ),
+        ));
+    }
+    for &i in &file.weak_dependency {
+        diags.push(fcx.diag(
+            &[FILE_DEPENDENCY, i],
+            unsupported("`import weak`", "use a plain `import`"),
+        ));
+    }
+    for (i, e) in file.enum_type.iter().enumerate() {
+        diags.push(fcx.diag(
+            &[FILE_ENUM, i as i32],
+            unsupported(&format!("enum `{}`", e.name()), ENUM_HINT),
+        ));
+    }
+    for (i, x) in file.extension.iter().enumerate() {
+        diags.push(fcx.diag(
+            &[FILE_EXTENSION, i as i32],
+            unsupported(
+                &format!(
+                    "extension `{}` (`extend {}`)",
+                    x.name(),
+                    x.extendee().trim_start_matches('.')
+                ),
+                "declare the field in the message itself",
+            ),
+        ));
+    }
+    // Services are ignored: granola generates message types only.
+}
+
+const ENUM_HINT: &str = "use an integer field such as `int32` instead";
+
+/// Converts one message (and its nested messages), checking its contents.
+fn message(
+    fcx: &FileCx<'_>,
+    m: &DescriptorProto,
+    full_name: String,
+    scope: Vec<String>,
+    path: Vec<i32>,
+    types: &mut HashMap<String, TypePath>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Message> {
+    let name = m.name();
+    let at = |suffix: &[i32]| -> Vec<i32> { path.iter().chain(suffix).copied().collect() };
+    if m.options.as_ref().is_some_and(|o| o.map_entry()) {
+        // Map entry types are reported at the map field.
+        return None;
+    }
+    if NON_RAW.contains(&name) || PRIMITIVES.contains(&name) {
+        diags.push(fcx.diag(
+            &path,
+            format!("message name `{name}` cannot be used in Rust (it is a keyword or a primitive type name); rename the message"),
+        ));
+    }
+    types.insert(
+        full_name.clone(),
+        TypePath {
+            modules: scope.clone(),
+            name: name.to_owned(),
+        },
+    );
+    for (i, e) in m.enum_type.iter().enumerate() {
+        diags.push(fcx.diag(
+            &at(&[MSG_ENUM, i as i32]),
+            unsupported(&format!("enum `{}`", e.name()), ENUM_HINT),
+        ));
+    }
+    for i in 0..m.extension_range.len() {
+        diags.push(fcx.diag(
+            &at(&[MSG_EXT_RANGE, i as i32]),
+            unsupported(
+                &format!("extension range (`extensions`) in `{name}`"),
+                "remove it; granola messages are not extensible",
+            ),
+        ));
+    }
+    for (i, x) in m.extension.iter().enumerate() {
+        diags.push(fcx.diag(
+            &at(&[MSG_EXTENSION, i as i32]),
+            unsupported(
+                &format!(
+                    "extension `{}` (`extend {}`)",
+                    x.name(),
+                    x.extendee().trim_start_matches('.')
+                ),
+                "declare the field in the message itself",
+            ),
+        ));
+    }
+    // proto3 `optional` fields live in synthetic oneofs; those are fine.
+    let synthetic: HashSet<i32> = m
+        .field
+        .iter()
+        .filter(|f| f.proto3_optional())
+        .filter_map(|f| f.oneof_index)
+        .collect();
+    for (i, o) in m.oneof_decl.iter().enumerate() {
+        if !synthetic.contains(&(i as i32)) {
+            diags.push(fcx.diag(
+                &at(&[MSG_ONEOF, i as i32]),
+                unsupported(
+                    &format!("oneof `{}`", o.name()),
+                    "declare its fields as ordinary fields; each has its own presence bit",
+                ),
+            ));
+        }
+    }
+
+    let mut fields = Vec::new();
+    for (i, f) in m.field.iter().enumerate() {
+        if let Some(field) = field(fcx, m, f, &at(&[MSG_FIELD, i as i32]), diags) {
+            fields.push(field);
+        }
+    }
+    check_names(fcx, &path, m, &fields, diags);
+
+    let mod_name = ident_name(&snake(name));
+    let mut inner_scope = scope.clone();
+    inner_scope.push(mod_name.clone());
+    let mut nested = Vec::new();
+    for (i, n) in m.nested_type.iter().enumerate() {
+        let full = format!("{full_name}.{}", n.name());
+        if let Some(msg) = message(
+            fcx,
+            n,
+            full,
+            inner_scope.clone(),
+            at(&[MSG_NESTED, i as i32]),
+            types,
+            diags,
+        ) {
+            nested.push(msg);
+        }
+    }
+
+    Some(Message {
+        full_name,
+        rust_name: name.to_owned(),
+        mod_name,
+        scope,
+        doc: fcx.doc(&path),
+        fields,
+        nested,
+    })
+}
+
+fn field(
+    fcx: &FileCx<'_>,
+    m: &DescriptorProto,
+    f: &FieldDescriptorProto,
+    path: &[i32],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Field> {
+    let name = f.name();
+    let at = |suffix: &[i32]| -> Vec<i32> { path.iter().chain(suffix).copied().collect() };
+    let mut ok = true;
+    let number = u32::try_from(f.number()).unwrap_or(0);
+    if number == 0 || number > MAX_FIELD_NUMBER {
+        diags.push(fcx.diag(
+            &at(&[FIELD_NUMBER]),
+            format!(
+                "field number {} of `{name}` is out of range: granola supports field numbers 1 to {MAX_FIELD_NUMBER}",
+                f.number()
+            ),
+        ));
+        ok = false;
+    }
+    if f.label() == Label::Required {
+        diags.push(fcx.diag(
+            &at(&[FIELD_LABEL]),
+            unsupported(
+                &format!("required field `{name}`"),
+                "proto3 fields have no `required`; every granola field has explicit presence",
+            ),
+        ));
+        ok = false;
+    }
+    if f.default_value.is_some() {
+        diags.push(fcx.diag(
+            path,
+            unsupported(
+                &format!("default value of field `{name}`"),
+                "remove `[default = ...]`",
+            ),
+        ));
+        ok = false;
+    }
+    let type_name = f.type_name().trim_start_matches('.');
+    let (kind, type_str) = match f.r#type() {
+        Type::Double => (Kind::Scalar("f64"), "double"),
+        Type::Float => (Kind::Scalar("f32"), "float"),
+        Type::Int64 => (Kind::Scalar("i64"), "int64"),
+        Type::Sint64 => (Kind::Scalar("i64"), "sint64"),
+        Type::Sfixed64 => (Kind::Scalar("i64"), "sfixed64"),
+        Type::Uint64 => (Kind::Scalar("u64"), "uint64"),
+        Type::Fixed64 => (Kind::Scalar("u64"), "fixed64"),
+        Type::Int32 => (Kind::Scalar("i32"), "int32"),
+        Type::Sint32 => (Kind::Scalar("i32"), "sint32"),
+        Type::Sfixed32 => (Kind::Scalar("i32"), "sfixed32"),
+        Type::Uint32 => (Kind::Scalar("u32"), "uint32"),
+        Type::Fixed32 => (Kind::Scalar("u32"), "fixed32"),
+        Type::Bool => (Kind::Scalar("bool"), "bool"),
+        Type::String => (Kind::String, "string"),
+        Type::Bytes => (Kind::Bytes, "bytes"),
+        Type::Message => {
+            let is_map = f.label() == Label::Repeated
+                && m.nested_type.iter().any(|n| {
+                    n.options.as_ref().is_some_and(|o| o.map_entry())
+                        && type_name.rsplit('.').next() == Some(n.name())
+                });
+            if is_map {
+                diags.push(fcx.diag(
+                    path,
+                    unsupported(
+                        &format!("map field `{name}`"),
+                        "use a repeated message with key and value fields instead",
+                    ),
+                ));
+                return None;
+            }
+            (Kind::Message(type_name.to_owned()), type_name)
+        }
+        Type::Group => {
+            let group = type_name.rsplit('.').next().unwrap_or(name);
+            diags.push(fcx.diag(
+                path,
+                unsupported(
+                    &format!("group `{group}`"),
+                    "use a nested message field instead",
+                ),
+            ));
+            return None;
+        }
+        Type::Enum => {
+            diags.push(fcx.diag(
+                path,
+                unsupported(
+                    &format!("enum field `{name}` (of type `{type_name}`)"),
+                    ENUM_HINT,
+                ),
+            ));
+            return None;
+        }
+    };
+    if !ok {
+        return None;
+    }
+    let label = match f.label() {
+        Label::Repeated => "repeated ",
+        _ if f.proto3_optional() => "optional ",
+        _ => "",
+    };
+    let rust_name = snake(name);
+    if rust_name.is_empty() || rust_name.starts_with(|c: char| c.is_ascii_digit()) {
+        diags.push(fcx.diag(
+            &at(&[FIELD_NAME]),
+            format!(
+                "field name `{name}` cannot be turned into a Rust identifier; rename the field"
+            ),
+        ));
+        return None;
+    }
+    Some(Field {
+        proto_name: name.to_owned(),
+        ident: ident_name(&rust_name),
+        rust_name,
+        number,
+        repeated: f.label() == Label::Repeated,
+        kind,
+        decl: format!("{label}{type_str} {name} = {number};"),
+        doc: fcx.doc(path),
+    })
+}
+
+/// The method names generated for a field (must match `codegen`).
+pub(crate) fn method_names(f: &Field) -> Vec<String> {
+    let n = &f.rust_name;
+    let mut v = vec![format!("has_{n}"), format!("get_{n}"), format!("clear_{n}")];
+    match (&f.kind, f.repeated) {
+        (Kind::Scalar(_), false) => v.push(format!("set_{n}")),
+        (Kind::Bytes | Kind::String, false) => {
+            v.extend([
+                format!("{n}_field"),
+                format!("set_{n}"),
+                format!("set_{n}_buf"),
+                format!("set_{n}_field"),
+            ]);
+            if matches!(f.kind, Kind::String) {
+                v.push(format!("get_{n}_bytes"));
+            }
+        }
+        (Kind::Message(_), false) => v.extend([format!("mut_{n}"), format!("set_{n}")]),
+        (Kind::Scalar(_), true) => v.extend([
+            format!("{n}_len"),
+            format!("init_{n}"),
+            format!("append_{n}"),
+        ]),
+        (Kind::Bytes | Kind::String, true) => v.extend([
+            format!("{n}_len"),
+            format!("init_{n}"),
+            format!("append_{n}"),
+            format!("append_{n}_buf"),
+            format!("append_{n}_field"),
+        ]),
+        (Kind::Message(_), true) => v.extend([
+            format!("get_{n}_mut"),
+            format!("{n}_len"),
+            format!("init_{n}"),
+            format!("append_{n}"),
+            format!("push_{n}"),
+        ]),
+    }
+    v
+}
+
+/// Field names (after snake-casing) and generated method names must be
+/// unique within a message.
+fn check_names(
+    fcx: &FileCx<'_>,
+    msg_path: &[i32],
+    m: &DescriptorProto,
+    fields: &[Field],
+    diags: &mut Vec<Diagnostic>,
+) {
+    let index_of = |f: &Field| {
+        m.field
+            .iter()
+            .position(|d| d.name() == f.proto_name)
+            .unwrap_or(0) as i32
+    };
+    let field_path = |f: &Field| -> Vec<i32> {
+        msg_path
+            .iter()
+            .copied()
+            .chain([MSG_FIELD, index_of(f), FIELD_NAME])
+            .collect()
+    };
+    let mut struct_fields: HashMap<String, &str> = HashMap::new();
+    struct_fields.insert("__ctx".into(), "(internal context)");
+    let mut methods: HashMap<String, &str> = HashMap::new();
+    for reserved in ["new", "context", "__bitmap"] {
+        methods.insert(reserved.into(), "(built-in method)");
+    }
+    for f in fields {
+        if let Some(other) = struct_fields.insert(f.ident.clone(), &f.proto_name) {
+            diags.push(fcx.diag(
+                &field_path(f),
+                format!(
+                    "field `{}` of `{}` maps to the Rust name `{}`, which `{other}` already uses; rename one of them",
+                    f.proto_name,
+                    m.name(),
+                    f.ident
+                ),
+            ));
+        }
+    }
+    for f in fields {
+        for name in method_names(f) {
+            if let Some(other) = methods.insert(name.clone(), &f.proto_name) {
+                if other != f.proto_name {
+                    diags.push(fcx.diag(
+                        &field_path(f),
+                        format!(
+                            "field `{}` of `{}` would generate method `{name}`, which clashes with the one generated for `{other}`; rename one of them",
+                            f.proto_name,
+                            m.name()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Types and modules share Rust's type namespace: `message Foo { message X
+/// {} }` creates module `foo`, which must not clash with another message or
+/// module in the same scope.
+fn check_scope(messages: &[Message], diags: &mut Vec<Diagnostic>, files: &[FileCx<'_>]) {
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    let report = |name: &str, m: &Message, other: &str, diags: &mut Vec<Diagnostic>| {
+        diags.push(locate(
+            files,
+            &m.full_name,
+            format!(
+                "message `{}` needs the Rust name `{name}`, which `{other}` already uses in the same module; rename one of them",
+                m.full_name
+            ),
+        ));
+    };
+    for m in messages {
+        if let Some(other) = seen.insert(m.rust_name.clone(), &m.full_name) {
+            report(&m.rust_name, m, other, diags);
+        }
+    }
+    for m in messages.iter().filter(|m| !m.nested.is_empty()) {
+        if let Some(other) = seen.insert(m.mod_name.clone(), &m.full_name) {
+            if other != m.full_name {
+                report(&m.mod_name, m, other, diags);
+            }
+        }
+    }
+    for m in messages {
+        check_scope(&m.nested, diags, files);
+    }
+}
+
+fn check_types(
+    m: &Message,
+    types: &HashMap<String, TypePath>,
+    diags: &mut Vec<Diagnostic>,
+    files: &[FileCx<'_>],
+) {
+    for f in &m.fields {
+        if let Kind::Message(t) = &f.kind {
+            if !types.contains_key(t) {
+                diags.push(locate(
+                    files,
+                    &m.full_name,
+                    format!(
+                        "field `{}` of `{}` has type `{t}`, which granola does not generate",
+                        f.proto_name, m.full_name
+                    ),
+                ));
+            }
+        }
+    }
+    for n in &m.nested {
+        check_types(n, types, diags, files);
+    }
+}
+
+/// A diagnostic at the declaration of message `full_name`.
+fn locate(files: &[FileCx<'_>], full_name: &str, message: String) -> Diagnostic {
+    for fcx in files {
+        let pkg = fcx.file.package();
+        let rest = if pkg.is_empty() {
+            Some(full_name)
+        } else {
+            full_name
+                .strip_prefix(pkg)
+                .and_then(|r| r.strip_prefix('.'))
+        };
+        let Some(rest) = rest else { continue };
+        let mut path = Vec::new();
+        let mut list = &fcx.file.message_type;
+        let mut found = true;
+        for part in rest.split('.') {
+            match list.iter().position(|d| d.name() == part) {
+                Some(i) => {
+                    path.extend([
+                        if path.is_empty() {
+                            FILE_MESSAGE
+                        } else {
+                            MSG_NESTED
+                        },
+                        i as i32,
+                    ]);
+                    list = &list[i].nested_type;
+                }
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if found {
+            return fcx.diag(&path, message);
+        }
+    }
+    Diagnostic::without_position(None, message)
+}
