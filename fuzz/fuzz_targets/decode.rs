@@ -8,7 +8,7 @@
 #![no_main]
 
 use granola::{Context, Decode, Message, Pool};
-use granola_tests::reference::Sample;
+use granola_tests::sample::Sample;
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 

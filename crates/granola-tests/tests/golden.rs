@@ -1,7 +1,7 @@
 //! Golden byte vectors: the exact bytes of docs/wire-format.md's examples.
 
 use granola::{Context, Decode, Message, Pool};
-use granola_tests::reference::Sample;
+use granola_tests::sample::Sample;
 
 fn hex(s: &str) -> Vec<u8> {
     s.split_whitespace()

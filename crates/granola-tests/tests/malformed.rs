@@ -2,7 +2,7 @@
 //! out-of-bounds read. One test per class of malformation.
 
 use granola::{Context, Decode, DecodeErrorKind as K, DecodeOptions, Message, Pool};
-use granola_tests::reference::Sample;
+use granola_tests::sample::Sample;
 
 fn ctx() -> Context {
     Context::new(&Pool::with_capacity(8 << 20).unwrap())

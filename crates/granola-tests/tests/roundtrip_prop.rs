@@ -3,7 +3,7 @@
 //! copy/reference decision follows the threshold, and no pool slot leaks.
 
 use granola::{Buf, Context, Decode, HybridBytes, Message, Pool};
-use granola_tests::reference::{Inner, Sample};
+use granola_tests::sample::{Inner, Sample};
 use proptest::collection::vec;
 use proptest::option::of;
 use proptest::prelude::*;

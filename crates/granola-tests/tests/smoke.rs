@@ -1,5 +1,5 @@
 use granola::{Context, Decode, Message, Pool};
-use granola_tests::reference::Sample;
+use granola_tests::sample::Sample;
 
 #[test]
 fn round_trip_smoke() {
