@@ -290,7 +290,7 @@ impl Pool {
     /// [`BufMut`] (sharing them would let the writer change shared bytes).
     #[inline]
     pub fn recover(&self, bytes: &[u8]) -> Option<Buf> {
-        self.inner.recover(&self.inner, bytes)
+        PoolInner::recover(&self.inner, bytes)
     }
 
     /// True if `bytes` lies inside this pool's data region.
@@ -448,19 +448,19 @@ impl PoolInner {
     }
 
     #[inline]
-    fn recover(&self, this: &Arc<PoolInner>, bytes: &[u8]) -> Option<Buf> {
-        let base = self.data.base();
+    fn recover(this: &Arc<PoolInner>, bytes: &[u8]) -> Option<Buf> {
+        let base = this.data.base();
         let off = bytes.as_ptr().addr().wrapping_sub(base.as_ptr().addr());
-        if off >= self.data.len() || bytes.is_empty() || bytes.len() > self.data.len() - off {
+        if off >= this.data.len() || bytes.is_empty() || bytes.len() > this.data.len() - off {
             return None;
         }
         let seg = off >> SEGMENT_SHIFT;
-        let class = self.seg_class[seg].load(Ordering::Acquire);
+        let class = this.seg_class[seg].load(Ordering::Acquire);
         let (slot, slot_start, slot_len) = match class {
             SEG_UNASSIGNED => return None,
             SEG_LARGE => {
-                let head = self.seg_head[seg].load(Ordering::Acquire);
-                let n = self.seg_run_len[head as usize].load(Ordering::Acquire);
+                let head = this.seg_head[seg].load(Ordering::Acquire);
+                let n = this.seg_run_len[head as usize].load(Ordering::Acquire);
                 (
                     head << SLOTS_SHIFT,
                     (head as usize) << SEGMENT_SHIFT,
@@ -480,7 +480,7 @@ impl PoolInner {
         if off + bytes.len() > slot_start + slot_len {
             return None; // spans two slots
         }
-        let rc_ptr = self.rc(slot);
+        let rc_ptr = this.rc(slot);
         // SAFETY: rc_ptr is in bounds of the refcount region.
         let rc = unsafe { rc_ptr.as_ref() };
         // The caller holds `bytes`, borrowed from a live Buf or BufMut of this
