@@ -1,0 +1,2 @@
+//! `granola-kv` binary (filled in once the server lands).
+fn main() {}

@@ -1,0 +1,1 @@
+//! granola-net: Linux datapaths for granola.
