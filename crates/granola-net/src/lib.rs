@@ -1,1 +1,39 @@
 //! granola-net: Linux datapaths for granola.
+//!
+//! The second half of the Cornflakes design on ordinary Linux: a message is
+//! serialized straight into a pool TX buffer (frame header, object header,
+//! copied fields) while each zero-copy field becomes its own `iovec`, and one
+//! gathering `sendmsg` hands the lot to the kernel — which copies once,
+//! instead of the application copying into a buffer and the kernel copying
+//! again. References are held until the kernel is done with the bytes.
+//!
+//! ```text
+//!   frame    framing of native messages (length-prefixed, 12-byte header)
+//!   datapath the Datapath trait (a gathering byte stream) and TCP
+//!   mem      in-memory doubles: loopback pair, fault injector
+//!   tx       TxQueue: serialize-and-send, flushes, the in-flight table
+//!   rx       RxBuffer: pool receive buffer, frames as shared Bufs
+//!   udp      UDP: one datagram per message, recvmmsg/sendmmsg batches
+//!   server   epoll event loop: listeners, connections, sessions
+//!   calibrate  measure the copy-vs-gather threshold on this machine
+//!   sys      the syscalls (the crate's only unsafe code)
+//! ```
+#![deny(unsafe_code)]
+
+pub mod calibrate;
+pub mod datapath;
+pub mod frame;
+pub mod gather;
+pub mod mem;
+pub mod rx;
+pub mod server;
+#[allow(unsafe_code)]
+pub mod sys;
+pub mod tx;
+pub mod udp;
+
+pub use datapath::{Datapath, TcpDatapath};
+pub use frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
+pub use gather::{GatherStats, TxOutOfMemory, DEFAULT_CHUNK_SIZE};
+pub use rx::{Frame, ReadStatus, RxBuffer, RxError};
+pub use tx::{Flushed, Prefetch, SendError, TxConfig, TxQueue, TxStats};

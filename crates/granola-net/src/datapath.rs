@@ -1,0 +1,78 @@
+//! The [`Datapath`] trait: a connected byte stream that can gather.
+//!
+//! Everything above it — framing, the TX queue with its in-flight table,
+//! the receive buffer, the servers' protocol sessions — is written against
+//! this trait, so it runs unchanged over a real socket ([`TcpDatapath`]) and
+//! over the in-memory doubles in [`crate::mem`] (a loopback pair and a fault
+//! injector that forces short writes, partial reads and `EAGAIN`).
+
+use crate::sys::{self, ZcCompletion};
+use std::io::{self, IoSlice};
+use std::net::TcpStream;
+use std::os::fd::AsFd;
+
+/// A non-blocking, connected byte stream with gathering sends.
+pub trait Datapath {
+    /// Reads into `buf`. `Ok(0)` is end of stream; `WouldBlock` means no
+    /// data now.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+
+    /// Sends the concatenation of `iov` with one gathering call (one
+    /// `sendmsg`). May write fewer bytes than offered (short write) or fail
+    /// with `WouldBlock`. With `zerocopy`, the kernel may keep reading the
+    /// pages after the call returns, until the completion for this call
+    /// arrives (see [`Datapath::zerocopy_completions`]).
+    fn send_gather(&mut self, iov: &[IoSlice<'_>], zerocopy: bool) -> io::Result<usize>;
+
+    /// Turns on `MSG_ZEROCOPY`; `Err(Unsupported)` where it is not
+    /// available (the caller falls back to plain sends).
+    fn enable_zerocopy(&mut self) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    /// Appends pending zero-copy completions to `out`.
+    fn zerocopy_completions(&mut self, out: &mut Vec<ZcCompletion>) -> io::Result<usize> {
+        let _ = out;
+        Ok(0)
+    }
+}
+
+/// A TCP connection as a [`Datapath`]: `recv` and `sendmsg`, non-blocking.
+pub struct TcpDatapath {
+    stream: TcpStream,
+}
+
+impl TcpDatapath {
+    /// Wraps a connected stream: sets it non-blocking and `TCP_NODELAY`
+    /// (requests and replies are small and latency-bound; batching is done
+    /// by gathering, not by Nagle).
+    pub fn new(stream: TcpStream) -> io::Result<TcpDatapath> {
+        stream.set_nonblocking(true)?;
+        stream.set_nodelay(true)?;
+        Ok(TcpDatapath { stream })
+    }
+
+    /// The underlying stream.
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+}
+
+impl Datapath for TcpDatapath {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        sys::recv(self.stream.as_fd(), buf)
+    }
+
+    fn send_gather(&mut self, iov: &[IoSlice<'_>], zerocopy: bool) -> io::Result<usize> {
+        let flags = if zerocopy { libc::MSG_ZEROCOPY } else { 0 };
+        sys::sendmsg(self.stream.as_fd(), iov, flags)
+    }
+
+    fn enable_zerocopy(&mut self) -> io::Result<()> {
+        sys::enable_zerocopy(self.stream.as_fd())
+    }
+
+    fn zerocopy_completions(&mut self, out: &mut Vec<ZcCompletion>) -> io::Result<usize> {
+        sys::read_zerocopy_completions(self.stream.as_fd(), out)
+    }
+}

@@ -1,0 +1,235 @@
+//! The receive side of a stream connection: a pool buffer that bytes are
+//! read into, and the frame splitter that hands out complete frames as
+//! shared [`Buf`]s of that buffer, so decoded fields reference the received
+//! bytes without copying them.
+//!
+//! Memory is bounded by what the peer actually sent, never by what it
+//! claims: the buffer grows by doubling only when it is full of unconsumed
+//! bytes, up to a cap, whatever length a header announces.
+
+use crate::datapath::Datapath;
+use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
+use granola::{Buf, BufMut, Pool};
+use std::io;
+
+/// Default first size of a receive buffer.
+pub const DEFAULT_RX_CHUNK: usize = 16 << 10;
+
+/// Why a connection's input was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RxError {
+    /// A frame announced a payload larger than the cap.
+    FrameTooLarge {
+        /// Announced payload length.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// More unconsumed input than the buffer cap (a request that never
+    /// ends).
+    BufferFull {
+        /// The cap.
+        max: usize,
+    },
+    /// No pool memory for the receive buffer.
+    OutOfMemory,
+}
+
+impl std::fmt::Display for RxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RxError::FrameTooLarge { len, max } => {
+                write!(f, "frame of {len} bytes exceeds the limit of {max} bytes")
+            }
+            RxError::BufferFull { max } => {
+                write!(f, "more than {max} bytes of unfinished input")
+            }
+            RxError::OutOfMemory => f.write_str("pool exhausted: no memory for a receive buffer"),
+        }
+    }
+}
+impl std::error::Error for RxError {}
+
+/// What one [`RxBuffer::read_from`] call did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadStatus {
+    /// Bytes read.
+    pub bytes: usize,
+    /// The peer closed its side.
+    pub eof: bool,
+}
+
+/// A complete frame: its header and its payload, shared with the receive
+/// buffer.
+#[derive(Clone)]
+pub struct Frame {
+    /// The frame header.
+    pub header: FrameHeader,
+    /// The payload (`header.len` bytes).
+    pub payload: Buf,
+}
+
+/// A connection's receive buffer.
+pub struct RxBuffer {
+    pool: Pool,
+    buf: Option<BufMut>,
+    /// First unconsumed byte of `buf`.
+    start: usize,
+    chunk: usize,
+    max: usize,
+}
+
+impl RxBuffer {
+    /// A buffer starting at `chunk` bytes that may grow to `max` bytes of
+    /// unconsumed input.
+    pub fn new(pool: Pool, chunk: usize, max: usize) -> RxBuffer {
+        RxBuffer {
+            pool,
+            buf: None,
+            start: 0,
+            chunk: chunk.max(64),
+            max: max.max(chunk),
+        }
+    }
+
+    /// The unconsumed bytes.
+    pub fn data(&self) -> &[u8] {
+        match &self.buf {
+            Some(b) => &b.as_slice()[self.start..],
+            None => &[],
+        }
+    }
+
+    /// Marks the first `n` unconsumed bytes as used.
+    ///
+    /// # Panics
+    /// If `n` exceeds the unconsumed length.
+    pub fn consume(&mut self, n: usize) {
+        assert!(n <= self.data().len(), "consume beyond received data");
+        self.start += n;
+        if let Some(b) = self.buf.as_mut() {
+            if self.start == b.len() {
+                // All consumed: rewind in place.
+                b.set_len(0);
+                self.start = 0;
+            }
+        }
+    }
+
+    /// The largest amount of unconsumed input the buffer holds.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Makes room for at least one more byte: rewinds consumed space or
+    /// grows (doubling, up to `max`), copying the unconsumed bytes once.
+    fn make_room(&mut self) -> Result<(), RxError> {
+        let (len, cap) = match &self.buf {
+            Some(b) => (b.len(), b.capacity()),
+            None => (0, 0),
+        };
+        if self.buf.is_some() && len < cap {
+            return Ok(());
+        }
+        let pending = len - self.start;
+        if pending >= self.max {
+            return Err(RxError::BufferFull { max: self.max });
+        }
+        if self.buf.is_some() && pending <= cap / 2 {
+            // Half or more is consumed space: slide the tail down.
+            let b = self.buf.as_mut().expect("checked above");
+            b.as_full_mut_slice().copy_within(self.start..len, 0);
+            b.set_len(pending);
+            self.start = 0;
+            return Ok(());
+        }
+        let want = if cap == 0 {
+            self.chunk
+        } else {
+            (cap * 2).min(self.max.max(self.chunk))
+        };
+        let mut fresh = self.pool.alloc(want).ok_or(RxError::OutOfMemory)?;
+        if let Some(old) = &self.buf {
+            fresh.extend_from_slice(&old.as_slice()[self.start..]);
+        }
+        self.buf = Some(fresh);
+        self.start = 0;
+        Ok(())
+    }
+
+    /// Reads once from `dp` into the free space. `Err(WouldBlock)` when no
+    /// data is available.
+    pub fn read_from<D: Datapath + ?Sized>(&mut self, dp: &mut D) -> io::Result<ReadStatus> {
+        self.make_room()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let b = self.buf.as_mut().expect("make_room allocated");
+        let len = b.len();
+        let n = dp.recv(b.spare_mut())?;
+        b.set_len(len + n);
+        Ok(ReadStatus {
+            bytes: n,
+            eof: n == 0,
+        })
+    }
+
+    /// Splits every complete frame off the front of the unconsumed input
+    /// into `out`. The frames' payloads share one frozen pool buffer; the
+    /// incomplete remainder (if any) moves to a fresh buffer sized for the
+    /// frame it begins, up to what has arrived so far doubled. Fails if a
+    /// header announces more than `max_frame` bytes.
+    pub fn take_frames(
+        &mut self,
+        max_frame: usize,
+        out: &mut Vec<Frame>,
+    ) -> Result<usize, RxError> {
+        let data = self.data();
+        let mut off = 0;
+        let mut n = 0;
+        while let Some(h) = FrameHeader::read(&data[off..]) {
+            let len = h.len as usize;
+            if len > max_frame {
+                return Err(RxError::FrameTooLarge {
+                    len,
+                    max: max_frame,
+                });
+            }
+            if data.len() - off - FRAME_HEADER_LEN < len {
+                break;
+            }
+            off += FRAME_HEADER_LEN + len;
+            n += 1;
+        }
+        if n == 0 {
+            return Ok(0);
+        }
+        let buf = self.buf.take().expect("data() was non-empty");
+        let base = self.start;
+        let total = buf.len();
+        let frozen = buf.freeze();
+        let mut at = base;
+        for _ in 0..n {
+            let h = FrameHeader::read(&frozen[at..]).expect("validated above");
+            let p = at + FRAME_HEADER_LEN;
+            out.push(Frame {
+                header: h,
+                payload: frozen.slice(p..p + h.len as usize),
+            });
+            at = p + h.len as usize;
+        }
+        self.start = 0;
+        let rest = &frozen[at..total];
+        if !rest.is_empty() {
+            let mut want = self.chunk.max(rest.len() * 2);
+            if let Some(h) = FrameHeader::read(rest) {
+                want = want.max((FRAME_HEADER_LEN + h.len as usize).min(rest.len() * 2));
+            }
+            let mut fresh = self
+                .pool
+                .alloc(want.min(self.max.max(rest.len())))
+                .ok_or(RxError::OutOfMemory)?;
+            fresh.extend_from_slice(rest);
+            self.buf = Some(fresh);
+        }
+        Ok(n)
+    }
+}

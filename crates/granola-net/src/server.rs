@@ -1,0 +1,623 @@
+//! An epoll server: worker threads, each with its own epoll instance and its
+//! own `SO_REUSEPORT` socket per listening address (the kernel spreads
+//! connections and datagrams over them), running protocol sessions.
+//!
+//! Per connection the loop is: read what is there (bounded per wake-up, so
+//! one busy connection cannot starve the others), hand the unconsumed bytes
+//! to the [`Session`] after each read, and flush once — so every reply to
+//! a pipelined batch goes out in one gathering `sendmsg`. When a peer stops
+//! reading and its queued replies pass the back-pressure mark, the server
+//! stops reading that connection until the queue drains. A session error
+//! closes only its own connection, with a log line saying why.
+
+use crate::datapath::{Datapath, TcpDatapath};
+use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
+use crate::sys::{Epoll, Event, Waker};
+use crate::tx::{Flushed, TxConfig, TxQueue};
+use crate::udp::{Datagram, UdpRx, UdpTx, MAX_DATAGRAM};
+use granola::Pool;
+use std::io;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Why a session wants its connection closed.
+#[derive(Debug, Clone)]
+pub struct Close {
+    /// For the log line.
+    pub reason: String,
+}
+
+impl Close {
+    /// A close with this reason.
+    pub fn new(reason: impl Into<String>) -> Close {
+        Close {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A connection's I/O as a session sees it.
+pub struct ConnIo<'a> {
+    /// Received, unconsumed input.
+    pub rx: &'a mut RxBuffer,
+    /// Queue replies here; the server flushes after the session returns.
+    pub tx: &'a mut TxQueue,
+    /// The peer.
+    pub peer: SocketAddr,
+}
+
+/// One connection's protocol state.
+pub trait Session: Send {
+    /// Input arrived (or more of it). Consume every complete request from
+    /// `io.rx`, queue replies on `io.tx`, leave incomplete input in place.
+    /// `Err` closes the connection after flushing what was queued.
+    fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close>;
+}
+
+/// A TCP protocol: makes a session per accepted connection.
+pub trait Service: Send + Sync {
+    /// Name for log lines ("memcached", "resp", ...).
+    fn name(&self) -> &str;
+    /// A session for a new connection from `peer`.
+    fn session(&self, peer: SocketAddr) -> Box<dyn Session>;
+}
+
+/// A UDP protocol's per-thread handler.
+pub trait DatagramHandler: Send {
+    /// One datagram arrived; queue replies on `out`.
+    fn on_datagram(&mut self, dgram: &Datagram, out: &mut UdpTx);
+}
+
+/// A UDP protocol: makes a handler per worker thread.
+pub trait DatagramService: Send + Sync {
+    /// Name for log lines.
+    fn name(&self) -> &str;
+    /// A handler for one worker thread.
+    fn handler(&self) -> Box<dyn DatagramHandler>;
+}
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Worker threads.
+    pub threads: usize,
+    /// TX queue settings of every connection.
+    pub tx: TxConfig,
+    /// First receive buffer size.
+    pub rx_chunk: usize,
+    /// Most unconsumed input per connection (a request larger than this
+    /// closes the connection).
+    pub rx_max: usize,
+    /// Most open connections (over all threads); more are accepted and
+    /// closed at once with a log line.
+    pub max_conns: usize,
+    /// Stop reading a connection while more than this many reply bytes are
+    /// queued for it.
+    pub backpressure_bytes: usize,
+    /// Datagrams per `recvmmsg`.
+    pub udp_batch: usize,
+    /// Largest UDP reply datagram.
+    pub udp_max_datagram: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            tx: TxConfig::default(),
+            rx_chunk: DEFAULT_RX_CHUNK,
+            rx_max: crate::frame::DEFAULT_MAX_FRAME + crate::frame::FRAME_HEADER_LEN,
+            max_conns: 4096,
+            backpressure_bytes: 4 << 20,
+            udp_batch: 32,
+            udp_max_datagram: MAX_DATAGRAM,
+        }
+    }
+}
+
+/// Counters shared by all workers.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Connections currently open.
+    pub conns_open: AtomicU64,
+    /// Connections accepted since start.
+    pub conns_total: AtomicU64,
+    /// Connections refused because of `max_conns`.
+    pub conns_refused: AtomicU64,
+    /// Connections closed because of bad input or errors.
+    pub conns_errored: AtomicU64,
+    /// Reply bytes copied into TX buffers.
+    pub bytes_copied: AtomicU64,
+    /// Reply bytes sent by reference.
+    pub bytes_referenced: AtomicU64,
+    /// Gathering syscalls.
+    pub send_calls: AtomicU64,
+    /// Zero-copy completions, and how many the kernel had copied.
+    pub zc_completed: AtomicU64,
+    /// ... of which copied.
+    pub zc_copied: AtomicU64,
+}
+
+/// Builds and starts a server.
+pub struct Server {
+    pool: Pool,
+    cfg: ServerConfig,
+    tcp: Vec<(SocketAddr, Arc<dyn Service>)>,
+    udp: Vec<(SocketAddr, Arc<dyn DatagramService>)>,
+}
+
+/// A running server.
+pub struct ServerHandle {
+    /// Bound TCP addresses, in the order they were added (port 0 resolved).
+    pub tcp_addrs: Vec<SocketAddr>,
+    /// Bound UDP addresses.
+    pub udp_addrs: Vec<SocketAddr>,
+    /// Shared counters.
+    pub stats: Arc<ServerStats>,
+    stop: Arc<AtomicBool>,
+    wakers: Vec<Arc<Waker>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// Asks every worker to stop (they close their connections and exit).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for w in &self.wakers {
+            w.wake();
+        }
+    }
+
+    /// A closure that triggers [`shutdown`](Self::shutdown), for signal
+    /// handlers running on another thread.
+    pub fn stopper(&self) -> impl Fn() + Send + Sync + 'static {
+        let stop = self.stop.clone();
+        let wakers = self.wakers.clone();
+        move || {
+            stop.store(true, Ordering::SeqCst);
+            for w in &wakers {
+                w.wake();
+            }
+        }
+    }
+
+    /// Waits for the workers to exit.
+    pub fn join(mut self) {
+        for t in std::mem::take(&mut self.threads) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let domain = socket2::Domain::for_address(addr);
+    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+impl Server {
+    /// A server drawing buffers from `pool`.
+    pub fn new(pool: Pool, cfg: ServerConfig) -> Server {
+        Server {
+            pool,
+            cfg,
+            tcp: Vec::new(),
+            udp: Vec::new(),
+        }
+    }
+
+    /// Serves `service` on TCP `addr`.
+    pub fn tcp(mut self, addr: SocketAddr, service: Arc<dyn Service>) -> Server {
+        self.tcp.push((addr, service));
+        self
+    }
+
+    /// Serves `service` on UDP `addr`.
+    pub fn udp(mut self, addr: SocketAddr, service: Arc<dyn DatagramService>) -> Server {
+        self.udp.push((addr, service));
+        self
+    }
+
+    /// Binds every address (one socket per worker thread) and starts the
+    /// workers.
+    pub fn start(self) -> io::Result<ServerHandle> {
+        let threads = self.cfg.threads.max(1);
+        let mut per_thread_tcp: Vec<Vec<(TcpListener, Arc<dyn Service>)>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        let mut per_thread_udp: Vec<Vec<(UdpSocket, Arc<dyn DatagramService>)>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        let mut tcp_addrs = Vec::new();
+        let mut udp_addrs = Vec::new();
+        for (addr, svc) in &self.tcp {
+            let first = tcp_listener(*addr)?;
+            let bound = first.local_addr()?;
+            tcp_addrs.push(bound);
+            per_thread_tcp[0].push((first, svc.clone()));
+            for t in per_thread_tcp.iter_mut().skip(1) {
+                t.push((tcp_listener(bound)?, svc.clone()));
+            }
+        }
+        for (addr, svc) in &self.udp {
+            let first = crate::udp::bind(*addr, true)?;
+            let bound = first.local_addr()?;
+            udp_addrs.push(bound);
+            per_thread_udp[0].push((first, svc.clone()));
+            for t in per_thread_udp.iter_mut().skip(1) {
+                t.push((crate::udp::bind(bound, true)?, svc.clone()));
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(ServerStats::default());
+        let mut wakers = Vec::new();
+        let mut handles = Vec::new();
+        for (i, (tcp, udp)) in per_thread_tcp.into_iter().zip(per_thread_udp).enumerate() {
+            let waker = Arc::new(Waker::new()?);
+            wakers.push(waker.clone());
+            let mut worker = Worker::new(
+                self.pool.clone(),
+                self.cfg.clone(),
+                tcp,
+                udp,
+                waker,
+                stop.clone(),
+                stats.clone(),
+            )?;
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("granola-worker-{i}"))
+                    .spawn(move || worker.run())?,
+            );
+        }
+        Ok(ServerHandle {
+            tcp_addrs,
+            udp_addrs,
+            stats,
+            stop,
+            wakers,
+            threads: handles,
+        })
+    }
+}
+
+const TOKEN_WAKER: u64 = 0;
+const TOKEN_TCP_BASE: u64 = 1;
+const TOKEN_UDP_BASE: u64 = 1 << 16;
+const TOKEN_CONN_BASE: u64 = 1 << 32;
+
+struct Conn {
+    dp: TcpDatapath,
+    rx: RxBuffer,
+    tx: TxQueue,
+    session: Box<dyn Session>,
+    peer: SocketAddr,
+    service: usize,
+    reading: bool,
+    writing: bool,
+    closing: Option<String>,
+}
+
+struct UdpEndpoint {
+    sock: UdpSocket,
+    rx: UdpRx,
+    tx: UdpTx,
+    handler: Box<dyn DatagramHandler>,
+}
+
+struct Worker {
+    pool: Pool,
+    cfg: ServerConfig,
+    epoll: Epoll,
+    tcp: Vec<(TcpListener, Arc<dyn Service>)>,
+    udp: Vec<UdpEndpoint>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<ServerStats>,
+}
+
+impl Worker {
+    fn new(
+        pool: Pool,
+        cfg: ServerConfig,
+        tcp: Vec<(TcpListener, Arc<dyn Service>)>,
+        udp: Vec<(UdpSocket, Arc<dyn DatagramService>)>,
+        waker: Arc<Waker>,
+        stop: Arc<AtomicBool>,
+        stats: Arc<ServerStats>,
+    ) -> io::Result<Worker> {
+        let epoll = Epoll::new(256)?;
+        epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
+        for (i, (l, _)) in tcp.iter().enumerate() {
+            epoll.add(l.as_fd(), TOKEN_TCP_BASE + i as u64, true, false)?;
+        }
+        let mut endpoints = Vec::new();
+        for (i, (sock, svc)) in udp.into_iter().enumerate() {
+            epoll.add(sock.as_fd(), TOKEN_UDP_BASE + i as u64, true, false)?;
+            let mut txcfg = cfg.tx;
+            if txcfg.zerocopy {
+                if let Err(e) = crate::udp::enable_zerocopy(&sock) {
+                    log::warn!(
+                        "{}: MSG_ZEROCOPY unavailable on UDP ({e}); using plain sends",
+                        svc.name()
+                    );
+                    txcfg.zerocopy = false;
+                }
+            }
+            endpoints.push(UdpEndpoint {
+                rx: UdpRx::new(pool.clone(), cfg.udp_batch, MAX_DATAGRAM + 1),
+                tx: UdpTx::new(pool.clone(), txcfg, cfg.udp_max_datagram),
+                handler: svc.handler(),
+                sock,
+            });
+        }
+        Ok(Worker {
+            pool,
+            cfg,
+            epoll,
+            tcp,
+            udp: endpoints,
+            conns: Vec::new(),
+            free: Vec::new(),
+            waker,
+            stop,
+            stats,
+        })
+    }
+
+    fn run(&mut self) {
+        let mut events = Vec::with_capacity(256);
+        while !self.stop.load(Ordering::Relaxed) {
+            events.clear();
+            // A timeout so zero-copy completions are collected even on an
+            // idle connection.
+            if let Err(e) = self.epoll.wait(&mut events, 100) {
+                log::error!("epoll_wait failed: {e}; worker exits");
+                break;
+            }
+            for ev in &events {
+                self.dispatch(*ev);
+            }
+            if self.cfg.tx.zerocopy {
+                self.poll_zerocopy();
+            }
+        }
+        for i in 0..self.conns.len() {
+            if self.conns[i].is_some() {
+                self.close(i, None);
+            }
+        }
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev.token {
+            TOKEN_WAKER => self.waker.drain(),
+            t if t >= TOKEN_CONN_BASE => self.conn_event((t - TOKEN_CONN_BASE) as usize, ev),
+            t if t >= TOKEN_UDP_BASE => self.udp_event((t - TOKEN_UDP_BASE) as usize),
+            t => self.accept((t - TOKEN_TCP_BASE) as usize),
+        }
+    }
+
+    fn accept(&mut self, li: usize) {
+        // Bounded per wake-up; the level-triggered listener fires again.
+        for _ in 0..64 {
+            let (stream, peer) = match self.tcp[li].0.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    log::warn!("{}: accept failed: {e}", self.tcp[li].1.name());
+                    return;
+                }
+            };
+            if self.stats.conns_open.load(Ordering::Relaxed) as usize >= self.cfg.max_conns {
+                self.stats.conns_refused.fetch_add(1, Ordering::Relaxed);
+                log::warn!(
+                    "{}: refusing {peer}: {} connections open (max_conns)",
+                    self.tcp[li].1.name(),
+                    self.cfg.max_conns
+                );
+                continue;
+            }
+            let mut dp = match TcpDatapath::new(stream) {
+                Ok(dp) => dp,
+                Err(e) => {
+                    log::warn!("{peer}: socket setup failed: {e}");
+                    continue;
+                }
+            };
+            let mut tx = TxQueue::new(self.pool.clone(), self.cfg.tx);
+            if self.cfg.tx.zerocopy {
+                if let Err(e) = dp.enable_zerocopy() {
+                    log::warn!("{peer}: MSG_ZEROCOPY unavailable ({e}); using plain sends");
+                    tx.disable_zerocopy();
+                }
+            }
+            let session = self.tcp[li].1.session(peer);
+            let conn = Conn {
+                dp,
+                rx: RxBuffer::new(self.pool.clone(), self.cfg.rx_chunk, self.cfg.rx_max),
+                tx,
+                session,
+                peer,
+                service: li,
+                reading: true,
+                writing: false,
+                closing: None,
+            };
+            let idx = match self.free.pop() {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+            };
+            if let Err(e) = self.epoll.add(
+                conn.dp.stream().as_fd(),
+                TOKEN_CONN_BASE + idx as u64,
+                true,
+                false,
+            ) {
+                log::warn!("{peer}: epoll registration failed: {e}");
+                self.free.push(idx);
+                continue;
+            }
+            self.conns[idx] = Some(conn);
+            self.stats.conns_open.fetch_add(1, Ordering::Relaxed);
+            self.stats.conns_total.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn conn_event(&mut self, idx: usize, ev: Event) {
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return; // closed earlier in this batch
+        };
+        let mut fatal: Option<String> = None;
+        if ev.readable && conn.reading && conn.closing.is_none() {
+            // Bounded reads per wake-up for fairness.
+            for _ in 0..8 {
+                match conn.rx.read_from(&mut conn.dp) {
+                    Ok(st) if st.eof => {
+                        conn.closing = Some(String::new());
+                        break;
+                    }
+                    Ok(_) => {
+                        let mut io = ConnIo {
+                            rx: &mut conn.rx,
+                            tx: &mut conn.tx,
+                            peer: conn.peer,
+                        };
+                        if let Err(c) = conn.session.on_input(&mut io) {
+                            conn.closing = Some(c.reason);
+                            break;
+                        }
+                        if conn.tx.queued_bytes() > self.cfg.backpressure_bytes {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        fatal = Some(format!("read: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        if fatal.is_none() {
+            match conn.tx.flush(&mut conn.dp) {
+                Ok(Flushed::All) => conn.writing = false,
+                Ok(Flushed::Blocked) => conn.writing = true,
+                Err(e) => fatal = Some(format!("write: {e}")),
+            }
+        }
+        let stats = conn.tx.take_stats();
+        account(&self.stats, &stats);
+        if let Some(reason) = fatal {
+            self.close(idx, Some(reason));
+            return;
+        }
+        let done_closing = conn.closing.is_some() && (conn.tx.is_empty() || !conn.writing);
+        if done_closing {
+            let reason = conn.closing.take().filter(|r| !r.is_empty());
+            self.close(idx, reason);
+            return;
+        }
+        let want_read =
+            conn.closing.is_none() && conn.tx.queued_bytes() <= self.cfg.backpressure_bytes;
+        let want_write = conn.writing || (conn.closing.is_some() && !conn.tx.is_empty());
+        if want_read != conn.reading || want_write != conn.writing || ev.writable {
+            conn.reading = want_read;
+            if let Err(e) = self.epoll.modify(
+                conn.dp.stream().as_fd(),
+                TOKEN_CONN_BASE + idx as u64,
+                want_read,
+                want_write,
+            ) {
+                self.close(idx, Some(format!("epoll: {e}")));
+            }
+        }
+    }
+
+    fn close(&mut self, idx: usize, reason: Option<String>) {
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::take) else {
+            return;
+        };
+        let _ = self.epoll.delete(conn.dp.stream().as_fd());
+        let name = self.tcp[conn.service].1.name().to_string();
+        if let Some(r) = reason {
+            self.stats.conns_errored.fetch_add(1, Ordering::Relaxed);
+            log::warn!("{name}: closing connection from {}: {r}", conn.peer);
+        }
+        account(&self.stats, &conn.tx.stats());
+        self.stats.conns_open.fetch_sub(1, Ordering::Relaxed);
+        self.free.push(idx);
+    }
+
+    fn udp_event(&mut self, ui: usize) {
+        let Some(ep) = self.udp.get_mut(ui) else {
+            return;
+        };
+        let mut batch = Vec::with_capacity(self.cfg.udp_batch);
+        // Bounded per wake-up.
+        for _ in 0..8 {
+            batch.clear();
+            match ep.rx.recv_batch(&ep.sock, &mut batch) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    log::warn!("udp receive failed: {e}");
+                    break;
+                }
+            }
+            for d in &batch {
+                ep.handler.on_datagram(d, &mut ep.tx);
+            }
+            if let Err(e) = ep.tx.flush(&ep.sock) {
+                log::warn!("udp send failed: {e}");
+            }
+            account(&self.stats, &ep.tx.take_stats());
+        }
+    }
+
+    fn poll_zerocopy(&mut self) {
+        for conn in self.conns.iter_mut().flatten() {
+            if conn.tx.zerocopy_in_flight() > 0 {
+                let _ = conn.tx.poll_completions(&mut conn.dp);
+            }
+        }
+        for ep in &mut self.udp {
+            let _ = ep.tx.poll_completions(&ep.sock);
+        }
+    }
+}
+
+/// Folds a TX queue's counters into the shared ones.
+fn account(stats: &ServerStats, s: &crate::tx::TxStats) {
+    stats
+        .bytes_copied
+        .fetch_add(s.gather.bytes_copied, Ordering::Relaxed);
+    stats
+        .bytes_referenced
+        .fetch_add(s.gather.bytes_referenced, Ordering::Relaxed);
+    stats.send_calls.fetch_add(s.syscalls, Ordering::Relaxed);
+    stats
+        .zc_completed
+        .fetch_add(s.zc_completed, Ordering::Relaxed);
+    stats.zc_copied.fetch_add(s.zc_copied, Ordering::Relaxed);
+}

@@ -1,0 +1,427 @@
+//! The TX queue of a stream connection: serialize-and-send, gathering
+//! flushes, and the in-flight table that keeps referenced memory alive.
+//!
+//! ```text
+//!   send_object(hdr, msg)            one pool TX chunk          pool slots
+//!   ─────────────────────►   [frame hdr | obj hdr | copied]     [value A] [value B]
+//!                                      iovec 0                  iovec 1   iovec 2
+//!   flush()  ── one sendmsg(iov[0..3]) ──► kernel
+//! ```
+//!
+//! **Memory safety (Cornflakes §2.3), in one place.** Every byte the kernel
+//! may still read is owned by the queue until the kernel is done with it:
+//!
+//! - plain sends: the kernel has copied the bytes when `sendmsg` returns, so
+//!   a segment is released (its `Buf` clone dropped) when [`TxQueue::flush`]
+//!   has seen all its bytes accepted — see `TxQueue::advance`;
+//! - `MSG_ZEROCOPY` sends: the kernel reads the pages later, so the sent
+//!   segments move to the zero-copy in-flight table tagged with the send's
+//!   sequence number and are dropped only when a completion covering that
+//!   number arrives — see `ZcInflight::complete`.
+//!
+//! The application may drop or overwrite its own handles right after
+//! queueing: the slots are reused by the pool only when these clones go.
+
+use crate::datapath::Datapath;
+use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
+use crate::gather::{Gather, GatherStats, Seg, TxOutOfMemory, DEFAULT_CHUNK_SIZE};
+use crate::sys::{self, ZcCompletion};
+use granola::{Buf, Message, Pool, Sga};
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+
+/// Most iovecs handed to one `sendmsg`.
+pub const MAX_IOV: usize = 128;
+
+/// How many leading bytes of each referenced entry are prefetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetch {
+    /// No prefetch.
+    Off,
+    /// Prefetch the first `n` cache lines of every referenced entry before
+    /// the gathering syscall. The kernel copies iovecs one after another and
+    /// takes one serialized DRAM miss at the start of each cold one; issuing
+    /// the prefetches from user space overlaps those misses.
+    Lines(u32),
+}
+
+impl Default for Prefetch {
+    fn default() -> Self {
+        Prefetch::Lines(2)
+    }
+}
+
+/// Settings of a TX queue.
+#[derive(Clone, Copy, Debug)]
+pub struct TxConfig {
+    /// Values at least this long go out by reference (their own iovec);
+    /// shorter ones are copied into the TX chunk. Applies to
+    /// [`TxQueue::value`]; messages carry their own threshold (the
+    /// `granola::Context` they were built with).
+    pub copy_threshold: usize,
+    /// Size of a TX chunk.
+    pub chunk_size: usize,
+    /// Prefetch of referenced entries before sending.
+    pub prefetch: Prefetch,
+    /// Send with `MSG_ZEROCOPY` (if the datapath supports it).
+    pub zerocopy: bool,
+    /// Largest frame payload [`TxQueue::send_object`] accepts.
+    pub max_frame: usize,
+}
+
+/// Default copy threshold of the Linux sockets datapath: with the prefetch
+/// on, gathering a piece beats copying it from about 0.5–1 KiB on this class
+/// of machine (see `bench/RESULTS.md`, echo benchmark, and
+/// [`crate::calibrate`] to measure it on yours).
+pub const DEFAULT_COPY_THRESHOLD: usize = 1024;
+
+impl Default for TxConfig {
+    fn default() -> Self {
+        TxConfig {
+            copy_threshold: DEFAULT_COPY_THRESHOLD,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            prefetch: Prefetch::default(),
+            zerocopy: false,
+            max_frame: crate::frame::DEFAULT_MAX_FRAME,
+        }
+    }
+}
+
+/// Why a message could not be queued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The encoded message exceeds the frame cap (or a datagram).
+    TooLarge {
+        /// Encoded length.
+        len: usize,
+        /// The cap it exceeded.
+        max: usize,
+    },
+    /// No pool memory for the TX buffer.
+    OutOfMemory,
+    /// The message could not be encoded.
+    Encode(granola::EncodeError),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::TooLarge { len, max } => {
+                write!(f, "message of {len} bytes exceeds the limit of {max} bytes")
+            }
+            SendError::OutOfMemory => f.write_str("pool exhausted: no memory for a TX buffer"),
+            SendError::Encode(e) => write!(f, "encode failed: {e}"),
+        }
+    }
+}
+impl std::error::Error for SendError {}
+
+impl From<TxOutOfMemory> for SendError {
+    fn from(_: TxOutOfMemory) -> Self {
+        SendError::OutOfMemory
+    }
+}
+
+/// Whether a flush left anything queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flushed {
+    /// Everything queued was accepted by the kernel.
+    All,
+    /// The socket buffer is full; wait for writability and flush again.
+    Blocked,
+}
+
+/// Counters of a TX queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxStats {
+    /// Bytes copied vs referenced.
+    pub gather: GatherStats,
+    /// Gathering syscalls made.
+    pub syscalls: u64,
+    /// iovecs passed to them.
+    pub iovecs: u64,
+    /// Bytes the kernel accepted.
+    pub bytes_sent: u64,
+    /// Zero-copy sends whose completion arrived.
+    pub zc_completed: u64,
+    /// ... of which the kernel reported it had copied after all.
+    pub zc_copied: u64,
+}
+
+/// The zero-copy in-flight table: segments the kernel may still read,
+/// keyed by the `MSG_ZEROCOPY` send number that covers them.
+#[derive(Default)]
+struct ZcInflight {
+    /// Number the kernel will give the next successful zero-copy send.
+    next_seq: u32,
+    /// (send number, segments it referenced), oldest first.
+    entries: VecDeque<(u32, Vec<Buf>)>,
+}
+
+impl ZcInflight {
+    /// Releases every entry whose send number is in `c.lo..=c.hi`
+    /// (wrapping). This is the only place zero-copy references are dropped.
+    fn complete(&mut self, c: &ZcCompletion) -> u64 {
+        let span = c.hi.wrapping_sub(c.lo);
+        let before = self.entries.len();
+        self.entries
+            .retain(|(seq, _)| seq.wrapping_sub(c.lo) > span);
+        (before - self.entries.len()) as u64
+    }
+}
+
+/// The outgoing side of a stream connection.
+pub struct TxQueue {
+    gather: Gather,
+    cfg: TxConfig,
+    /// Bytes of the first queued segment already accepted by the kernel.
+    head_written: usize,
+    zc: ZcInflight,
+    completions: Vec<ZcCompletion>,
+    stats: TxStats,
+}
+
+impl TxQueue {
+    /// An empty queue drawing TX chunks from `pool`.
+    pub fn new(pool: Pool, cfg: TxConfig) -> TxQueue {
+        TxQueue {
+            gather: Gather::new(pool, cfg.chunk_size, cfg.copy_threshold),
+            cfg,
+            head_written: 0,
+            zc: ZcInflight::default(),
+            completions: Vec::new(),
+            stats: TxStats::default(),
+        }
+    }
+
+    /// The queue's settings.
+    pub fn config(&self) -> &TxConfig {
+        &self.cfg
+    }
+
+    /// The pool TX chunks come from.
+    pub fn pool(&self) -> &Pool {
+        self.gather.pool()
+    }
+
+    /// Turns zero-copy sending off (after the datapath refused it).
+    pub fn disable_zerocopy(&mut self) {
+        self.cfg.zerocopy = false;
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> TxStats {
+        let mut s = self.stats;
+        s.gather = self.gather.stats;
+        s
+    }
+
+    /// Counters since the last call, then zeroes them (for servers that
+    /// fold per-connection counters into shared ones as they go).
+    pub fn take_stats(&mut self) -> TxStats {
+        let s = self.stats();
+        self.stats = TxStats::default();
+        self.gather.stats = GatherStats::default();
+        s
+    }
+
+    /// Bytes queued and not yet accepted by the kernel.
+    pub fn queued_bytes(&self) -> usize {
+        self.gather.queued_bytes() - self.head_written
+    }
+
+    /// True if nothing is waiting to be sent.
+    pub fn is_empty(&self) -> bool {
+        self.gather.segs.is_empty()
+    }
+
+    /// Zero-copy sends still waiting for their completion.
+    pub fn zerocopy_in_flight(&self) -> usize {
+        self.zc.entries.len()
+    }
+
+    /// Queues a copy of `bytes`.
+    pub fn copy(&mut self, bytes: &[u8]) -> Result<(), TxOutOfMemory> {
+        self.gather.copy(bytes)
+    }
+
+    /// Reserves `n` bytes of the TX chunk to be written in place.
+    pub fn reserve(&mut self, n: usize) -> Result<&mut [u8], TxOutOfMemory> {
+        self.gather.reserve(n)
+    }
+
+    /// Queues `buf` by reference (its own iovec), whatever its size.
+    pub fn reference(&mut self, buf: &Buf) {
+        self.gather.reference(buf)
+    }
+
+    /// Queues a value: by reference at or above the copy threshold, copied
+    /// below it.
+    pub fn value(&mut self, buf: &Buf) -> Result<(), TxOutOfMemory> {
+        self.gather.value(buf)
+    }
+
+    /// Serialize-and-send (Cornflakes §3.2.3): writes the frame header, the
+    /// object's headers and its copied fields straight into the TX chunk
+    /// and queues each zero-copy field as its own entry — no intermediate
+    /// buffer or scatter-gather array. `header.len` is filled in.
+    pub fn send_object<M: Message + ?Sized>(
+        &mut self,
+        mut header: FrameHeader,
+        msg: &M,
+    ) -> Result<(), SendError> {
+        let sizes = msg.encoded_sizes();
+        let len = sizes.total_len();
+        if len > self.cfg.max_frame {
+            return Err(SendError::TooLarge {
+                len,
+                max: self.cfg.max_frame,
+            });
+        }
+        header.len = len as u32;
+        let head_len = sizes.head_len();
+        let (region, mut refs) = self.gather.reserve_with_refs(FRAME_HEADER_LEN + head_len)?;
+        let (frame, head) = region.split_at_mut(FRAME_HEADER_LEN);
+        header.write(frame);
+        // Zero-copy entries are appended after the head segment, in wire
+        // order, straight from the encoder's traversal.
+        msg.encode(&sizes, head, |b| refs.push(b))
+            .map_err(SendError::Encode)?;
+        Ok(())
+    }
+
+    /// The non-fused path, for comparison: an already materialised
+    /// scatter-gather array (`Message::to_sga`) is queued — its head copied
+    /// into the TX chunk, its entries referenced.
+    pub fn send_sga(&mut self, mut header: FrameHeader, sga: &Sga) -> Result<(), SendError> {
+        let len = sga.len();
+        if len > self.cfg.max_frame {
+            return Err(SendError::TooLarge {
+                len,
+                max: self.cfg.max_frame,
+            });
+        }
+        header.len = len as u32;
+        self.gather.copy(&header.to_bytes())?;
+        self.gather.copy(&sga.head)?;
+        for b in &sga.entries {
+            self.gather.reference(b);
+        }
+        Ok(())
+    }
+
+    /// Queues one frame whose payload is `payload`, copied.
+    pub fn send_bytes(&mut self, mut header: FrameHeader, payload: &[u8]) -> Result<(), SendError> {
+        if payload.len() > self.cfg.max_frame {
+            return Err(SendError::TooLarge {
+                len: payload.len(),
+                max: self.cfg.max_frame,
+            });
+        }
+        header.len = payload.len() as u32;
+        let region = self.gather.reserve(FRAME_HEADER_LEN + payload.len())?;
+        header.write(&mut region[..FRAME_HEADER_LEN]);
+        region[FRAME_HEADER_LEN..].copy_from_slice(payload);
+        Ok(())
+    }
+
+    /// Writes as much of the queue as the kernel takes, `MAX_IOV` iovecs
+    /// per gathering call. Also collects zero-copy completions.
+    pub fn flush<D: Datapath + ?Sized>(&mut self, dp: &mut D) -> io::Result<Flushed> {
+        if self.gather.oom {
+            return Err(io::Error::new(io::ErrorKind::OutOfMemory, TxOutOfMemory));
+        }
+        if self.cfg.zerocopy {
+            self.poll_completions(dp)?;
+            // The kernel may read the pages after sendmsg returns: the chunk
+            // must be frozen so that nothing rewrites queued bytes.
+            self.gather.seal();
+        }
+        while !self.gather.segs.is_empty() {
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let mut n_iov = 0;
+            let mut offered = 0usize;
+            for (i, seg) in self.gather.segs.iter().take(MAX_IOV).enumerate() {
+                let mut bytes = self.gather.seg_bytes(seg);
+                if i == 0 {
+                    bytes = &bytes[self.head_written..];
+                }
+                if let (Prefetch::Lines(lines), Seg::Shared(_)) = (self.cfg.prefetch, seg) {
+                    let span = bytes.len().min(lines as usize * 64);
+                    let mut off = 0;
+                    while off < span {
+                        sys::prefetch(bytes[off..].as_ptr());
+                        off += 64;
+                    }
+                }
+                iov[i] = IoSlice::new(bytes);
+                n_iov = i + 1;
+                offered += bytes.len();
+            }
+            let sent = match dp.send_gather(&iov[..n_iov], self.cfg.zerocopy) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flushed::Blocked),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            self.stats.syscalls += 1;
+            self.stats.iovecs += n_iov as u64;
+            self.stats.bytes_sent += sent as u64;
+            self.advance(sent);
+            if sent < offered {
+                // Short write: the socket buffer is full.
+                return Ok(Flushed::Blocked);
+            }
+        }
+        Ok(Flushed::All)
+    }
+
+    /// Accounts `sent` bytes accepted by the kernel: releases (plain) or
+    /// parks until completion (zero-copy) every segment they cover.
+    fn advance(&mut self, mut sent: usize) {
+        let mut parked: Vec<Buf> = Vec::new();
+        while sent > 0 {
+            let Some(front) = self.gather.segs.front() else {
+                break;
+            };
+            let left = front.len() - self.head_written;
+            if self.cfg.zerocopy {
+                if let Seg::Shared(b) = front {
+                    // Partly or wholly sent: the kernel references it now.
+                    parked.push(b.clone());
+                }
+            }
+            if sent >= left {
+                sent -= left;
+                self.head_written = 0;
+                // Plain send: the kernel has its copy — release point.
+                let _ = self.gather.pop_front();
+            } else {
+                self.head_written += sent;
+                sent = 0;
+            }
+        }
+        if self.cfg.zerocopy {
+            let seq = self.zc.next_seq;
+            self.zc.next_seq = seq.wrapping_add(1);
+            self.zc.entries.push_back((seq, parked));
+        }
+    }
+
+    /// Reads zero-copy completions and releases what they cover.
+    pub fn poll_completions<D: Datapath + ?Sized>(&mut self, dp: &mut D) -> io::Result<()> {
+        if self.zc.entries.is_empty() {
+            return Ok(());
+        }
+        self.completions.clear();
+        dp.zerocopy_completions(&mut self.completions)?;
+        for c in &self.completions {
+            let released = self.zc.complete(c);
+            self.stats.zc_completed += released;
+            if c.copied {
+                self.stats.zc_copied += released;
+            }
+        }
+        Ok(())
+    }
+}

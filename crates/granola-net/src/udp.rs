@@ -1,0 +1,418 @@
+//! UDP: one datagram per message, received and sent in batches.
+//!
+//! Receiving uses `recvmmsg` into pool slots, so a received datagram is a
+//! shared [`Buf`] that decoded fields can reference. Sending composes each
+//! datagram in the same gather builder as TCP (copied header bytes in a TX
+//! chunk, referenced entries as their own iovecs) and hands up to
+//! [`MAX_BATCH`] datagrams to one `sendmmsg`. A message that does not fit
+//! in a datagram is an error ([`SendError::TooLarge`]), never truncated.
+
+use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
+use crate::gather::{Gather, Seg};
+use crate::sys::{self, OutDatagram, RecvMeta, ZcCompletion, MAX_BATCH};
+use crate::tx::{Prefetch, SendError, TxConfig, TxStats};
+use granola::{Buf, BufMut, Message, Pool};
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
+
+/// Largest UDP payload over IPv4.
+pub const MAX_DATAGRAM: usize = 65_507;
+
+/// A received datagram.
+pub struct Datagram {
+    /// Sender.
+    pub from: SocketAddr,
+    /// The bytes, in a pool slot.
+    pub data: Buf,
+}
+
+/// The receive side: a batch of pool slots that `recvmmsg` fills.
+pub struct UdpRx {
+    pool: Pool,
+    slots: Vec<Option<BufMut>>,
+    slot_size: usize,
+    meta: Vec<RecvMeta>,
+    /// Datagrams dropped because they did not fit a slot.
+    pub truncated: u64,
+}
+
+impl UdpRx {
+    /// Receives up to `batch` datagrams of at most `slot_size` bytes per
+    /// call.
+    pub fn new(pool: Pool, batch: usize, slot_size: usize) -> UdpRx {
+        let batch = batch.clamp(1, MAX_BATCH);
+        UdpRx {
+            pool,
+            slots: (0..batch).map(|_| None).collect(),
+            slot_size: slot_size.clamp(64, MAX_DATAGRAM + 1),
+            meta: vec![RecvMeta::default(); batch],
+            truncated: 0,
+        }
+    }
+
+    /// One non-blocking `recvmmsg`; appends what arrived to `out`.
+    /// `Err(WouldBlock)` when nothing was waiting.
+    pub fn recv_batch(&mut self, sock: &UdpSocket, out: &mut Vec<Datagram>) -> io::Result<usize> {
+        for s in &mut self.slots {
+            if s.is_none() {
+                *s = Some(self.pool.alloc(self.slot_size).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::OutOfMemory,
+                        "pool exhausted: no UDP receive slot",
+                    )
+                })?);
+            }
+        }
+        let mut bufs: Vec<&mut [u8]> = self
+            .slots
+            .iter_mut()
+            .map(|s| s.as_mut().expect("filled above").as_full_mut_slice())
+            .collect();
+        let got = sys::recvmmsg(sock.as_fd(), &mut bufs, &mut self.meta)?;
+        drop(bufs);
+        let mut delivered = 0;
+        for i in 0..got {
+            let meta = self.meta[i];
+            let (Some(from), false) = (meta.from, meta.truncated) else {
+                self.truncated += 1;
+                continue;
+            };
+            let mut slot = self.slots[i].take().expect("filled above");
+            slot.set_len(meta.len);
+            out.push(Datagram {
+                from,
+                data: slot.freeze(),
+            });
+            delivered += 1;
+        }
+        Ok(delivered)
+    }
+}
+
+struct PendingDatagram {
+    to: SocketAddr,
+    /// Segments of this datagram (they follow the previous datagram's).
+    segs: usize,
+}
+
+/// The send side: datagrams composed in a gather builder and flushed with
+/// `sendmmsg`.
+pub struct UdpTx {
+    gather: Gather,
+    cfg: TxConfig,
+    max_datagram: usize,
+    pending: VecDeque<PendingDatagram>,
+    /// Zero-copy: (send number, segments) until the completion arrives.
+    zc_next: u32,
+    zc_inflight: VecDeque<(u32, Vec<Buf>)>,
+    completions: Vec<ZcCompletion>,
+    stats: TxStats,
+    /// Datagrams the kernel refused (logged and dropped).
+    pub dropped: u64,
+}
+
+/// Builds one datagram; see [`UdpTx::datagram`].
+pub struct DatagramBuilder<'q> {
+    tx: &'q mut UdpTx,
+    to: SocketAddr,
+    mark: crate::gather::Mark,
+    len: usize,
+}
+
+impl DatagramBuilder<'_> {
+    /// Appends a copy of `bytes`.
+    pub fn copy(&mut self, bytes: &[u8]) -> Result<(), SendError> {
+        self.len += bytes.len();
+        self.tx.gather.copy(bytes).map_err(SendError::from)
+    }
+
+    /// Appends a value: by reference at or above the copy threshold.
+    pub fn value(&mut self, buf: &Buf) -> Result<(), SendError> {
+        self.len += buf.len();
+        self.tx.gather.value(buf).map_err(SendError::from)
+    }
+
+    /// Bytes in the datagram so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Queues the datagram; fails (and discards it) if it is larger than a
+    /// datagram may be.
+    pub fn finish(self) -> Result<(), SendError> {
+        let DatagramBuilder { tx, to, mark, len } = self;
+        if len > tx.max_datagram {
+            tx.gather.rollback(mark);
+            return Err(SendError::TooLarge {
+                len,
+                max: tx.max_datagram,
+            });
+        }
+        let segs = tx.gather.segs.len() - mark.segs();
+        tx.pending.push_back(PendingDatagram { to, segs });
+        tx.gather.boundary();
+        Ok(())
+    }
+
+    /// Discards the datagram.
+    pub fn abandon(self) {
+        self.tx.gather.rollback(self.mark);
+    }
+}
+
+impl UdpTx {
+    /// An empty queue; datagrams are at most `max_datagram` bytes.
+    pub fn new(pool: Pool, cfg: TxConfig, max_datagram: usize) -> UdpTx {
+        UdpTx {
+            gather: Gather::new(pool, cfg.chunk_size, cfg.copy_threshold),
+            cfg,
+            max_datagram: max_datagram.min(MAX_DATAGRAM),
+            pending: VecDeque::new(),
+            zc_next: 0,
+            zc_inflight: VecDeque::new(),
+            completions: Vec::new(),
+            stats: TxStats::default(),
+            dropped: 0,
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> TxStats {
+        let mut s = self.stats;
+        s.gather = self.gather.stats;
+        s
+    }
+
+    /// Counters since the last call, then zeroes them.
+    pub fn take_stats(&mut self) -> TxStats {
+        let s = self.stats();
+        self.stats = TxStats::default();
+        self.gather.stats = Default::default();
+        s
+    }
+
+    /// Datagrams queued.
+    pub fn queued(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Zero-copy sends awaiting completion.
+    pub fn zerocopy_in_flight(&self) -> usize {
+        self.zc_inflight.len()
+    }
+
+    /// Starts a datagram to `to`.
+    pub fn datagram(&mut self, to: SocketAddr) -> DatagramBuilder<'_> {
+        self.gather.boundary();
+        let mark = self.gather.mark();
+        DatagramBuilder {
+            tx: self,
+            to,
+            mark,
+            len: 0,
+        }
+    }
+
+    /// Serialize-and-send of one message as one datagram: frame header,
+    /// object header and copied fields into the TX chunk, zero-copy fields
+    /// as their own iovecs.
+    pub fn send_object<M: Message + ?Sized>(
+        &mut self,
+        to: SocketAddr,
+        mut header: FrameHeader,
+        msg: &M,
+    ) -> Result<(), SendError> {
+        let sizes = msg.encoded_sizes();
+        let len = FRAME_HEADER_LEN + sizes.total_len();
+        if len > self.max_datagram {
+            return Err(SendError::TooLarge {
+                len,
+                max: self.max_datagram,
+            });
+        }
+        header.len = sizes.total_len() as u32;
+        self.gather.boundary();
+        let mark = self.gather.mark();
+        let (region, mut refs) = self
+            .gather
+            .reserve_with_refs(FRAME_HEADER_LEN + sizes.head_len())?;
+        let (frame, head) = region.split_at_mut(FRAME_HEADER_LEN);
+        header.write(frame);
+        msg.encode(&sizes, head, |b| refs.push(b))
+            .map_err(SendError::Encode)?;
+        let segs = self.gather.segs.len() - mark.segs();
+        self.pending.push_back(PendingDatagram { to, segs });
+        self.gather.boundary();
+        Ok(())
+    }
+
+    /// Sends queued datagrams, [`MAX_BATCH`] per `sendmmsg`, until done or
+    /// the socket would block.
+    pub fn flush(&mut self, sock: &UdpSocket) -> io::Result<crate::tx::Flushed> {
+        if self.gather.oom {
+            self.gather.oom = false;
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                crate::gather::TxOutOfMemory,
+            ));
+        }
+        if self.cfg.zerocopy {
+            self.poll_completions(sock)?;
+            self.gather.seal();
+        }
+        const MAX_PIECES: usize = 512;
+        while !self.pending.is_empty() {
+            let mut iov = [IoSlice::new(&[]); MAX_PIECES];
+            let mut spans: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
+            let mut n_dg = 0;
+            let mut used = 0;
+            let mut seg_iter = self.gather.segs.iter();
+            for d in self.pending.iter().take(MAX_BATCH) {
+                if used + d.segs > MAX_PIECES {
+                    break;
+                }
+                let start = used;
+                for _ in 0..d.segs {
+                    let seg = seg_iter
+                        .next()
+                        .expect("pending datagrams cover queued segments");
+                    let bytes = self.gather.seg_bytes(seg);
+                    if let (Prefetch::Lines(lines), Seg::Shared(_)) = (self.cfg.prefetch, seg) {
+                        let mut off = 0;
+                        while off < bytes.len().min(lines as usize * 64) {
+                            sys::prefetch(bytes[off..].as_ptr());
+                            off += 64;
+                        }
+                    }
+                    iov[used] = IoSlice::new(bytes);
+                    used += 1;
+                }
+                spans[n_dg] = (start, used);
+                n_dg += 1;
+            }
+            if n_dg == 0 {
+                // One datagram with more pieces than MAX_PIECES: refuse it.
+                self.drop_front();
+                continue;
+            }
+            let out: Vec<OutDatagram<'_>> = self
+                .pending
+                .iter()
+                .zip(&spans[..n_dg])
+                .map(|(d, &(a, b))| OutDatagram {
+                    to: Some(d.to),
+                    iov: &iov[a..b],
+                })
+                .collect();
+            let flags = if self.cfg.zerocopy {
+                libc::MSG_ZEROCOPY
+            } else {
+                0
+            };
+            let sent = match sys::sendmmsg(sock.as_fd(), &out, flags) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(crate::tx::Flushed::Blocked)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // The first datagram was refused (e.g. EMSGSIZE, no
+                    // route): drop it, keep the rest.
+                    log::warn!(
+                        "udp send to {} failed: {e}; datagram dropped",
+                        self.pending[0].to
+                    );
+                    drop(out);
+                    self.drop_front();
+                    continue;
+                }
+            };
+            drop(out);
+            self.stats.syscalls += 1;
+            for _ in 0..sent {
+                self.complete_front();
+            }
+        }
+        Ok(crate::tx::Flushed::All)
+    }
+
+    /// The first pending datagram has been accepted: release (plain) or park
+    /// (zero-copy) its segments.
+    fn complete_front(&mut self) {
+        let d = self
+            .pending
+            .pop_front()
+            .expect("sent datagrams were pending");
+        let mut parked = Vec::new();
+        for _ in 0..d.segs {
+            let seg = self
+                .gather
+                .pop_front()
+                .expect("pending datagrams cover queued segments");
+            self.stats.iovecs += 1;
+            self.stats.bytes_sent += seg.len() as u64;
+            if let (true, Seg::Shared(b)) = (self.cfg.zerocopy, seg) {
+                parked.push(b);
+            }
+        }
+        if self.cfg.zerocopy {
+            self.zc_inflight.push_back((self.zc_next, parked));
+            self.zc_next = self.zc_next.wrapping_add(1);
+        }
+    }
+
+    fn drop_front(&mut self) {
+        if let Some(d) = self.pending.pop_front() {
+            for _ in 0..d.segs {
+                let _ = self.gather.pop_front();
+            }
+            self.dropped += 1;
+        }
+    }
+
+    /// Reads zero-copy completions and releases what they cover.
+    pub fn poll_completions(&mut self, sock: &UdpSocket) -> io::Result<()> {
+        if self.zc_inflight.is_empty() {
+            return Ok(());
+        }
+        self.completions.clear();
+        sys::read_zerocopy_completions(sock.as_fd(), &mut self.completions)?;
+        for c in &self.completions {
+            let span = c.hi.wrapping_sub(c.lo);
+            let before = self.zc_inflight.len();
+            self.zc_inflight
+                .retain(|(seq, _)| seq.wrapping_sub(c.lo) > span);
+            let released = (before - self.zc_inflight.len()) as u64;
+            self.stats.zc_completed += released;
+            if c.copied {
+                self.stats.zc_copied += released;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Binds a non-blocking UDP socket (with `SO_REUSEPORT` when `reuse_port`,
+/// so each worker thread can own one).
+pub fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<UdpSocket> {
+    let domain = socket2::Domain::for_address(addr);
+    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    if reuse_port {
+        s.set_reuse_port(true)?;
+    }
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+/// Turns on `MSG_ZEROCOPY` for a UDP socket.
+pub fn enable_zerocopy(sock: &UdpSocket) -> io::Result<()> {
+    sys::enable_zerocopy(sock.as_fd())
+}
