@@ -11,7 +11,7 @@
 //! chunk: appending never rewrites bytes already queued, so a plain `sendmsg`
 //! can gather from them directly, and once everything queued has been
 //! written the chunk is rewound and reused with no pool traffic at all.
-//! [`Gather::seal`] freezes the chunk and turns those ranges into sub-`Buf`s
+//! `Gather::seal` freezes the chunk and turns those ranges into sub-`Buf`s
 //! of it; that happens when the chunk is full, and before a `MSG_ZEROCOPY`
 //! send, whose pages the kernel may read after the call returns.
 
@@ -74,6 +74,9 @@ impl std::error::Error for TxOutOfMemory {}
 #[derive(Clone, Copy)]
 pub(crate) struct Mark {
     segs: usize,
+    /// Length of the last segment at the mark (a later copy may have
+    /// extended it in place).
+    last_len: usize,
     /// (chunk address, chunk length) at the mark.
     chunk_len: Option<(usize, usize)>,
     stats: GatherStats,
@@ -143,6 +146,11 @@ impl Gather {
     /// Reserves `n` contiguous writable bytes at the end of the queue, as one
     /// new or extended copied segment, and returns them.
     pub(crate) fn reserve(&mut self, n: usize) -> Result<&mut [u8], TxOutOfMemory> {
+        if n == 0 {
+            // No empty segments: a flush offering 0 bytes would never
+            // make progress past one.
+            return Ok(&mut []);
+        }
         let fits = self.chunk.as_ref().is_some_and(|c| c.remaining() >= n);
         if !fits {
             self.seal();
@@ -230,6 +238,7 @@ impl Gather {
     pub(crate) fn mark(&self) -> Mark {
         Mark {
             segs: self.segs.len(),
+            last_len: self.segs.back().map_or(0, Seg::len),
             chunk_len: self
                 .chunk
                 .as_ref()
@@ -241,6 +250,17 @@ impl Gather {
     /// Drops everything queued after `mark`.
     pub(crate) fn rollback(&mut self, mark: Mark) {
         self.segs.truncate(mark.segs);
+        // Undo copies merged into the segment that was last at the mark
+        // (it may have been sealed into a shared slice since).
+        match self.segs.back_mut() {
+            Some(Seg::Chunk { start, end }) => *end = (*start + mark.last_len).min(*end),
+            Some(seg @ Seg::Shared(_)) if seg.len() > mark.last_len => {
+                if let Seg::Shared(b) = seg {
+                    *seg = Seg::Shared(b.slice(..mark.last_len));
+                }
+            }
+            _ => {}
+        }
         self.chunk_first_seg = self.chunk_first_seg.min(mark.segs);
         if let (Some(c), Some((ptr, len))) = (self.chunk.as_mut(), mark.chunk_len) {
             // Rewind only the chunk the mark was taken in; a newer chunk's

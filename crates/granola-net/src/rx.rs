@@ -135,9 +135,8 @@ impl RxBuffer {
         if pending >= self.max {
             return Err(RxError::BufferFull { max: self.max });
         }
-        if self.buf.is_some() && pending <= cap / 2 {
+        if let Some(b) = self.buf.as_mut().filter(|_| pending <= cap / 2) {
             // Half or more is consumed space: slide the tail down.
-            let b = self.buf.as_mut().expect("checked above");
             b.as_full_mut_slice().copy_within(self.start..len, 0);
             b.set_len(pending);
             self.start = 0;

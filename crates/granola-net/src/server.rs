@@ -309,6 +309,9 @@ struct Conn {
     service: usize,
     reading: bool,
     writing: bool,
+    /// Whether EPOLLOUT is registered (it must be whenever a flush is
+    /// blocked, whatever happens to the read interest).
+    write_registered: bool,
     closing: Option<String>,
 }
 
@@ -327,6 +330,11 @@ struct Worker {
     udp: Vec<UdpEndpoint>,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
+    /// Closed connections whose zero-copy sends have not completed: the
+    /// kernel may still read their pages, so their TX queues (holding the
+    /// references) and sockets (delivering the completions) are kept until
+    /// it is done.
+    lingering: Vec<(TcpDatapath, TxQueue)>,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
     stats: Arc<ServerStats>,
@@ -375,6 +383,7 @@ impl Worker {
             udp: endpoints,
             conns: Vec::new(),
             free: Vec::new(),
+            lingering: Vec::new(),
             waker,
             stop,
             stats,
@@ -402,6 +411,18 @@ impl Worker {
             if self.conns[i].is_some() {
                 self.close(i, None);
             }
+        }
+        // Give outstanding zero-copy sends a moment to complete; whatever is
+        // still in flight after that is leaked by the queues' Drop, never
+        // returned to the pool under the kernel.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while std::time::Instant::now() < deadline {
+            self.poll_zerocopy();
+            let udp_busy = self.udp.iter().any(|ep| ep.tx.zerocopy_in_flight() > 0);
+            if self.lingering.is_empty() && !udp_busy {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 
@@ -458,6 +479,7 @@ impl Worker {
                 service: li,
                 reading: true,
                 writing: false,
+                write_registered: false,
                 closing: None,
             };
             let idx = match self.free.pop() {
@@ -541,8 +563,9 @@ impl Worker {
         let want_read =
             conn.closing.is_none() && conn.tx.queued_bytes() <= self.cfg.backpressure_bytes;
         let want_write = conn.writing || (conn.closing.is_some() && !conn.tx.is_empty());
-        if want_read != conn.reading || want_write != conn.writing || ev.writable {
+        if want_read != conn.reading || want_write != conn.write_registered {
             conn.reading = want_read;
+            conn.write_registered = want_write;
             if let Err(e) = self.epoll.modify(
                 conn.dp.stream().as_fd(),
                 TOKEN_CONN_BASE + idx as u64,
@@ -567,6 +590,12 @@ impl Worker {
         account(&self.stats, &conn.tx.stats());
         self.stats.conns_open.fetch_sub(1, Ordering::Relaxed);
         self.free.push(idx);
+        if conn.tx.zerocopy_in_flight() > 0 {
+            // The peer sees the close now; the references stay until the
+            // kernel's completions arrive (see `poll_zerocopy`).
+            let _ = conn.dp.stream().shutdown(std::net::Shutdown::Both);
+            self.lingering.push((conn.dp, conn.tx));
+        }
     }
 
     fn udp_event(&mut self, ui: usize) {
@@ -604,6 +633,10 @@ impl Worker {
         for ep in &mut self.udp {
             let _ = ep.tx.poll_completions(&ep.sock);
         }
+        self.lingering.retain_mut(|(dp, tx)| {
+            let _ = tx.poll_completions(dp);
+            tx.zerocopy_in_flight() > 0
+        });
     }
 }
 

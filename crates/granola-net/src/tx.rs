@@ -171,6 +171,11 @@ impl ZcInflight {
 }
 
 /// The outgoing side of a stream connection.
+///
+/// Dropping a queue whose zero-copy sends have not completed leaks their
+/// references (the slots are never reused) rather than hand the kernel's
+/// pages back to the pool; poll completions until
+/// [`zerocopy_in_flight`](TxQueue::zerocopy_in_flight) is 0 first.
 pub struct TxQueue {
     gather: Gather,
     cfg: TxConfig,
@@ -280,13 +285,17 @@ impl TxQueue {
         }
         header.len = len as u32;
         let head_len = sizes.head_len();
+        let mark = self.gather.mark();
         let (region, mut refs) = self.gather.reserve_with_refs(FRAME_HEADER_LEN + head_len)?;
         let (frame, head) = region.split_at_mut(FRAME_HEADER_LEN);
         header.write(frame);
         // Zero-copy entries are appended after the head segment, in wire
         // order, straight from the encoder's traversal.
-        msg.encode(&sizes, head, |b| refs.push(b))
-            .map_err(SendError::Encode)?;
+        if let Err(e) = msg.encode(&sizes, head, |b| refs.push(b)) {
+            // Never leave a half-written frame in the stream.
+            self.gather.rollback(mark);
+            return Err(SendError::Encode(e));
+        }
         Ok(())
     }
 
@@ -423,5 +432,28 @@ impl TxQueue {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for TxQueue {
+    fn drop(&mut self) {
+        leak_in_flight(&mut self.zc.entries);
+    }
+}
+
+/// Zero-copy sends without a completion: the kernel may still read their
+/// pages, so their references are leaked (the slots are never reused)
+/// instead of being returned to the pool.
+pub(crate) fn leak_in_flight(entries: &mut VecDeque<(u32, Vec<Buf>)>) {
+    if entries.is_empty() {
+        return;
+    }
+    let bufs: usize = entries.iter().map(|(_, b)| b.len()).sum();
+    log::warn!(
+        "dropping a TX queue with {} zero-copy sends in flight: leaking {bufs} buffers",
+        entries.len()
+    );
+    for (_, b) in entries.drain(..) {
+        std::mem::forget(b);
     }
 }

@@ -113,25 +113,45 @@ pub struct UdpTx {
     pub dropped: u64,
 }
 
-/// Builds one datagram; see [`UdpTx::datagram`].
+/// Builds one datagram; see [`UdpTx::datagram`]. Dropping it without
+/// [`finish`](DatagramBuilder::finish) discards the datagram, as
+/// [`abandon`](DatagramBuilder::abandon) does.
+#[must_use = "a datagram is queued only by finish()"]
 pub struct DatagramBuilder<'q> {
     tx: &'q mut UdpTx,
     to: SocketAddr,
     mark: crate::gather::Mark,
     len: usize,
+    finished: bool,
+    /// A piece could not be added (pool exhausted): finish() refuses.
+    failed: bool,
+}
+
+impl Drop for DatagramBuilder<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Unfinished (abandoned, refused, or dropped by `?`): its
+            // segments must not be sent as part of the next datagram.
+            self.tx.gather.rollback(self.mark);
+        }
+    }
 }
 
 impl DatagramBuilder<'_> {
     /// Appends a copy of `bytes`.
     pub fn copy(&mut self, bytes: &[u8]) -> Result<(), SendError> {
         self.len += bytes.len();
-        self.tx.gather.copy(bytes).map_err(SendError::from)
+        let r = self.tx.gather.copy(bytes).map_err(SendError::from);
+        self.failed |= r.is_err();
+        r
     }
 
     /// Appends a value: by reference at or above the copy threshold.
     pub fn value(&mut self, buf: &Buf) -> Result<(), SendError> {
         self.len += buf.len();
-        self.tx.gather.value(buf).map_err(SendError::from)
+        let r = self.tx.gather.value(buf).map_err(SendError::from);
+        self.failed |= r.is_err();
+        r
     }
 
     /// Bytes in the datagram so far.
@@ -145,26 +165,30 @@ impl DatagramBuilder<'_> {
     }
 
     /// Queues the datagram; fails (and discards it) if it is larger than a
-    /// datagram may be.
-    pub fn finish(self) -> Result<(), SendError> {
-        let DatagramBuilder { tx, to, mark, len } = self;
-        if len > tx.max_datagram {
-            tx.gather.rollback(mark);
+    /// datagram may be, or if a piece could not be added.
+    pub fn finish(mut self) -> Result<(), SendError> {
+        if self.failed {
+            // Drop rolls it back rather than send it with a piece missing.
+            return Err(SendError::OutOfMemory);
+        }
+        if self.len > self.tx.max_datagram {
+            // Drop rolls it back.
             return Err(SendError::TooLarge {
-                len,
-                max: tx.max_datagram,
+                len: self.len,
+                max: self.tx.max_datagram,
             });
         }
-        let segs = tx.gather.segs.len() - mark.segs();
-        tx.pending.push_back(PendingDatagram { to, segs });
-        tx.gather.boundary();
+        self.finished = true;
+        let segs = self.tx.gather.segs.len() - self.mark.segs();
+        self.tx
+            .pending
+            .push_back(PendingDatagram { to: self.to, segs });
+        self.tx.gather.boundary();
         Ok(())
     }
 
-    /// Discards the datagram.
-    pub fn abandon(self) {
-        self.tx.gather.rollback(self.mark);
-    }
+    /// Discards the datagram (rolled back on drop).
+    pub fn abandon(self) {}
 }
 
 impl UdpTx {
@@ -217,6 +241,8 @@ impl UdpTx {
             to,
             mark,
             len: 0,
+            finished: false,
+            failed: false,
         }
     }
 
@@ -245,8 +271,10 @@ impl UdpTx {
             .reserve_with_refs(FRAME_HEADER_LEN + sizes.head_len())?;
         let (frame, head) = region.split_at_mut(FRAME_HEADER_LEN);
         header.write(frame);
-        msg.encode(&sizes, head, |b| refs.push(b))
-            .map_err(SendError::Encode)?;
+        if let Err(e) = msg.encode(&sizes, head, |b| refs.push(b)) {
+            self.gather.rollback(mark);
+            return Err(SendError::Encode(e));
+        }
         let segs = self.gather.segs.len() - mark.segs();
         self.pending.push_back(PendingDatagram { to, segs });
         self.gather.boundary();
@@ -396,6 +424,12 @@ impl UdpTx {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for UdpTx {
+    fn drop(&mut self) {
+        crate::tx::leak_in_flight(&mut self.zc_inflight);
     }
 }
 
