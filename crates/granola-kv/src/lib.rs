@@ -8,6 +8,7 @@
 #![deny(unsafe_code)]
 
 pub mod protocol;
+pub mod server;
 pub mod store;
 
 /// Generated types of the native protocol (`proto/kv.proto`).

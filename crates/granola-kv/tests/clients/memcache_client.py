@@ -31,7 +31,7 @@ def main():
 
     # flags are preserved
     check("set flags", c.set("f", b"x", flags=42, noreply=False), True)
-    check("raw get flags", c.raw_command(b"get f", end_tokens=b"END\r\n"), b"VALUE f 42 1\r\nx\r\nEND\r\n")
+    check("raw get flags", c.raw_command(b"get f", end_tokens=b"END\r\n"), b"VALUE f 42 1\r\nx\r\n")
 
     # add / replace / append / prepend
     check("add existing", c.add("k1", b"zz", noreply=False), False)

@@ -1,0 +1,134 @@
+//! Command-line flags. Where memcached has a flag with the same meaning,
+//! granola-kv uses the same letter (`-p -U -m -t -l -c -I`), so it drops in.
+
+use clap::Parser;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// granola-kv: a cache server (memcached, Redis/RESP2 and native granola
+/// protocols) whose replies reference stored values instead of copying them.
+#[derive(Parser, Clone, Debug)]
+#[command(name = "granola-kv", version, about, long_about = None)]
+pub struct Config {
+    /// memcached TCP port (0 = off).
+    #[arg(short = 'p', long = "port", default_value_t = 11211)]
+    pub port: u16,
+
+    /// memcached UDP port (0 = off; off by default, as in memcached 1.5.6+:
+    /// UDP replies can be used for amplification attacks).
+    #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
+    pub udp_port: u16,
+
+    /// RESP2 (Redis protocol) TCP port (0 = off).
+    #[arg(long = "resp-port", default_value_t = 6379)]
+    pub resp_port: u16,
+
+    /// Native granola protocol TCP port (0 = off).
+    #[arg(long = "native-port", default_value_t = 11311)]
+    pub native_port: u16,
+
+    /// Native granola protocol UDP port (0 = off).
+    #[arg(long = "native-udp-port", default_value_t = 0)]
+    pub native_udp_port: u16,
+
+    /// Address to listen on.
+    #[arg(short = 'l', long = "listen", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub listen: IpAddr,
+
+    /// Memory limit in MiB for items (keys, values, metadata and index);
+    /// least recently used items are evicted (CLOCK) to stay under it.
+    #[arg(short = 'm', long = "memory-limit", default_value_t = 64)]
+    pub memory_mb: usize,
+
+    /// Worker threads (default: one per core).
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+
+    /// Most simultaneous connections.
+    #[arg(short = 'c', long = "conn-limit", default_value_t = 4096)]
+    pub max_conns: usize,
+
+    /// Largest value in bytes (memcached's -I).
+    #[arg(short = 'I', long = "max-item-size", default_value_t = 1 << 20, value_parser = parse_size)]
+    pub max_item_size: usize,
+
+    /// Values at least this many bytes are sent by reference (their own
+    /// iovec); shorter ones are copied into the reply buffer. A number, or
+    /// `auto` to measure this machine's crossover at start (about a second).
+    #[arg(long = "copy-threshold", default_value = "1024")]
+    pub copy_threshold: String,
+
+    /// Turn off prefetching referenced values before the gathering send.
+    #[arg(long = "no-prefetch")]
+    pub no_prefetch: bool,
+
+    /// Send with MSG_ZEROCOPY (falls back to plain sends, with a log line,
+    /// where the kernel refuses). Only a real NIC benefits; on loopback the
+    /// kernel copies anyway.
+    #[arg(long = "zerocopy")]
+    pub zerocopy: bool,
+
+    /// Do not ask for transparent huge pages for the value pool.
+    #[arg(long = "no-huge-pages")]
+    pub no_huge_pages: bool,
+
+    /// Maximum UDP reply bytes per request byte for memcached UDP (replies
+    /// to unverified sources are bounded to limit amplification).
+    #[arg(long = "udp-amplification", default_value_t = 10)]
+    pub udp_amplification: usize,
+
+    /// Bind every enabled protocol to a kernel-chosen port instead of its
+    /// configured one (tests; the ports are in `Running::addrs`).
+    #[arg(skip)]
+    pub ephemeral_ports: bool,
+}
+
+/// Parses `1048576`, `1m`, `512k`, `2g`.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&s[..s.len() - 1], 1usize << 10),
+        Some('m') => (&s[..s.len() - 1], 1 << 20),
+        Some('g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a size: {s:?}"))
+}
+
+impl Config {
+    /// Defaults with every protocol (UDP too) on a kernel-chosen port of
+    /// 127.0.0.1 — for tests; the ports are in [`super::Running::addrs`].
+    pub fn for_tests() -> Config {
+        let mut c = Config::parse_from(["granola-kv"]);
+        c.udp_port = 1;
+        c.native_udp_port = 1;
+        c.threads = Some(2);
+        c.ephemeral_ports = true;
+        c
+    }
+
+    /// The port to bind for a protocol configured with `port` (None = off).
+    pub fn bind_port(&self, port: u16) -> Option<u16> {
+        match (port, self.ephemeral_ports) {
+            (0, _) => None,
+            (_, true) => Some(0),
+            (p, false) => Some(p),
+        }
+    }
+
+    /// The memory limit in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_mb.saturating_mul(1 << 20)
+    }
+
+    /// Address space reserved for the pool: the item limit plus room for
+    /// connection buffers. It is reserved, not committed: only touched
+    /// pages count.
+    pub fn pool_capacity(&self) -> usize {
+        self.memory_bytes()
+            .saturating_mul(2)
+            .max(self.memory_bytes() + (1 << 30))
+    }
+}
