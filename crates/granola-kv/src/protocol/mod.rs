@@ -1,1 +1,343 @@
-//! Wire protocols.
+//! Wire protocols: request parsers and reply encoders, with no sockets and
+//! no store.
+//!
+//! Two text protocols live here, each in its own module:
+//!
+//! - [`memcache`]: the memcached text protocol (classic and meta commands)
+//!   and the memcached UDP frame header;
+//! - [`resp`]: RESP2 (multibulk and inline requests) as Redis speaks it.
+//!
+//! Both follow one contract, defined in this module:
+//!
+//! ```text
+//!   rx buffer: [ consumed by earlier commands | unconsumed ............ ]
+//!                                              ^ parse(&rx[pos..], &limits)
+//!   Parsed::Done { cmd, consumed }    cmd borrows from the input; advance
+//!                                     pos by `consumed`, run cmd, repeat
+//!   Parsed::Incomplete { need }       read more (`need` = a lower bound on
+//!                                     the total length, when known) and
+//!                                     parse again from the same position
+//!   Parsed::Invalid(err)              err.write_reply(sink), then
+//!                                     Recovery::Skip(n): drop n bytes (n may
+//!                                       exceed what was received: keep
+//!                                       discarding as bytes arrive)
+//!                                     Recovery::Close: flush, then close
+//! ```
+//!
+//! Parsers never allocate, never panic and never index out of bounds; no
+//! size read from the wire is ever used to allocate. Every length is checked
+//! against [`Limits`] first. A parser is a pure function of its input: a
+//! command's result depends only on its own bytes, so re-parsing after more
+//! bytes arrive gives the same answer.
+//!
+//! Reply encoders write into a [`ReplySink`]: protocol framing is *copied*,
+//! stored values are handed over *by reference* ([`ReplySink::value`]) so
+//! that the server can send large values straight from the store.
+#![warn(missing_docs)]
+
+pub mod memcache;
+mod num;
+pub mod resp;
+
+use std::fmt;
+
+/// Where a reply is composed.
+///
+/// The server's TX queue implements this: [`copy`](ReplySink::copy) appends
+/// bytes to the connection's TX buffer; [`value`](ReplySink::value) appends a
+/// stored value, by reference (its own iovec) when it is at least the
+/// datapath's copy threshold, copied otherwise.
+///
+/// `Vec<u8>` implements it by copying everything (handy in tests and for
+/// memcached UDP replies, which are split into datagrams afterwards).
+pub trait ReplySink {
+    /// Appends `bytes` (copied).
+    fn copy(&mut self, bytes: &[u8]);
+    /// Appends a stored value (referenced or copied, the sink decides).
+    fn value(&mut self, value: &granola::Buf);
+}
+
+impl ReplySink for Vec<u8> {
+    fn copy(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn value(&mut self, value: &granola::Buf) {
+        self.extend_from_slice(value.as_slice());
+    }
+}
+
+impl<S: ReplySink + ?Sized> ReplySink for &mut S {
+    fn copy(&mut self, bytes: &[u8]) {
+        (**self).copy(bytes);
+    }
+
+    fn value(&mut self, value: &granola::Buf) {
+        (**self).value(value);
+    }
+}
+
+/// The result of parsing the unconsumed bytes of a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Parsed<T> {
+    /// A complete command, borrowing from the input, and how many input
+    /// bytes it took (`1..=input.len()`).
+    Done {
+        /// The command.
+        cmd: T,
+        /// Bytes of the input it used.
+        consumed: usize,
+    },
+    /// The input is a proper prefix of a request: read more, then parse the
+    /// same position again.
+    Incomplete {
+        /// The smallest total input length that could complete the request,
+        /// when known (always `> input.len()`). The request may still need
+        /// more after that. Lets the caller decide early that a request will
+        /// not fit its receive buffer.
+        need: Option<usize>,
+    },
+    /// The input is malformed; see [`ProtocolError::recovery`].
+    Invalid(ProtocolError),
+}
+
+/// What to do with the connection after a [`ProtocolError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// Send the error reply, drop this many input bytes (at least 1; may be
+    /// more than the bytes received so far: keep discarding arriving bytes
+    /// until the count is used up, as memcached's "swallow" state does),
+    /// then carry on parsing.
+    Skip(usize),
+    /// Send the error reply (if any), then close the connection.
+    Close,
+}
+
+/// What went wrong, and therefore which error reply is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// memcached `ERROR`: unknown command, or wrong number of tokens.
+    McError,
+    /// memcached `CLIENT_ERROR <message>`.
+    McClientError(&'static str),
+    /// memcached `SERVER_ERROR <message>`.
+    McServerError(&'static str),
+    /// memcached: a command line over the limit with no newline. memcached
+    /// closes such a connection without a reply.
+    McLineTooLong,
+    /// RESP `-ERR Protocol error: <message>`.
+    RespProtocol(&'static str),
+    /// RESP `-ERR Protocol error: expected '$', got '<byte>'`.
+    RespExpectedDollar(u8),
+}
+
+/// A malformed request: which error reply to send and whether the connection
+/// can continue. Small and `Copy`: cheap on the hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProtocolError {
+    kind: ErrorKind,
+    recovery: Recovery,
+    noreply: bool,
+}
+
+impl ProtocolError {
+    pub(crate) const fn new(kind: ErrorKind, recovery: Recovery) -> Self {
+        ProtocolError {
+            kind,
+            recovery,
+            noreply: false,
+        }
+    }
+
+    pub(crate) const fn with_noreply(mut self, noreply: bool) -> Self {
+        self.noreply = noreply;
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether (and how far) to skip, or to close.
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+
+    /// True if the connection must be closed after the reply.
+    pub fn must_close(&self) -> bool {
+        self.recovery == Recovery::Close
+    }
+
+    /// True if no reply is sent: the command asked for `noreply` (memcached
+    /// classic commands suppress even their errors) or the protocol closes
+    /// silently ([`ErrorKind::McLineTooLong`]).
+    pub fn is_silent(&self) -> bool {
+        self.noreply || matches!(self.kind, ErrorKind::McLineTooLong)
+    }
+
+    /// Writes the exact error reply the protocol sends (including `\r\n`),
+    /// or nothing if [`is_silent`](Self::is_silent).
+    pub fn write_reply<S: ReplySink + ?Sized>(&self, sink: &mut S) {
+        if self.is_silent() {
+            return;
+        }
+        let mut line = num::Line::new(sink);
+        match self.kind {
+            ErrorKind::McError => {
+                line.push(b"ERROR");
+            }
+            ErrorKind::McClientError(m) => {
+                line.push(b"CLIENT_ERROR ").push(m.as_bytes());
+            }
+            ErrorKind::McServerError(m) => {
+                line.push(b"SERVER_ERROR ").push(m.as_bytes());
+            }
+            ErrorKind::McLineTooLong => {}
+            ErrorKind::RespProtocol(m) => {
+                line.push(b"-ERR Protocol error: ").push(m.as_bytes());
+            }
+            ErrorKind::RespExpectedDollar(b) => {
+                // Redis formats the byte with %c and then turns CR/LF into
+                // spaces so the error stays one line.
+                let c = if b == b'\r' || b == b'\n' { b' ' } else { b };
+                line.push(b"-ERR Protocol error: expected '$', got '")
+                    .push(&[c])
+                    .push(b"'");
+            }
+        }
+        line.push(b"\r\n");
+        line.finish();
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ErrorKind::McError => f.write_str("ERROR"),
+            ErrorKind::McClientError(m) => write!(f, "CLIENT_ERROR {m}"),
+            ErrorKind::McServerError(m) => write!(f, "SERVER_ERROR {m}"),
+            ErrorKind::McLineTooLong => f.write_str("command line too long"),
+            ErrorKind::RespProtocol(m) => write!(f, "ERR Protocol error: {m}"),
+            ErrorKind::RespExpectedDollar(b) => {
+                write!(
+                    f,
+                    "ERR Protocol error: expected '$', got '{}'",
+                    b.escape_ascii()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// Size limits applied while parsing. Nothing larger is ever buffered as one
+/// request, and no size read from the wire is used to allocate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// memcached: longest key (memcached's `KEY_MAX_LENGTH`, 250). Longer
+    /// keys get `CLIENT_ERROR bad command line format`.
+    pub max_key_len: usize,
+    /// memcached: largest data block of a storage command (`set`, `ms`, ...).
+    /// Larger ones get `SERVER_ERROR object too large for cache` and the
+    /// block is swallowed. Default 1 MiB (memcached's default item size).
+    pub max_value_len: usize,
+    /// memcached: longest command line, newline excluded, for every command
+    /// but the multi-key retrievals. A longer line closes the connection
+    /// (memcached: 2048).
+    pub max_line: usize,
+    /// memcached: longest `get`/`gets`/`gat`/`gats` line (memcached lets
+    /// multi-gets grow without bound; we stop at this). Default 1 MiB.
+    pub max_get_line: usize,
+    /// RESP: longest inline command line and longest `*`/`$` header line
+    /// (Redis' `PROTO_INLINE_MAX_SIZE`, 64 KiB).
+    pub max_inline: usize,
+    /// RESP: most arguments in one multibulk request (1 << 20).
+    pub max_args: usize,
+    /// RESP: largest bulk string in a request. Larger ones are a protocol
+    /// error (`invalid bulk length`) and close the connection. Default
+    /// 1 MiB, the store's value limit (Redis allows 512 MiB).
+    pub max_bulk: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_key_len: 250,
+            max_value_len: 1 << 20,
+            max_line: 2048,
+            max_get_line: 1 << 20,
+            max_inline: 64 << 10,
+            max_args: 1 << 20,
+            max_bulk: 1 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// The receive buffer that holds any memcached request within these
+    /// limits: the longest line, newline, the largest data block and its
+    /// `\r\n`. A connection whose buffer is this large never has to refuse a
+    /// valid request.
+    pub fn memcache_max_request(&self) -> usize {
+        let store = self
+            .max_line
+            .saturating_add(1)
+            .saturating_add(self.max_value_len)
+            .saturating_add(2);
+        store.max(self.max_get_line.saturating_add(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_replies() {
+        let cases: [(ErrorKind, &[u8]); 6] = [
+            (ErrorKind::McError, b"ERROR\r\n"),
+            (
+                ErrorKind::McClientError("bad data chunk"),
+                b"CLIENT_ERROR bad data chunk\r\n",
+            ),
+            (
+                ErrorKind::McServerError("object too large for cache"),
+                b"SERVER_ERROR object too large for cache\r\n",
+            ),
+            (ErrorKind::McLineTooLong, b""),
+            (
+                ErrorKind::RespProtocol("invalid bulk length"),
+                b"-ERR Protocol error: invalid bulk length\r\n",
+            ),
+            (
+                ErrorKind::RespExpectedDollar(b'x'),
+                b"-ERR Protocol error: expected '$', got 'x'\r\n",
+            ),
+        ];
+        for (kind, want) in cases {
+            let e = ProtocolError::new(kind, Recovery::Close);
+            let mut out = Vec::new();
+            e.write_reply(&mut out);
+            assert_eq!(out, want, "{kind:?}");
+            let mut quiet = Vec::new();
+            e.with_noreply(true).write_reply(&mut quiet);
+            assert!(quiet.is_empty());
+        }
+        let e = ProtocolError::new(ErrorKind::RespExpectedDollar(b'\r'), Recovery::Close);
+        let mut out = Vec::new();
+        e.write_reply(&mut out);
+        assert_eq!(out, b"-ERR Protocol error: expected '$', got ' '\r\n");
+        assert!(e.must_close());
+        assert_eq!(e.to_string(), "ERR Protocol error: expected '$', got '\\r'");
+    }
+
+    #[test]
+    fn memcache_max_request() {
+        let l = Limits::default();
+        assert_eq!(l.memcache_max_request(), 2049 + (1 << 20) + 2);
+    }
+}

@@ -1,0 +1,486 @@
+//! RESP2 requests and replies, as Redis speaks them.
+//!
+//! # Requests
+//!
+//! A request is either a multibulk array of bulk strings (what client
+//! libraries send) or an inline line (what `redis-cli`/telnet users type):
+//!
+//! ```text
+//!   *<argc>\r\n  ( $<len>\r\n <len bytes> \r\n ){argc}      multibulk
+//!   <word> <word> ...\r\n    (or ...\n)                     inline
+//! ```
+//!
+//! The first byte decides: `*` is multibulk, anything else inline.
+//! [`parse`] returns a [`Command`]: the argument list, borrowing from the
+//! input, with no heap allocation. The first [`INLINE_ARGS`] arguments are
+//! kept in the command; [`Command::args`] walks the (already validated)
+//! bytes again for all of them.
+//!
+//! An empty request (`*0\r\n`, `*-1\r\n`, a blank inline line) parses to an
+//! empty command: consume it and send nothing, as Redis does.
+//!
+//! Inline lines split on whitespace. Double- and single-quoted arguments
+//! (`SET k "hello world"`) are supported minimally: the quotes must enclose
+//! a whole argument, and the text between them is returned as is, *without*
+//! escape processing (`"a\"b"` is the 4 bytes `a\"b`; a backslash only stops
+//! the next character from closing the quote). A quote inside an unquoted
+//! word is an ordinary byte.
+//!
+//! # Errors
+//!
+//! Every protocol error is answered with Redis' text and closes the
+//! connection, as Redis does:
+//!
+//! | input | reply |
+//! |---|---|
+//! | bad or too large `*` count | `-ERR Protocol error: invalid multibulk length` |
+//! | not `$` where a bulk string starts | `-ERR Protocol error: expected '$', got 'x'` |
+//! | bad, negative or over-[`Limits::max_bulk`] `$` length | `-ERR Protocol error: invalid bulk length` |
+//! | header line with no `\r` in [`Limits::max_inline`] bytes | `-ERR Protocol error: too big mbulk count string` / `too big bulk count string` |
+//! | inline line longer than [`Limits::max_inline`] | `-ERR Protocol error: too big inline request` |
+//! | unbalanced quotes | `-ERR Protocol error: unbalanced quotes in request` |
+//! | bulk data not followed by `\r\n` | `-ERR Protocol error: expected CRLF after bulk data` (Redis skips those two bytes unchecked; we refuse them) |
+//!
+//! Command-level errors (unknown command, arity, types) are replies, not
+//! protocol errors: see [`write_unknown_command`], [`write_wrong_arity`]
+//! and the `ERR_*` constants.
+
+mod reply;
+
+pub use reply::*;
+
+use super::num::parse_resp_int;
+use super::{ErrorKind, Limits, Parsed, ProtocolError, Recovery};
+use std::fmt;
+
+/// Arguments kept directly in a [`Command`] (reached in O(1) by
+/// [`Command::arg`]); later ones are found by walking the request bytes.
+pub const INLINE_ARGS: usize = 8;
+
+/// The smallest encoding of one bulk string: `$0\r\n\r\n`.
+const MIN_BULK: usize = 6;
+
+/// A request: its arguments (the first is the command name), borrowing from
+/// the input.
+#[derive(Clone, Copy)]
+pub struct Command<'a> {
+    argc: usize,
+    head: [&'a [u8]; INLINE_ARGS],
+    /// Multibulk: the bytes from the first `$`; inline: the line.
+    body: &'a [u8],
+    inline: bool,
+}
+
+impl<'a> Command<'a> {
+    /// Number of arguments, the command name included.
+    pub fn len(&self) -> usize {
+        self.argc
+    }
+
+    /// True for an empty request (ignore it; no reply).
+    pub fn is_empty(&self) -> bool {
+        self.argc == 0
+    }
+
+    /// The command name as sent (empty for an empty request).
+    pub fn name(&self) -> &'a [u8] {
+        self.arg(0).unwrap_or_default()
+    }
+
+    /// True if the command name is `name`, ignoring ASCII case.
+    pub fn is(&self, name: &[u8]) -> bool {
+        self.name().eq_ignore_ascii_case(name)
+    }
+
+    /// Argument `i` (0 is the name). O(1) below [`INLINE_ARGS`], a walk over
+    /// the request after that: use [`args`](Self::args) to visit many.
+    pub fn arg(&self, i: usize) -> Option<&'a [u8]> {
+        if i >= self.argc {
+            return None;
+        }
+        match self.head.get(i) {
+            Some(a) => Some(a),
+            None => self.args().nth(i),
+        }
+    }
+
+    /// All arguments, the name first.
+    pub fn args(&self) -> Args<'a> {
+        Args {
+            rest: self.body,
+            remaining: self.argc,
+            inline: self.inline,
+        }
+    }
+}
+
+impl PartialEq for Command<'_> {
+    /// Two commands are equal if their arguments are (however encoded).
+    fn eq(&self, other: &Self) -> bool {
+        self.argc == other.argc && self.args().eq(other.args())
+    }
+}
+
+impl Eq for Command<'_> {}
+
+impl fmt::Debug for Command<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.args().map(|a| a.escape_ascii().to_string()))
+            .finish()
+    }
+}
+
+/// Iterator over a command's arguments; see [`Command::args`].
+#[derive(Debug, Clone)]
+pub struct Args<'a> {
+    rest: &'a [u8],
+    remaining: usize,
+    inline: bool,
+}
+
+impl<'a> Iterator for Args<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let arg = if self.inline {
+            next_inline_arg(&mut self.rest).ok().flatten()
+        } else {
+            next_bulk(&mut self.rest)
+        };
+        match arg {
+            Some(_) => self.remaining -= 1,
+            None => self.remaining = 0, // unreachable for parsed input
+        }
+        arg
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Args<'_> {}
+
+/// Re-walks one validated bulk string: `$<len>\r\n<data>\r\n`.
+fn next_bulk<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let s = rest.strip_prefix(b"$")?;
+    let cr = memchr::memchr(b'\r', s)?;
+    let len = usize::try_from(parse_resp_int(s.get(..cr)?)?).ok()?;
+    let start = cr.checked_add(2)?;
+    let end = start.checked_add(len)?;
+    let data = s.get(start..end)?;
+    *rest = s.get(end.checked_add(2)?..)?;
+    Some(data)
+}
+
+/// Redis' `isspace` set, used to split inline requests.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// The next inline argument: `Ok(None)` at the end of the line, `Err(())`
+/// for unbalanced quotes.
+fn next_inline_arg<'a>(rest: &mut &'a [u8]) -> Result<Option<&'a [u8]>, ()> {
+    let Some(start) = rest.iter().position(|&b| !is_space(b)) else {
+        *rest = &[];
+        return Ok(None);
+    };
+    let s = rest.get(start..).unwrap_or_default();
+    let quote = match s.first() {
+        Some(&q @ (b'"' | b'\'')) => q,
+        _ => {
+            let end = s.iter().position(|&b| is_space(b)).unwrap_or(s.len());
+            let (arg, tail) = s.split_at(end);
+            *rest = tail;
+            return Ok(Some(arg));
+        }
+    };
+    let mut i = 1;
+    loop {
+        match s.get(i) {
+            None => return Err(()),
+            Some(&b) if b == quote => break,
+            // In double quotes a backslash escapes anything; in single
+            // quotes only a quote.
+            Some(b'\\') if quote == b'"' || s.get(i + 1) == Some(&b'\'') => i += 2,
+            Some(_) => i += 1,
+        }
+    }
+    // The closing quote must end the argument.
+    if s.get(i + 1).is_some_and(|&b| !is_space(b)) {
+        return Err(());
+    }
+    let arg = s.get(1..i).unwrap_or_default();
+    *rest = s.get(i + 1..).unwrap_or_default();
+    Ok(Some(arg))
+}
+
+fn close<T>(kind: ErrorKind) -> Parsed<T> {
+    Parsed::Invalid(ProtocolError::new(kind, Recovery::Close))
+}
+
+fn protocol_error<T>(msg: &'static str) -> Parsed<T> {
+    close(ErrorKind::RespProtocol(msg))
+}
+
+/// A `*`/`$` header line's value.
+enum Header {
+    /// The number and the position after its `\r\n`.
+    Value(i64, usize),
+    Incomplete,
+    TooBig,
+    Bad,
+}
+
+/// Reads the number after a type byte at `buf[start - 1]`.
+fn header(buf: &[u8], start: usize, limits: &Limits) -> Header {
+    let rest = buf.get(start..).unwrap_or_default();
+    let window = rest
+        .get(..rest.len().min(limits.max_inline.saturating_add(1)))
+        .unwrap_or(rest);
+    let Some(cr) = memchr::memchr(b'\r', window) else {
+        return if rest.len() > limits.max_inline {
+            Header::TooBig
+        } else {
+            Header::Incomplete
+        };
+    };
+    match rest.get(cr + 1) {
+        None => Header::Incomplete,
+        Some(b'\n') => match rest.get(..cr).and_then(parse_resp_int) {
+            Some(v) => Header::Value(v, start + cr + 2),
+            None => Header::Bad,
+        },
+        Some(_) => Header::Bad,
+    }
+}
+
+/// Parses one request from the start of `buf`.
+///
+/// See the [module docs](self) for the grammar and the error replies, and
+/// [`Parsed`] for what to do with the result.
+pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
+    match buf.first() {
+        None => Parsed::Incomplete { need: None },
+        Some(b'*') => parse_multibulk(buf, limits),
+        Some(_) => parse_inline(buf, limits),
+    }
+}
+
+fn empty(consumed: usize) -> Parsed<Command<'static>> {
+    Parsed::Done {
+        cmd: Command {
+            argc: 0,
+            head: [&[]; INLINE_ARGS],
+            body: &[],
+            inline: true,
+        },
+        consumed,
+    }
+}
+
+fn parse_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
+    let (argc, body_start) = match header(buf, 1, limits) {
+        Header::Value(n, pos) => (n, pos),
+        Header::Incomplete => return Parsed::Incomplete { need: None },
+        Header::TooBig => return protocol_error("too big mbulk count string"),
+        Header::Bad => return protocol_error("invalid multibulk length"),
+    };
+    if argc <= 0 {
+        return empty(body_start);
+    }
+    let argc = match usize::try_from(argc) {
+        Ok(n) if n <= limits.max_args => n,
+        _ => return protocol_error("invalid multibulk length"),
+    };
+    let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let mut pos = body_start;
+    for i in 0..argc {
+        // A lower bound on the whole request, for Incomplete.
+        let need = |known_end: usize| {
+            let later = (argc - i - 1).saturating_mul(MIN_BULK);
+            Parsed::Incomplete {
+                need: Some(
+                    known_end
+                        .saturating_add(later)
+                        .max(buf.len().saturating_add(1)),
+                ),
+            }
+        };
+        match buf.get(pos) {
+            None => return need(pos.saturating_add(MIN_BULK)),
+            Some(b'$') => {}
+            Some(&b) => return close(ErrorKind::RespExpectedDollar(b)),
+        }
+        let (len, data_start) = match header(buf, pos + 1, limits) {
+            Header::Value(n, p) => (n, p),
+            Header::Incomplete => return need(pos.saturating_add(MIN_BULK)),
+            Header::TooBig => return protocol_error("too big bulk count string"),
+            Header::Bad => return protocol_error("invalid bulk length"),
+        };
+        let len = match usize::try_from(len) {
+            Ok(n) if n <= limits.max_bulk => n,
+            _ => return protocol_error("invalid bulk length"),
+        };
+        let data_end = data_start.saturating_add(len);
+        let next = data_end.saturating_add(2);
+        let (Some(data), Some(crlf)) = (buf.get(data_start..data_end), buf.get(data_end..next))
+        else {
+            return need(next);
+        };
+        if crlf != b"\r\n" {
+            return protocol_error("expected CRLF after bulk data");
+        }
+        if let Some(slot) = head.get_mut(i) {
+            *slot = data;
+        }
+        pos = next;
+    }
+    Parsed::Done {
+        cmd: Command {
+            argc,
+            head,
+            body: buf.get(body_start..pos).unwrap_or_default(),
+            inline: false,
+        },
+        consumed: pos,
+    }
+}
+
+fn parse_inline<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
+    let window = buf
+        .get(..buf.len().min(limits.max_inline.saturating_add(1)))
+        .unwrap_or(buf);
+    let Some(nl) = memchr::memchr(b'\n', window) else {
+        return if buf.len() > limits.max_inline {
+            protocol_error("too big inline request")
+        } else {
+            Parsed::Incomplete { need: None }
+        };
+    };
+    let (line, _) = buf.split_at(nl);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let mut argc = 0;
+    let mut rest = line;
+    loop {
+        match next_inline_arg(&mut rest) {
+            Ok(Some(arg)) => {
+                if let Some(slot) = head.get_mut(argc) {
+                    *slot = arg;
+                }
+                argc += 1;
+            }
+            Ok(None) => break,
+            Err(()) => return protocol_error("unbalanced quotes in request"),
+        }
+    }
+    if argc == 0 {
+        return empty(nl + 1);
+    }
+    Parsed::Done {
+        cmd: Command {
+            argc,
+            head,
+            body: line,
+            inline: true,
+        },
+        consumed: nl + 1,
+    }
+}
+
+/// Encodes a request as a multibulk array (for clients, load generators
+/// and tests).
+pub fn encode_command<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
+    out.push(b'*');
+    out.extend_from_slice(super::num::Itoa::u64(args.len() as u64).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        let a = a.as_ref();
+        out.push(b'$');
+        out.extend_from_slice(super::num::Itoa::u64(a.len() as u64).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(buf: &[u8]) -> (Command<'_>, usize) {
+        match parse(buf, &Limits::default()) {
+            Parsed::Done { cmd, consumed } => (cmd, consumed),
+            other => panic!("{:?}: {other:?}", buf.escape_ascii().to_string()),
+        }
+    }
+
+    fn args<'a>(c: &Command<'a>) -> Vec<&'a [u8]> {
+        c.args().collect()
+    }
+
+    #[test]
+    fn multibulk() {
+        let (c, n) = done(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1");
+        assert_eq!(n, 20);
+        assert!(c.is(b"get"));
+        assert_eq!(args(&c), [&b"GET"[..], b"k"]);
+        assert_eq!(c.arg(1), Some(&b"k"[..]));
+        assert_eq!(c.arg(2), None);
+    }
+
+    #[test]
+    fn many_args() {
+        let words: Vec<Vec<u8>> = (0..20).map(|i| format!("a{i}").into_bytes()).collect();
+        let mut buf = Vec::new();
+        encode_command(&words, &mut buf);
+        let (c, n) = done(&buf);
+        assert_eq!(n, buf.len());
+        assert_eq!(c.len(), 20);
+        assert_eq!(args(&c), words.iter().map(|w| &w[..]).collect::<Vec<_>>());
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(c.arg(i), Some(&w[..]));
+        }
+        let line = words.join(&b' ');
+        let mut inline = line.clone();
+        inline.extend_from_slice(b"\r\n");
+        let (ci, _) = done(&inline);
+        assert_eq!(ci, c);
+        assert_eq!(ci.arg(15), Some(&b"a15"[..]));
+    }
+
+    #[test]
+    fn inline_quotes() {
+        // A closing quote must end the argument (Redis agrees).
+        assert!(matches!(
+            parse(b"set k 'it''s'\r\n", &Limits::default()),
+            Parsed::Invalid(_)
+        ));
+        let (c, _) = done(b"set  k\t\"hello world\"  'x y'\n");
+        assert_eq!(args(&c), [&b"set"[..], b"k", b"hello world", b"x y"]);
+        let (c, _) = done(b"echo \"a\\\"b\" 'c\\'d' e\"f\r\n");
+        assert_eq!(args(&c), [&b"echo"[..], b"a\\\"b", b"c\\'d", b"e\"f"]);
+        let (c, _) = done(b"echo \"\"\r\n");
+        assert_eq!(args(&c), [&b"echo"[..], b""]);
+    }
+
+    #[test]
+    fn empty_requests() {
+        for (buf, n) in [
+            (&b"*0\r\n"[..], 4),
+            (b"*-1\r\n", 5),
+            (b"\r\n", 2),
+            (b"   \n", 4),
+        ] {
+            let (c, consumed) = done(buf);
+            assert!(c.is_empty());
+            assert_eq!(c.name(), b"");
+            assert_eq!(consumed, n);
+        }
+    }
+}

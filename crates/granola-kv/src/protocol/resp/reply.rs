@@ -1,0 +1,250 @@
+//! RESP2 reply encoders and Redis' error texts.
+//!
+//! ```text
+//!   +<simple>\r\n   -<error>\r\n   :<integer>\r\n
+//!   $<len>\r\n<bytes>\r\n    $-1\r\n (null)
+//!   *<n>\r\n<n replies>      *-1\r\n (null array)
+//! ```
+
+use super::Command;
+use crate::protocol::num::Line;
+use crate::protocol::ReplySink;
+use granola::Buf;
+
+/// `+OK`.
+pub const OK: &[u8] = b"+OK\r\n";
+/// `+PONG`.
+pub const PONG: &[u8] = b"+PONG\r\n";
+/// The null bulk string (a missing key).
+pub const NULL_BULK: &[u8] = b"$-1\r\n";
+/// The null array.
+pub const NULL_ARRAY: &[u8] = b"*-1\r\n";
+/// An empty array.
+pub const EMPTY_ARRAY: &[u8] = b"*0\r\n";
+/// A number argument that does not parse or fit.
+pub const ERR_NOT_INTEGER: &[u8] = b"-ERR value is not an integer or out of range\r\n";
+/// A command applied to a key of another type.
+pub const ERR_WRONGTYPE: &[u8] =
+    b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+/// Bad option combination.
+pub const ERR_SYNTAX: &[u8] = b"-ERR syntax error\r\n";
+/// `INCR` and friends would overflow.
+pub const ERR_OVERFLOW: &[u8] = b"-ERR increment or decrement would overflow\r\n";
+
+/// Redis keeps error and status lines on one line: CR and LF become spaces.
+fn one_line(b: u8) -> u8 {
+    if b == b'\r' || b == b'\n' {
+        b' '
+    } else {
+        b
+    }
+}
+
+fn push_one_line<S: ReplySink + ?Sized>(line: &mut Line<'_, S>, text: &[u8]) {
+    for chunk in text.split_inclusive(|&b| b == b'\r' || b == b'\n') {
+        match chunk.split_last() {
+            Some((&last, head)) if one_line(last) != last => {
+                line.push(head).push(b" ");
+            }
+            _ => {
+                line.push(chunk);
+            }
+        }
+    }
+}
+
+/// Writes a simple string: `+<text>\r\n` (CR/LF in `text` become spaces).
+pub fn write_simple<S: ReplySink + ?Sized>(sink: &mut S, text: &[u8]) {
+    let mut line = Line::new(sink);
+    line.push(b"+");
+    push_one_line(&mut line, text);
+    line.push(b"\r\n");
+    line.finish();
+}
+
+/// Writes an error: `-<message>\r\n`. `message` carries its code, e.g.
+/// `b"ERR no such key"` or `b"WRONGTYPE ..."`; CR/LF become spaces.
+pub fn write_error<S: ReplySink + ?Sized>(sink: &mut S, message: &[u8]) {
+    let mut line = Line::new(sink);
+    line.push(b"-");
+    push_one_line(&mut line, message);
+    line.push(b"\r\n");
+    line.finish();
+}
+
+/// Writes an integer: `:<v>\r\n`.
+pub fn write_integer<S: ReplySink + ?Sized>(sink: &mut S, v: i64) {
+    let mut line = Line::new(sink);
+    line.push(b":").push_i64(v).push(b"\r\n");
+    line.finish();
+}
+
+/// Writes a stored value as a bulk string: `$<len>\r\n` (copied), the value
+/// ([`ReplySink::value`]), `\r\n`.
+pub fn write_bulk<S: ReplySink + ?Sized>(sink: &mut S, value: &Buf) {
+    let mut line = Line::new(sink);
+    line.push(b"$").push_u64(value.len() as u64).push(b"\r\n");
+    line.sink().value(value);
+    line.push(b"\r\n");
+    line.finish();
+}
+
+/// Writes bytes as a bulk string, all copied.
+pub fn write_bulk_bytes<S: ReplySink + ?Sized>(sink: &mut S, bytes: &[u8]) {
+    let mut line = Line::new(sink);
+    line.push(b"$")
+        .push_u64(bytes.len() as u64)
+        .push(b"\r\n")
+        .push(bytes)
+        .push(b"\r\n");
+    line.finish();
+}
+
+/// Writes the null bulk string `$-1\r\n`.
+pub fn write_null_bulk<S: ReplySink + ?Sized>(sink: &mut S) {
+    sink.copy(NULL_BULK);
+}
+
+/// Writes an array header `*<n>\r\n`; the `n` elements follow.
+pub fn write_array_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize) {
+    let mut line = Line::new(sink);
+    line.push(b"*").push_u64(n as u64).push(b"\r\n");
+    line.finish();
+}
+
+/// Writes the null array `*-1\r\n`.
+pub fn write_null_array<S: ReplySink + ?Sized>(sink: &mut S) {
+    sink.copy(NULL_ARRAY);
+}
+
+/// `%.*s`: C string formatting stops at a NUL byte.
+fn c_str(s: &[u8], max: usize) -> &[u8] {
+    let s = s.split(|&b| b == 0).next().unwrap_or_default();
+    s.get(..s.len().min(max)).unwrap_or(s)
+}
+
+/// Writes Redis 7's unknown-command error:
+/// `-ERR unknown command '<name>', with args beginning with: '<a1>' '<a2>' \r\n`
+/// (name cut at 128 bytes; arguments quoted while their text is under 128
+/// bytes, the last one cut to fit).
+pub fn write_unknown_command<S: ReplySink + ?Sized>(sink: &mut S, cmd: &Command<'_>) {
+    let mut line = Line::new(sink);
+    line.push(b"-ERR unknown command '");
+    push_one_line(&mut line, c_str(cmd.name(), 128));
+    line.push(b"', with args beginning with: ");
+    let mut used = 0;
+    for arg in cmd.args().skip(1) {
+        if used >= 128 {
+            break;
+        }
+        let a = c_str(arg, 128 - used);
+        line.push(b"'");
+        push_one_line(&mut line, a);
+        line.push(b"' ");
+        used += a.len() + 3;
+    }
+    line.push(b"\r\n");
+    line.finish();
+}
+
+/// Writes `-ERR wrong number of arguments for '<name>' command\r\n`, with
+/// the name in lower case as Redis prints it.
+pub fn write_wrong_arity<S: ReplySink + ?Sized>(sink: &mut S, name: &[u8]) {
+    let mut line = Line::new(sink);
+    line.push(b"-ERR wrong number of arguments for '");
+    for chunk in name.chunks(64) {
+        let mut lower = [0u8; 64];
+        let lower = lower.get_mut(..chunk.len()).unwrap_or_default();
+        for (d, &s) in lower.iter_mut().zip(chunk) {
+            *d = one_line(s.to_ascii_lowercase());
+        }
+        line.push(lower);
+    }
+    line.push(b"' command\r\n");
+    line.finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::resp::parse;
+    use crate::protocol::{Limits, Parsed};
+    use granola::Pool;
+
+    fn cmd(buf: &[u8]) -> Command<'_> {
+        match parse(buf, &Limits::default()) {
+            Parsed::Done { cmd, .. } => cmd,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn encoders() {
+        let pool = Pool::with_capacity(1 << 20).unwrap();
+        let v = pool.alloc_copy(b"hello").unwrap();
+        let mut out = Vec::new();
+        write_simple(&mut out, b"OK");
+        write_error(&mut out, b"ERR bad\r\nthing");
+        write_integer(&mut out, -42);
+        write_integer(&mut out, i64::MIN);
+        write_bulk(&mut out, &v);
+        write_bulk_bytes(&mut out, b"");
+        write_null_bulk(&mut out);
+        write_array_header(&mut out, 3);
+        write_null_array(&mut out);
+        assert_eq!(
+            out,
+            &b"+OK\r\n-ERR bad  thing\r\n:-42\r\n:-9223372036854775808\r\n\
+$5\r\nhello\r\n$0\r\n\r\n$-1\r\n*3\r\n*-1\r\n"[..]
+        );
+    }
+
+    #[test]
+    fn unknown_command() {
+        let mut out = Vec::new();
+        write_unknown_command(&mut out, &cmd(b"foo a b\r\n"));
+        assert_eq!(
+            out,
+            b"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n"
+        );
+        let mut out = Vec::new();
+        write_unknown_command(&mut out, &cmd(b"*1\r\n$3\r\nfoo\r\n"));
+        assert_eq!(
+            out,
+            b"-ERR unknown command 'foo', with args beginning with: \r\n"
+        );
+        // A CR inside an argument does not break the reply line.
+        let mut out = Vec::new();
+        write_unknown_command(&mut out, &cmd(b"*2\r\n$3\r\nfoo\r\n$3\r\na\rb\r\n"));
+        assert_eq!(
+            out,
+            b"-ERR unknown command 'foo', with args beginning with: 'a b' \r\n"
+        );
+        // Long arguments: the quoted text stops growing at 128 bytes.
+        let long = "x".repeat(200);
+        let line = format!("foo {long} {long}\r\n");
+        let mut out = Vec::new();
+        write_unknown_command(&mut out, &cmd(line.as_bytes()));
+        let want = format!(
+            "-ERR unknown command 'foo', with args beginning with: '{}' \r\n",
+            "x".repeat(128)
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        let line = format!("foo {} {long}\r\n", "y".repeat(100));
+        let mut out = Vec::new();
+        write_unknown_command(&mut out, &cmd(line.as_bytes()));
+        let want = format!(
+            "-ERR unknown command 'foo', with args beginning with: '{}' '{}' \r\n",
+            "y".repeat(100),
+            "x".repeat(25)
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn wrong_arity() {
+        let mut out = Vec::new();
+        write_wrong_arity(&mut out, b"GET");
+        assert_eq!(out, b"-ERR wrong number of arguments for 'get' command\r\n");
+    }
+}

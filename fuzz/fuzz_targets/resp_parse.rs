@@ -1,0 +1,104 @@
+//! Fuzzes the RESP2 request parser (multibulk and inline).
+//!
+//! The input is parsed the way a connection consumes its receive buffer,
+//! command after command, until it is incomplete or must close. Invariants
+//! checked, beyond "no panic":
+//! - `Done` consumes 1..=len bytes and a command depends only on its own
+//!   bytes: re-parsing exactly those bytes gives the same command, and
+//!   without the last byte the request is incomplete;
+//! - the argument views agree: `len()`, `args()` and `arg(i)`;
+//! - a multibulk re-encoding of the command parses back to it;
+//! - every protocol error closes, with a one-line `-ERR` reply;
+//! - `Incomplete { need: Some(n) }` asks for more than it has.
+#![no_main]
+
+use granola_kv::protocol::resp::{self, Command};
+use granola_kv::protocol::{Limits, Parsed};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // The first byte picks tiny limits half of the time.
+    let Some((&sel, input)) = data.split_first() else {
+        return;
+    };
+    let limits = if sel & 1 == 1 {
+        Limits {
+            max_inline: 40,
+            max_args: 5,
+            max_bulk: 16,
+            ..Limits::default()
+        }
+    } else {
+        Limits::default()
+    };
+    let mut pos = 0;
+    while let Some(rest) = input.get(pos..).filter(|r| !r.is_empty()) {
+        let result = resp::parse(rest, &limits);
+        match &result {
+            Parsed::Done { cmd, consumed } => {
+                let n = *consumed;
+                assert!(n > 0 && n <= rest.len());
+                assert_eq!(resp::parse(&rest[..n], &limits), result);
+                assert!(matches!(
+                    resp::parse(&rest[..n - 1], &limits),
+                    Parsed::Incomplete { .. }
+                ));
+                check_args(cmd);
+                pos += n;
+            }
+            Parsed::Incomplete { need } => {
+                if let Some(need) = need {
+                    assert!(*need > rest.len());
+                }
+                break;
+            }
+            Parsed::Invalid(e) => {
+                assert!(e.must_close());
+                let mut out = Vec::new();
+                e.write_reply(&mut out);
+                assert!(out.starts_with(b"-ERR Protocol error: "));
+                let line = out.strip_suffix(b"\r\n").expect("CRLF");
+                assert!(!line.contains(&b'\n') && !line.contains(&b'\r'));
+                break;
+            }
+        }
+    }
+});
+
+fn check_args(cmd: &Command<'_>) {
+    let args: Vec<&[u8]> = cmd.args().collect();
+    assert_eq!(args.len(), cmd.len());
+    assert_eq!(cmd.is_empty(), args.is_empty());
+    for (i, a) in args.iter().enumerate() {
+        assert_eq!(cmd.arg(i), Some(*a));
+    }
+    assert_eq!(cmd.arg(args.len()), None);
+    assert_eq!(cmd.name(), args.first().copied().unwrap_or_default());
+    if !args.is_empty() {
+        let mut encoded = Vec::new();
+        resp::encode_command(&args, &mut encoded);
+        let generous = Limits {
+            max_bulk: usize::MAX,
+            max_args: usize::MAX,
+            ..Limits::default()
+        };
+        match resp::parse(&encoded, &generous) {
+            Parsed::Done {
+                cmd: again,
+                consumed,
+            } => {
+                assert_eq!(consumed, encoded.len());
+                assert_eq!(&again, cmd);
+            }
+            other => panic!("re-encoded command does not parse: {other:?}"),
+        }
+        let mut out = Vec::new();
+        resp::write_unknown_command(&mut out, cmd);
+        let line = out.strip_suffix(b"\r\n").expect("CRLF");
+        assert!(!line.contains(&b'\n') && !line.contains(&b'\r'));
+        let mut out = Vec::new();
+        resp::write_wrong_arity(&mut out, cmd.name());
+        let line = out.strip_suffix(b"\r\n").expect("CRLF");
+        assert!(!line.contains(&b'\n') && !line.contains(&b'\r'));
+    }
+}
