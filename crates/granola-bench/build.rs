@@ -1,11 +1,15 @@
 //! Generates code for `schemas/shapes.proto` twice: granola's (granola-build,
 //! into `$OUT_DIR/granola/`) and prost's (prost-build over protox, a pure
-//! Rust protobuf compiler, into `$OUT_DIR`), so no `protoc` is needed.
+//! Rust protobuf compiler, into `$OUT_DIR`), so no `protoc` is needed; and
+//! granola's code for the KV server's native protocol
+//! (`../granola-kv/proto/kv.proto`, into `$OUT_DIR/kv/`), which the load
+//! generator speaks.
 
 fn main() {
     let proto = "schemas/shapes.proto";
     println!("cargo:rerun-if-changed={proto}");
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("granola");
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let out = out_dir.join("granola");
     std::fs::create_dir_all(&out).expect("create OUT_DIR/granola");
     if let Err(e) = granola_build::Config::new()
         .out_dir(&out)
@@ -13,6 +17,18 @@ fn main() {
     {
         panic!("granola-build failed:\n{e}");
     }
+
+    let kv = "../granola-kv/proto/kv.proto";
+    println!("cargo:rerun-if-changed={kv}");
+    let kv_out = out_dir.join("kv");
+    std::fs::create_dir_all(&kv_out).expect("create OUT_DIR/kv");
+    if let Err(e) = granola_build::Config::new()
+        .out_dir(&kv_out)
+        .compile_protos(&[kv], &["../granola-kv/proto"])
+    {
+        panic!("granola-build failed on kv.proto:\n{e}");
+    }
+
     let fds = protox::compile([proto], ["schemas"]).expect("protox failed to compile shapes.proto");
     // Default prost configuration: `bytes` fields are `Vec<u8>` and `string`
     // fields are `String` (not `bytes::Bytes`).

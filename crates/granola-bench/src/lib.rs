@@ -5,6 +5,14 @@
 //! iovec-only, hand-written header format) serialize and decode the same
 //! message instances, whose source bytes are cold. See [`ser`] for the
 //! method and [`ser::SerLib`] for how to add a library.
+//!
+//! The [`load`] module is the load generator (open-loop Poisson and
+//! closed-loop, memcached text / RESP2 / native granola over TCP and UDP,
+//! every response checked) and [`workload`] holds the paper's workloads
+//! (YCSB-C, Google protobuf sizes, Twitter traces, CDN objects, Facebook
+//! memcached pools, echo shapes). See `docs/load-generator.md`.
 #![deny(unsafe_code)]
 
+pub mod load;
 pub mod ser;
+pub mod workload;
