@@ -7,7 +7,7 @@
 //!
 //! The pieces, bottom up:
 //!
-//! - [`Pool`]: registered memory in power-of-two slots, with O(1)
+//! - [`Pool`]: registered memory in size-class slots (four per power of two), with O(1)
 //!   [`Pool::recover`] from any `&[u8]` back to its slot.
 //! - [`BufMut`] → [`Buf`]: the unique writer of a slot, frozen into an
 //!   immutable, clonable, `Send + Sync` view. Slots return to the pool when

@@ -1,1 +1,901 @@
-//! The store.
+//! The store: keys → strings or lists, values in granola pool memory.
+//!
+//! ```text
+//!   Store ── shards[h.shard] ── buckets ── entry u64 ──┐  (index.rs)
+//!                                                     │ slot handle
+//!   pool slot: [ header | key | value ]  ◄────────────┘  (item.rs)
+//!                          └── Item::value() / list_get(): sub-Bufs of the slot
+//! ```
+//!
+//! - **One slot per item, immutable.** A SET builds a new item in a fresh
+//!   slot and swaps the index entry to it; the index's reference to the old
+//!   slot is released, and the slot is reused only when every [`Item`] /
+//!   [`Buf`](granola::Buf) handed out for it (replies in flight) has dropped.
+//! - **Lists** are one slot too: `[header | key | count | end offsets |
+//!   elements]`, so each element goes out as a zero-copy sub-`Buf` of the
+//!   item. Modifications are copy-on-write: [`Store::list_push`] builds the
+//!   whole new list and swaps it in, **O(n) bytes copied per push**. That is
+//!   the price of one slot per key, which buys: no per-element reference
+//!   counts or finalisers, no element that can dangle while a reply holds
+//!   it, and lists read lock-free exactly like strings. Keep lists short or
+//!   batch pushes (one push of many values copies once).
+//! - **Reads never wait.** [`Store::get`] takes no lock: it loads an entry,
+//!   acquires the slot ([`granola::Pool::try_acquire`]), checks the key and
+//!   re-checks the entry (`index.rs` explains why that is enough). Writers
+//!   take one per-shard mutex (`shards`, default 512); there is no global
+//!   lock. Writers build the new item under the shard lock, after checking
+//!   their condition (add/replace/cas), so no reader can ever see an item
+//!   that was built but not stored.
+//! - **Memory limit, CLOCK eviction** (Hippos). `memory_limit` counts the
+//!   pool slots of stored items (their full slot size) plus the index. A
+//!   read sets the entry's reference bit (only if clear). A writer that
+//!   would exceed the limit advances the global hand over the entries:
+//!   referenced entries lose their bit, unreferenced ones are evicted,
+//!   expired ones are dropped. The hand never blocks on a shard lock (it
+//!   skips busy shards), so writers may evict while holding their own.
+//!   Replaced items that replies still hold are no longer counted: give the
+//!   pool a capacity above the limit for them (e.g. limit + 25 %).
+//! - **Expiry** is absolute Unix milliseconds (0 = never), checked on read
+//!   (an expired item is a miss and is dropped if its shard is free) and by
+//!   the sweep. Converting memcached exptimes / Redis EX/PX is the caller's
+//!   job, with [`Store::now_ms`].
+//! - **CAS** uniques come from one global counter, new on every
+//!   modification (set, append, incr, list push...); `touch` keeps it.
+//! - **Index growth**: per-shard tables double under the shard lock while
+//!   readers stay lock-free; index memory is never returned (see
+//!   `index.rs`).
+//!
+//! Simplifications (documented, deliberate): `flush_all` is immediate —
+//! a memcached `flush_all <delay>` is the caller's to schedule; the index
+//! never shrinks; `touch` copies the item (items are immutable), keeping its
+//! CAS.
+
+mod clock;
+mod index;
+mod item;
+
+pub use clock::{now_ms, Clock};
+pub use item::{Item, Kind};
+
+use granola::Pool;
+use index::{entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, OCCUPIED, REF};
+use item::{Content, Header, HEADER_LEN};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// How to build a [`Store`].
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// Bytes the store may use: pool slots of stored items + the index.
+    pub memory_limit: usize,
+    /// Writer lock shards (index partitions). Default 512.
+    pub shards: usize,
+    /// Largest item (28 B header + key + value or list area). Default 1 MiB
+    /// plus 4 KiB for key and header, so a 1 MiB value fits.
+    pub max_item_size: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            memory_limit: 64 << 20,
+            shards: 512,
+            max_item_size: (1 << 20) + 4096,
+        }
+    }
+}
+
+/// Why a write was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// add on a present key; replace/append/prepend on an absent one.
+    NotStored,
+    /// cas: the item changed since the client read it.
+    Exists,
+    /// cas/incr/decr on an absent key.
+    NotFound,
+    /// incr/decr on a value that is not a decimal u64.
+    NotNumeric,
+    /// A string operation on a list or a list operation on a string.
+    WrongType,
+    /// Bigger than `max_item_size` (or a key above 64 KiB).
+    TooLarge,
+    /// Nothing evictable frees enough memory, or the pool is exhausted.
+    OutOfMemory,
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreError::NotStored => "not stored",
+            StoreError::Exists => "exists",
+            StoreError::NotFound => "not found",
+            StoreError::NotNumeric => "cannot increment or decrement non-numeric value",
+            StoreError::WrongType => "operation against a key holding the wrong kind of value",
+            StoreError::TooLarge => "object too large for cache",
+            StoreError::OutOfMemory => "out of memory storing object",
+        })
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// How [`Store::set`] treats an existing item (memcached storage commands).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetMode {
+    /// Store unconditionally (replaces strings and lists alike).
+    Set,
+    /// Only if the key is absent, else `NotStored`.
+    Add,
+    /// Only if the key is present, else `NotStored`.
+    Replace,
+    /// Append to a present string (keeps its flags and expiry; `meta` is
+    /// ignored), else `NotStored`; `WrongType` on a list.
+    Append,
+    /// Prepend, like `Append`.
+    Prepend,
+    /// Only if the item's CAS unique is this one: `NotFound` if absent,
+    /// `Exists` if it changed.
+    Cas(u64),
+}
+
+/// Client metadata of a stored item.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// Opaque client flags (memcached).
+    pub flags: u32,
+    /// Absolute expiry in Unix milliseconds; 0 = never.
+    pub expires_at_ms: u64,
+}
+
+/// Counters (a snapshot; each field is read separately).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Stored items (strings + lists).
+    pub items: usize,
+    /// Stored strings.
+    pub strings: usize,
+    /// Stored lists.
+    pub lists: usize,
+    /// Accounted bytes (`item_bytes + index_bytes` + writes in progress);
+    /// never above `limit`.
+    pub bytes: usize,
+    /// Pool slot bytes of stored items.
+    pub item_bytes: usize,
+    /// Bytes of the index.
+    pub index_bytes: usize,
+    /// The memory limit.
+    pub limit: usize,
+    /// Reads that found a live item.
+    pub hits: u64,
+    /// Reads that found nothing (or an expired item).
+    pub misses: u64,
+    /// Items evicted by CLOCK.
+    pub evictions: u64,
+    /// Expired items dropped (on read, write or sweep).
+    pub expired: u64,
+    /// Successful writes (set modes, incr/decr, list writes).
+    pub sets: u64,
+}
+
+/// Hits/misses are counted per thread stripe so reads on different cores do
+/// not share a cache line.
+const STRIPES: usize = 16;
+
+#[repr(align(128))]
+#[derive(Default)]
+struct Stripe {
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static MINE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
+    MINE.with(|m| *m)
+}
+
+/// Buckets the CLOCK hand visits per step (per lock acquisition).
+const SWEEP_BUCKETS: usize = 4;
+
+/// Where the CLOCK hand points.
+#[derive(Default)]
+struct Hand {
+    shard: usize,
+    bucket: usize,
+}
+
+/// The key-value store. `Send + Sync`: share it as `Arc<Store>`.
+///
+/// ```
+/// use granola_kv::store::{Meta, SetMode, Store, StoreConfig};
+/// let pool = granola::Pool::with_capacity(64 << 20).unwrap();
+/// let store = Store::new(pool, StoreConfig { memory_limit: 32 << 20, ..Default::default() });
+/// let cas = store.set(b"user:1", b"alice", Meta::default(), SetMode::Set).unwrap();
+/// let item = store.get(b"user:1").unwrap();
+/// assert_eq!((item.value_bytes(), item.cas()), (&b"alice"[..], cas));
+/// let reply = item.value();                        // zero-copy, keeps the slot alive
+/// store.set(b"user:1", b"bob", Meta::default(), SetMode::Set).unwrap();
+/// assert_eq!(&reply[..], b"alice");                // the old value is intact
+///
+/// store.list_push(b"q", &[b"a", b"b"], false).unwrap();
+/// let list = store.get(b"q").unwrap();
+/// let all: Vec<_> = list.list_range(0, -1).collect();  // sub-Bufs of one slot
+/// assert_eq!(&all[1][..], b"b");
+/// ```
+pub struct Store {
+    pool: Pool,
+    shards: Box<[Shard]>,
+    seed: u64,
+    config: StoreConfig,
+    clock: Clock,
+    /// item_bytes + index_bytes + reservations of writes in progress.
+    accounted: AtomicUsize,
+    item_bytes: AtomicUsize,
+    index_bytes: AtomicUsize,
+    strings: AtomicUsize,
+    lists: AtomicUsize,
+    next_cas: AtomicU64,
+    hand: Mutex<Hand>,
+    stripes: [Stripe; STRIPES],
+    evictions: AtomicU64,
+    expired: AtomicU64,
+    sets: AtomicU64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Store {
+    /// A store over `pool` (whose capacity should exceed `memory_limit`,
+    /// see the module docs), on the system clock.
+    pub fn new(pool: Pool, config: StoreConfig) -> Store {
+        Store::with_clock(pool, config, Clock::system())
+    }
+
+    /// A store with an explicit clock (tests use [`Clock::manual`]).
+    pub fn with_clock(pool: Pool, mut config: StoreConfig, clock: Clock) -> Store {
+        config.shards = config.shards.clamp(1, 1 << 16);
+        let shards: Box<[Shard]> = (0..config.shards).map(|_| Shard::new()).collect();
+        let index_bytes = config.shards * index::BUCKET_BYTES;
+        if pool.stats().capacity < config.memory_limit {
+            log::warn!(
+                "granola-kv store: pool capacity {} below the memory limit {}",
+                pool.stats().capacity,
+                config.memory_limit
+            );
+        }
+        let seed = {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_usize(config.shards);
+            h.finish()
+        };
+        Store {
+            pool,
+            shards,
+            seed,
+            config,
+            clock,
+            accounted: AtomicUsize::new(index_bytes),
+            item_bytes: AtomicUsize::new(0),
+            index_bytes: AtomicUsize::new(index_bytes),
+            strings: AtomicUsize::new(0),
+            lists: AtomicUsize::new(0),
+            next_cas: AtomicU64::new(1),
+            hand: Mutex::new(Hand::default()),
+            stripes: Default::default(),
+            evictions: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
+            sets: AtomicU64::new(0),
+        }
+    }
+
+    /// The pool values live in.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// The store's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Current time on the store's clock, Unix milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    #[inline]
+    fn hash(&self, key: &[u8]) -> Hashed {
+        index::hash(self.seed, key, self.shards.len())
+    }
+
+    fn lock(&self, h: &Hashed) -> Locked<'_> {
+        self.shards[h.shard].lock(h.shard)
+    }
+
+    fn new_cas(&self) -> u64 {
+        self.next_cas.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The live item for `key`, without waiting for writers. Marks it
+    /// recently used; an expired item is a miss.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Item> {
+        let h = self.hash(key);
+        let shard = &self.shards[h.shard];
+        let stripe = &self.stripes[stripe()];
+        match shard.probe(&self.pool, &h, key) {
+            Probe::Hit(item, pos, e) => {
+                if item.expires_at_ms() != 0 && item.expired(self.clock.now_ms()) {
+                    // Drop it lazily, but never wait for the shard.
+                    if let Some(l) = shard.try_lock(h.shard) {
+                        if index::same(l.cell(pos).load(Ordering::Acquire), e) {
+                            self.remove(&l, pos, &item);
+                            self.expired.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    stripe.misses.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+                shard.touch_ref(pos, e);
+                stripe.hits.fetch_add(1, Ordering::Relaxed);
+                Some(item)
+            }
+            Probe::Miss => {
+                stripe.misses.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Stores `value` under `key` as `mode` says; returns the new CAS unique.
+    pub fn set(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+        mode: SetMode,
+    ) -> Result<u64, StoreError> {
+        self.check_len(key, value.len())?;
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let old = self.find_live(&l, &h, key);
+        let parts: [&[u8]; 1] = [value];
+        let cas = self.new_cas();
+        let hdr = |m: Meta| Header {
+            flags: m.flags,
+            expires_at_ms: m.expires_at_ms,
+            cas,
+        };
+        match (mode, &old) {
+            (SetMode::Add, Some(_)) | (SetMode::Replace, None) => {
+                return Err(StoreError::NotStored)
+            }
+            (SetMode::Append | SetMode::Prepend, None) => return Err(StoreError::NotStored),
+            (SetMode::Cas(_), None) => return Err(StoreError::NotFound),
+            (SetMode::Cas(c), Some(f)) if f.item.cas() != c => return Err(StoreError::Exists),
+            (SetMode::Append | SetMode::Prepend, Some(f)) => {
+                if f.item.kind() != Kind::String {
+                    return Err(StoreError::WrongType);
+                }
+                let prev = f.item.value_bytes();
+                let joined: [&[u8]; 2] = if mode == SetMode::Append {
+                    [prev, value]
+                } else {
+                    [value, prev]
+                };
+                let keep = Meta {
+                    flags: f.item.flags(),
+                    expires_at_ms: f.item.expires_at_ms(),
+                };
+                self.put_locked(&l, &h, key, &Content::Str(&joined), hdr(keep), old.as_ref())?;
+            }
+            _ => {
+                self.put_locked(&l, &h, key, &Content::Str(&parts), hdr(meta), old.as_ref())?;
+            }
+        }
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(cas)
+    }
+
+    /// Removes `key`; false if it was absent (or expired).
+    pub fn delete(&self, key: &[u8]) -> bool {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        match self.find_live(&l, &h, key) {
+            Some(f) => {
+                self.remove(&l, f.pos, &f.item);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// memcached incr/decr: the value must be a decimal u64 (`NotNumeric`
+    /// otherwise; `WrongType` for lists); incr wraps at 2^64, decr stops at
+    /// 0. Keeps flags and expiry, gets a new CAS; returns the new value.
+    pub fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let Some(f) = self.find_live(&l, &h, key) else {
+            return Err(StoreError::NotFound);
+        };
+        if f.item.kind() != Kind::String {
+            return Err(StoreError::WrongType);
+        }
+        let cur = parse_u64(f.item.value_bytes()).ok_or(StoreError::NotNumeric)?;
+        let new = if incr {
+            cur.wrapping_add(delta)
+        } else {
+            cur.saturating_sub(delta)
+        };
+        let digits = new.to_string();
+        let hdr = Header {
+            flags: f.item.flags(),
+            expires_at_ms: f.item.expires_at_ms(),
+            cas: self.new_cas(),
+        };
+        let parts: [&[u8]; 1] = [digits.as_bytes()];
+        self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, Some(&f))?;
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(new)
+    }
+
+    /// Sets a new expiry (absolute ms, 0 = never) on a live item and returns
+    /// the updated item (for `gat`); `None` if absent. Items are immutable,
+    /// so this copies the item into a new slot (CAS unchanged). If memory
+    /// for the copy cannot be found, the item keeps its old expiry and is
+    /// returned as it was.
+    pub fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let f = self.find_live(&l, &h, key)?;
+        let hdr = Header {
+            flags: f.item.flags(),
+            expires_at_ms,
+            cas: f.item.cas(),
+        };
+        let item = f.item.clone();
+        match self.put_locked(&l, &h, key, &Content::CopyOf(&item), hdr, Some(&f)) {
+            Ok(new) => Some(new),
+            Err(_) => Some(item),
+        }
+    }
+
+    /// Removes every item now. (memcached's `flush_all <delay>` is left to
+    /// the caller to schedule.)
+    pub fn flush_all(&self) {
+        for (i, shard) in self.shards.iter().enumerate() {
+            let l = shard.lock(i);
+            for bucket in 0..shard.buckets() {
+                for way in 0..index::WAYS {
+                    let pos = Pos { bucket, way };
+                    let e = l.cell(pos).load(Ordering::Acquire);
+                    if e & OCCUPIED == 0 {
+                        continue;
+                    }
+                    if let Some(item) = self.pool.try_acquire(entry_handle(e)).and_then(Item::parse)
+                    {
+                        self.remove(&l, pos, &item);
+                    }
+                }
+            }
+        }
+    }
+
+    /// RPUSH (`front = false`) / LPUSH (`front = true`): adds `values` to
+    /// the list at `key`, creating it if absent (no flags, no expiry); LPUSH
+    /// of `a b c` puts `c` first, as Redis does. Returns the new length;
+    /// `WrongType` if `key` holds a string. Copies the whole list (see the
+    /// module docs).
+    pub fn list_push(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+    ) -> Result<usize, StoreError> {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let old = self.find_live(&l, &h, key);
+        let (mut elems, meta): (Vec<&[u8]>, Meta) = match &old {
+            Some(f) if f.item.kind() != Kind::List => return Err(StoreError::WrongType),
+            Some(f) if values.is_empty() => return Ok(f.item.list_len()),
+            None if values.is_empty() => return Ok(0),
+            Some(f) => {
+                let mut v = Vec::with_capacity(f.item.list_len() + values.len());
+                v.extend(f.item.list_slices());
+                let meta = Meta {
+                    flags: f.item.flags(),
+                    expires_at_ms: f.item.expires_at_ms(),
+                };
+                (v, meta)
+            }
+            None => (Vec::with_capacity(values.len()), Meta::default()),
+        };
+        if front {
+            elems.splice(0..0, values.iter().rev().copied());
+        } else {
+            elems.extend_from_slice(values);
+        }
+        let hdr = Header {
+            flags: meta.flags,
+            expires_at_ms: meta.expires_at_ms,
+            cas: self.new_cas(),
+        };
+        self.put_locked(&l, &h, key, &Content::List(&elems), hdr, old.as_ref())?;
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(elems.len())
+    }
+
+    /// Replaces whatever `key` holds with a list of `values` (an empty list
+    /// is stored as such).
+    pub fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError> {
+        let content = Content::List(values);
+        self.check_len(key, content.value_len())?;
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let old = self.find_live(&l, &h, key);
+        let hdr = Header {
+            flags: meta.flags,
+            expires_at_ms: meta.expires_at_ms,
+            cas: self.new_cas(),
+        };
+        self.put_locked(&l, &h, key, &content, hdr, old.as_ref())?;
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Stored items.
+    pub fn len(&self) -> usize {
+        self.strings.load(Ordering::Relaxed) + self.lists.load(Ordering::Relaxed)
+    }
+
+    /// True if nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> StoreStats {
+        let (hits, misses) = self.stripes.iter().fold((0, 0), |(h, m), s| {
+            (
+                h + s.hits.load(Ordering::Relaxed),
+                m + s.misses.load(Ordering::Relaxed),
+            )
+        });
+        let strings = self.strings.load(Ordering::Relaxed);
+        let lists = self.lists.load(Ordering::Relaxed);
+        StoreStats {
+            items: strings + lists,
+            strings,
+            lists,
+            bytes: self.accounted.load(Ordering::Relaxed),
+            item_bytes: self.item_bytes.load(Ordering::Relaxed),
+            index_bytes: self.index_bytes.load(Ordering::Relaxed),
+            limit: self.config.memory_limit,
+            hits,
+            misses,
+            evictions: self.evictions.load(Ordering::Relaxed),
+            expired: self.expired.load(Ordering::Relaxed),
+            sets: self.sets.load(Ordering::Relaxed),
+        }
+    }
+
+    // ---- writer internals (shard lock held) ----
+
+    fn check_len(&self, key: &[u8], value_len: usize) -> Result<(), StoreError> {
+        if key.len() > u16::MAX as usize
+            || value_len > u32::MAX as usize
+            || HEADER_LEN + key.len() + value_len > self.config.max_item_size
+        {
+            return Err(StoreError::TooLarge);
+        }
+        Ok(())
+    }
+
+    /// The live item for `key`; an expired one is removed and reported
+    /// absent.
+    fn find_live(&self, l: &Locked<'_>, h: &Hashed, key: &[u8]) -> Option<Found> {
+        let f = l.find(&self.pool, h, key)?;
+        if f.item.expired(self.clock.now_ms()) {
+            self.remove(l, f.pos, &f.item);
+            self.expired.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(f)
+    }
+
+    /// Clears the entry at `pos` (holding `item`) and releases the index's
+    /// reference.
+    fn remove(&self, l: &Locked<'_>, pos: Pos, item: &Item) {
+        let e = l.cell(pos).swap(0, Ordering::AcqRel);
+        debug_assert!(e & OCCUPIED != 0);
+        self.forget(entry_handle(e), item);
+    }
+
+    /// Accounting and release for an entry that left the index.
+    fn forget(&self, handle: u32, item: &Item) {
+        let released = self.pool.release_handle(handle);
+        debug_assert!(released, "the index owned a handle");
+        let size = self.pool.slot_size(item.buf());
+        self.item_bytes.fetch_sub(size, Ordering::Relaxed);
+        self.accounted.fetch_sub(size, Ordering::Relaxed);
+        match item.kind() {
+            Kind::String => self.strings.fetch_sub(1, Ordering::Relaxed),
+            Kind::List => self.lists.fetch_sub(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Builds the item and swaps it into the index, evicting as needed.
+    /// `old` is what `find_live` returned before (it may have been evicted
+    /// since: install looks again).
+    fn put_locked(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        content: &Content<'_>,
+        hdr: Header,
+        old: Option<&Found>,
+    ) -> Result<Item, StoreError> {
+        self.check_len(key, content.value_len())?;
+        let slot = Pool::slot_size_for(item::item_len(key, content));
+        if !self.reserve(slot, Some(l)) {
+            return Err(StoreError::OutOfMemory);
+        }
+        let Some(new) = self.build(l, key, content, hdr) else {
+            self.accounted.fetch_sub(slot, Ordering::Relaxed);
+            return Err(StoreError::OutOfMemory);
+        };
+        debug_assert_eq!(self.pool.slot_size(new.buf()), slot);
+        // Where it goes: the old entry if still there, else wherever `key`
+        // is now, else a free entry (growing the shard if needed). Our own
+        // evictions above may have removed the old entry.
+        let (pos, tag, prev) = loop {
+            if let Some(f) = old {
+                if index::same(l.cell(f.pos).load(Ordering::Acquire), f.entry) {
+                    break (f.pos, index::entry_tag(f.entry), Some(f.item.clone()));
+                }
+            }
+            if let Some(f) = l.find(&self.pool, h, key) {
+                break (f.pos, index::entry_tag(f.entry), Some(f.item));
+            }
+            if let Some((pos, tag)) = l.free_slot(h) {
+                break (pos, tag, None);
+            }
+            if let Some((pos, tag)) = l.displace(&self.pool, h, |k| self.hash(k)) {
+                break (pos, tag, None);
+            }
+            let grown = l
+                .growth_bytes()
+                .filter(|&g| self.reserve(g, Some(l)))
+                .inspect(|&g| {
+                    l.grow();
+                    self.index_bytes.fetch_add(g, Ordering::Relaxed);
+                });
+            if grown.is_none() {
+                self.accounted.fetch_sub(slot, Ordering::Relaxed);
+                return Err(StoreError::OutOfMemory);
+            }
+        };
+        let Ok(handle) = self.pool.into_handle(new.buf().clone()) else {
+            unreachable!("a fresh slot has no handle yet");
+        };
+        let e = l.cell(pos).swap(make_entry(handle, tag), Ordering::AcqRel);
+        self.item_bytes.fetch_add(slot, Ordering::Relaxed);
+        match new.kind() {
+            Kind::String => self.strings.fetch_add(1, Ordering::Relaxed),
+            Kind::List => self.lists.fetch_add(1, Ordering::Relaxed),
+        };
+        if let Some(prev) = prev {
+            debug_assert!(e & OCCUPIED != 0);
+            self.forget(entry_handle(e), &prev);
+        }
+        Ok(new)
+    }
+
+    /// Allocates and writes the item; on pool exhaustion, evicts a little
+    /// and retries before giving up.
+    fn build(
+        &self,
+        l: &Locked<'_>,
+        key: &[u8],
+        content: &Content<'_>,
+        hdr: Header,
+    ) -> Option<Item> {
+        for _ in 0..64 {
+            if let Some(item) = item::build(&self.pool, key, content, hdr) {
+                return Some(item);
+            }
+            self.sweep_step(Some(l));
+        }
+        None
+    }
+
+    /// Accounts `bytes` against the limit, running the CLOCK hand until
+    /// they fit. False if two full turns of the hand free nothing.
+    fn reserve(&self, bytes: usize, held: Option<&Locked<'_>>) -> bool {
+        if bytes > self.config.memory_limit {
+            return false;
+        }
+        let mut idle = 0usize;
+        loop {
+            let cur = self.accounted.load(Ordering::Relaxed);
+            if cur + bytes <= self.config.memory_limit {
+                if self
+                    .accounted
+                    .compare_exchange_weak(cur, cur + bytes, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            if self.sweep_step(held) {
+                idle = 0;
+            } else {
+                idle += 1;
+                // Two full turns of the hand (the first clears reference
+                // bits) without freeing anything: give up.
+                let buckets = self.index_bytes.load(Ordering::Relaxed) / index::BUCKET_BYTES;
+                if idle > 2 * (buckets / SWEEP_BUCKETS + self.shards.len()) + 4 {
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Advances the CLOCK hand over a few buckets of one shard; true if it
+    /// freed something. Skips shards whose lock is busy (never waits).
+    fn sweep_step(&self, held: Option<&Locked<'_>>) -> bool {
+        let mut hand = self.hand.lock().unwrap_or_else(|e| e.into_inner());
+        let i = hand.shard % self.shards.len();
+        let own;
+        let l: &Locked<'_> = match held {
+            Some(l) if l.index == i => l,
+            _ => match self.shards[i].try_lock(i) {
+                Some(g) => {
+                    own = g;
+                    &own
+                }
+                None => {
+                    hand.shard = (i + 1) % self.shards.len();
+                    hand.bucket = 0;
+                    return false;
+                }
+            },
+        };
+        let n = l.shard.buckets();
+        let start = hand.bucket.min(n);
+        let end = (start + SWEEP_BUCKETS).min(n);
+        let now = self.clock.now_ms();
+        let mut freed = false;
+        for bucket in start..end {
+            for way in 0..index::WAYS {
+                let pos = Pos { bucket, way };
+                let cell = l.cell(pos);
+                let e = cell.load(Ordering::Acquire);
+                if e & OCCUPIED == 0 {
+                    continue;
+                }
+                let Some(item) = self.pool.try_acquire(entry_handle(e)).and_then(Item::parse)
+                else {
+                    continue;
+                };
+                if item.expired(now) {
+                    self.remove(l, pos, &item);
+                    self.expired.fetch_add(1, Ordering::Relaxed);
+                    freed = true;
+                } else if e & REF != 0 {
+                    cell.fetch_and(!REF, Ordering::Relaxed);
+                } else {
+                    self.remove(l, pos, &item);
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                    freed = true;
+                }
+            }
+        }
+        if end >= n {
+            hand.shard = (i + 1) % self.shards.len();
+            hand.bucket = 0;
+        } else {
+            hand.bucket = end;
+        }
+        freed
+    }
+}
+
+impl Drop for Store {
+    /// Releases the index's references: slots still held by replies stay
+    /// valid until those drop; the rest go back to the pool now.
+    fn drop(&mut self) {
+        self.flush_all();
+    }
+}
+
+/// memcached's number check: ASCII digits (trailing spaces allowed, as
+/// older servers pad decr results), at most u64::MAX.
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    let digits = v.trim_ascii_end();
+    if digits.is_empty() || digits.len() > 20 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_u64(b"0"), Some(0));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"12  "), Some(12));
+        assert_eq!(parse_u64(b""), None);
+        assert_eq!(parse_u64(b" 1"), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b"1a"), None);
+    }
+
+    #[test]
+    fn store_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Store>();
+        check::<Item>();
+    }
+}
+
+#[cfg(test)]
+mod index_load {
+    use super::*;
+
+    #[test]
+    fn index_fills_before_it_grows() {
+        let s = Store::new(
+            Pool::with_capacity(64 << 20).unwrap(),
+            StoreConfig {
+                memory_limit: 48 << 20,
+                shards: 1,
+                ..Default::default()
+            },
+        );
+        let mut last = s.shards[0].buckets();
+        for i in 0..40_000u32 {
+            s.set(&i.to_le_bytes(), b"v", Meta::default(), SetMode::Set)
+                .unwrap();
+            let b = s.shards[0].buckets();
+            if b != last {
+                let load = i as f64 / (last * index::WAYS) as f64;
+                assert!(
+                    last < 64 || load > 0.75,
+                    "grew to {b} buckets at load {load:.2}"
+                );
+                last = b;
+            }
+        }
+        assert_eq!(s.len(), 40_000);
+        assert!((0..40_000u32).all(|i| s.get(&i.to_le_bytes()).is_some()));
+    }
+}

@@ -13,7 +13,7 @@
 //! bytes of a `Buf`: once frozen, pool data is immutable for everyone (the
 //! write protection that Cornflakes leaves to the application).
 
-use super::{release_slot, PoolInner, MAX_REFS};
+use super::{release_slot, PoolInner, COUNT_MASK, MAX_REFS};
 use std::ops::{Bound, Deref, RangeBounds};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
@@ -110,11 +110,22 @@ impl Buf {
         Some(b)
     }
 
-    /// Current number of `Buf`s sharing this slot (for tests and metrics;
-    /// racy by nature when other threads hold clones).
+    /// Current number of references to this slot: `Buf`s sharing it plus
+    /// the raw handle, if any (for tests and metrics; racy by nature when
+    /// other threads hold clones).
     pub fn ref_count(&self) -> u32 {
         // SAFETY: rc points into the refcount side array of a live pool.
-        unsafe { self.rc.as_ref() }.load(Ordering::Relaxed)
+        unsafe { self.rc.as_ref() }.load(Ordering::Relaxed) & COUNT_MASK
+    }
+
+    #[inline]
+    pub(super) fn rc_ptr(&self) -> NonNull<AtomicU32> {
+        self.rc
+    }
+
+    #[inline]
+    pub(super) fn pool_ptr(&self) -> *const PoolInner {
+        self.pool.as_ptr().cast_const()
     }
 
     /// True if `self` and `other` view memory of the same slot.
@@ -129,7 +140,7 @@ impl Clone for Buf {
         // SAFETY: rc is valid while self lives. Relaxed suffices for an
         // increment from a live reference (as in Arc::clone).
         let old = unsafe { self.rc.as_ref() }.fetch_add(1, Ordering::Relaxed);
-        if old > MAX_REFS {
+        if old & COUNT_MASK > MAX_REFS {
             std::process::abort();
         }
         Buf { ..*self }

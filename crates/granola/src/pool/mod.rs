@@ -4,26 +4,60 @@
 //!  data region (reserved once, committed on touch, THP where available)
 //!  base                                                         base + capacity
 //!  |<- segment 0 (2 MiB) ->|<- segment 1 ->|<- segment 2 ->| ... |
-//!  | 64 B slots ...        | 4 KiB slots   | large object (run of segments) ...
+//!  | 160 B slots ...    |w| | 4 KiB slots   | large object (run of segments) ...
+//!                        ^ tail smaller than one slot: never handed out
 //!
 //!  refcount side array (one u32 per possible slot, 32 Ki per segment)
-//!  rc[seg << 15 | slot]    0 = free, WRITER = held by a BufMut, n = n Bufs
+//!  rc[seg << 15 | slot]    0 = free, WRITER = held by a BufMut,
+//!                          [HANDLE |] n = n references (Bufs + raw handle)
 //!
 //!  segment table (one entry per segment)
-//!  class[seg]   size class (64 B << k), LARGE, or UNASSIGNED
+//!  class[seg]   size class index, LARGE, or UNASSIGNED
 //!  head[seg]    first segment of the large run containing seg
 //! ```
 //!
-//! Every segment holds slots of one power-of-two size class (64 B … 1 MiB);
-//! objects larger than 1 MiB take a run of whole segments. Because the whole
-//! range is reserved at start, [`Pool::recover`] maps any pointer back to its
-//! slot with a subtraction, two shifts and one table load — no hashing, no
-//! search — and bumps the slot's reference count.
+//! ## Size classes
+//!
+//! Every segment holds slots of one size class; objects larger than 1 MiB
+//! take a run of whole segments. Up to 256 KiB there are four classes per
+//! power of two, as in jemalloc (64, 80, 96, 112, 128, 160, 192, 224, 256,
+//! 320, ... 224 KiB, 256 KiB), so a slot wastes at most 20 % of itself
+//! (a 148 B cache item takes a 160 B slot, not 256 B); above 256 KiB the
+//! classes are powers of two again (512 KiB, 1 MiB), because a 2 MiB segment
+//! cannot be cut into slots of such sizes without losing a large tail.
+//!
+//! ## O(1) pointer recovery
+//!
+//! Because the whole range is reserved at start, [`Pool::recover`] maps any
+//! pointer back to its slot with a subtraction, a shift, one table load and
+//! one multiply-shift: the slot index inside a segment is
+//! `offset * ceil(2^42 / size) >> 42`, which equals `offset / size` exactly
+//! for every offset below 2^21 and slot size up to 2^20 (the rounding
+//! error, below `2^21 / 2^42`, never reaches the next integer because the
+//! fractional part of `offset / size` is at most `1 - 1/size`). No
+//! division, no hashing, no search.
 //!
 //! Reference counts live in a side array rather than beside the data so that
 //! a slot's bytes stay exactly what the application wrote (they go to the
 //! kernel as one gather entry) and so that clone/drop touches one cache line
 //! that holds nothing else the sender needs.
+//!
+//! ## Raw handles
+//!
+//! A data structure that wants to own a reference to a slot without keeping
+//! a 32-byte [`Buf`] (a cache index keeps one `u64` per entry) turns a `Buf`
+//! into a `u32` slot handle with [`Pool::into_handle`]. The handle owns that
+//! reference (marked by the HANDLE bit in the slot's count, so there is at
+//! most one per slot and releasing it twice is refused instead of freeing
+//! the slot twice); [`Pool::release_handle`] drops it and
+//! [`Pool::from_handle`] turns it back into a `Buf`. Readers that only
+//! *saw* a handle (loaded it from a shared table) get their own reference
+//! with [`Pool::try_acquire`], which increments the count only if the slot
+//! is live and frozen. The slot may have been freed and reused for other
+//! data between the load and the acquire: callers must check what they got
+//! (e.g. re-load the table entry and compare). All handle operations are
+//! safe: a stale or foreign handle yields `None`/`false` or another live,
+//! frozen slot, never freed memory.
 //!
 //! Slots of small classes stay with their class once carved (as memcached's
 //! slabs do); runs of large objects go back to the segment allocator and
@@ -40,7 +74,7 @@ pub use region::HugePages;
 use region::Region;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// log2 of the segment size (2 MiB, one x86-64 huge page).
@@ -51,14 +85,63 @@ pub const SEGMENT_SIZE: usize = 1 << SEGMENT_SHIFT;
 const MIN_CLASS_SHIFT: u32 = 6;
 /// log2 of the largest slot size (1 MiB); larger objects take whole segments.
 const MAX_CLASS_SHIFT: u32 = 20;
-/// Number of power-of-two size classes.
-const NUM_CLASSES: usize = (MAX_CLASS_SHIFT - MIN_CLASS_SHIFT + 1) as usize;
+/// Up to `1 << FINE_SHIFT` there are four classes per power of two.
+const FINE_SHIFT: u32 = 18;
+/// Number of size classes: 64 B, then four per power of two up to and
+/// including 256 KiB, then one per power of two up to 1 MiB.
+const NUM_CLASSES: usize =
+    1 + 4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize + (MAX_CLASS_SHIFT - FINE_SHIFT) as usize;
+/// Shift of the reciprocal used to divide segment offsets by a slot size.
+const RECIP_SHIFT: u32 = 42;
 /// log2 of the refcount entries reserved per segment (enough for 64 B slots).
 const SLOTS_SHIFT: u32 = SEGMENT_SHIFT - MIN_CLASS_SHIFT;
 /// Smallest slot size.
 pub const MIN_SLOT_SIZE: usize = 1 << MIN_CLASS_SHIFT;
 /// Largest slot size; bigger allocations use the large-object path.
 pub const MAX_SLOT_SIZE: usize = 1 << MAX_CLASS_SHIFT;
+
+/// Slot size of class `c`.
+const fn class_size_const(c: usize) -> usize {
+    if c == 0 {
+        return MIN_SLOT_SIZE;
+    }
+    let fine = 4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize;
+    if c <= fine {
+        let k = MIN_CLASS_SHIFT as usize + (c - 1) / 4;
+        let sub = (c - 1) % 4;
+        (1 << k) + ((sub + 1) << (k - 2))
+    } else {
+        1 << (FINE_SHIFT as usize + c - fine)
+    }
+}
+
+/// Per class: slot size, slots per segment, and `ceil(2^42 / size)`.
+struct ClassInfo {
+    size: u32,
+    per_segment: u32,
+    recip: u64,
+}
+
+static CLASSES: [ClassInfo; NUM_CLASSES] = {
+    let mut t = [const {
+        ClassInfo {
+            size: 0,
+            per_segment: 0,
+            recip: 0,
+        }
+    }; NUM_CLASSES];
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        let size = class_size_const(c);
+        t[c] = ClassInfo {
+            size: size as u32,
+            per_segment: (SEGMENT_SIZE / size) as u32,
+            recip: (1u64 << RECIP_SHIFT).div_ceil(size as u64),
+        };
+        c += 1;
+    }
+    t
+};
 
 /// Segment table marker: segment not carved yet.
 const SEG_UNASSIGNED: u8 = u8::MAX;
@@ -67,9 +150,14 @@ const SEG_LARGE: u8 = u8::MAX - 1;
 
 /// Refcount state of a slot owned by a [`BufMut`] (unique writer).
 const WRITER: u32 = 1 << 31;
+/// Set while one of the slot's references is owned by a raw handle
+/// ([`Pool::into_handle`]); that reference is included in the count.
+const HANDLE: u32 = 1 << 30;
+/// The reference-count part of a slot's count word.
+const COUNT_MASK: u32 = HANDLE - 1;
 /// Beyond this many references we abort, as `Arc` does, rather than overflow
-/// into the WRITER bit.
-const MAX_REFS: u32 = 1 << 30;
+/// into the HANDLE bit.
+const MAX_REFS: u32 = 1 << 29;
 
 /// How to build a [`Pool`].
 #[derive(Clone, Debug)]
@@ -205,16 +293,31 @@ impl SegmentAllocator {
     }
 }
 
+/// The smallest class whose slots hold `size` bytes; `None` above 1 MiB.
+#[inline]
 fn class_index(size: usize) -> Option<usize> {
+    if size <= MIN_SLOT_SIZE {
+        return Some(0);
+    }
     if size > MAX_SLOT_SIZE {
         return None;
     }
-    let shift = if size <= MIN_SLOT_SIZE {
-        MIN_CLASS_SHIFT
+    let s = size - 1;
+    let k = usize::BITS - 1 - s.leading_zeros(); // floor(log2(size - 1)) >= 6
+    Some(if k < FINE_SHIFT {
+        let sub = (s >> (k - 2)) & 3;
+        4 * (k - MIN_CLASS_SHIFT) as usize + sub + 1
     } else {
-        usize::BITS - (size - 1).leading_zeros()
-    };
-    Some((shift - MIN_CLASS_SHIFT) as usize)
+        4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize + (k + 1 - FINE_SHIFT) as usize
+    })
+}
+
+/// `offset / size` for an offset inside a segment, by reciprocal multiply
+/// (exact: see the module docs).
+#[inline]
+fn slot_index(offset_in_segment: usize, info: &ClassInfo) -> usize {
+    debug_assert!(offset_in_segment < SEGMENT_SIZE);
+    ((offset_in_segment as u64 * info.recip) >> RECIP_SHIFT) as usize
 }
 
 impl Pool {
@@ -322,7 +425,7 @@ impl Pool {
     /// against the capacity).
     pub fn slot_size_for(size: usize) -> usize {
         match class_index(size) {
-            Some(c) => MIN_SLOT_SIZE << c,
+            Some(c) => CLASSES[c].size as usize,
             None => size.div_ceil(SEGMENT_SIZE) * SEGMENT_SIZE,
         }
     }
@@ -331,6 +434,146 @@ impl Pool {
     /// with the kernel (io_uring fixed buffers) or NIC.
     pub fn region(&self) -> (NonNull<u8>, usize) {
         (self.inner.data.base(), self.inner.data.len())
+    }
+
+    /// Turns `buf` into a raw slot handle that owns `buf`'s reference, for
+    /// structures that store references compactly (an index entry). The
+    /// view (offset, length) is forgotten: [`from_handle`](Self::from_handle)
+    /// and [`try_acquire`](Self::try_acquire) return the whole slot.
+    ///
+    /// A slot has at most one raw handle at a time. Gives `buf` back if its
+    /// slot already has one or if it belongs to another pool.
+    ///
+    /// ```
+    /// let pool = granola::Pool::with_capacity(4 << 20).unwrap();
+    /// let item = pool.alloc_copy(b"stored value").unwrap();
+    /// let h = pool.into_handle(item).unwrap();          // the table owns it
+    /// let reader = pool.try_acquire(h).unwrap();        // a reader's own ref
+    /// assert_eq!(&reader[..12], b"stored value");        // whole slot
+    /// assert!(pool.release_handle(h));                  // table drops it
+    /// assert!(!pool.release_handle(h));                 // only once
+    /// assert_eq!(&reader[..12], b"stored value");        // reader still holds it
+    /// ```
+    pub fn into_handle(&self, buf: Buf) -> Result<u32, Buf> {
+        if buf.pool_ptr() != Arc::as_ptr(&self.inner) {
+            return Err(buf);
+        }
+        let rc_ptr = buf.rc_ptr();
+        // SAFETY: buf holds a reference, so its count entry is live.
+        let rc = unsafe { rc_ptr.as_ref() };
+        let mut cur = rc.load(Ordering::Relaxed);
+        loop {
+            if cur & HANDLE != 0 {
+                return Err(buf);
+            }
+            match rc.compare_exchange_weak(cur, cur | HANDLE, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        // buf's reference now belongs to the handle: do not drop it.
+        std::mem::forget(buf);
+        Ok(self.inner.slot_from_rc(rc_ptr))
+    }
+
+    /// Takes the reference owned by `handle` back as a [`Buf`] over the
+    /// whole slot. `None` (and nothing changes) if the slot has no raw
+    /// handle.
+    pub fn from_handle(&self, handle: u32) -> Option<Buf> {
+        let rc_ptr = self.inner.handle_rc(handle)?;
+        // SAFETY: handle_rc checked the slot id against the refcount region.
+        let rc = unsafe { rc_ptr.as_ref() };
+        let mut cur = rc.load(Ordering::Relaxed);
+        loop {
+            if cur & HANDLE == 0 || cur & WRITER != 0 {
+                return None;
+            }
+            match rc.compare_exchange_weak(cur, cur & !HANDLE, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        // SAFETY: the handle's reference (count >= 1, frozen) is now ours.
+        Some(unsafe { PoolInner::whole_slot(&self.inner, handle, rc_ptr) })
+    }
+
+    /// Drops the reference owned by `handle` (the slot is freed if it was
+    /// the last). `false` if the slot has no raw handle (already released,
+    /// or never made one).
+    pub fn release_handle(&self, handle: u32) -> bool {
+        let Some(rc_ptr) = self.inner.handle_rc(handle) else {
+            return false;
+        };
+        // SAFETY: handle_rc checked the slot id against the refcount region.
+        let rc = unsafe { rc_ptr.as_ref() };
+        let mut cur = rc.load(Ordering::Relaxed);
+        let next = loop {
+            if cur & HANDLE == 0 || cur & WRITER != 0 {
+                return false;
+            }
+            // The handle's reference is part of the count, so count >= 1.
+            let next = (cur & !HANDLE) - 1;
+            match rc.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => break next,
+                Err(now) => cur = now,
+            }
+        };
+        if next == 0 {
+            // Pairs with the Release decrements of every other handle, as in
+            // Buf::drop.
+            fence(Ordering::Acquire);
+            // Arc::as_ptr keeps provenance over the whole Arc allocation.
+            // SAFETY: Arc::as_ptr never returns null.
+            let pool = unsafe { NonNull::new_unchecked(Arc::as_ptr(&self.inner).cast_mut()) };
+            // SAFETY: the count just reached zero: this was the last
+            // reference, and the slot's pool reference is released once.
+            unsafe { release_slot(pool, rc_ptr) };
+        }
+        true
+    }
+
+    /// A new reference to the slot `handle` names, as a [`Buf`] over the
+    /// whole slot, if the slot is live and frozen (count > 0, no writer):
+    /// the count is incremented with a compare-and-swap loop, so a slot that
+    /// is being freed is never revived. `None` for free slots, slots held by
+    /// a [`BufMut`], and handles out of range.
+    ///
+    /// The handle need not be owned by the caller: this is how a lock-free
+    /// reader follows a handle it loaded from a shared table. Between that
+    /// load and this call the slot may have been freed and reused for other
+    /// data, so check what you got (re-load the table entry, compare a key).
+    #[inline]
+    pub fn try_acquire(&self, handle: u32) -> Option<Buf> {
+        let rc_ptr = self.inner.handle_rc(handle)?;
+        // SAFETY: handle_rc checked the slot id against the refcount region.
+        let rc = unsafe { rc_ptr.as_ref() };
+        let mut cur = rc.load(Ordering::Relaxed);
+        loop {
+            if cur & COUNT_MASK == 0 || cur & WRITER != 0 {
+                return None;
+            }
+            if cur & COUNT_MASK > MAX_REFS {
+                std::process::abort();
+            }
+            // Acquire: synchronises with the freeze (Release) that published
+            // the slot's bytes; every later count change is an RMW in its
+            // release sequence.
+            match rc.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        // SAFETY: we just took a reference on a live, frozen slot.
+        Some(unsafe { PoolInner::whole_slot(&self.inner, handle, rc_ptr) })
+    }
+
+    /// The size of the slot `buf` lives in (what it costs against the
+    /// capacity).
+    pub fn slot_size(&self, buf: &Buf) -> usize {
+        let slot = self.inner.slot_from_rc(buf.rc_ptr());
+        self.inner.slot_extent(slot).1
     }
 }
 
@@ -357,7 +600,7 @@ impl PoolInner {
         if class == SEG_LARGE {
             seg << SEGMENT_SHIFT
         } else {
-            (seg << SEGMENT_SHIFT) + (index << (MIN_CLASS_SHIFT + class as u32))
+            (seg << SEGMENT_SHIFT) + index * CLASSES[class as usize].size as usize
         }
     }
 
@@ -368,9 +611,52 @@ impl PoolInner {
         unsafe { self.data.base().add(self.slot_offset(slot)) }
     }
 
+    /// The count entry of slot id `handle`, if the id is in range.
+    #[inline]
+    fn handle_rc(&self, handle: u32) -> Option<NonNull<AtomicU32>> {
+        ((handle >> SLOTS_SHIFT) < self.num_segments as u32).then(|| self.rc(handle))
+    }
+
+    /// (offset, length) of a live slot in the data region.
+    #[inline]
+    fn slot_extent(&self, slot: u32) -> (usize, usize) {
+        let seg = (slot >> SLOTS_SHIFT) as usize;
+        let class = self.seg_class[seg].load(Ordering::Acquire);
+        if class == SEG_LARGE {
+            let n = self.seg_run_len[seg].load(Ordering::Acquire);
+            (seg << SEGMENT_SHIFT, n as usize * SEGMENT_SIZE)
+        } else {
+            debug_assert!((class as usize) < NUM_CLASSES);
+            let info = &CLASSES[class as usize];
+            let index = (slot & ((1 << SLOTS_SHIFT) - 1)) as usize;
+            (
+                (seg << SEGMENT_SHIFT) + index * info.size as usize,
+                info.size as usize,
+            )
+        }
+    }
+
+    /// A `Buf` over the whole of a live slot.
+    ///
+    /// # Safety
+    /// The caller holds one reference on the slot (count > 0, no writer) and
+    /// transfers it to the returned `Buf`; `rc` is the slot's count entry.
+    #[inline]
+    unsafe fn whole_slot(this: &Arc<PoolInner>, slot: u32, rc: NonNull<AtomicU32>) -> Buf {
+        // A count > 0 exists only for an allocated slot id, whose segment
+        // keeps its class (small) or run (large) while the slot lives, so
+        // the extent read here is the slot's.
+        let (off, len) = this.slot_extent(slot);
+        // SAFETY: Arc::as_ptr never returns null (provenance as in recover).
+        let pool = unsafe { NonNull::new_unchecked(Arc::as_ptr(this).cast_mut()) };
+        // SAFETY: [off, off+len) is the live slot, inside the data region;
+        // the caller's reference moves into the Buf.
+        unsafe { Buf::from_raw_parts(pool, rc, this.data.base().add(off), len) }
+    }
+
     fn alloc_slot(&self, size: usize) -> Option<(u32, usize)> {
         let (slot, cap) = match class_index(size) {
-            Some(class) => (self.alloc_small(class)?, MIN_SLOT_SIZE << class),
+            Some(class) => (self.alloc_small(class)?, CLASSES[class].size as usize),
             None => self.alloc_large(size)?,
         };
         // SAFETY: rc() of an allocated slot is in bounds; the count was 0
@@ -388,7 +674,7 @@ impl PoolInner {
         if let Some(slot) = st.free.pop() {
             return Some(slot);
         }
-        let per_segment = 1u32 << (SEGMENT_SHIFT - MIN_CLASS_SHIFT - class as u32);
+        let per_segment = CLASSES[class].per_segment;
         if let Some((seg, next)) = st.carving {
             st.carving = (next + 1 < per_segment).then_some((seg, next + 1));
             return Some(seg << SLOTS_SHIFT | next);
@@ -441,7 +727,7 @@ impl PoolInner {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             st.free.push(slot);
-            MIN_SLOT_SIZE << class
+            CLASSES[class as usize].size as usize
         };
         self.live_slots.fetch_sub(1, Ordering::Relaxed);
         self.live_bytes.fetch_sub(cap, Ordering::Relaxed);
@@ -468,12 +754,13 @@ impl PoolInner {
                 )
             }
             c => {
-                let shift = MIN_CLASS_SHIFT + c as u32;
-                let index = (off & (SEGMENT_SIZE - 1)) >> shift;
+                let info = &CLASSES[c as usize];
+                let index = slot_index(off & (SEGMENT_SIZE - 1), info);
+                let size = info.size as usize;
                 (
                     (seg as u32) << SLOTS_SHIFT | index as u32,
-                    (seg << SEGMENT_SHIFT) + (index << shift),
-                    1usize << shift,
+                    (seg << SEGMENT_SHIFT) + index * size,
+                    size,
                 )
             }
         };
@@ -486,11 +773,13 @@ impl PoolInner {
         // The caller holds `bytes`, borrowed from a live Buf or BufMut of this
         // slot, so the count cannot drop to zero or change writer state
         // while we look at it.
+        // (A slice in the unused tail of a segment maps to an index past the
+        // last slot, whose count is always 0: refused here too.)
         let cur = rc.load(Ordering::Relaxed);
-        if cur == 0 || cur & WRITER != 0 {
+        if cur & COUNT_MASK == 0 || cur & WRITER != 0 {
             return None;
         }
-        if rc.fetch_add(1, Ordering::Relaxed) > MAX_REFS {
+        if rc.fetch_add(1, Ordering::Relaxed) & COUNT_MASK > MAX_REFS {
             std::process::abort();
         }
         // Arc::as_ptr keeps provenance over the whole Arc allocation, which
@@ -534,9 +823,64 @@ mod tests {
         assert_eq!(class_index(0), Some(0));
         assert_eq!(class_index(64), Some(0));
         assert_eq!(class_index(65), Some(1));
-        assert_eq!(class_index(128), Some(1));
+        assert_eq!(class_index(80), Some(1));
+        assert_eq!(class_index(81), Some(2));
+        assert_eq!(class_index(128), Some(4));
+        assert_eq!(class_index(129), Some(5));
+        assert_eq!(CLASSES[5].size, 160);
         assert_eq!(class_index(MAX_SLOT_SIZE), Some(NUM_CLASSES - 1));
         assert_eq!(class_index(MAX_SLOT_SIZE + 1), None);
+    }
+
+    #[test]
+    fn class_table_is_the_jemalloc_ladder() {
+        let sizes: Vec<u32> = CLASSES.iter().map(|c| c.size).collect();
+        assert_eq!(
+            &sizes[..13],
+            &[64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512]
+        );
+        assert_eq!(sizes[sizes.len() - 3..], [256 << 10, 512 << 10, 1 << 20]);
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]));
+        for (c, info) in CLASSES.iter().enumerate() {
+            let size = info.size as usize;
+            assert_eq!(class_index(size), Some(c), "class {c} holds its own size");
+            assert_eq!(
+                class_index(size + 1),
+                (c + 1 < NUM_CLASSES).then_some(c + 1)
+            );
+            assert!(info.per_segment as usize * size <= SEGMENT_SIZE);
+            assert!(info.per_segment as usize <= 1 << SLOTS_SHIFT);
+            // The unused tail of a segment is at most 12.5 % of it.
+            assert!(SEGMENT_SIZE - info.per_segment as usize * size <= SEGMENT_SIZE / 8);
+            // Slot waste is at most 20 % above the fine-class floor.
+            if c > 0 && size <= 1 << FINE_SHIFT {
+                let prev = CLASSES[c - 1].size as usize;
+                assert!(size * 4 <= prev * 5, "{prev} -> {size}");
+            }
+        }
+    }
+
+    #[test]
+    fn reciprocal_division_is_exact() {
+        // The only offsets where floor division can go wrong are next to
+        // multiples of the size: check both sides of every slot boundary.
+        let stride = if cfg!(miri) { 997 } else { 1 };
+        for info in &CLASSES {
+            let size = info.size as usize;
+            let mut i = 0;
+            while i * size < SEGMENT_SIZE {
+                for off in [i * size, i * size + size - 1, (i * size).wrapping_sub(1)] {
+                    if off < SEGMENT_SIZE {
+                        assert_eq!(slot_index(off, info), off / size, "size {size} off {off}");
+                    }
+                }
+                i += stride;
+            }
+            assert_eq!(
+                slot_index(SEGMENT_SIZE - 1, info),
+                (SEGMENT_SIZE - 1) / size
+            );
+        }
     }
 
     #[test]

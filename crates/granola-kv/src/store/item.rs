@@ -1,0 +1,429 @@
+//! [`Item`]: one stored key and its value, in one pool slot.
+//!
+//! ```text
+//!  string item (one slot, immutable once stored)
+//!   0      1    2         4       8           12              20      28
+//!   | kind | 0  | key_len | flags | value_len | expires_at_ms | cas   | key | value |
+//!     u8     u8   u16       u32     u32         u64             u64
+//!
+//!  list item: the value area is an element table, then the elements
+//!   | header (value_len = whole list area) | key | count u32 | end[0] .. end[count-1] u32 | elements |
+//!   element i = elements[end[i-1] .. end[i]]   (end[-1] = 0)
+//! ```
+//!
+//! All integers are little-endian and unaligned. The 28-byte header keeps a
+//! 20 B key + 100 B value item at 148 B, inside the pool's 160 B class.
+//!
+//! Because the whole item is one slot, every value or list element handed
+//! out is a zero-copy sub-[`Buf`] of that slot: it keeps the entire item
+//! alive, and nothing about the item changes while anyone holds it. A list
+//! element needs no finaliser and no per-element reference count.
+//!
+//! An item read by a lock-free reader may come from a slot that was freed
+//! and reused (by another item, or by other pool users) after the reader
+//! loaded its handle, so [`Item::parse`] checks every length against the
+//! slot before anything is sliced; the reader then re-checks the index
+//! entry (see the store docs) before trusting it.
+
+use granola::{Buf, BufMut, Pool};
+
+/// Bytes of the item header.
+pub(crate) const HEADER_LEN: usize = 28;
+const KIND_STRING: u8 = 1;
+const KIND_LIST: u8 = 2;
+
+/// What a key holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A byte string (memcached value, Redis string).
+    String,
+    /// A list of byte strings (Redis list, native GetList/PutList).
+    List,
+}
+
+/// A stored item: key, value (or list) and metadata, in one pool slot.
+///
+/// Cheap to clone (one reference-count increment); holding it keeps the
+/// bytes intact even after the key is overwritten or deleted.
+#[derive(Clone)]
+pub struct Item {
+    buf: Buf,
+    kind: Kind,
+    key_len: u16,
+    value_len: u32,
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Item")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("kind", &self.kind)
+            .field("len", &self.value_len)
+            .field("flags", &self.flags())
+            .field("cas", &self.cas())
+            .field("expires_at_ms", &self.expires_at_ms())
+            .finish()
+    }
+}
+
+#[inline]
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    let mut a = [0u8; 2];
+    a.copy_from_slice(&b[at..at + 2]);
+    u16::from_le_bytes(a)
+}
+
+#[inline]
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+#[inline]
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl Item {
+    /// Interprets `buf` (a slot) as an item, checking every length against
+    /// it. `None` if the bytes cannot be an item.
+    pub(crate) fn parse(buf: Buf) -> Option<Item> {
+        if buf.len() < HEADER_LEN {
+            return None;
+        }
+        let kind = match buf[0] {
+            KIND_STRING => Kind::String,
+            KIND_LIST => Kind::List,
+            _ => return None,
+        };
+        let key_len = u16_at(&buf, 2);
+        let value_len = u32_at(&buf, 8);
+        let end = HEADER_LEN + key_len as usize + value_len as usize;
+        if end > buf.len() {
+            return None;
+        }
+        if kind == Kind::List {
+            let area = &buf[HEADER_LEN + key_len as usize..end];
+            if area.len() < 4 || (u32_at(area, 0) as usize + 1) * 4 > area.len() {
+                return None;
+            }
+        }
+        Some(Item {
+            buf,
+            kind,
+            key_len,
+            value_len,
+        })
+    }
+
+    /// The key.
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        &self.buf[HEADER_LEN..HEADER_LEN + self.key_len as usize]
+    }
+
+    /// String or list.
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The client's opaque flags (memcached).
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        u32_at(&self.buf, 4)
+    }
+
+    /// The CAS unique: new on every modification of the key.
+    #[inline]
+    pub fn cas(&self) -> u64 {
+        u64_at(&self.buf, 20)
+    }
+
+    /// Absolute expiry in Unix milliseconds; 0 = never.
+    #[inline]
+    pub fn expires_at_ms(&self) -> u64 {
+        u64_at(&self.buf, 12)
+    }
+
+    /// True if the item has expired at `now_ms`.
+    #[inline]
+    pub(crate) fn expired(&self, now_ms: u64) -> bool {
+        let e = self.expires_at_ms();
+        e != 0 && e <= now_ms
+    }
+
+    #[inline]
+    fn value_start(&self) -> usize {
+        HEADER_LEN + self.key_len as usize
+    }
+
+    /// The value as a zero-copy [`Buf`] sharing the item's slot. For a list
+    /// this is the encoded list area (element table + elements); use the
+    /// `list_*` accessors instead.
+    #[inline]
+    pub fn value(&self) -> Buf {
+        let s = self.value_start();
+        self.buf.slice(s..s + self.value_len as usize)
+    }
+
+    /// The value's bytes (see [`value`](Self::value)).
+    #[inline]
+    pub fn value_bytes(&self) -> &[u8] {
+        let s = self.value_start();
+        &self.buf[s..s + self.value_len as usize]
+    }
+
+    /// Length of the value in bytes (the encoded area for lists).
+    #[inline]
+    pub fn value_len(&self) -> usize {
+        self.value_len as usize
+    }
+
+    /// Number of list elements (0 for strings).
+    #[inline]
+    pub fn list_len(&self) -> usize {
+        match self.kind {
+            Kind::List => u32_at(self.value_bytes(), 0) as usize,
+            Kind::String => 0,
+        }
+    }
+
+    /// `(start, end)` of element `i` inside the slot, if consistent.
+    fn element_span(&self, i: usize) -> Option<(usize, usize)> {
+        let area = self.value_bytes();
+        let n = self.list_len();
+        if i >= n {
+            return None;
+        }
+        let data = 4 + 4 * n;
+        let start = if i == 0 {
+            0
+        } else {
+            u32_at(area, 4 + 4 * (i - 1)) as usize
+        };
+        let end = u32_at(area, 4 + 4 * i) as usize;
+        if start > end || data + end > area.len() {
+            return None;
+        }
+        let base = self.value_start() + data;
+        Some((base + start, base + end))
+    }
+
+    /// Element `index` of a list (negative counts from the end, as Redis
+    /// LINDEX), as a zero-copy `Buf` sharing the item's slot.
+    pub fn list_get(&self, index: i64) -> Option<Buf> {
+        let i = normalize(index, self.list_len())?;
+        let (s, e) = self.element_span(i)?;
+        Some(self.buf.slice(s..e))
+    }
+
+    /// Elements `start..=end` with Redis LRANGE semantics: negative indices
+    /// count from the end, out-of-range indices are clamped, an empty range
+    /// yields nothing. Each element is a zero-copy `Buf` sharing the slot.
+    pub fn list_range(&self, start: i64, end: i64) -> impl Iterator<Item = Buf> + '_ {
+        let (from, to) = range_bounds(start, end, self.list_len());
+        (from..to).filter_map(move |i| {
+            let (s, e) = self.element_span(i)?;
+            Some(self.buf.slice(s..e))
+        })
+    }
+
+    /// The elements' bytes, borrowed (for building a new list).
+    pub(crate) fn list_slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.list_len()).filter_map(move |i| {
+            let (s, e) = self.element_span(i)?;
+            Some(&self.buf[s..e])
+        })
+    }
+
+    /// The item's buffer (shares the slot).
+    pub(crate) fn buf(&self) -> &Buf {
+        &self.buf
+    }
+}
+
+/// A Redis index (negative from the end) to a position in `0..len`.
+fn normalize(index: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if index < 0 {
+        index.checked_add(len)?
+    } else {
+        index
+    };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+/// LRANGE `start..=end` to a half-open range of positions in `0..len`.
+pub(crate) fn range_bounds(start: i64, end: i64, len: usize) -> (usize, usize) {
+    let n = len as i64;
+    let s = if start < 0 {
+        start.saturating_add(n)
+    } else {
+        start
+    }
+    .max(0);
+    let e = if end < 0 { end.saturating_add(n) } else { end }.min(n - 1);
+    if s > e || s >= n {
+        return (0, 0);
+    }
+    (s as usize, e as usize + 1)
+}
+
+/// What a new item holds.
+pub(crate) enum Content<'a> {
+    /// A string, the concatenation of these parts.
+    Str(&'a [&'a [u8]]),
+    /// A list of these elements.
+    List(&'a [&'a [u8]]),
+    /// A copy of another item's value area (same kind).
+    CopyOf(&'a Item),
+}
+
+/// Metadata of a new item.
+#[derive(Clone, Copy)]
+pub(crate) struct Header {
+    pub flags: u32,
+    pub expires_at_ms: u64,
+    pub cas: u64,
+}
+
+impl Content<'_> {
+    /// Bytes of the value area.
+    pub(crate) fn value_len(&self) -> usize {
+        match self {
+            Content::Str(parts) => parts.iter().map(|p| p.len()).sum(),
+            Content::List(elems) => {
+                4 + 4 * elems.len() + elems.iter().map(|e| e.len()).sum::<usize>()
+            }
+            Content::CopyOf(item) => item.value_len(),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Content::Str(_) => Kind::String,
+            Content::List(_) => Kind::List,
+            Content::CopyOf(item) => item.kind(),
+        }
+    }
+}
+
+/// Total item size for a key and content (header + key + value area).
+pub(crate) fn item_len(key: &[u8], content: &Content<'_>) -> usize {
+    HEADER_LEN + key.len() + content.value_len()
+}
+
+/// Writes a new item into a fresh pool slot and freezes it. The caller has
+/// checked that the sizes fit (key <= u16::MAX, value area <= u32::MAX).
+/// `None` if the pool has no room.
+pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -> Option<Item> {
+    let value_len = content.value_len();
+    let total = HEADER_LEN + key.len() + value_len;
+    let mut w: BufMut = pool.alloc(total)?;
+    let mut head = [0u8; HEADER_LEN];
+    head[0] = match content.kind() {
+        Kind::String => KIND_STRING,
+        Kind::List => KIND_LIST,
+    };
+    head[2..4].copy_from_slice(&(key.len() as u16).to_le_bytes());
+    head[4..8].copy_from_slice(&h.flags.to_le_bytes());
+    head[8..12].copy_from_slice(&(value_len as u32).to_le_bytes());
+    head[12..20].copy_from_slice(&h.expires_at_ms.to_le_bytes());
+    head[20..28].copy_from_slice(&h.cas.to_le_bytes());
+    w.extend_from_slice(&head);
+    w.extend_from_slice(key);
+    match content {
+        Content::Str(parts) => {
+            for p in parts.iter() {
+                w.extend_from_slice(p);
+            }
+        }
+        Content::List(elems) => {
+            w.extend_from_slice(&(elems.len() as u32).to_le_bytes());
+            let mut end = 0u32;
+            for e in elems.iter() {
+                end += e.len() as u32;
+                w.extend_from_slice(&end.to_le_bytes());
+            }
+            for e in elems.iter() {
+                w.extend_from_slice(e);
+            }
+        }
+        Content::CopyOf(item) => w.extend_from_slice(item.value_bytes()),
+    }
+    let item = Item::parse(w.freeze());
+    debug_assert!(item.is_some(), "a freshly built item parses");
+    item
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lrange_bounds_follow_redis() {
+        assert_eq!(range_bounds(0, -1, 5), (0, 5));
+        assert_eq!(range_bounds(1, 2, 5), (1, 3));
+        assert_eq!(range_bounds(-2, -1, 5), (3, 5));
+        assert_eq!(range_bounds(-100, 100, 5), (0, 5));
+        assert_eq!(range_bounds(3, 1, 5), (0, 0));
+        assert_eq!(range_bounds(5, 10, 5), (0, 0));
+        assert_eq!(range_bounds(0, -6, 5), (0, 0));
+        assert_eq!(range_bounds(0, -1, 0), (0, 0));
+        assert_eq!(range_bounds(i64::MIN, i64::MAX, 3), (0, 3));
+    }
+
+    #[test]
+    fn normalize_negative_indices() {
+        assert_eq!(normalize(0, 3), Some(0));
+        assert_eq!(normalize(-1, 3), Some(2));
+        assert_eq!(normalize(-3, 3), Some(0));
+        assert_eq!(normalize(-4, 3), None);
+        assert_eq!(normalize(3, 3), None);
+        assert_eq!(normalize(i64::MIN, 3), None);
+    }
+
+    #[test]
+    fn parse_rejects_garbage() {
+        let pool = Pool::with_capacity(4 << 20).unwrap();
+        assert!(Item::parse(pool.alloc_copy(&[0u8; 64]).unwrap()).is_none());
+        let mut bad = [0u8; 64];
+        bad[0] = KIND_STRING;
+        bad[8..12].copy_from_slice(&1000u32.to_le_bytes());
+        assert!(Item::parse(pool.alloc_copy(&bad).unwrap()).is_none());
+        bad[0] = KIND_LIST;
+        bad[8..12].copy_from_slice(&8u32.to_le_bytes());
+        bad[28..32].copy_from_slice(&5u32.to_le_bytes()); // 5 elements in 8 bytes
+        assert!(Item::parse(pool.alloc_copy(&bad).unwrap()).is_none());
+    }
+
+    #[test]
+    fn build_and_read_back() {
+        let pool = Pool::with_capacity(4 << 20).unwrap();
+        let h = Header {
+            flags: 7,
+            expires_at_ms: 99,
+            cas: 5,
+        };
+        let s = build(&pool, b"k", &Content::Str(&[b"ab", b"cd"]), h).unwrap();
+        assert_eq!(s.key(), b"k");
+        assert_eq!(s.value_bytes(), b"abcd");
+        assert_eq!(s.kind(), Kind::String);
+        assert_eq!((s.flags(), s.expires_at_ms(), s.cas()), (7, 99, 5));
+        let l = build(&pool, b"list", &Content::List(&[b"x", b"", b"yz"]), h).unwrap();
+        assert_eq!(l.list_len(), 3);
+        let all: Vec<Vec<u8>> = l.list_range(0, -1).map(|b| b.to_vec()).collect();
+        assert_eq!(all, vec![b"x".to_vec(), vec![], b"yz".to_vec()]);
+        assert_eq!(&l.list_get(-1).unwrap()[..], b"yz");
+        let copy = build(&pool, b"list", &Content::CopyOf(&l), h).unwrap();
+        assert!(copy.list_slices().eq(l.list_slices()));
+        // An item of exactly HEADER + 20 + 100 bytes takes a 160 B slot.
+        let v = [1u8; 100];
+        let it = build(&pool, &[2u8; 20], &Content::Str(&[&v]), h).unwrap();
+        assert_eq!(pool.slot_size(it.buf()), 160);
+    }
+}

@@ -1,0 +1,234 @@
+//! Concurrency: threads SET/GET/APPEND/push on overlapping keys. Every value
+//! is made of 16-byte chunks that encode (key, writer, sequence) plus a
+//! checksum, so every read is verified byte for byte: a torn write, a value
+//! of another key, or a recycled slot would fail the check.
+
+use granola::Pool;
+use granola_kv::store::{Item, Kind, Meta, SetMode, Store, StoreConfig, StoreError};
+use std::sync::Arc;
+
+const CHUNK: usize = 16;
+const KEYS: u32 = 48;
+const THREADS: u32 = 6;
+const OPS: u32 = if cfg!(debug_assertions) {
+    20_000
+} else {
+    100_000
+};
+
+fn key(k: u32) -> [u8; 6] {
+    let b = k.to_le_bytes();
+    [b'k', b'-', b[0], b[1], b[2], b[3]]
+}
+
+fn chunk(k: u32, writer: u32, seq: u32) -> [u8; CHUNK] {
+    let mut c = [0u8; CHUNK];
+    c[0..4].copy_from_slice(&k.to_le_bytes());
+    c[4..8].copy_from_slice(&writer.to_le_bytes());
+    c[8..12].copy_from_slice(&seq.to_le_bytes());
+    let sum = k.wrapping_mul(0x9E37_79B9) ^ writer.wrapping_mul(0x85EB_CA6B) ^ seq.rotate_left(13);
+    c[12..16].copy_from_slice(&sum.to_le_bytes());
+    c
+}
+
+fn check_chunk(k: u32, c: &[u8]) {
+    let f = |i: usize| u32::from_le_bytes(c[i..i + 4].try_into().unwrap());
+    assert_eq!(f(0), k, "a chunk of another key's value");
+    let sum = k.wrapping_mul(0x9E37_79B9) ^ f(4).wrapping_mul(0x85EB_CA6B) ^ f(8).rotate_left(13);
+    assert_eq!(f(12), sum, "torn chunk");
+}
+
+fn check_item(k: u32, it: &Item) {
+    assert_eq!(it.key(), key(k));
+    match it.kind() {
+        Kind::String => {
+            let v = it.value_bytes();
+            assert!(!v.is_empty() && v.len() % CHUNK == 0, "length {}", v.len());
+            v.chunks(CHUNK).for_each(|c| check_chunk(k, c));
+            let b = it.value();
+            assert_eq!(&b[..], v);
+        }
+        Kind::List => {
+            for e in it.list_range(0, -1) {
+                assert_eq!(e.len(), CHUNK);
+                check_chunk(k, &e);
+            }
+        }
+    }
+}
+
+/// xorshift: deterministic per thread, no dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 16) as u32
+    }
+}
+
+fn run(store: Arc<Store>, threads: u32) -> u64 {
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let s = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x1234_5678 + t as u64 * 0x9E37);
+                let mut held: Vec<(u32, Item)> = Vec::new();
+                let mut verified = 0u64;
+                for seq in 0..OPS {
+                    let k = rng.next() % KEYS;
+                    let op = rng.next() % 100;
+                    let lists = k % 8 == 0; // some keys are lists
+                    if op < 55 {
+                        if let Some(it) = s.get(&key(k)) {
+                            check_item(k, &it);
+                            verified += 1;
+                            if rng.next() % 64 == 0 {
+                                held.push((k, it));
+                            }
+                        }
+                    } else if lists {
+                        let c = chunk(k, t, seq);
+                        match s.list_push(&key(k), &[&c], op % 2 == 0) {
+                            Ok(n) if n > 64 => {
+                                // keep lists short: start over
+                                let _ = s.put_list(&key(k), &[&c], Meta::default());
+                            }
+                            Ok(_) | Err(StoreError::OutOfMemory) => {}
+                            Err(e) => panic!("list push: {e:?}"),
+                        }
+                    } else if op < 80 {
+                        let n = 1 + rng.next() as usize % 12;
+                        let v: Vec<u8> = (0..n).flat_map(|_| chunk(k, t, seq)).collect();
+                        match s.set(&key(k), &v, Meta::default(), SetMode::Set) {
+                            Ok(_) | Err(StoreError::OutOfMemory) => {}
+                            Err(e) => panic!("set: {e:?}"),
+                        }
+                    } else if op < 95 {
+                        let mode = if op % 2 == 0 {
+                            SetMode::Append
+                        } else {
+                            SetMode::Prepend
+                        };
+                        match s.set(&key(k), &chunk(k, t, seq), Meta::default(), mode) {
+                            Ok(_) | Err(StoreError::NotStored) | Err(StoreError::OutOfMemory) => {}
+                            Err(StoreError::TooLarge) => {
+                                s.delete(&key(k));
+                            }
+                            Err(e) => panic!("append: {e:?}"),
+                        }
+                    } else {
+                        s.delete(&key(k));
+                    }
+                    if held.len() > 32 {
+                        for (k, it) in held.drain(..) {
+                            check_item(k, &it); // still intact after churn
+                        }
+                    }
+                }
+                for (k, it) in held {
+                    check_item(k, &it);
+                }
+                verified
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).sum()
+}
+
+fn config(limit: usize, max_item: usize) -> StoreConfig {
+    StoreConfig {
+        memory_limit: limit,
+        shards: 8, // few shards: more writer contention on the same locks
+        max_item_size: max_item,
+    }
+}
+
+#[test]
+fn overlapping_writers_and_lock_free_readers() {
+    let store = Arc::new(Store::new(
+        Pool::with_capacity(64 << 20).unwrap(),
+        config(32 << 20, 8 << 10),
+    ));
+    let verified = run(Arc::clone(&store), THREADS);
+    assert!(verified > OPS as u64, "readers saw values ({verified})");
+    for k in 0..KEYS {
+        if let Some(it) = store.get(&key(k)) {
+            check_item(k, &it);
+        }
+    }
+    let st = store.stats();
+    assert_eq!(st.evictions, 0);
+    assert_eq!(
+        store.pool().stats().live_slots,
+        store.len(),
+        "no slot leaked"
+    );
+    assert_eq!(st.item_bytes, store.pool().stats().live_bytes);
+}
+
+#[test]
+fn readers_and_writers_while_evicting() {
+    // A limit far below the working set: the CLOCK hand runs all the time,
+    // under readers that hold items.
+    let store = Arc::new(Store::new(
+        Pool::with_capacity(16 << 20).unwrap(),
+        config(96 << 10, 4 << 10),
+    ));
+    run(Arc::clone(&store), THREADS);
+    let st = store.stats();
+    assert!(st.bytes <= st.limit, "{st:?}");
+    assert!(st.evictions > 0, "{st:?}");
+    assert_eq!(
+        store.pool().stats().live_slots,
+        store.len(),
+        "no slot leaked"
+    );
+}
+
+#[test]
+fn concurrent_index_growth() {
+    // Many distinct keys from several threads: shards double while others
+    // read; every key written must be readable with its own value.
+    let store = Arc::new(Store::new(
+        Pool::with_capacity(64 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: 48 << 20,
+            shards: 4,
+            ..Default::default()
+        },
+    ));
+    let per = if cfg!(debug_assertions) {
+        10_000u32
+    } else {
+        50_000
+    };
+    let handles: Vec<_> = (0..4u32)
+        .map(|t| {
+            let s = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for i in 0..per {
+                    let k = t * per + i;
+                    let c = chunk(k, t, i);
+                    s.set(&key(k), &c, Meta::default(), SetMode::Set).unwrap();
+                    // Read back an earlier key of another thread's range too.
+                    for kk in [k, (k * 7919) % (4 * per)] {
+                        if let Some(it) = s.get(&key(kk)) {
+                            check_item(kk, &it);
+                        } else {
+                            assert_ne!(kk, k, "own key {k} missing right after set");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(store.len(), 4 * per as usize);
+    for k in 0..4 * per {
+        check_item(k, &store.get(&key(k)).expect("every key stays"));
+    }
+}

@@ -1,0 +1,140 @@
+//! Eviction: the accounted bytes never exceed the limit, CLOCK keeps
+//! recently read keys better than untouched ones, expired items go first,
+//! and gets keep working throughout.
+
+use granola::Pool;
+use granola_kv::store::{Clock, Meta, SetMode, Store, StoreConfig, StoreError};
+
+const LIMIT: usize = 4 << 20;
+
+fn store_with(clock: Clock) -> Store {
+    Store::with_clock(
+        Pool::with_capacity(16 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: LIMIT,
+            shards: 64,
+            ..Default::default()
+        },
+        clock,
+    )
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key:{i:016}").into_bytes() // 20 bytes
+}
+
+fn value(i: u32) -> Vec<u8> {
+    (0..200u32).map(|j| (i ^ j) as u8).collect()
+}
+
+#[test]
+fn fill_to_twice_the_limit_read_keys_survive() {
+    let s = store_with(Clock::system());
+    // 20 + 200 + 28 B -> 256 B slots: ~16 Ki items fit.
+    let first = 12_000u32;
+    let hot = 1_000u32;
+    for i in 0..first {
+        s.set(&key(i), &value(i), Meta::default(), SetMode::Set)
+            .unwrap();
+        assert!(s.stats().bytes <= LIMIT);
+    }
+    assert_eq!(s.stats().evictions, 0);
+    // Another 24k items (2x the limit in total), reading the hot keys
+    // regularly.
+    for i in first..first + 24_000 {
+        if (i - first) % 500 == 0 {
+            for h in 0..hot {
+                if let Some(it) = s.get(&key(h)) {
+                    assert_eq!(it.value_bytes(), value(h));
+                }
+            }
+        }
+        s.set(&key(i), &value(i), Meta::default(), SetMode::Set)
+            .unwrap();
+        let st = s.stats();
+        assert!(st.bytes <= st.limit, "{st:?}");
+        // The key just written is readable.
+        assert_eq!(s.get(&key(i)).unwrap().value_bytes(), value(i));
+    }
+    let alive = |r: std::ops::Range<u32>| {
+        let n = r.len() as f64;
+        r.filter(|&i| s.get(&key(i)).is_some()).count() as f64 / n
+    };
+    let hot_rate = alive(0..hot);
+    let cold_rate = alive(hot..first);
+    let st = s.stats();
+    println!("hot survival {hot_rate:.3}, cold survival {cold_rate:.3}, {st:?}");
+    assert!(st.evictions > 10_000, "{st:?}");
+    assert!(hot_rate > 0.8, "hot keys survive: {hot_rate}");
+    assert!(
+        hot_rate > 2.0 * cold_rate + 0.2,
+        "hot {hot_rate} vs cold {cold_rate}"
+    );
+    assert!(st.item_bytes + st.index_bytes <= LIMIT);
+    assert_eq!(s.pool().stats().live_slots, s.len(), "no slot leaked");
+}
+
+#[test]
+fn expired_items_are_swept_before_live_ones_are_evicted() {
+    let clock = Clock::manual(1_000_000);
+    let s = store_with(clock.clone());
+    let n = 12_000u32;
+    for i in 0..n {
+        let exp = if i % 2 == 0 { 1_000_500 } else { 0 };
+        s.set(
+            &key(i),
+            &value(i),
+            Meta {
+                flags: 0,
+                expires_at_ms: exp,
+            },
+            SetMode::Set,
+        )
+        .unwrap();
+    }
+    clock.advance_ms(1_000);
+    // Room for ~4k more without evicting: the expired half makes it.
+    for i in n..n + 5_000 {
+        s.set(&key(i), &value(i), Meta::default(), SetMode::Set)
+            .unwrap();
+    }
+    let st = s.stats();
+    assert!(st.expired > 0, "{st:?}");
+    let odd_alive = (0..n)
+        .filter(|i| i % 2 == 1 && s.get(&key(*i)).is_some())
+        .count();
+    assert!(
+        odd_alive as f64 > 0.8 * (n / 2) as f64,
+        "live items kept: {odd_alive}, {st:?}"
+    );
+}
+
+#[test]
+fn a_value_larger_than_the_limit_is_refused_and_small_limits_work() {
+    let s = store_with(Clock::system());
+    let big = vec![0u8; LIMIT];
+    assert_eq!(
+        s.set(b"huge", &big, Meta::default(), SetMode::Set),
+        Err(StoreError::TooLarge)
+    );
+    let s = Store::new(
+        Pool::with_capacity(16 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: 512 << 10,
+            shards: 1,
+            max_item_size: 2 << 20,
+        },
+    );
+    assert_eq!(
+        s.set(b"huge", &vec![0u8; 1 << 20], Meta::default(), SetMode::Set),
+        Err(StoreError::OutOfMemory)
+    );
+    // One shard: eviction must also work in the writer's own shard.
+    for i in 0..10_000u32 {
+        s.set(&key(i), &value(i), Meta::default(), SetMode::Set)
+            .unwrap();
+        assert!(s.stats().bytes <= 512 << 10);
+    }
+    assert!(s.get(&key(9_999)).is_some());
+    assert!(s.stats().evictions > 0);
+}

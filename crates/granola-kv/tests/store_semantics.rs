@@ -1,0 +1,387 @@
+//! Store semantics: memcached storage commands, CAS, incr/decr, touch,
+//! expiry (on a manual clock: no sleeping), delete, flush_all, limits, and
+//! values that stay intact while replies hold them.
+
+use granola::Pool;
+use granola_kv::store::{Clock, Kind, Meta, SetMode, Store, StoreConfig, StoreError};
+
+const T0: u64 = 1_700_000_000_000;
+
+fn store() -> (Store, Clock) {
+    let clock = Clock::manual(T0);
+    let pool = Pool::with_capacity(64 << 20).unwrap();
+    let cfg = StoreConfig {
+        memory_limit: 32 << 20,
+        shards: 16,
+        ..Default::default()
+    };
+    (Store::with_clock(pool, cfg, clock.clone()), clock)
+}
+
+fn meta(flags: u32, expires_at_ms: u64) -> Meta {
+    Meta {
+        flags,
+        expires_at_ms,
+    }
+}
+
+fn val(s: &Store, k: &[u8]) -> Option<Vec<u8>> {
+    s.get(k).map(|i| i.value_bytes().to_vec())
+}
+
+#[test]
+fn set_get_overwrite_delete() {
+    let (s, _) = store();
+    assert!(s.get(b"k").is_none());
+    let c1 = s.set(b"k", b"v1", meta(5, 0), SetMode::Set).unwrap();
+    let it = s.get(b"k").unwrap();
+    assert_eq!(it.key(), b"k");
+    assert_eq!(it.value_bytes(), b"v1");
+    assert_eq!(&it.value()[..], b"v1");
+    assert_eq!((it.flags(), it.cas(), it.kind()), (5, c1, Kind::String));
+    assert_eq!(it.expires_at_ms(), 0);
+    let c2 = s.set(b"k", b"v2", meta(6, 0), SetMode::Set).unwrap();
+    assert!(c2 > c1, "new CAS on every modification");
+    assert_eq!(val(&s, b"k").unwrap(), b"v2");
+    assert_eq!(s.len(), 1);
+    assert!(s.delete(b"k"));
+    assert!(!s.delete(b"k"));
+    assert!(s.get(b"k").is_none());
+    assert_eq!(s.len(), 0);
+    // Empty key and empty value are fine.
+    s.set(b"", b"", Meta::default(), SetMode::Set).unwrap();
+    assert_eq!(val(&s, b"").unwrap(), b"");
+    let st = s.stats();
+    assert!(st.hits >= 3 && st.misses >= 2, "{st:?}");
+}
+
+#[test]
+fn add_and_replace() {
+    let (s, _) = store();
+    assert_eq!(
+        s.set(b"k", b"x", Meta::default(), SetMode::Replace),
+        Err(StoreError::NotStored)
+    );
+    assert!(s.get(b"k").is_none());
+    s.set(b"k", b"a", Meta::default(), SetMode::Add).unwrap();
+    assert_eq!(
+        s.set(b"k", b"b", Meta::default(), SetMode::Add),
+        Err(StoreError::NotStored)
+    );
+    assert_eq!(val(&s, b"k").unwrap(), b"a");
+    s.set(b"k", b"c", meta(9, 0), SetMode::Replace).unwrap();
+    let it = s.get(b"k").unwrap();
+    assert_eq!((it.value_bytes(), it.flags()), (&b"c"[..], 9));
+}
+
+#[test]
+fn append_prepend_keep_flags_and_expiry() {
+    let (s, _) = store();
+    assert_eq!(
+        s.set(b"k", b"x", Meta::default(), SetMode::Append),
+        Err(StoreError::NotStored)
+    );
+    assert_eq!(
+        s.set(b"k", b"x", Meta::default(), SetMode::Prepend),
+        Err(StoreError::NotStored)
+    );
+    let c0 = s
+        .set(b"k", b"mid", meta(3, T0 + 10_000), SetMode::Set)
+        .unwrap();
+    let c1 = s.set(b"k", b">", meta(99, 1), SetMode::Append).unwrap();
+    let c2 = s.set(b"k", b"<", meta(99, 1), SetMode::Prepend).unwrap();
+    assert!(c0 < c1 && c1 < c2);
+    let it = s.get(b"k").unwrap();
+    assert_eq!(it.value_bytes(), b"<mid>");
+    assert_eq!(
+        (it.flags(), it.expires_at_ms(), it.cas()),
+        (3, T0 + 10_000, c2)
+    );
+    s.list_push(b"l", &[b"e"], false).unwrap();
+    assert_eq!(
+        s.set(b"l", b"x", Meta::default(), SetMode::Append),
+        Err(StoreError::WrongType)
+    );
+}
+
+#[test]
+fn cas_semantics() {
+    let (s, _) = store();
+    assert_eq!(
+        s.set(b"k", b"x", Meta::default(), SetMode::Cas(1)),
+        Err(StoreError::NotFound)
+    );
+    let c = s.set(b"k", b"a", Meta::default(), SetMode::Set).unwrap();
+    assert_eq!(
+        s.set(b"k", b"b", Meta::default(), SetMode::Cas(c + 1000)),
+        Err(StoreError::Exists)
+    );
+    assert_eq!(val(&s, b"k").unwrap(), b"a");
+    let c2 = s.set(b"k", b"b", Meta::default(), SetMode::Cas(c)).unwrap();
+    assert_eq!(val(&s, b"k").unwrap(), b"b");
+    assert_eq!(
+        s.set(b"k", b"c", Meta::default(), SetMode::Cas(c)),
+        Err(StoreError::Exists),
+        "stale"
+    );
+    // Every kind of modification changes the CAS unique.
+    s.set(b"k", b"1", Meta::default(), SetMode::Cas(c2))
+        .unwrap();
+    let before = s.get(b"k").unwrap().cas();
+    s.incr_decr(b"k", 1, true).unwrap();
+    assert_ne!(s.get(b"k").unwrap().cas(), before);
+}
+
+#[test]
+fn incr_decr_memcached_rules() {
+    let (s, _) = store();
+    assert_eq!(s.incr_decr(b"n", 1, true), Err(StoreError::NotFound));
+    s.set(b"n", b"10", meta(4, T0 + 50_000), SetMode::Set)
+        .unwrap();
+    assert_eq!(s.incr_decr(b"n", 5, true), Ok(15));
+    assert_eq!(s.incr_decr(b"n", 3, false), Ok(12));
+    assert_eq!(s.incr_decr(b"n", 100, false), Ok(0), "decr floors at 0");
+    let it = s.get(b"n").unwrap();
+    assert_eq!(it.value_bytes(), b"0");
+    assert_eq!(
+        (it.flags(), it.expires_at_ms()),
+        (4, T0 + 50_000),
+        "metadata kept"
+    );
+    s.set(b"n", b"18446744073709551615", Meta::default(), SetMode::Set)
+        .unwrap();
+    assert_eq!(s.incr_decr(b"n", 2, true), Ok(1), "incr wraps at 2^64");
+    for bad in [
+        &b"abc"[..],
+        b"",
+        b"-1",
+        b"1.5",
+        b"18446744073709551616",
+        b" 7",
+    ] {
+        s.set(b"n", bad, Meta::default(), SetMode::Set).unwrap();
+        assert_eq!(
+            s.incr_decr(b"n", 1, true),
+            Err(StoreError::NotNumeric),
+            "{bad:?}"
+        );
+        assert_eq!(val(&s, b"n").unwrap(), bad, "unchanged on error");
+    }
+    s.list_push(b"l", &[b"1"], false).unwrap();
+    assert_eq!(s.incr_decr(b"l", 1, true), Err(StoreError::WrongType));
+}
+
+#[test]
+fn expiry_on_a_manual_clock() {
+    let (s, clock) = store();
+    s.set(b"short", b"v", meta(0, T0 + 100), SetMode::Set)
+        .unwrap();
+    s.set(b"forever", b"v", meta(0, 0), SetMode::Set).unwrap();
+    s.set(b"past", b"v", meta(0, T0 - 1), SetMode::Set).unwrap();
+    assert!(s.get(b"past").is_none(), "already expired when stored");
+    assert!(s.get(b"short").is_some());
+    clock.advance_ms(99);
+    assert!(s.get(b"short").is_some());
+    clock.advance_ms(1);
+    assert!(s.get(b"short").is_none(), "expires at exactly its time");
+    assert!(s.get(b"forever").is_some());
+    assert_eq!(s.len(), 1, "expired items dropped on read");
+    assert!(s.stats().expired >= 2);
+    // Expired items count as absent for writers.
+    s.set(b"e", b"1", meta(0, T0 + 200), SetMode::Set).unwrap();
+    clock.set_ms(T0 + 300);
+    assert_eq!(
+        s.set(b"e", b"x", Meta::default(), SetMode::Replace),
+        Err(StoreError::NotStored)
+    );
+    assert_eq!(s.incr_decr(b"e", 1, true), Err(StoreError::NotFound));
+    s.set(b"e", b"2", Meta::default(), SetMode::Add).unwrap();
+    assert_eq!(val(&s, b"e").unwrap(), b"2");
+    s.set(b"gone", b"1", meta(0, T0 + 301), SetMode::Set)
+        .unwrap();
+    clock.advance_ms(1);
+    assert!(!s.delete(b"gone"));
+    assert_eq!(s.touch(b"gone", 0).map(|i| i.cas()), None);
+}
+
+#[test]
+fn touch_sets_expiry_keeps_value_and_cas() {
+    let (s, clock) = store();
+    assert!(s.touch(b"k", T0 + 5).is_none());
+    let c = s
+        .set(b"k", b"value", meta(8, T0 + 10), SetMode::Set)
+        .unwrap();
+    let it = s.touch(b"k", T0 + 1_000).unwrap();
+    assert_eq!(
+        (it.value_bytes(), it.flags(), it.cas()),
+        (&b"value"[..], 8, c)
+    );
+    assert_eq!(it.expires_at_ms(), T0 + 1_000);
+    clock.advance_ms(500);
+    assert_eq!(s.get(b"k").unwrap().expires_at_ms(), T0 + 1_000);
+    let it = s.touch(b"k", 0).unwrap();
+    assert_eq!(it.expires_at_ms(), 0);
+    clock.advance_ms(1_000_000);
+    assert!(s.get(b"k").is_some(), "never expires now");
+    s.list_push(b"l", &[b"a", b"b"], false).unwrap();
+    let l = s.touch(b"l", T0 + 9_999_999).unwrap();
+    assert_eq!(l.kind(), Kind::List);
+    assert_eq!(
+        l.list_range(0, -1).map(|b| b.to_vec()).collect::<Vec<_>>(),
+        [b"a", b"b"]
+    );
+}
+
+#[test]
+fn flush_all_empties_the_store() {
+    let (s, _) = store();
+    for i in 0..500u32 {
+        s.set(&i.to_le_bytes(), b"v", Meta::default(), SetMode::Set)
+            .unwrap();
+    }
+    s.list_push(b"l", &[b"x"], true).unwrap();
+    let held = s.get(&7u32.to_le_bytes()).unwrap();
+    s.flush_all();
+    assert_eq!(s.len(), 0);
+    assert!((0..500u32).all(|i| s.get(&i.to_le_bytes()).is_none()));
+    assert_eq!(s.stats().item_bytes, 0);
+    assert_eq!(held.value_bytes(), b"v", "held items survive a flush");
+    drop(held);
+    assert_eq!(s.pool().stats().live_slots, 0, "no slot leaked");
+    s.set(b"after", b"1", Meta::default(), SetMode::Set)
+        .unwrap();
+    assert_eq!(val(&s, b"after").unwrap(), b"1");
+}
+
+#[test]
+fn size_limits() {
+    let pool = Pool::with_capacity(64 << 20).unwrap();
+    let s = Store::new(
+        pool,
+        StoreConfig {
+            memory_limit: 16 << 20,
+            shards: 4,
+            max_item_size: 4096,
+        },
+    );
+    let big = vec![1u8; 4096];
+    assert_eq!(
+        s.set(b"k", &big, Meta::default(), SetMode::Set),
+        Err(StoreError::TooLarge)
+    );
+    let fits = vec![1u8; 4096 - 28 - 1];
+    s.set(b"k", &fits, Meta::default(), SetMode::Set).unwrap();
+    assert_eq!(
+        s.set(b"k", b"x", Meta::default(), SetMode::Append),
+        Err(StoreError::TooLarge)
+    );
+    assert_eq!(val(&s, b"k").unwrap().len(), fits.len());
+    let key = vec![b'k'; 70_000];
+    assert_eq!(
+        s.set(&key, b"x", Meta::default(), SetMode::Set),
+        Err(StoreError::TooLarge)
+    );
+    let many: Vec<&[u8]> = vec![&b"abcdefgh"[..]; 400]; // 400 * (8 + 4) > 4096
+    assert_eq!(s.list_push(b"l", &many, false), Err(StoreError::TooLarge));
+    assert_eq!(
+        s.put_list(b"l", &many, Meta::default()),
+        Err(StoreError::TooLarge)
+    );
+    // A 1 MiB value fits the default.
+    let s = Store::new(
+        Pool::with_capacity(64 << 20).unwrap(),
+        StoreConfig::default(),
+    );
+    s.set(b"mb", &vec![7u8; 1 << 20], Meta::default(), SetMode::Set)
+        .unwrap();
+    assert_eq!(s.get(b"mb").unwrap().value_len(), 1 << 20);
+}
+
+#[test]
+fn replaced_values_stay_intact_while_held() {
+    // Hold items and value Bufs across heavy churn that recycles slots of
+    // the same class, then check every byte.
+    let (s, _) = store();
+    let value = |k: u32, v: u32| -> Vec<u8> {
+        (0..100 + (k % 50))
+            .map(|i| (k.wrapping_mul(31) ^ v.wrapping_mul(7) ^ i) as u8)
+            .collect()
+    };
+    let mut held = Vec::new();
+    for round in 0..50u32 {
+        for k in 0..200u32 {
+            s.set(
+                &k.to_be_bytes(),
+                &value(k, round),
+                Meta::default(),
+                SetMode::Set,
+            )
+            .unwrap();
+        }
+        if round % 10 == 0 {
+            for k in (0..200u32).step_by(7) {
+                let it = s.get(&k.to_be_bytes()).unwrap();
+                let v = it.value();
+                held.push((k, round, it, v));
+            }
+        }
+        for k in (0..200u32).step_by(3) {
+            s.delete(&k.to_be_bytes());
+        }
+    }
+    for (k, round, it, v) in &held {
+        let want = value(*k, *round);
+        assert_eq!(it.value_bytes(), &want[..], "item of key {k} round {round}");
+        assert_eq!(&v[..], &want[..], "value Buf of key {k} round {round}");
+        assert_eq!(it.key(), k.to_be_bytes());
+    }
+    let live = s.pool().stats().live_slots;
+    drop(held);
+    assert!(
+        s.pool().stats().live_slots < live,
+        "held slots are freed when dropped"
+    );
+    assert_eq!(s.pool().stats().live_slots, s.len());
+}
+
+#[test]
+fn pool_slots_match_the_index() {
+    let (s, _) = store();
+    for i in 0..2000u32 {
+        let v = vec![i as u8; (i % 300) as usize];
+        s.set(&i.to_le_bytes(), &v, Meta::default(), SetMode::Set)
+            .unwrap();
+    }
+    for i in (0..2000u32).step_by(2) {
+        s.delete(&i.to_le_bytes());
+    }
+    let st = s.stats();
+    assert_eq!(st.items, 1000);
+    assert_eq!(s.pool().stats().live_slots, 1000);
+    assert_eq!(st.item_bytes, s.pool().stats().live_bytes);
+    assert_eq!(st.bytes, st.item_bytes + st.index_bytes);
+    for i in (1..2000u32).step_by(2) {
+        assert_eq!(
+            val(&s, &i.to_le_bytes()).unwrap(),
+            vec![i as u8; (i % 300) as usize]
+        );
+    }
+}
+
+#[test]
+fn dropping_the_store_returns_its_slots() {
+    let pool = Pool::with_capacity(16 << 20).unwrap();
+    let s = Store::new(pool.clone(), StoreConfig::default());
+    for i in 0..1000u32 {
+        s.set(&i.to_le_bytes(), &[1u8; 300], Meta::default(), SetMode::Set)
+            .unwrap();
+    }
+    s.put_list(b"l", &[b"a"], Meta::default()).unwrap();
+    let held = s.get(&5u32.to_le_bytes()).unwrap().value();
+    assert_eq!(pool.stats().live_slots, 1001);
+    drop(s);
+    assert_eq!(pool.stats().live_slots, 1, "only the slot a reply holds");
+    assert_eq!(&held[..], &[1u8; 300][..]);
+    drop(held);
+    assert_eq!(pool.stats().live_slots, 0);
+}
