@@ -295,6 +295,10 @@ impl Server {
     }
 }
 
+/// How long a closing connection may wait for its peer to read the last
+/// replies before it is dropped.
+pub const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_secs(5);
+
 const TOKEN_WAKER: u64 = 0;
 const TOKEN_TCP_BASE: u64 = 1;
 const TOKEN_UDP_BASE: u64 = 1 << 16;
@@ -313,6 +317,9 @@ struct Conn {
     /// blocked, whatever happens to the read interest).
     write_registered: bool,
     closing: Option<String>,
+    /// When closing began while replies were still queued (a peer that
+    /// never reads them is dropped after [`CLOSE_LINGER`]).
+    closing_since: Option<std::time::Instant>,
 }
 
 struct UdpEndpoint {
@@ -335,6 +342,8 @@ struct Worker {
     /// references) and sockets (delivering the completions) are kept until
     /// it is done.
     lingering: Vec<(TcpDatapath, TxQueue)>,
+    /// Connections with `closing_since` set.
+    closing_pending: usize,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
     stats: Arc<ServerStats>,
@@ -384,6 +393,7 @@ impl Worker {
             conns: Vec::new(),
             free: Vec::new(),
             lingering: Vec::new(),
+            closing_pending: 0,
             waker,
             stop,
             stats,
@@ -406,6 +416,9 @@ impl Worker {
             if self.cfg.tx.zerocopy {
                 self.poll_zerocopy();
             }
+            if self.closing_pending > 0 {
+                self.expire_closing();
+            }
         }
         for i in 0..self.conns.len() {
             if self.conns[i].is_some() {
@@ -423,6 +436,25 @@ impl Worker {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Closes connections that have been closing for longer than
+    /// [`CLOSE_LINGER`] because their peer does not read the last replies.
+    fn expire_closing(&mut self) {
+        let now = std::time::Instant::now();
+        for i in 0..self.conns.len() {
+            let expired = self.conns[i]
+                .as_ref()
+                .and_then(|c| c.closing_since)
+                .is_some_and(|t| now.duration_since(t) > CLOSE_LINGER);
+            if expired {
+                let queued = self.conns[i].as_ref().map_or(0, |c| c.tx.queued_bytes());
+                self.close(
+                    i,
+                    Some(format!("peer did not read its last {queued} reply bytes")),
+                );
+            }
         }
     }
 
@@ -481,6 +513,7 @@ impl Worker {
                 writing: false,
                 write_registered: false,
                 closing: None,
+                closing_since: None,
             };
             let idx = match self.free.pop() {
                 Some(i) => i,
@@ -555,6 +588,10 @@ impl Worker {
             return;
         }
         let done_closing = conn.closing.is_some() && (conn.tx.is_empty() || !conn.writing);
+        if conn.closing.is_some() && !done_closing && conn.closing_since.is_none() {
+            conn.closing_since = Some(std::time::Instant::now());
+            self.closing_pending += 1;
+        }
         if done_closing {
             let reason = conn.closing.take().filter(|r| !r.is_empty());
             self.close(idx, reason);
@@ -581,6 +618,9 @@ impl Worker {
         let Some(conn) = self.conns.get_mut(idx).and_then(Option::take) else {
             return;
         };
+        if conn.closing_since.is_some() {
+            self.closing_pending -= 1;
+        }
         let _ = self.epoll.delete(conn.dp.stream().as_fd());
         let name = self.tcp[conn.service].1.name().to_string();
         if let Some(r) = reason {
