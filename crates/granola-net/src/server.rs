@@ -7,8 +7,11 @@
 //! to the [`Session`] after each read, and flush once — so every reply to
 //! a pipelined batch goes out in one gathering `sendmsg`. When a peer stops
 //! reading and its queued replies pass the back-pressure mark, the server
-//! stops reading that connection until the queue drains. A session error
-//! closes only its own connection, with a log line saying why.
+//! stops reading that connection until the queue drains; a session that
+//! checks [`ConnIo::tx_full`] also stops answering the requests it has
+//! already received, and is called again for them once the queue drains.
+//! A session error closes only its own connection, with a log line saying
+//! why.
 
 use crate::datapath::{Datapath, TcpDatapath};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
@@ -47,6 +50,21 @@ pub struct ConnIo<'a> {
     pub tx: &'a mut TxQueue,
     /// The peer.
     pub peer: SocketAddr,
+    /// The back-pressure mark ([`ServerConfig::backpressure_bytes`]).
+    pub backpressure: usize,
+}
+
+impl ConnIo<'_> {
+    /// True once more reply bytes are queued than the back-pressure mark. A
+    /// session that checks this before each request and returns (leaving
+    /// the rest of the input in `rx`) bounds what one read can queue — a
+    /// peer that pipelines requests and never reads gets at most about the
+    /// mark queued, not one reply per request in the receive buffer. The
+    /// server calls [`Session::on_input`] again, without new input, once the
+    /// queue has drained.
+    pub fn tx_full(&self) -> bool {
+        self.tx.queued_bytes() > self.backpressure
+    }
 }
 
 /// One connection's protocol state.
@@ -317,6 +335,10 @@ struct Conn {
     /// blocked, whatever happens to the read interest).
     write_registered: bool,
     closing: Option<String>,
+    /// The session stopped with input left in `rx` because the TX queue was
+    /// over the back-pressure mark: call it again when the queue drains (no
+    /// readiness event announces bytes already read).
+    paused: bool,
     /// When closing began while replies were still queued (a peer that
     /// never reads them is dropped after [`CLOSE_LINGER`]).
     closing_since: Option<std::time::Instant>,
@@ -513,6 +535,7 @@ impl Worker {
                 writing: false,
                 write_registered: false,
                 closing: None,
+                paused: false,
                 closing_since: None,
             };
             let idx = match self.free.pop() {
@@ -543,7 +566,8 @@ impl Worker {
             return; // closed earlier in this batch
         };
         let mut fatal: Option<String> = None;
-        if ev.readable && conn.reading && conn.closing.is_none() {
+        let bp = self.cfg.backpressure_bytes;
+        if ev.readable && conn.reading && conn.closing.is_none() && !conn.paused {
             // Bounded reads per wake-up for fairness.
             for _ in 0..8 {
                 match conn.rx.read_from(&mut conn.dp) {
@@ -552,16 +576,8 @@ impl Worker {
                         break;
                     }
                     Ok(_) => {
-                        let mut io = ConnIo {
-                            rx: &mut conn.rx,
-                            tx: &mut conn.tx,
-                            peer: conn.peer,
-                        };
-                        if let Err(c) = conn.session.on_input(&mut io) {
-                            conn.closing = Some(c.reason);
-                            break;
-                        }
-                        if conn.tx.queued_bytes() > self.cfg.backpressure_bytes {
+                        run_session(conn, bp);
+                        if conn.closing.is_some() || conn.tx.queued_bytes() > bp {
                             break;
                         }
                     }
@@ -574,12 +590,28 @@ impl Worker {
                 }
             }
         }
-        if fatal.is_none() {
+        // Flush; while the session is paused on input it has already
+        // received, let it go on each time the queue drains (bounded per
+        // wake-up; a still-paused connection keeps EPOLLOUT registered so
+        // it is called again).
+        for round in 0..8 {
+            if fatal.is_some() {
+                break;
+            }
             match conn.tx.flush(&mut conn.dp) {
                 Ok(Flushed::All) => conn.writing = false,
                 Ok(Flushed::Blocked) => conn.writing = true,
                 Err(e) => fatal = Some(format!("write: {e}")),
             }
+            if round == 7
+                || fatal.is_some()
+                || !conn.paused
+                || conn.closing.is_some()
+                || conn.tx.queued_bytes() > bp
+            {
+                break;
+            }
+            run_session(conn, bp);
         }
         let stats = conn.tx.take_stats();
         account(&self.stats, &stats);
@@ -597,9 +629,10 @@ impl Worker {
             self.close(idx, reason);
             return;
         }
-        let want_read =
-            conn.closing.is_none() && conn.tx.queued_bytes() <= self.cfg.backpressure_bytes;
-        let want_write = conn.writing || (conn.closing.is_some() && !conn.tx.is_empty());
+        let want_read = conn.closing.is_none() && !conn.paused && conn.tx.queued_bytes() <= bp;
+        let want_write = conn.writing
+            || (conn.paused && conn.closing.is_none())
+            || (conn.closing.is_some() && !conn.tx.is_empty());
         if want_read != conn.reading || want_write != conn.write_registered {
             conn.reading = want_read;
             conn.write_registered = want_write;
@@ -678,6 +711,23 @@ impl Worker {
             tx.zerocopy_in_flight() > 0
         });
     }
+}
+
+/// Hands the connection's unconsumed input to its session and notes
+/// whether it stopped early because of back-pressure.
+fn run_session(conn: &mut Conn, backpressure: usize) {
+    let mut io = ConnIo {
+        rx: &mut conn.rx,
+        tx: &mut conn.tx,
+        peer: conn.peer,
+        backpressure,
+    };
+    if let Err(c) = conn.session.on_input(&mut io) {
+        conn.closing = Some(c.reason);
+    }
+    conn.paused = conn.closing.is_none()
+        && conn.tx.queued_bytes() > backpressure
+        && !conn.rx.data().is_empty();
 }
 
 /// Folds a TX queue's counters into the shared ones.

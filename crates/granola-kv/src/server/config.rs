@@ -1,6 +1,7 @@
 //! Command-line flags. Where memcached has a flag with the same meaning,
 //! granola-kv uses the same letter (`-p -U -m -t -l -c -I`), so it drops in.
 
+use super::baselines::Serializer;
 use clap::Parser;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -29,6 +30,12 @@ pub struct Config {
     /// Native granola protocol UDP port (0 = off).
     #[arg(long = "native-udp-port", default_value_t = 0)]
     pub native_udp_port: u16,
+
+    /// Native protocol payload encoding: the same frames, kinds and
+    /// statuses, encoded by granola or by a baseline library, each with its
+    /// best send path (see `server::baselines`).
+    #[arg(long = "serializer", value_enum, default_value_t = Serializer::Granola)]
+    pub serializer: Serializer,
 
     /// Address to listen on.
     #[arg(short = 'l', long = "listen", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
@@ -60,6 +67,13 @@ pub struct Config {
     /// Turn off prefetching referenced values before the gathering send.
     #[arg(long = "no-prefetch")]
     pub no_prefetch: bool,
+
+    /// Native protocol: build each reply's scatter-gather list first
+    /// (`to_sga`) and queue that (`send_sga`), instead of serialize-and-send
+    /// straight into the TX buffer. Only for measuring what the fused path
+    /// saves (Cornflakes Table 5).
+    #[arg(long = "no-fused")]
+    pub no_fused: bool,
 
     /// Send with MSG_ZEROCOPY (falls back to plain sends, with a log line,
     /// where the kernel refuses). Only a real NIC benefits; on loopback the

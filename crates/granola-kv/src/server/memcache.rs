@@ -17,7 +17,7 @@ use crate::store::{Item, Kind, Meta, SetMode, StoreError};
 use granola::Buf;
 use granola_net::server::{Close, ConnIo, DatagramHandler, Session};
 use granola_net::udp::{Datagram, UdpTx};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Version string reported by `version` and `stats`.
@@ -34,6 +34,19 @@ pub struct McCounters {
     pub cmd_touch: AtomicU64,
     /// `flush_all` commands.
     pub cmd_flush: AtomicU64,
+    /// The pending delayed `flush_all`, shared with its timer thread.
+    delayed_flush: Arc<DelayedFlush>,
+}
+
+/// One pending `flush_all <delay>` (memcached keeps one flush time: a later
+/// command replaces it) and whether its timer thread is running — at most
+/// one, however many delayed flushes clients send.
+#[derive(Default, Debug)]
+struct DelayedFlush {
+    /// Deadline in store milliseconds; 0 = none pending.
+    at_ms: AtomicU64,
+    /// A timer thread is running.
+    timer: AtomicBool,
 }
 
 fn limits(shared: &Shared) -> Limits {
@@ -340,20 +353,50 @@ fn exec<S: ReplySink>(shared: &Shared, cmd: Command<'_>, sink: &mut S) -> After 
 /// `flush_all [delay]`: now, or after `delay` seconds on a timer thread
 /// (memcached marks items older than the deadline instead; the observable
 /// behaviour — everything set before the flush time is gone after it — is
-/// the same except for items set during the delay, which this also drops).
+/// the same). A later `flush_all` replaces a pending one, and there is at
+/// most one timer thread.
 fn flush_all(shared: &Shared, delay: i32) {
+    let pending = &shared.memcache.delayed_flush;
     let at_ms = match expiry(i64::from(delay), now_unix(shared)) {
         Expiry::Never | Expiry::Expired => {
+            pending.at_ms.store(0, Ordering::SeqCst);
             shared.store.flush_all();
             return;
         }
-        Expiry::At(s) => s.saturating_mul(1000),
+        Expiry::At(s) => s.saturating_mul(1000).max(1),
     };
-    let wait = at_ms.saturating_sub(shared.store.now_ms());
+    pending.at_ms.store(at_ms, Ordering::SeqCst);
+    if pending.timer.swap(true, Ordering::SeqCst) {
+        return; // the running timer picks up the new deadline
+    }
+    let pending = pending.clone();
     let store = shared.store.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(wait));
-        store.flush_all();
+    std::thread::spawn(move || loop {
+        let at = pending.at_ms.load(Ordering::SeqCst);
+        if at == 0 {
+            // Nothing pending: stop, unless a deadline arrived meanwhile and
+            // no other timer has claimed it.
+            pending.timer.store(false, Ordering::SeqCst);
+            if pending.at_ms.load(Ordering::SeqCst) == 0
+                || pending.timer.swap(true, Ordering::SeqCst)
+            {
+                return;
+            }
+            continue;
+        }
+        let now = store.now_ms();
+        if now >= at {
+            if pending
+                .at_ms
+                .compare_exchange(at, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                store.flush_all();
+            }
+            continue;
+        }
+        // Short naps: a replaced (earlier or cancelled) deadline is seen.
+        std::thread::sleep(std::time::Duration::from_millis((at - now).min(100)));
     });
 }
 
@@ -433,6 +476,11 @@ impl Session for MemcacheSession {
                 if self.swallow > 0 {
                     return Ok(());
                 }
+            }
+            if io.tx_full() {
+                // Back-pressure: the rest of the input waits until the
+                // replies queued so far have drained.
+                return Ok(());
             }
             let data = io.rx.data();
             if data.is_empty() {

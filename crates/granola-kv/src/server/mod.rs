@@ -4,11 +4,14 @@
 //! ```text
 //!   config   flags (memcached-compatible where they mean the same)
 //!   native   native granola frames (TCP + UDP)
+//!   baselines the native protocol with prost/flatbuffers/capnp payloads
+//!            (`--serializer`), and their client-side codecs
 //!   memcache memcached text + meta (TCP), get/gets over UDP
 //!   resp     RESP2 (Redis)
 //!   sink     replies into granola-net's TX queue (copy vs reference)
 //! ```
 
+pub mod baselines;
 pub mod config;
 pub mod memcache;
 pub mod native;
@@ -187,7 +190,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(Svc {
                 name: "native",
-                make: move |_| Box::new(native::NativeSession::new(s.clone())) as Box<dyn Session>,
+                // `--serializer`: native itself or a baseline codec.
+                make: move |_| baselines::session(s.clone()),
             }),
         );
         order.push("native");
@@ -212,9 +216,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(UdpSvc {
                 name: "native-udp",
-                make: move || {
-                    Box::new(native::NativeDatagrams::new(s.clone())) as Box<dyn DatagramHandler>
-                },
+                // `--serializer`: native itself or a baseline codec.
+                make: move || baselines::datagram_handler(s.clone()),
             }),
         );
         udp_order.push("native");
@@ -236,12 +239,13 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         }
     }
     log::info!(
-        "granola-kv listening: memcached tcp {} udp {}, resp {}, native tcp {} udp {}; {} threads; memory limit {} MiB; copy threshold {} B; prefetch {}; MSG_ZEROCOPY {}; huge pages {:?}",
+        "granola-kv listening: memcached tcp {} udp {}, resp {}, native tcp {} udp {} ({}); {} threads; memory limit {} MiB; copy threshold {} B; prefetch {}; MSG_ZEROCOPY {}; huge pages {:?}",
         show(addrs.memcache),
         show(addrs.memcache_udp),
         show(addrs.resp),
         show(addrs.native),
         show(addrs.native_udp),
+        config.serializer,
         handle_threads(&config),
         config.memory_mb,
         threshold,

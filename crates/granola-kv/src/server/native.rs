@@ -55,7 +55,8 @@ pub mod status {
     pub const NOT_STORED: u32 = 6;
 }
 
-fn status_of(e: StoreError) -> u32 {
+/// The status code of a store error (also used by `baselines`).
+pub(crate) fn status_of(e: StoreError) -> u32 {
     match e {
         StoreError::NotFound => status::NOT_FOUND,
         StoreError::WrongType => status::WRONG_TYPE,
@@ -76,7 +77,9 @@ pub struct NativeSession {
 impl NativeSession {
     /// A session over the shared server state.
     pub fn new(shared: Arc<Shared>) -> NativeSession {
-        let ctx = Context::new(shared.store.pool()).with_copy_threshold(shared.copy_threshold);
+        // `--serializer granola-copy / granola-ref` override the threshold.
+        let ctx =
+            Context::new(shared.store.pool()).with_copy_threshold(shared.native_copy_threshold());
         NativeSession {
             shared,
             ctx,
@@ -91,8 +94,9 @@ impl Session for NativeSession {
         io.rx
             .take_frames(max, &mut self.frames)
             .map_err(|e| Close::new(format!("native: {e}")))?;
+        let fused = !self.shared.config.no_fused;
         for frame in self.frames.drain(..) {
-            handle(&self.shared, &self.ctx, &frame, &mut *io)?;
+            handle(&self.shared, &self.ctx, &frame, &mut TcpOut { io: &mut *io, fused })?;
         }
         self.ctx.reset();
         Ok(())
@@ -110,6 +114,25 @@ impl NativeOut for ConnIo<'_> {
     fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close> {
         self.tx
             .send_object(header, msg)
+            .map_err(|e| Close::new(format!("native: reply: {e}")))
+    }
+}
+
+/// A TCP connection's replies: serialize-and-send, or with `--no-fused`
+/// the non-fused path (`to_sga`, then `send_sga`).
+struct TcpOut<'a, 'b> {
+    io: &'a mut ConnIo<'b>,
+    fused: bool,
+}
+
+impl NativeOut for TcpOut<'_, '_> {
+    fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close> {
+        if self.fused {
+            return self.io.send(header, msg);
+        }
+        self.io
+            .tx
+            .send_sga(header, &msg.to_sga())
             .map_err(|e| Close::new(format!("native: reply: {e}")))
     }
 }
@@ -175,7 +198,9 @@ pub struct NativeDatagrams {
 impl NativeDatagrams {
     /// A per-thread handler.
     pub fn new(shared: Arc<Shared>) -> NativeDatagrams {
-        let ctx = Context::new(shared.store.pool()).with_copy_threshold(shared.copy_threshold);
+        // `--serializer granola-copy / granola-ref` override the threshold.
+        let ctx =
+            Context::new(shared.store.pool()).with_copy_threshold(shared.native_copy_threshold());
         NativeDatagrams { shared, ctx }
     }
 }

@@ -39,6 +39,11 @@ impl RespSession {
 impl Session for RespSession {
     fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
         loop {
+            if io.tx_full() {
+                // Back-pressure: the rest of the input waits until the
+                // replies queued so far have drained.
+                return Ok(());
+            }
             let data = io.rx.data();
             if data.is_empty() {
                 return Ok(());

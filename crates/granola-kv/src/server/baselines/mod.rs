@@ -1,0 +1,483 @@
+//! The native protocol with other serializers (`--serializer`), so the
+//! paper's library comparisons (Cornflakes §6.1.3) run inside one server,
+//! over one datapath, against one store.
+//!
+//! Every serializer speaks the same frames as [`native`](super::native): a
+//! granola-net [`FrameHeader`] with the request's kind and id, answered by a
+//! frame with the same kind and id and [`FLAG_RESPONSE`]; the same request
+//! kinds ([`kind`]), the same semantics and the same status codes
+//! ([`status`]). Only the payload encoding differs:
+//!
+//! | `--serializer` | schema | requests decoded | replies built and sent |
+//! |---|---|---|---|
+//! | `granola` (default) | `proto/kv.proto` | in place | serialize-and-send: header + fields below the copy threshold written into the TX chunk, stored values at or above it as their own iovec (by reference) |
+//! | `granola-copy` | same | same | threshold `usize::MAX`: every value copied into the TX chunk |
+//! | `granola-ref` | same | same | threshold 0: every stored value by reference |
+//! | `prost` | `proto/kv.proto` (prost-build) | `Message::decode`, copying every field into an owned message | owned message (values copied out of the store), encoded straight into the TX chunk (`TxQueue::reserve(12 + encoded_len)`) |
+//! | `flatbuffers` | `schemas/kv.fbs` | `flatbuffers::root` (verified), borrowed in place | built in a reused `FlatBufferBuilder`, the finished bytes copied once into the TX chunk |
+//! | `capnp` | `schemas/kv.capnp` | `read_message_from_flat_slice_no_alloc`, borrowed in place (copied to an 8-byte-aligned scratch first when the payload is not aligned) | built over capnp's `HeapAllocator` with the first segment sized from the reply; the segment table and then each segment copied into the TX chunk (see below) |
+//!
+//! The three `granola*` variants are [`native`](super::native) itself with a
+//! different copy threshold ([`Shared::native_copy_threshold`]); the others
+//! are `BaselineSession`s over a codec per library. The store operations
+//! behind every request are in `exec` (one place, mirroring
+//! `native::handle`), so a comparison measures serialization and sending
+//! only. prost runs in its default configuration (`bytes` fields are
+//! `Vec<u8>`), as in granola-bench's microbenchmark.
+//!
+//! **Why capnp's segments are copied.** A TX queue may keep a reply past the
+//! session call that built it (the socket can be full), so everything it
+//! sends must be pool memory it holds a [`Buf`] on, or a copy in its TX
+//! chunk. capnp's builder segments are the builder's own (heap) memory,
+//! freed when the builder drops, before the queue is flushed. Making them
+//! pool memory would take an `unsafe impl capnp::message::Allocator` handing
+//! out pool slots (zeroed, as the trait requires) and freezing them into
+//! `Buf`s on `deallocate_segment` — a new `unsafe` room for a baseline — so
+//! instead the segment table and then each segment are copied, piece by
+//! piece, into the TX chunk (one copy, as `write_message` into a contiguous
+//! buffer would make). With the first segment sized from the reply, a reply
+//! is normally one segment.
+//!
+//! Over UDP the same encoders run; prost's frame is encoded into a fresh pool
+//! buffer (`UdpTx` has no in-place reserve) that the datagram references
+//! when it is at least the copy threshold long, flatbuffers' and capnp's
+//! bytes are copied into the datagram. A reply that does not fit a datagram
+//! becomes an `Ack` with [`status::TOO_LARGE`], as in `native`.
+//!
+//! # Client side
+//!
+//! [`client`] encodes requests and decodes responses for every serializer,
+//! for load generators and tests:
+//!
+//! ```no_run
+//! use granola_kv::server::baselines::{client, Request, Response, Serializer};
+//! use std::io::{Read, Write};
+//!
+//! let mut codec = client::codec(Serializer::Flatbuffers).unwrap();
+//! let mut wire = Vec::new();
+//! client::encode_frame(&mut *codec, 7, &Request::Get { key: b"k" }, &mut wire);
+//! let mut conn = std::net::TcpStream::connect("127.0.0.1:11311").unwrap();
+//! conn.write_all(&wire).unwrap();
+//! let mut header = [0u8; granola_net::FRAME_HEADER_LEN];
+//! conn.read_exact(&mut header).unwrap();
+//! let h = granola_net::FrameHeader::read(&header).unwrap();
+//! let mut payload = vec![0u8; h.len as usize];
+//! conn.read_exact(&mut payload).unwrap();
+//! codec
+//!     .decode_response(h.kind, &payload, &mut |r: Response<&[u8]>| {
+//!         if let Response::Value { status: 0, value: Some(v) } = r {
+//!             println!("{} bytes", v.len());
+//!         }
+//!     })
+//!     .unwrap();
+//! ```
+
+use super::native::{kind, status, NativeDatagrams, NativeSession};
+use super::Shared;
+use granola::Buf;
+use granola_net::server::{DatagramHandler, Session};
+use granola_net::tx::SendError;
+use granola_net::FrameHeader;
+#[cfg(doc)]
+use granola_net::FLAG_RESPONSE;
+use std::sync::Arc;
+
+mod capnp_codec;
+pub mod client;
+mod exec;
+mod flatbuffers_codec;
+mod granola_codec;
+mod out;
+mod prost_codec;
+mod session;
+
+pub use capnp_codec::CapnpCodec;
+pub use flatbuffers_codec::FlatbuffersCodec;
+pub use granola_codec::GranolaCodec;
+pub use prost_codec::ProstCodec;
+
+/// flatc 25.12.19 output for `schemas/kv.fbs` (checked in; regenerate with
+/// `bench/regen-baselines.sh`).
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks,
+    unused_imports,
+    dead_code,
+    missing_docs
+)]
+#[rustfmt::skip]
+#[path = "gen/kv_generated.rs"]
+mod kv_fbs;
+
+/// capnpc-rust 0.27 output for `schemas/kv.capnp` (checked in; regenerate
+/// with `bench/regen-baselines.sh`).
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks,
+    unused_imports,
+    dead_code,
+    missing_docs
+)]
+#[rustfmt::skip]
+#[path = "gen/kv_capnp.rs"]
+mod kv_capnp;
+
+/// prost-build output for `proto/kv.proto` (generated at build time).
+#[allow(missing_docs, clippy::all, clippy::pedantic, rustdoc::all)]
+mod pb {
+    include!(concat!(env!("OUT_DIR"), "/prost/kv.rs"));
+}
+
+/// The payload encoding of the native protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Serializer {
+    /// granola with the configured copy threshold (`--copy-threshold`).
+    #[default]
+    Granola,
+    /// granola, every field copied (copy threshold `usize::MAX`).
+    GranolaCopy,
+    /// granola, every stored value referenced (copy threshold 0).
+    GranolaRef,
+    /// prost 0.14 (protobuf, `proto/kv.proto`).
+    Prost,
+    /// flatbuffers 25 (`schemas/kv.fbs`).
+    Flatbuffers,
+    /// capnp 0.27 (`schemas/kv.capnp`).
+    Capnp,
+}
+
+impl Serializer {
+    /// Every serializer, in flag order.
+    pub const ALL: [Serializer; 6] = [
+        Serializer::Granola,
+        Serializer::GranolaCopy,
+        Serializer::GranolaRef,
+        Serializer::Prost,
+        Serializer::Flatbuffers,
+        Serializer::Capnp,
+    ];
+
+    /// The flag value (`granola-copy`, `capnp`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Serializer::Granola => "granola",
+            Serializer::GranolaCopy => "granola-copy",
+            Serializer::GranolaRef => "granola-ref",
+            Serializer::Prost => "prost",
+            Serializer::Flatbuffers => "flatbuffers",
+            Serializer::Capnp => "capnp",
+        }
+    }
+
+    /// True for the three granola variants (same wire format).
+    pub fn is_granola(self) -> bool {
+        matches!(
+            self,
+            Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef
+        )
+    }
+
+    /// The copy threshold native replies are built with, given the
+    /// configured one: `granola-copy` copies everything, `granola-ref`
+    /// references everything it can; the others keep `configured`.
+    pub fn copy_threshold(self, configured: usize) -> usize {
+        match self {
+            Serializer::GranolaCopy => usize::MAX,
+            Serializer::GranolaRef => 0,
+            _ => configured,
+        }
+    }
+}
+
+impl std::fmt::Display for Serializer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Serializer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Serializer, String> {
+        Serializer::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown serializer {s:?} (granola, granola-copy, granola-ref, prost, flatbuffers, capnp)"
+                )
+            })
+    }
+}
+
+impl Shared {
+    /// The copy threshold of native replies: `--copy-threshold`, overridden
+    /// by `--serializer granola-copy` (`usize::MAX`) and `granola-ref` (0).
+    pub fn native_copy_threshold(&self) -> usize {
+        self.config.serializer.copy_threshold(self.copy_threshold)
+    }
+}
+
+/// A native request, decoded (server) or to encode (client). Slices borrow
+/// the payload or the codec's scratch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// [`kind::GET`]: the value of a string key.
+    Get {
+        /// Key.
+        key: &'a [u8],
+    },
+    /// [`kind::PUT`]: store a string value.
+    Put {
+        /// Key.
+        key: &'a [u8],
+        /// Value.
+        value: &'a [u8],
+    },
+    /// [`kind::GET_M`]: one value per key.
+    GetM {
+        /// Keys, in reply order.
+        keys: &'a [&'a [u8]],
+    },
+    /// [`kind::PUT_M`]: `keys[i]` gets `values[i]` (equal lengths).
+    PutM {
+        /// Keys.
+        keys: &'a [&'a [u8]],
+        /// Values.
+        values: &'a [&'a [u8]],
+    },
+    /// [`kind::GET_LIST`]: elements `start..=end` (Redis LRANGE indexing), or
+    /// all of them.
+    GetList {
+        /// Key.
+        key: &'a [u8],
+        /// First index (negative counts from the end).
+        start: i64,
+        /// Last index, inclusive.
+        end: i64,
+        /// Ignore `start`/`end`, return every element.
+        all: bool,
+    },
+    /// [`kind::PUT_LIST`]: replace the key with this list.
+    PutList {
+        /// Key.
+        key: &'a [u8],
+        /// Elements.
+        values: &'a [&'a [u8]],
+    },
+    /// [`kind::APPEND_TO_LIST`]: append one element.
+    AppendToList {
+        /// Key.
+        key: &'a [u8],
+        /// Element.
+        value: &'a [u8],
+    },
+    /// [`kind::GET_FROM_LIST`]: one element (negative index from the end).
+    GetFromList {
+        /// Key.
+        key: &'a [u8],
+        /// Index.
+        index: i64,
+    },
+    /// [`kind::DELETE`]: remove a key.
+    Delete {
+        /// Key.
+        key: &'a [u8],
+    },
+}
+
+impl Request<'_> {
+    /// The frame kind of this request.
+    pub fn kind(&self) -> u16 {
+        match self {
+            Request::Get { .. } => kind::GET,
+            Request::Put { .. } => kind::PUT,
+            Request::GetM { .. } => kind::GET_M,
+            Request::PutM { .. } => kind::PUT_M,
+            Request::GetList { .. } => kind::GET_LIST,
+            Request::PutList { .. } => kind::PUT_LIST,
+            Request::AppendToList { .. } => kind::APPEND_TO_LIST,
+            Request::GetFromList { .. } => kind::GET_FROM_LIST,
+            Request::Delete { .. } => kind::DELETE,
+        }
+    }
+}
+
+/// A native response: the server builds it with `V =` [`Buf`] (stored
+/// values), a client decodes it with `V = &[u8]` (borrowing the payload or
+/// the codec).
+///
+/// A request that could not be decoded (or of an unknown kind), and over
+/// UDP a reply too large for a datagram, is answered with an `Ack`
+/// whatever the kind; every response message has its status first, so
+/// decoding it as the expected message still yields that status (and no
+/// values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response<V> {
+    /// `GetResp` (Get, GetFromList); the value is present iff the status is
+    /// OK.
+    Value {
+        /// Status code.
+        status: u32,
+        /// The value.
+        value: Option<V>,
+    },
+    /// `GetMResp`: one entry per requested key, `None` for a miss.
+    Values {
+        /// Status code.
+        status: u32,
+        /// Values in key order.
+        values: Vec<Option<V>>,
+    },
+    /// `GetListResp`: the requested elements.
+    List {
+        /// Status code.
+        status: u32,
+        /// Elements.
+        values: Vec<V>,
+    },
+    /// `Ack` (Put, PutM, PutList, AppendToList, Delete; errors): `count` is
+    /// the number of keys written/deleted, or the list length after
+    /// AppendToList.
+    Ack {
+        /// Status code.
+        status: u32,
+        /// Count.
+        count: u64,
+    },
+}
+
+impl<V> Response<V> {
+    /// The status code.
+    pub fn status(&self) -> u32 {
+        match self {
+            Response::Value { status, .. }
+            | Response::Values { status, .. }
+            | Response::List { status, .. }
+            | Response::Ack { status, .. } => *status,
+        }
+    }
+
+    /// The same response with every value mapped (e.g. `to_vec` to keep it).
+    pub fn map<W>(self, mut f: impl FnMut(V) -> W) -> Response<W> {
+        match self {
+            Response::Value { status, value } => Response::Value {
+                status,
+                value: value.map(f),
+            },
+            Response::Values { status, values } => Response::Values {
+                status,
+                values: values.into_iter().map(|v| v.map(&mut f)).collect(),
+            },
+            Response::List { status, values } => Response::List {
+                status,
+                values: values.into_iter().map(f).collect(),
+            },
+            Response::Ack { status, count } => Response::Ack { status, count },
+        }
+    }
+}
+
+/// Which response message answers a request kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// `GetResp`.
+    Value,
+    /// `GetMResp`.
+    Values,
+    /// `GetListResp`.
+    List,
+    /// `Ack`.
+    Ack,
+}
+
+impl Reply {
+    pub(crate) fn of_kind(k: u16) -> Reply {
+        match k {
+            kind::GET | kind::GET_FROM_LIST => Reply::Value,
+            kind::GET_M => Reply::Values,
+            kind::GET_LIST => Reply::List,
+            _ => Reply::Ack,
+        }
+    }
+}
+
+/// The server side of a baseline codec: decode a request, encode and queue
+/// its reply with the library's best send path.
+pub(crate) trait ServerCodec: Send + 'static {
+    /// For log lines.
+    const NAME: &'static str;
+
+    /// A codec with empty scratch space.
+    fn server() -> Self;
+
+    /// Decodes the payload of a `kind` request and hands it to `f`; `None`
+    /// if it does not decode (or the kind is unknown).
+    fn decode_request<R>(
+        &mut self,
+        kind: u16,
+        payload: &[u8],
+        f: impl FnOnce(Option<Request<'_>>) -> R,
+    ) -> R;
+
+    /// Encodes `resp` and queues it as one frame with `header` (whose `len`
+    /// is filled in).
+    fn send_response<O: out::FrameOut>(
+        &mut self,
+        header: FrameHeader,
+        resp: &Response<Buf>,
+        out: &mut O,
+    ) -> Result<(), SendError>;
+}
+
+/// The TCP session for the configured serializer.
+pub fn session(shared: Arc<Shared>) -> Box<dyn Session> {
+    match shared.config.serializer {
+        Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef => {
+            Box::new(NativeSession::new(shared))
+        }
+        Serializer::Prost => Box::new(session::BaselineSession::<ProstCodec>::new(shared)),
+        Serializer::Flatbuffers => {
+            Box::new(session::BaselineSession::<FlatbuffersCodec>::new(shared))
+        }
+        Serializer::Capnp => Box::new(session::BaselineSession::<CapnpCodec>::new(shared)),
+    }
+}
+
+/// The UDP handler for the configured serializer.
+pub fn datagram_handler(shared: Arc<Shared>) -> Box<dyn DatagramHandler> {
+    match shared.config.serializer {
+        Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef => {
+            Box::new(NativeDatagrams::new(shared))
+        }
+        Serializer::Prost => Box::new(session::BaselineDatagrams::<ProstCodec>::new(shared)),
+        Serializer::Flatbuffers => {
+            Box::new(session::BaselineDatagrams::<FlatbuffersCodec>::new(shared))
+        }
+        Serializer::Capnp => Box::new(session::BaselineDatagrams::<CapnpCodec>::new(shared)),
+    }
+}
+
+/// The response header for request `req`.
+pub(crate) fn reply_header(req: &FrameHeader) -> FrameHeader {
+    FrameHeader {
+        len: 0,
+        kind: req.kind,
+        flags: granola_net::FLAG_RESPONSE,
+        id: req.id,
+    }
+}
+
+/// An `Ack` with BAD_REQUEST.
+pub(crate) fn bad_request<V>() -> Response<V> {
+    Response::Ack {
+        status: status::BAD_REQUEST,
+        count: 0,
+    }
+}

@@ -1,0 +1,263 @@
+//! Real clients against an in-process server: pymemcache and redis-py (the
+//! scripts in `tests/clients/`, with the Python of `GRANOLA_PYTHON`, default
+//! `<repo>/.venv/bin/python`), and `redis-cli` if it is on the PATH.
+//!
+//! A missing interpreter, package or `redis-cli` skips the test with a
+//! visible line on stderr, unless `GRANOLA_REQUIRE_PEERS=1` (what
+//! `./scripts/test.sh` sets after installing them): then it fails.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const HINT: &str =
+    "run ./scripts/test.sh or create .venv with crates/granola-kv/tests/clients/requirements.txt";
+
+/// Longest a client program may run.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn clients_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+/// Skips (a visible line on stderr, past the test harness' capture) or,
+/// with `GRANOLA_REQUIRE_PEERS=1`, fails.
+fn skip(what: &str) {
+    if std::env::var("GRANOLA_REQUIRE_PEERS").as_deref() == Ok("1") {
+        panic!("{what}, and GRANOLA_REQUIRE_PEERS=1 requires it ({HINT})");
+    }
+    let _ = writeln!(std::io::stderr(), "skipped: {what} ({HINT})");
+}
+
+/// The Python interpreter, if it runs and has `modules`.
+fn python_with(modules: &str) -> Option<PathBuf> {
+    let py = std::env::var_os("GRANOLA_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
+    let ok = Command::new(&py)
+        .args(["-c", &format!("import {modules}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Some(py)
+    } else {
+        skip(&format!(
+            "no Python with {modules} at {} (GRANOLA_PYTHON)",
+            py.display()
+        ));
+        None
+    }
+}
+
+/// Runs `cmd` with `stdin` as its input, bounded by [`CHILD_TIMEOUT`].
+fn run(mut cmd: Command, stdin: &[u8]) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    // Drain the pipes on threads so a chatty child cannot block.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    let deadline = Instant::now() + CHILD_TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} ran longer than {CHILD_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    feeder.join().unwrap();
+    Output {
+        status,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    }
+}
+
+/// Prints a child's output and asserts it exited with 0.
+#[track_caller]
+fn check(name: &str, out: &Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("--- {name} stdout:\n{stdout}--- {name} stderr:\n{stderr}");
+    assert!(
+        out.status.success(),
+        "{name} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+}
+
+#[test]
+fn pymemcache_script() {
+    let Some(py) = python_with("pymemcache") else {
+        return;
+    };
+    let srv = Server::default_config();
+    let mut cmd = Command::new(py);
+    cmd.arg(clients_dir().join("memcache_client.py"))
+        .arg(srv.mc().port().to_string());
+    let out = run(cmd, b"");
+    check("memcache_client.py", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+}
+
+#[test]
+fn redis_py_script() {
+    let Some(py) = python_with("redis") else {
+        return;
+    };
+    let srv = Server::default_config();
+    let mut cmd = Command::new(py);
+    cmd.arg(clients_dir().join("redis_client.py"))
+        .arg(srv.resp().port().to_string());
+    let out = run(cmd, b"");
+    check("redis_client.py", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+}
+
+/// pymemcache `get_many` of 1,000 keys (one `get k1 k2 ...` line), values
+/// of every size class up to 64 KiB (some by reference), each checked;
+/// then the same keys one `get` at a time.
+const GET_MANY: &str = r#"
+import sys
+from pymemcache.client.base import Client
+
+def value(i):
+    size = [0, 1, 100, 1023, 1024, 4096, 65536][i % 7]
+    return bytes((i * 31 + j) % 251 for j in range(size))
+
+c = Client(("127.0.0.1", int(sys.argv[1])), connect_timeout=5, timeout=30)
+keys = [f"many:{i}" for i in range(1000)]
+failed = c.set_many({k: value(i) for i, k in enumerate(keys)}, noreply=False)
+assert failed == [], f"set_many failed for {failed[:5]}"
+got = c.get_many(keys + ["many:absent"])
+assert len(got) == 1000, f"get_many returned {len(got)} keys"
+for i, k in enumerate(keys):
+    assert got[k] == value(i), f"get_many {k}: {len(got[k])} bytes"
+for i, k in enumerate(keys):
+    assert c.get(k) == value(i), f"get {k}"
+print("get_many 1000: ok")
+"#;
+
+#[test]
+fn pymemcache_get_many_1000() {
+    let Some(py) = python_with("pymemcache") else {
+        return;
+    };
+    let srv = Server::default_config();
+    let mut cmd = Command::new(py);
+    cmd.args(["-c", GET_MANY, &srv.mc().port().to_string()]);
+    let out = run(cmd, b"");
+    check("get_many", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("get_many 1000: ok"));
+    assert!(mc_stat(srv.mc(), "get_hits") >= 2000);
+}
+
+fn redis_cli() -> bool {
+    let ok = Command::new("redis-cli")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        skip("redis-cli not on PATH (Debian package redis-tools)");
+    }
+    ok
+}
+
+/// `redis-cli -p PORT <args...>` with `stdin`; asserts success, returns
+/// stdout.
+fn cli(port: u16, args: &[&str], stdin: &[u8]) -> String {
+    let mut cmd = Command::new("redis-cli");
+    cmd.arg("-p").arg(port.to_string()).args(args);
+    let out = run(cmd, stdin);
+    check(&format!("redis-cli {}", args.join(" ")), &out);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn redis_cli_commands() {
+    if !redis_cli() {
+        return;
+    }
+    let srv = Server::default_config();
+    let port = srv.resp().port();
+    // Output to a pipe is redis-cli's raw format: one line per reply or
+    // element.
+    assert_eq!(cli(port, &["ping"], b""), "PONG\n");
+    assert_eq!(cli(port, &["set", "k", "hello world"], b""), "OK\n");
+    assert_eq!(cli(port, &["get", "k"], b""), "hello world\n");
+    assert_eq!(cli(port, &["get", "missing"], b""), "\n");
+    assert_eq!(cli(port, &["rpush", "l", "a", "b", "c"], b""), "3\n");
+    assert_eq!(cli(port, &["lrange", "l", "0", "-1"], b""), "a\nb\nc\n");
+    assert_eq!(cli(port, &["llen", "l"], b""), "3\n");
+    assert_eq!(cli(port, &["incr", "n"], b""), "1\n");
+    assert_eq!(cli(port, &["dbsize"], b""), "3\n");
+    // Error replies go to stdout too (redis-cli adds a blank line).
+    assert_eq!(
+        cli(port, &["get", "l"], b""),
+        "WRONGTYPE Operation against a key holding the wrong kind of value\n\n"
+    );
+
+    // Commands read from stdin, one per line.
+    let out = cli(
+        port,
+        &[],
+        b"set s1 one\nget s1\nrpush l d\nlrange l 2 3\necho 'quoted arg'\n",
+    );
+    assert_eq!(out, "OK\none\n4\nc\nd\nquoted arg\n");
+
+    // --pipe: raw RESP on stdin, mass insertion as redis-cli does it (it
+    // ends with an ECHO to find the last reply).
+    let mut proto = Vec::new();
+    for i in 0..1000 {
+        proto.extend_from_slice(&resp_cmd(&[
+            "SET".to_string(),
+            format!("pipe:{i}"),
+            format!("value-{i}"),
+        ]));
+    }
+    proto.extend_from_slice(&resp_cmd(&["RPUSH", "pl", "x", "y"]));
+    let out = cli(port, &["--pipe"], &proto);
+    assert!(
+        out.contains("errors: 0, replies: 1001"),
+        "--pipe summary: {out}"
+    );
+    assert_eq!(cli(port, &["get", "pipe:999"], b""), "value-999\n");
+    assert_eq!(cli(port, &["lrange", "pl", "0", "-1"], b""), "x\ny\n");
+    // 3 + s1 + 1000 + pl
+    assert_eq!(cli(port, &["dbsize"], b""), "1005\n");
+}

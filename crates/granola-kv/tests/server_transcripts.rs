@@ -1,0 +1,854 @@
+//! Transcripts against a running server, over real TCP connections: raw
+//! request bytes in, exact reply bytes out, for memcached (classic and
+//! meta), RESP2 and the native protocol; then the same pipelined (many
+//! requests in one write, replies complete and in order), and with values
+//! above the copy threshold (4 KiB, 64 KiB, 1 MiB) so replies take the
+//! zero-copy path — checked through `reply_bytes_referenced`.
+
+mod common;
+
+use common::*;
+use granola::Decode;
+use granola_kv::proto as kv;
+use granola_kv::server::native::{kind, status};
+use std::net::SocketAddr;
+
+/// The version line `version` answers.
+fn version_line() -> Vec<u8> {
+    format!("VERSION {}-granola-kv\r\n", env!("CARGO_PKG_VERSION")).into_bytes()
+}
+
+/// `gets <key>` → the CAS unique (asserting the rest of the reply).
+fn mc_gets_cas(c: &mut Client, key: &str, flags: u32, value: &[u8]) -> u64 {
+    c.send(format!("gets {key}\r\n").as_bytes());
+    let line = String::from_utf8(c.read_line()).unwrap();
+    let prefix = format!("VALUE {key} {flags} {} ", value.len());
+    let cas: u64 = line
+        .strip_prefix(&prefix)
+        .and_then(|r| r.strip_suffix("\r\n"))
+        .unwrap_or_else(|| panic!("gets line {line:?} lacks {prefix:?}"))
+        .parse()
+        .expect("cas unique is a number");
+    let mut rest = value.to_vec();
+    rest.extend_from_slice(b"\r\nEND\r\n");
+    c.expect(&rest);
+    cas
+}
+
+#[test]
+fn memcache_classic_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(b"set a 5 0 3\r\nabc\r\n", b"STORED\r\n");
+    c.roundtrip(b"get a\r\n", b"VALUE a 5 3\r\nabc\r\nEND\r\n");
+    c.roundtrip(b"get nope\r\n", b"END\r\n");
+    c.roundtrip(b"get nope a nope\r\n", b"VALUE a 5 3\r\nabc\r\nEND\r\n");
+    // A bare "\n" ends a line too, and a zero-length value is a value.
+    c.roundtrip(b"set empty 0 0 0\n\r\n", b"STORED\r\n");
+    c.roundtrip(b"get empty\n", b"VALUE empty 0 0\r\n\r\nEND\r\n");
+
+    // add / replace / append / prepend
+    c.roundtrip(b"add a 0 0 1\r\nx\r\n", b"NOT_STORED\r\n");
+    c.roundtrip(b"add b 0 0 3\r\nbee\r\n", b"STORED\r\n");
+    c.roundtrip(b"replace nope 0 0 1\r\nx\r\n", b"NOT_STORED\r\n");
+    c.roundtrip(b"replace b 7 0 2\r\nyy\r\n", b"STORED\r\n");
+    c.roundtrip(b"append b 0 0 2\r\n-z\r\n", b"STORED\r\n");
+    c.roundtrip(b"prepend b 0 0 2\r\nz-\r\n", b"STORED\r\n");
+    c.roundtrip(b"append nope 0 0 1\r\nx\r\n", b"NOT_STORED\r\n");
+    c.roundtrip(b"prepend nope 0 0 1\r\nx\r\n", b"NOT_STORED\r\n");
+    // append/prepend keep the flags of the item (7), whatever they send.
+    c.roundtrip(b"get b\r\n", b"VALUE b 7 6\r\nz-yy-z\r\nEND\r\n");
+
+    // gets / cas
+    let cas = mc_gets_cas(&mut c, "a", 5, b"abc");
+    c.roundtrip(
+        format!("cas a 1 0 1 {cas}\r\nA\r\n").as_bytes(),
+        b"STORED\r\n",
+    );
+    c.roundtrip(
+        format!("cas a 1 0 1 {cas}\r\nB\r\n").as_bytes(),
+        b"EXISTS\r\n",
+    );
+    c.roundtrip(b"cas nope 0 0 1 1\r\nx\r\n", b"NOT_FOUND\r\n");
+    let cas2 = mc_gets_cas(&mut c, "a", 1, b"A");
+    assert_ne!(cas, cas2, "a cas store gives a new unique");
+    // Two keys with gets: both with their own unique.
+    c.send(b"gets a b\r\n");
+    let reply = c.read_until(b"END\r\n");
+    let text = String::from_utf8(reply).unwrap();
+    assert!(
+        text.starts_with(&format!("VALUE a 1 1 {cas2}\r\nA\r\nVALUE b 7 6 ")),
+        "{text:?}"
+    );
+    assert!(text.ends_with("\r\nz-yy-z\r\nEND\r\n"), "{text:?}");
+
+    // delete
+    c.roundtrip(b"delete a\r\n", b"DELETED\r\n");
+    c.roundtrip(b"delete a\r\n", b"NOT_FOUND\r\n");
+    c.roundtrip(b"get a\r\n", b"END\r\n");
+
+    // incr / decr: unsigned 64-bit, decr stops at 0, incr wraps.
+    c.roundtrip(b"set n 3 0 2\r\n10\r\n", b"STORED\r\n");
+    c.roundtrip(b"incr n 5\r\n", b"15\r\n");
+    c.roundtrip(b"decr n 100\r\n", b"0\r\n");
+    c.roundtrip(
+        b"incr n 18446744073709551615\r\n",
+        b"18446744073709551615\r\n",
+    );
+    c.roundtrip(b"incr n 2\r\n", b"1\r\n");
+    c.roundtrip(b"get n\r\n", b"VALUE n 3 1\r\n1\r\nEND\r\n");
+    c.roundtrip(b"incr nope 1\r\n", b"NOT_FOUND\r\n");
+    c.roundtrip(b"decr nope 1\r\n", b"NOT_FOUND\r\n");
+    c.roundtrip(
+        b"incr b 1\r\n",
+        b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+    );
+    c.roundtrip(
+        b"incr n x\r\n",
+        b"CLIENT_ERROR invalid numeric delta argument\r\n",
+    );
+
+    // touch / gat / gats
+    c.roundtrip(b"touch n 100\r\n", b"TOUCHED\r\n");
+    c.roundtrip(b"touch nope 100\r\n", b"NOT_FOUND\r\n");
+    c.roundtrip(b"gat 100 n nope\r\n", b"VALUE n 3 1\r\n1\r\nEND\r\n");
+    let ncas = mc_gets_cas(&mut c, "n", 3, b"1");
+    c.roundtrip(
+        b"gats 0 n\r\n",
+        format!("VALUE n 3 1 {ncas}\r\n1\r\nEND\r\n").as_bytes(),
+    );
+    // An exptime in the past expires the item.
+    c.roundtrip(b"touch n -1\r\n", b"TOUCHED\r\n");
+    c.roundtrip(b"get n\r\n", b"END\r\n");
+
+    // noreply: no reply at all, the next command's reply comes next.
+    c.roundtrip(
+        b"set q 0 0 1 noreply\r\nq\r\nget q\r\n",
+        b"VALUE q 0 1\r\nq\r\nEND\r\n",
+    );
+    c.roundtrip(
+        b"delete q noreply\r\nincr q 1 noreply\r\nget q\r\n",
+        b"END\r\n",
+    );
+
+    // verbosity / version / flush_all
+    c.roundtrip(b"verbosity 1\r\n", b"OK\r\n");
+    c.roundtrip(b"verbosity 1 noreply\r\nversion\r\n", &version_line());
+    c.roundtrip(b"flush_all\r\n", b"OK\r\n");
+    c.roundtrip(b"get b empty\r\n", b"END\r\n");
+    c.roundtrip(b"flush_all noreply\r\nversion\r\n", &version_line());
+
+    // quit: the connection closes with nothing more.
+    c.send(b"quit\r\n");
+    c.expect_closed();
+}
+
+#[test]
+fn memcache_meta_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(b"mn\r\n", b"MN\r\n");
+    c.roundtrip(b"ms m 3 F9\r\nxyz\r\n", b"HD\r\n");
+    c.roundtrip(b"mg m v\r\n", b"VA 3\r\nxyz\r\n");
+    c.roundtrip(b"mg m\r\n", b"HD\r\n");
+    // Return flags are echoed in request order.
+    c.roundtrip(
+        b"mg m s v f t k Oop\r\n",
+        b"VA 3 s3 f9 t-1 km Oop\r\nxyz\r\n",
+    );
+    c.roundtrip(b"mg nope v\r\n", b"EN\r\n");
+    c.roundtrip(b"mg nope v k O1\r\n", b"EN knope O1\r\n");
+    // q: no EN on a miss (mn shows nothing came before it).
+    c.roundtrip(b"mg nope v q\r\nmn\r\n", b"MN\r\n");
+    // The CAS returned by ms c is the one mg c reports, and compare-and-set
+    // with it works exactly once.
+    c.send(b"ms m 2 c\r\nab\r\n");
+    let line = String::from_utf8(c.read_line()).unwrap();
+    let cas: u64 = line
+        .strip_prefix("HD c")
+        .and_then(|r| r.strip_suffix("\r\n"))
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .parse()
+        .unwrap();
+    c.roundtrip(b"mg m c v\r\n", format!("VA 2 c{cas}\r\nab\r\n").as_bytes());
+    c.roundtrip(format!("ms m 1 C{cas}\r\nC\r\n").as_bytes(), b"HD\r\n");
+    c.roundtrip(format!("ms m 1 C{cas}\r\nD\r\n").as_bytes(), b"EX\r\n");
+    c.roundtrip(b"mg m v\r\n", b"VA 1\r\nC\r\n");
+    // Modes: E (add) on a present key, A (append), R (replace) on a miss.
+    c.roundtrip(b"ms m 1 ME\r\nx\r\n", b"NS\r\n");
+    c.roundtrip(b"ms m 2 MA\r\n+a\r\n", b"HD\r\n");
+    c.roundtrip(b"ms nope 1 MR\r\nx\r\n", b"NS\r\n");
+    c.roundtrip(b"mg m v\r\n", b"VA 3\r\nC+a\r\n");
+    // q on ms: nothing on success.
+    c.roundtrip(b"ms quiet 1 q\r\nQ\r\nmn\r\n", b"MN\r\n");
+    c.roundtrip(b"mg quiet v\r\n", b"VA 1\r\nQ\r\n");
+    // md
+    c.roundtrip(b"md m\r\n", b"HD\r\n");
+    c.roundtrip(b"md m\r\n", b"NF\r\n");
+    c.roundtrip(b"md quiet q\r\nmn\r\n", b"MN\r\n");
+    c.roundtrip(b"mg quiet v\r\n", b"EN\r\n");
+    // ma: auto-create with an initial value, increment, decrement.
+    c.roundtrip(b"ma cnt\r\n", b"NF\r\n");
+    c.roundtrip(b"ma cnt N0 J10 v\r\n", b"VA 2\r\n10\r\n");
+    c.roundtrip(b"ma cnt v\r\n", b"VA 2\r\n11\r\n");
+    c.roundtrip(b"ma cnt MD D5 v\r\n", b"VA 1\r\n6\r\n");
+    c.roundtrip(b"ma cnt D7 MD\r\n", b"HD\r\n");
+    c.roundtrip(b"get cnt\r\n", b"VALUE cnt 0 1\r\n0\r\nEND\r\n");
+    // me: debug line for a hit, EN for a miss.
+    c.send(b"me cnt\r\n");
+    let line = String::from_utf8(c.read_line()).unwrap();
+    assert!(
+        line.starts_with("ME cnt exp=-1 la=0 cas=") && line.ends_with(" fetch=no cls=0 size=1\r\n"),
+        "{line:?}"
+    );
+    c.roundtrip(b"me nope\r\n", b"EN\r\n");
+    // mg N: a miss creates an empty item and this client wins (W).
+    c.roundtrip(b"mg viv N30 v\r\n", b"VA 0 W\r\n\r\n");
+    c.roundtrip(b"mg viv v s\r\n", b"VA 0 s0\r\n\r\n");
+    // Meta flag errors.
+    c.roundtrip(b"mg m zz\r\n", b"CLIENT_ERROR invalid flag\r\n");
+    c.roundtrip(b"md m v\r\n", b"CLIENT_ERROR invalid or duplicate flag\r\n");
+    c.roundtrip(b"mn\r\n", b"MN\r\n");
+}
+
+#[test]
+fn memcache_errors_keep_the_connection() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(b"bogus\r\n", b"ERROR\r\n");
+    c.roundtrip(b"\r\n", b"ERROR\r\n");
+    c.roundtrip(b"get\r\n", b"ERROR\r\n");
+    c.roundtrip(
+        b"set k 0 x 1\r\nx\r\n",
+        b"CLIENT_ERROR bad command line format\r\n",
+    );
+    // The data block must be followed by \r\n: line, block and the two
+    // bytes after it are dropped.
+    c.roundtrip(b"set k 0 0 1\r\nabc", b"CLIENT_ERROR bad data chunk\r\n");
+    // As in memcached, what follows those two bytes is the next command:
+    // here a lone "\n", an empty line, hence ERROR.
+    c.roundtrip(
+        b"set k 0 0 1\r\nab\r\n",
+        b"CLIENT_ERROR bad data chunk\r\nERROR\r\n",
+    );
+    c.roundtrip(b"get k\r\n", b"END\r\n");
+    // Above max_item_size (1 MiB): the block is swallowed, nothing stored.
+    let big = vec![b'z'; 2 << 20];
+    let mut req = format!("set big 0 0 {}\r\n", big.len()).into_bytes();
+    req.extend_from_slice(&big);
+    req.extend_from_slice(b"\r\n");
+    c.roundtrip(&req, b"SERVER_ERROR object too large for cache\r\n");
+    c.roundtrip(b"get big\r\n", b"END\r\n");
+    // Exactly max_item_size is fine.
+    let max = pattern(1, 1 << 20);
+    c.roundtrip(&mc_set_cmd(b"max", 0, &max), b"STORED\r\n");
+    let mut want = mc_value_reply(b"max", 0, &max, None);
+    want.extend_from_slice(b"END\r\n");
+    c.roundtrip(b"get max\r\n", &want);
+    c.roundtrip(b"version\r\n", &version_line());
+}
+
+#[test]
+fn resp_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    rt(&mut c, &["PING"], b"+PONG\r\n");
+    rt(&mut c, &["ping", "hello"], b"$5\r\nhello\r\n");
+    rt(&mut c, &["ECHO", "hi there"], b"$8\r\nhi there\r\n");
+    rt(&mut c, &["ECHO", ""], b"$0\r\n\r\n");
+    rt(&mut c, &["SELECT", "0"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["SELECT", "1"],
+        b"-ERR DB index is out of range\r\n",
+    );
+    rt(&mut c, &["DBSIZE"], b":0\r\n");
+
+    // SET / GET with NX / XX / EX / PX
+    rt(&mut c, &["SET", "k", "v"], b"+OK\r\n");
+    rt(&mut c, &["GET", "k"], b"$1\r\nv\r\n");
+    rt(&mut c, &["GET", "nope"], b"$-1\r\n");
+    rt(&mut c, &["SET", "k", "v2", "NX"], b"$-1\r\n");
+    rt(&mut c, &["SET", "k", "v3", "xx"], b"+OK\r\n");
+    rt(&mut c, &["SET", "fresh", "f", "NX"], b"+OK\r\n");
+    rt(&mut c, &["SET", "absent", "a", "XX"], b"$-1\r\n");
+    rt(&mut c, &["GET", "k"], b"$2\r\nv3\r\n");
+    rt(&mut c, &["GET", "absent"], b"$-1\r\n");
+    rt(&mut c, &["SET", "e", "v", "EX", "100"], b"+OK\r\n");
+    rt(&mut c, &["SET", "p", "v", "PX", "100000"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["SET", "x", "v", "EX", "0"],
+        b"-ERR invalid expire time in 'set' command\r\n",
+    );
+    rt(&mut c, &["SET", "x", "v", "EX"], b"-ERR syntax error\r\n");
+    rt(
+        &mut c,
+        &["SET", "x", "v", "NX", "XX"],
+        b"-ERR syntax error\r\n",
+    );
+    rt(&mut c, &["GET", "x"], b"$-1\r\n");
+    // TTLs: the exact number depends on the clock; the range does not.
+    match c.resp(&["TTL", "e"]) {
+        Resp::Int(t) => assert!((1..=100).contains(&t), "TTL e = {t}"),
+        r => panic!("TTL: {r:?}"),
+    }
+    match c.resp(&["PTTL", "p"]) {
+        Resp::Int(t) => assert!((1..=100_000).contains(&t), "PTTL p = {t}"),
+        r => panic!("PTTL: {r:?}"),
+    }
+    rt(&mut c, &["TTL", "k"], b":-1\r\n");
+    rt(&mut c, &["TTL", "nope"], b":-2\r\n");
+    rt(&mut c, &["EXPIRE", "k", "50"], b":1\r\n");
+    rt(&mut c, &["EXPIRE", "nope", "50"], b":0\r\n");
+    match c.resp(&["TTL", "k"]) {
+        Resp::Int(t) => assert!((1..=50).contains(&t), "TTL k = {t}"),
+        r => panic!("TTL: {r:?}"),
+    }
+    // EXPIRE with a non-positive time deletes.
+    rt(&mut c, &["EXPIRE", "fresh", "0"], b":1\r\n");
+    rt(&mut c, &["GET", "fresh"], b"$-1\r\n");
+
+    // MSET / MGET / DEL / EXISTS
+    rt(&mut c, &["MSET", "a", "1", "b", "22"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["MGET", "a", "nope", "b"],
+        b"*3\r\n$1\r\n1\r\n$-1\r\n$2\r\n22\r\n",
+    );
+    rt(
+        &mut c,
+        &["MSET", "a", "1", "b"],
+        b"-ERR wrong number of arguments for 'mset' command\r\n",
+    );
+    rt(&mut c, &["EXISTS", "a", "b", "nope", "a"], b":3\r\n");
+    rt(&mut c, &["DEL", "a", "nope"], b":1\r\n");
+    rt(&mut c, &["DEL", "a"], b":0\r\n");
+    rt(&mut c, &["EXISTS", "a"], b":0\r\n");
+
+    // INCR / DECR
+    rt(&mut c, &["INCR", "cnt"], b":1\r\n");
+    rt(&mut c, &["INCR", "cnt"], b":2\r\n");
+    rt(&mut c, &["DECR", "cnt"], b":1\r\n");
+    rt(&mut c, &["DECR", "neg"], b":-1\r\n");
+    rt(&mut c, &["INCRBY", "cnt", "41"], b":42\r\n");
+    rt(&mut c, &["GET", "cnt"], b"$2\r\n42\r\n");
+    rt(
+        &mut c,
+        &["INCR", "k"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+
+    // Lists
+    rt(&mut c, &["RPUSH", "l", "a", "b", "c"], b":3\r\n");
+    rt(&mut c, &["LPUSH", "l", "z"], b":4\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l", "0", "-1"],
+        b"*4\r\n$1\r\nz\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    rt(
+        &mut c,
+        &["LRANGE", "l", "1", "2"],
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+    );
+    rt(
+        &mut c,
+        &["LRANGE", "l", "-2", "-1"],
+        b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    rt(&mut c, &["LRANGE", "l", "5", "10"], b"*0\r\n");
+    rt(&mut c, &["LRANGE", "nope", "0", "-1"], b"*0\r\n");
+    rt(&mut c, &["LLEN", "l"], b":4\r\n");
+    rt(&mut c, &["LLEN", "nope"], b":0\r\n");
+    rt(&mut c, &["LINDEX", "l", "0"], b"$1\r\nz\r\n");
+    rt(&mut c, &["LINDEX", "l", "-1"], b"$1\r\nc\r\n");
+    rt(&mut c, &["LINDEX", "l", "10"], b"$-1\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l", "x", "1"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+
+    // WRONGTYPE both ways
+    let wrongtype: &[u8] =
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    rt(&mut c, &["GET", "l"], wrongtype);
+    rt(&mut c, &["INCR", "l"], wrongtype);
+    rt(&mut c, &["RPUSH", "k", "x"], wrongtype);
+    rt(&mut c, &["LRANGE", "k", "0", "1"], wrongtype);
+    rt(&mut c, &["LLEN", "k"], wrongtype);
+    // SET replaces a list, as in Redis.
+    rt(&mut c, &["SET", "l2", "s"], b"+OK\r\n");
+    rt(&mut c, &["RPUSH", "l3", "x"], b":1\r\n");
+    rt(&mut c, &["SET", "l3", "s"], b"+OK\r\n");
+    rt(&mut c, &["GET", "l3"], b"$1\r\ns\r\n");
+
+    // Administrative commands
+    rt(
+        &mut c,
+        &["CONFIG", "GET", "save"],
+        b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n",
+    );
+    rt(
+        &mut c,
+        &["CONFIG", "GET", "appendonly"],
+        b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n",
+    );
+    rt(&mut c, &["COMMAND"], b"*0\r\n");
+    rt(&mut c, &["COMMAND", "DOCS"], b"*0\r\n");
+    rt(
+        &mut c,
+        &["NOSUCHCOMMAND", "a", "b"],
+        b"-ERR unknown command 'NOSUCHCOMMAND', with args beginning with: 'a' 'b' \r\n",
+    );
+    rt(
+        &mut c,
+        &["nosuch"],
+        b"-ERR unknown command 'nosuch', with args beginning with: \r\n",
+    );
+    rt(
+        &mut c,
+        &["GET"],
+        b"-ERR wrong number of arguments for 'get' command\r\n",
+    );
+    rt(
+        &mut c,
+        &["GeT", "a", "b"],
+        b"-ERR wrong number of arguments for 'get' command\r\n",
+    );
+    match c.resp(&["DBSIZE"]) {
+        // k, e, p, b, cnt, neg, l, l2, l3
+        Resp::Int(n) => assert_eq!(n, 9),
+        r => panic!("DBSIZE: {r:?}"),
+    }
+
+    // Inline commands (what telnet / redis-cli users type).
+    c.roundtrip(b"PING\r\n", b"+PONG\r\n");
+    c.roundtrip(b"ping\n", b"+PONG\r\n");
+    c.roundtrip(b"SET inl \"two words\"\r\n", b"+OK\r\n");
+    c.roundtrip(b"GET inl\r\n", b"$9\r\ntwo words\r\n");
+    // An empty line is no command: no reply.
+    c.roundtrip(b"\r\nPING\r\n", b"+PONG\r\n");
+
+    rt(&mut c, &["FLUSHALL"], b"+OK\r\n");
+    rt(&mut c, &["DBSIZE"], b":0\r\n");
+    rt(&mut c, &["GET", "k"], b"$-1\r\n");
+    rt(&mut c, &["QUIT"], b"+OK\r\n");
+    c.expect_closed();
+}
+
+/// A native request and the decoded reply, over one connection.
+struct Native {
+    c: Client,
+    next_id: u32,
+}
+
+impl Native {
+    fn connect(addr: SocketAddr) -> Native {
+        Native {
+            c: Client::connect(addr),
+            next_id: 1,
+        }
+    }
+
+    fn call<M: granola::Message>(&mut self, k: u16, msg: &M) -> Vec<u8> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.c.send(&native_frame(k, id, msg));
+        self.c.read_reply_to(k, id)
+    }
+
+    fn call_raw(&mut self, k: u16, payload: &[u8]) -> Vec<u8> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.c.send(&native_raw(k, id, payload));
+        self.c.read_reply_to(k, id)
+    }
+}
+
+fn ack(ctx: &granola::Context, bytes: &[u8]) -> (u32, u64) {
+    let a = kv::Ack::decode(ctx, bytes).expect("Ack decodes");
+    (a.get_status(), a.get_count())
+}
+
+fn get_resp(ctx: &granola::Context, bytes: &[u8]) -> (u32, Vec<u8>) {
+    let r = kv::GetResp::decode(ctx, bytes).expect("GetResp decodes");
+    (r.get_status(), r.get_value().to_vec())
+}
+
+fn put(n: &mut Native, ctx: &granola::Context, key: &[u8], value: &[u8]) -> (u32, u64) {
+    let mut p = kv::PutReq::new(ctx);
+    p.set_key(key);
+    p.set_value(value);
+    let r = n.call(kind::PUT, &p);
+    ack(ctx, &r)
+}
+
+fn get(n: &mut Native, ctx: &granola::Context, key: &[u8]) -> (u32, Vec<u8>) {
+    let mut g = kv::GetReq::new(ctx);
+    g.set_key(key);
+    let r = n.call(kind::GET, &g);
+    get_resp(ctx, &r)
+}
+
+#[test]
+fn native_transcript() {
+    let srv = Server::default_config();
+    let ctx = native_ctx();
+    let mut n = Native::connect(srv.native());
+
+    assert_eq!(put(&mut n, &ctx, b"k1", b"v1"), (status::OK, 1));
+    assert_eq!(get(&mut n, &ctx, b"k1"), (status::OK, b"v1".to_vec()));
+    assert_eq!(get(&mut n, &ctx, b"nope"), (status::NOT_FOUND, vec![]));
+    assert_eq!(put(&mut n, &ctx, b"k2", b""), (status::OK, 1));
+    assert_eq!(get(&mut n, &ctx, b"k2"), (status::OK, vec![]));
+
+    // PutM / GetM
+    let mut pm = kv::PutMReq::new(&ctx);
+    for (k, v) in [(b"m1", b"one"), (b"m2", b"two")] {
+        pm.append_keys(k);
+        pm.append_values(v);
+    }
+    assert_eq!(ack(&ctx, &n.call(kind::PUT_M, &pm)), (status::OK, 2));
+    let mut bad_pm = kv::PutMReq::new(&ctx);
+    bad_pm.append_keys(b"x");
+    assert_eq!(
+        ack(&ctx, &n.call(kind::PUT_M, &bad_pm)),
+        (status::BAD_REQUEST, 0),
+        "keys and values of different lengths"
+    );
+    let mut gm = kv::GetMReq::new(&ctx);
+    for k in [&b"m1"[..], b"nope", b"m2", b"k1"] {
+        gm.append_keys(k);
+    }
+    let r = n.call(kind::GET_M, &gm);
+    let resp = kv::GetMResp::decode(&ctx, &r).unwrap();
+    assert_eq!(resp.get_status(), status::OK);
+    let vals: Vec<&[u8]> = resp.get_values().iter().map(|v| &v[..]).collect();
+    assert_eq!(vals, [&b"one"[..], b"", b"two", b"v1"]);
+    assert_eq!(resp.get_found(), [true, false, true, true]);
+
+    // Lists
+    let mut pl = kv::PutListReq::new(&ctx);
+    pl.set_key(b"list");
+    for v in [&b"a"[..], b"bb", b"ccc"] {
+        pl.append_values(v);
+    }
+    assert_eq!(ack(&ctx, &n.call(kind::PUT_LIST, &pl)), (status::OK, 3));
+    let mut ap = kv::AppendToListReq::new(&ctx);
+    ap.set_key(b"list");
+    ap.set_value(b"dddd");
+    assert_eq!(
+        ack(&ctx, &n.call(kind::APPEND_TO_LIST, &ap)),
+        (status::OK, 4),
+        "count is the new length"
+    );
+    let mut ap2 = kv::AppendToListReq::new(&ctx);
+    ap2.set_key(b"newlist");
+    ap2.set_value(b"first");
+    assert_eq!(
+        ack(&ctx, &n.call(kind::APPEND_TO_LIST, &ap2)),
+        (status::OK, 1)
+    );
+    let list = |n: &mut Native, all: bool, start: i64, end: i64| -> (u32, Vec<Vec<u8>>) {
+        let mut gl = kv::GetListReq::new(&ctx);
+        gl.set_key(b"list");
+        gl.set_all(all);
+        gl.set_start(start);
+        gl.set_end(end);
+        let r = n.call(kind::GET_LIST, &gl);
+        let resp = kv::GetListResp::decode(&ctx, &r).unwrap();
+        (
+            resp.get_status(),
+            resp.get_values().iter().map(|v| v.to_vec()).collect(),
+        )
+    };
+    let abcd: Vec<Vec<u8>> = ["a", "bb", "ccc", "dddd"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    assert_eq!(list(&mut n, true, 0, 0), (status::OK, abcd.clone()));
+    assert_eq!(list(&mut n, false, 1, 2), (status::OK, abcd[1..3].to_vec()));
+    assert_eq!(
+        list(&mut n, false, -2, -1),
+        (status::OK, abcd[2..].to_vec())
+    );
+    assert_eq!(list(&mut n, false, 9, 10), (status::OK, vec![]));
+    let from_list = |n: &mut Native, key: &[u8], index: i64| {
+        let mut g = kv::GetFromListReq::new(&ctx);
+        g.set_key(key);
+        g.set_index(index);
+        let r = n.call(kind::GET_FROM_LIST, &g);
+        get_resp(&ctx, &r)
+    };
+    assert_eq!(from_list(&mut n, b"list", 1), (status::OK, b"bb".to_vec()));
+    assert_eq!(
+        from_list(&mut n, b"list", -1),
+        (status::OK, b"dddd".to_vec())
+    );
+    assert_eq!(from_list(&mut n, b"list", 4), (status::NOT_FOUND, vec![]));
+    assert_eq!(from_list(&mut n, b"nope", 0), (status::NOT_FOUND, vec![]));
+    // Wrong types both ways.
+    assert_eq!(from_list(&mut n, b"k1", 0), (status::WRONG_TYPE, vec![]));
+    assert_eq!(get(&mut n, &ctx, b"list"), (status::WRONG_TYPE, vec![]));
+    let mut ap3 = kv::AppendToListReq::new(&ctx);
+    ap3.set_key(b"k1");
+    ap3.set_value(b"x");
+    assert_eq!(
+        ack(&ctx, &n.call(kind::APPEND_TO_LIST, &ap3)).0,
+        status::WRONG_TYPE
+    );
+
+    // Delete
+    let mut d = kv::DeleteReq::new(&ctx);
+    d.set_key(b"k1");
+    assert_eq!(ack(&ctx, &n.call(kind::DELETE, &d)), (status::OK, 1));
+    assert_eq!(ack(&ctx, &n.call(kind::DELETE, &d)), (status::NOT_FOUND, 0));
+    assert_eq!(get(&mut n, &ctx, b"k1"), (status::NOT_FOUND, vec![]));
+
+    // Undecodable payloads and unknown kinds: BAD_REQUEST, and the
+    // connection goes on.
+    let garbage = [0xffu8; 40];
+    assert_eq!(
+        ack(&ctx, &n.call_raw(kind::GET, &garbage)),
+        (status::BAD_REQUEST, 0)
+    );
+    assert_eq!(
+        ack(&ctx, &n.call_raw(kind::PUT, &garbage[..3])),
+        (status::BAD_REQUEST, 0)
+    );
+    assert_eq!(
+        ack(&ctx, &n.call_raw(999, b"whatever")),
+        (status::BAD_REQUEST, 0)
+    );
+    assert_eq!(get(&mut n, &ctx, b"m1"), (status::OK, b"one".to_vec()));
+}
+
+#[test]
+fn memcache_pipelined() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    let mut req = Vec::new();
+    let mut want = Vec::new();
+    for i in 0..300u64 {
+        let v = pattern(i, (i as usize * 37) % 3000);
+        req.extend_from_slice(&mc_set_cmd(format!("p{i}").as_bytes(), i as u32, &v));
+        want.extend_from_slice(b"STORED\r\n");
+    }
+    for i in 0..300u64 {
+        let v = pattern(i, (i as usize * 37) % 3000);
+        // Interleave hits, misses and multi-key gets.
+        req.extend_from_slice(format!("get p{i} miss{i}\r\n").as_bytes());
+        want.extend_from_slice(&mc_value_reply(
+            format!("p{i}").as_bytes(),
+            i as u32,
+            &v,
+            None,
+        ));
+        want.extend_from_slice(b"END\r\n");
+        if i % 50 == 0 {
+            req.extend_from_slice(b"bogus\r\nmn\r\n");
+            want.extend_from_slice(b"ERROR\r\nMN\r\n");
+        }
+    }
+    c.roundtrip(&req, &want);
+}
+
+#[test]
+fn resp_pipelined() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let mut req = Vec::new();
+    let mut want = Vec::new();
+    for i in 0..300u64 {
+        let v = pattern(i, (i as usize * 37) % 3000);
+        req.extend_from_slice(&resp_cmd(&[b"SET", format!("p{i}").as_bytes(), &v[..]]));
+        want.extend_from_slice(b"+OK\r\n");
+    }
+    for i in 0..300u64 {
+        let v = pattern(i, (i as usize * 37) % 3000);
+        req.extend_from_slice(&resp_cmd(&["GET", &format!("p{i}")]));
+        want.extend_from_slice(&resp_bulk(&v));
+        req.extend_from_slice(&resp_cmd(&[
+            "MGET",
+            &format!("p{i}"),
+            "nope",
+            &format!("p{}", (i + 1) % 300),
+        ]));
+        want.extend_from_slice(b"*3\r\n");
+        want.extend_from_slice(&resp_bulk(&v));
+        want.extend_from_slice(b"$-1\r\n");
+        want.extend_from_slice(&resp_bulk(&pattern(
+            (i + 1) % 300,
+            (((i + 1) % 300) as usize * 37) % 3000,
+        )));
+        if i % 50 == 0 {
+            req.extend_from_slice(b"PING\r\n");
+            want.extend_from_slice(b"+PONG\r\n");
+        }
+    }
+    c.roundtrip(&req, &want);
+}
+
+#[test]
+fn native_pipelined() {
+    let srv = Server::default_config();
+    let ctx = native_ctx();
+    let mut c = Client::connect(srv.native());
+    let mut req = Vec::new();
+    for i in 0..200u32 {
+        let mut p = kv::PutReq::new(&ctx);
+        p.set_key(format!("p{i}").as_bytes());
+        p.set_value(&pattern(u64::from(i), (i as usize * 37) % 3000));
+        req.extend_from_slice(&native_frame(kind::PUT, i, &p));
+    }
+    for i in 0..200u32 {
+        let mut g = kv::GetReq::new(&ctx);
+        g.set_key(format!("p{i}").as_bytes());
+        req.extend_from_slice(&native_frame(kind::GET, 1000 + i, &g));
+    }
+    c.send(&req);
+    for i in 0..200u32 {
+        let r = c.read_reply_to(kind::PUT, i);
+        assert_eq!(ack(&ctx, &r), (status::OK, 1), "put {i}");
+    }
+    for i in 0..200u32 {
+        let r = c.read_reply_to(kind::GET, 1000 + i);
+        assert_eq!(
+            get_resp(&ctx, &r),
+            (status::OK, pattern(u64::from(i), (i as usize * 37) % 3000)),
+            "get {i}"
+        );
+    }
+}
+
+const LARGE: [usize; 3] = [4 << 10, 64 << 10, 1 << 20];
+
+#[test]
+fn large_values_go_by_reference() {
+    let srv = Server::default_config();
+    let mut mc = Client::connect(srv.mc());
+    let mut resp = Client::connect(srv.resp());
+    let mut nat = Native::connect(srv.native());
+    let ctx = native_ctx();
+    let referenced = |srv: &Server| mc_stat(srv.mc(), "reply_bytes_referenced");
+    let mut expect_at_least = referenced(&srv);
+    assert_eq!(mc_stat(srv.mc(), "copy_threshold"), 1024);
+    for (i, &size) in LARGE.iter().enumerate() {
+        let v = pattern(100 + i as u64, size);
+        let key = format!("large{size}");
+        // memcached: set, then get (single and pipelined twice).
+        mc.roundtrip(&mc_set_cmd(key.as_bytes(), 1, &v), b"STORED\r\n");
+        let mut one = mc_value_reply(key.as_bytes(), 1, &v, None);
+        one.extend_from_slice(b"END\r\n");
+        mc.roundtrip(format!("get {key}\r\n").as_bytes(), &one);
+        let mut two = one.clone();
+        two.extend_from_slice(&one);
+        mc.roundtrip(format!("get {key}\r\nget {key}\r\n").as_bytes(), &two);
+        expect_at_least += 3 * size as u64;
+        wait_referenced(&srv, expect_at_least);
+
+        // RESP: GET, MGET with the value twice, LRANGE of two elements.
+        resp.roundtrip(&resp_cmd(&[b"SET", key.as_bytes(), &v[..]]), b"+OK\r\n");
+        resp.roundtrip(&resp_cmd(&["GET", &key]), &resp_bulk(&v));
+        let mut two = b"*2\r\n".to_vec();
+        two.extend_from_slice(&resp_bulk(&v));
+        two.extend_from_slice(&resp_bulk(&v));
+        resp.roundtrip(&resp_cmd(&["MGET", &key, &key]), &two);
+        // A list item holds all its elements (at most max_item_size), so
+        // the 1 MiB value makes a one-element list.
+        let lkey = format!("list{size}");
+        let elems = if size < (512 << 10) { 2 } else { 1 };
+        let mut push: Vec<&[u8]> = vec![b"RPUSH", lkey.as_bytes()];
+        let mut lwant = format!("*{elems}\r\n").into_bytes();
+        for _ in 0..elems {
+            push.push(&v);
+            lwant.extend_from_slice(&resp_bulk(&v));
+        }
+        resp.roundtrip(&resp_cmd(&push), format!(":{elems}\r\n").as_bytes());
+        resp.roundtrip(&resp_cmd(&["LRANGE", &lkey, "0", "-1"]), &lwant);
+        expect_at_least += (3 + elems) * size as u64;
+        wait_referenced(&srv, expect_at_least);
+
+        // Native: Get and GetM.
+        assert_eq!(put(&mut nat, &ctx, key.as_bytes(), &v), (status::OK, 1));
+        assert_eq!(get(&mut nat, &ctx, key.as_bytes()), (status::OK, v.clone()));
+        let mut gm = kv::GetMReq::new(&ctx);
+        gm.append_keys(key.as_bytes());
+        gm.append_keys(key.as_bytes());
+        let r = nat.call(kind::GET_M, &gm);
+        let m = kv::GetMResp::decode(&ctx, &r).unwrap();
+        assert_eq!(m.get_values().len(), 2);
+        assert!(m.get_values().iter().all(|x| x[..] == v[..]));
+        expect_at_least += 3 * size as u64;
+        wait_referenced(&srv, expect_at_least);
+    }
+    // Both stats interfaces report the counter.
+    assert!(referenced(&srv) >= expect_at_least);
+    assert!(resp_info_u64(srv.resp(), "reply_bytes_referenced") >= expect_at_least);
+    // Small values are copied, never referenced.
+    let before = referenced(&srv);
+    mc.roundtrip(&mc_set_cmd(b"small", 0, b"tiny"), b"STORED\r\n");
+    for _ in 0..20 {
+        mc.roundtrip(b"get small\r\n", b"VALUE small 0 4\r\ntiny\r\nEND\r\n");
+    }
+    assert_eq!(
+        referenced(&srv),
+        before,
+        "values under the threshold are copied"
+    );
+}
+
+#[test]
+fn large_values_pipelined() {
+    let srv = Server::default_config();
+    let mut mc = Client::connect(srv.mc());
+    let mut resp = Client::connect(srv.resp());
+    let mut req = Vec::new();
+    let mut want = Vec::new();
+    let mut rreq = Vec::new();
+    let mut rwant = Vec::new();
+    for (i, &size) in LARGE.iter().enumerate() {
+        let v = pattern(200 + i as u64, size);
+        let key = format!("L{i}");
+        req.extend_from_slice(&mc_set_cmd(key.as_bytes(), 0, &v));
+        want.extend_from_slice(b"STORED\r\n");
+        rreq.extend_from_slice(&resp_cmd(&[b"SET", key.as_bytes(), &v[..]]));
+        rwant.extend_from_slice(b"+OK\r\n");
+    }
+    // Then every value several times, interleaved with small commands.
+    for round in 0..3 {
+        for (i, &size) in LARGE.iter().enumerate() {
+            let v = pattern(200 + i as u64, size);
+            let key = format!("L{i}");
+            req.extend_from_slice(format!("get {key}\r\nmn\r\n").as_bytes());
+            want.extend_from_slice(&mc_value_reply(key.as_bytes(), 0, &v, None));
+            want.extend_from_slice(b"END\r\nMN\r\n");
+            rreq.extend_from_slice(&resp_cmd(&["GET", &key]));
+            rreq.extend_from_slice(&resp_cmd(&["ECHO", &format!("r{round}")]));
+            rwant.extend_from_slice(&resp_bulk(&v));
+            rwant.extend_from_slice(&resp_bulk(format!("r{round}").as_bytes()));
+        }
+    }
+    // Replies of several MiB: write from another thread so neither side
+    // waits on the other's full socket buffer.
+    let mut w = mc.s.try_clone().unwrap();
+    let t = std::thread::spawn(move || {
+        use std::io::Write;
+        w.write_all(&req).unwrap();
+    });
+    mc.expect(&want);
+    t.join().unwrap();
+    let mut w = resp.s.try_clone().unwrap();
+    let t = std::thread::spawn(move || {
+        use std::io::Write;
+        w.write_all(&rreq).unwrap();
+    });
+    resp.expect(&rwant);
+    t.join().unwrap();
+}
