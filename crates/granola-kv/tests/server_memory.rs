@@ -173,16 +173,10 @@ fn fill_to_twice_the_limit() {
     check_recent(&mut c2, "phase2:", n2, v2, 10);
 }
 
-/// Store behaviour to decide on (reported to the lead; ignored so the
-/// suite stays green): after filling the cache without reads, every one of
-/// the last 1,000 keys written should still be there — CLOCK should give a
-/// new item at least one rotation of the hand. Today a few are evicted at
-/// once (new entries start with REF clear at a hash position the hand may
-/// be about to visit).
-///
-/// `cargo test -p granola-kv --test server_memory -- --ignored recent_writes`
+/// After filling the cache without reads, every one of the last 1,000 keys
+/// written is still there: new entries start with their CLOCK reference bit
+/// set, so the hand gives them at least one rotation.
 #[test]
-#[ignore = "store: CLOCK may evict an item just inserted (REF clear on insert)"]
 fn recent_writes_survive_eviction() {
     let mut cfg = config();
     cfg.memory_mb = 8;

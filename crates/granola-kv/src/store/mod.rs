@@ -694,7 +694,10 @@ impl Store {
         let Ok(handle) = self.pool.into_handle(new.buf().clone()) else {
             unreachable!("a fresh slot has no handle yet");
         };
-        let e = l.cell(pos).swap(make_entry(handle, tag), Ordering::AcqRel);
+        // New items start referenced: the CLOCK hand gives them one pass of
+        // grace, so a key written a moment ago is not the next victim just
+        // because the hand happens to be next to its bucket.
+        let e = l.cell(pos).swap(make_entry(handle, tag) | REF, Ordering::AcqRel);
         self.item_bytes.fetch_add(slot, Ordering::Relaxed);
         match new.kind() {
             Kind::String => self.strings.fetch_add(1, Ordering::Relaxed),
