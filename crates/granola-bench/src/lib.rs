@@ -11,8 +11,13 @@
 //! every response checked) and [`workload`] holds the paper's workloads
 //! (YCSB-C, Google protobuf sizes, Twitter traces, CDN objects, Facebook
 //! memcached pools, echo shapes). See `docs/load-generator.md`.
+//!
+//! The [`paper`] module runs the papers' experiments on top of both
+//! (`granola-bench paper <name>|all`): JSON, Markdown tables and figures.
 #![deny(unsafe_code)]
 
+pub mod echo;
 pub mod load;
+pub mod paper;
 pub mod ser;
 pub mod workload;

@@ -1,7 +1,8 @@
 //! `granola-bench` command line:
-//! `granola-bench ser [--quick] [--json out.json] ...` (serialization) and
+//! `granola-bench ser [--quick] [--json out.json] ...` (serialization),
 //! `granola-bench load --protocol resp --addr 127.0.0.1:6379 --workload ycsb --rate 50k ...`
-//! (load generator; see `docs/load-generator.md`).
+//! (load generator; see `docs/load-generator.md`), and
+//! `granola-bench paper <name>|all [--quick]` (the papers' experiments; see `granola_bench::paper`).
 #![deny(unsafe_code)]
 
 use std::path::PathBuf;
@@ -26,6 +27,12 @@ enum Command {
     /// Load generator: open-loop Poisson (or closed-loop) load against a
     /// memcached, Redis or granola-kv server; every response checked.
     Load(LoadArgs),
+    /// The papers' experiments (Cornflakes, Hippos, zFlatBuffers): JSON +
+    /// PNG + SVG; `paper all --quick` for a few minutes' smoke run.
+    Paper(granola_bench::paper::PaperArgs),
+    /// Echo benchmark (issue #3): serialize-and-send vs copying variants and
+    /// peer libraries, copy vs gather of cold pieces, MSG_ZEROCOPY.
+    Echo(granola_bench::echo::EchoArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -168,6 +175,20 @@ fn main() -> ExitCode {
         },
         Command::Load(args) => match run_load(args) {
             Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Paper(args) => match granola_bench::paper::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Echo(args) => match granola_bench::echo::main(args) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::FAILURE

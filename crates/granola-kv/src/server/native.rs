@@ -96,7 +96,11 @@ impl Session for NativeSession {
             .map_err(|e| Close::new(format!("native: {e}")))?;
         let fused = !self.shared.config.no_fused;
         for frame in self.frames.drain(..) {
-            handle(&self.shared, &self.ctx, &frame, &mut TcpOut { io: &mut *io, fused })?;
+            let mut out = TcpOut {
+                io: &mut *io,
+                fused,
+            };
+            handle(&self.shared, &self.ctx, &frame, &mut out)?;
         }
         self.ctx.reset();
         Ok(())
