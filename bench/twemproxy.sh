@@ -40,15 +40,17 @@ done
 cat > "$WORK/nutcracker.yml" <<YML
 granola:
   listen: 127.0.0.1:${PROXY}
-  hash: fnv1a_64
+  # fnv1a_64 (twemproxy's usual example) clusters sequential keys like
+  # "key:1", "key:2" on one ketama arc; murmur spreads them.
+  hash: murmur
   distribution: ketama
   timeout: 2000
-  protocol: memcache
   auto_eject_hosts: false
+  redis: false
   servers:
-   - 127.0.0.1:${PORTS[0]}:1 kv1
-   - 127.0.0.1:${PORTS[1]}:1 kv2
-   - 127.0.0.1:${PORTS[2]}:1 kv3
+   - 127.0.0.1:${PORTS[0]}:1
+   - 127.0.0.1:${PORTS[1]}:1
+   - 127.0.0.1:${PORTS[2]}:1
 YML
 "$NUTCRACKER" -c "$WORK/nutcracker.yml" -s $((PROXY + 10)) -o "$WORK/nutcracker.log" &
 PIDS+=($!)
@@ -80,7 +82,7 @@ counts = []
 for c in direct:
     n = sum(1 for i in range(N) if c.get(f"key:{i}") is not None)
     counts.append(n)
-print("keys per instance:", counts)
+print("keys per instance:", counts, "curr_items:", [int(c.stats()[b"curr_items"]) for c in direct])
 assert all(n > 0 for n in counts), f"keys did not spread over all three: {counts}"
 assert sum(counts) == N, f"keys stored twice or lost: {counts}"
 for i in range(N):

@@ -697,7 +697,9 @@ impl Store {
         // New items start referenced: the CLOCK hand gives them one pass of
         // grace, so a key written a moment ago is not the next victim just
         // because the hand happens to be next to its bucket.
-        let e = l.cell(pos).swap(make_entry(handle, tag) | REF, Ordering::AcqRel);
+        let e = l
+            .cell(pos)
+            .swap(make_entry(handle, tag) | REF, Ordering::AcqRel);
         self.item_bytes.fetch_add(slot, Ordering::Relaxed);
         match new.kind() {
             Kind::String => self.strings.fetch_add(1, Ordering::Relaxed),
