@@ -140,6 +140,8 @@ pub struct CpuShare {
     pub busy: f64,
     /// Tasks (user + system).
     pub task: f64,
+    /// Interrupts and softirqs (on loopback, much of the network stack).
+    pub irq: f64,
     /// Stolen by the hypervisor.
     pub steal: f64,
 }
@@ -158,6 +160,7 @@ pub fn cpu_share(before: &[CpuTicks], after: &[CpuTicks]) -> Vec<CpuShare> {
             CpuShare {
                 busy: f(a.task + a.irq + a.steal, b.task + b.irq + b.steal),
                 task: f(a.task, b.task),
+                irq: f(a.irq, b.irq),
                 steal: f(a.steal, b.steal),
             }
         })

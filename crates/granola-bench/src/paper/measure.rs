@@ -57,6 +57,9 @@ pub struct Point {
     pub wall_s: f64,
     /// Busy fraction of every CPU during the run.
     pub cpu_busy: Vec<f64>,
+    /// Interrupt + softirq fraction of every CPU (loopback TCP's stack
+    /// work, which `/proc/PID/stat` does not charge to the process).
+    pub cpu_irq: Vec<f64>,
     /// CPU time of *other* tasks (and hypervisor steal) on the server's and
     /// the client's CPU during the run, as fractions: the machine's other
     /// load. Runs above [`DISTURBED`] are repeated.
@@ -210,6 +213,7 @@ fn point_of(
         window_s: r.window_s,
         wall_s: r.wall_s,
         cpu_busy: share.iter().map(|x| x.busy).collect(),
+        cpu_irq: share.iter().map(|x| x.irq).collect(),
         foreign: [
             other(s.server_cpu, server_util),
             other(s.client_cpu, client_util),
@@ -310,6 +314,34 @@ pub struct Capacity {
     pub server_cpu_us_per_req: f64,
     /// Index into the points of the run that gave it.
     pub at: Option<usize>,
+    /// That run's [`Point::disturbance`].
+    pub disturbance: f64,
+}
+
+impl Capacity {
+    /// The capacity a run shows.
+    pub fn of(p: &Point, at: Option<usize>) -> Capacity {
+        Capacity {
+            rps: p.achieved_rps,
+            p99_us: p.latency_us.p99,
+            mean_us: p.latency_us.mean,
+            server_cpu_us_per_req: p.server_cpu_us_per_req,
+            at,
+            disturbance: p.disturbance(),
+        }
+    }
+
+    /// No knee in `sweep`: zero, disturbed as much as its worst run.
+    pub fn none(sweep: &[Point]) -> Capacity {
+        Capacity {
+            rps: 0.0,
+            p99_us: f64::NAN,
+            mean_us: f64::NAN,
+            server_cpu_us_per_req: f64::NAN,
+            at: None,
+            disturbance: sweep.iter().map(Point::disturbance).fold(0.0, f64::max),
+        }
+    }
 }
 
 /// Offered loads of a knee sweep, as fractions of the closed-loop estimate.
@@ -341,13 +373,7 @@ pub fn capacity(
     let base = out.len();
     out.push(est.clone());
     if method == Method::Closed {
-        return Ok(Capacity {
-            rps: est.achieved_rps,
-            p99_us: est.latency_us.p99,
-            mean_us: est.latency_us.mean,
-            server_cpu_us_per_req: est.server_cpu_us_per_req,
-            at: Some(base),
-        });
+        return Ok(Capacity::of(&est, Some(base)));
     }
     out.last_mut().expect("pushed").kind = "estimate".into();
     let rates: Vec<f64> = sweep_fractions(s.quick)
@@ -360,20 +386,8 @@ pub fn capacity(
     let first = out.len();
     out.extend(sweep.iter().cloned());
     Ok(match knee {
-        Some(i) => Capacity {
-            rps: sweep[i].achieved_rps,
-            p99_us: sweep[i].latency_us.p99,
-            mean_us: sweep[i].latency_us.mean,
-            server_cpu_us_per_req: sweep[i].server_cpu_us_per_req,
-            at: Some(first + i),
-        },
-        None => Capacity {
-            rps: 0.0,
-            p99_us: f64::NAN,
-            mean_us: f64::NAN,
-            server_cpu_us_per_req: f64::NAN,
-            at: None,
-        },
+        Some(i) => Capacity::of(&sweep[i], Some(first + i)),
+        None => Capacity::none(&sweep),
     })
 }
 
@@ -427,6 +441,9 @@ pub struct Summary {
     pub system: String,
     /// Repetitions.
     pub n: usize,
+    /// Repetitions the medians are over: the undisturbed ones when there
+    /// are any, else all.
+    pub n_used: usize,
     /// Median throughput, ops/s.
     pub rps: f64,
     /// Smallest and largest over the repetitions.
@@ -441,13 +458,21 @@ pub struct Summary {
     pub server_cpu_us_per_req: f64,
 }
 
-/// Summarizes capacities (one per repetition).
-pub fn summarize(case: &str, system: &str, caps: &[Capacity]) -> Summary {
+/// Summarizes capacities (one per repetition): medians over the
+/// repetitions other load did not disturb, or over all when every one was.
+pub fn summarize(case: &str, system: &str, all: &[Capacity]) -> Summary {
+    let calm: Vec<Capacity> = all
+        .iter()
+        .filter(|c| c.disturbance <= DISTURBED)
+        .cloned()
+        .collect();
+    let caps: &[Capacity] = if calm.is_empty() { all } else { &calm };
     let rps: Vec<f64> = caps.iter().map(|c| c.rps).collect();
     Summary {
         case: case.into(),
         system: system.into(),
-        n: caps.len(),
+        n: all.len(),
+        n_used: caps.len(),
         rps: median(&rps),
         rps_min: rps.iter().copied().fold(f64::INFINITY, f64::min),
         rps_max: rps.iter().copied().fold(f64::NEG_INFINITY, f64::max),

@@ -21,8 +21,9 @@
 //!   `taskset`; the load generator ([`crate::load`]) runs in this process
 //!   pinned to `--client-cpu` (1). granola-kv runs with `-t 1`, memcached
 //!   with `-t 1`.
-//! * All systems of one case are started together, loaded once, and then
-//!   measured in turn: repetition `r` runs them rotated by `r`
+//! * All systems of one case are started together, loaded once, primed
+//!   with one unrecorded run each, and then measured in turn: repetition
+//!   `r` runs them rotated by `r`
 //!   ([`measure::rotation`]), so slow drift of the machine hits all
 //!   alike. Tables report the **median** over repetitions; every run is in
 //!   `runs`.
@@ -41,7 +42,8 @@
 //!   client's CPU other tasks (and hypervisor steal) took
 //!   (`foreign`, from `/proc/stat`); a run above 20% is repeated up to
 //!   `--retries` times and the least disturbed attempt kept (no repeats
-//!   while the machine stays busy, so the time stays bounded); what stays
+//!   while the machine stays busy, so the time stays bounded); medians
+//!   are over the undisturbed repetitions when there are any; what stays
 //!   disturbed is counted in the notes.
 //! * Server CPU time comes from `/proc/PID/stat` (utime + stime, all
 //!   threads) before and after each run; per request = that ÷ requests
@@ -70,7 +72,7 @@
 //!             mode, depth, conns, offered_rps, achieved_rps, requests_per_s,
 //!             latency_us{count, mean, p50, p90, p99, p999, max}, ops_ok, ops_miss,
 //!             errors, server_cpu_s, server_util, server_cpu_us_per_req,
-//!             client_util, window_s, wall_s, cpu_busy[per CPU],
+//!             client_util, window_s, wall_s, cpu_busy[per CPU], cpu_irq[per CPU],
 //!             foreign[server CPU, client CPU], attempts
 //! notes[]     deviations from the paper, client-bound runs, skipped systems
 //! figures[]   the PNG/SVG files written

@@ -48,16 +48,19 @@ pub fn load_bytes(w: &dyn Workload) -> u64 {
 pub fn run(s: &Settings) -> Result<Doc, String> {
     let mut doc = s.doc("cdn", "CDN objects per second (Cornflakes Table 2)");
     let objects = s.keys_or(10_000, 1_000);
-    let spec = format!("cdn:objects={objects}");
+    // granola-kv keeps a list in one slot and copies it on every append,
+    // so objects are capped at 1 MiB (the tail index is re-solved for the
+    // same 20 KB mean).
+    let spec = format!("cdn:objects={objects},max=1m");
     let bytes = load_bytes(workload(&spec)?.as_ref());
     let mem = ((bytes * 3) >> 20) as usize + 256;
     let method = s.method_or(Method::Closed);
     let mut systems = super::hybrid::variants();
     systems.extend(super::google::baselines(s, &mut doc));
-    // The loader writes lists in PutList frames of up to 256 × 8 KiB; the
-    // server's receive limit follows -I.
+    // A whole object is one list item (≤ 1 MiB + overhead); the loader's
+    // PutList frames and the server's receive limit follow -I.
     for sys in &mut systems {
-        sys.spec.max_item = Some("4m".into());
+        sys.spec.max_item = Some("2m".into());
     }
     let res = capacity_cases(
         s,
@@ -99,7 +102,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     doc.notes.extend(error_notes(&doc.runs));
     doc.notes.extend(disturbed_notes(&doc.runs));
     doc.notes.push(format!(
-        "{objects} objects, {:.0} MB loaded; capacity by {method:?}. The paper looped a 1 M-object Tragen trace (~10 GB) over DPDK UDP with one jumbo-frame sub-object per request; here loopback TCP, 8 connections × 16 objects outstanding.",
+        "{objects} objects, {:.0} MB loaded; capacity by {method:?}. Objects are capped at 1 MiB (the paper's trace reaches 116 MB): granola-kv stores a list in one slot and copies it on append, so 100 MB objects do not load; the bounded-Pareto tail index is re-solved for the same 20 KB mean. The paper looped a 1 M-object Tragen trace (~10 GB) over DPDK UDP with one jumbo-frame sub-object per request; here loopback TCP, 8 connections × 16 objects outstanding.",
         bytes as f64 / 1e6
     ));
     if systems.len() == 3 {

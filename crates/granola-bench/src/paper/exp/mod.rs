@@ -83,6 +83,19 @@ pub fn start_and_load(
             ));
         }
     }
+    // An unrecorded closed-loop run per server first: the first measured
+    // run of a fresh server was ~20-30% slower than the next ones
+    // (connection buffers, page faults, caches), which would count against
+    // whichever system runs first.
+    for (srv, sys) in servers.iter().zip(systems) {
+        let prime = crate::load::LoadConfig {
+            addr: srv.addr(sys.protocol, crate::load::Transport::Tcp)?,
+            duration: s.warmup.max(std::time::Duration::from_millis(200)),
+            warmup: std::time::Duration::ZERO,
+            ..s.client(sys.protocol)
+        };
+        crate::load::run(&prime, w).map_err(|e| format!("prime {}: {e}", sys.label()))?;
+    }
     Ok(servers)
 }
 
@@ -150,7 +163,7 @@ pub fn disturbed_notes(points: &[Point]) -> Vec<String> {
     }
     let worst = bad.iter().map(|p| p.disturbance()).fold(0.0, f64::max);
     vec![format!(
-        "{} of {} runs were disturbed by other load on the machine even after retries (other tasks or steal took more than {:.0}% of the server's or client's CPU, at worst {:.0}%): treat those numbers with care and rerun on a quiet machine",
+        "{} of {} runs were disturbed by other load on the machine even after retries (other tasks or steal took more than {:.0}% of the server's or client's CPU, at worst {:.0}%); medians leave out disturbed repetitions where undisturbed ones exist, but rerun on a quiet machine before quoting",
         bad.len(),
         points.len(),
         measure::DISTURBED * 100.0,
@@ -158,21 +171,37 @@ pub fn disturbed_notes(points: &[Point]) -> Vec<String> {
     )]
 }
 
-/// Notes on failed requests: each run with failures at or below its
-/// offered load, and a count of the overloaded sweep points (achieved <
-/// 95% of offered), where timeouts are how overload shows.
+/// Notes on failed requests, one per (case, system): the runs with
+/// failures at or below their offered load, and apart from them the
+/// overloaded sweep points (achieved < 95% of offered), where timeouts are
+/// how overload shows.
 pub fn error_notes(points: &[Point]) -> Vec<String> {
     let overloaded = |p: &Point| p.mode == "open" && p.ratio() < crate::load::KNEE_RATIO;
-    let mut notes: Vec<String> = points
+    let mut keys: Vec<(String, String)> = points
         .iter()
         .filter(|p| p.errors > 0 && !overloaded(p))
-        .map(|p| {
-            format!(
-                "{} / {} rep {} ({}): {} failed requests",
-                p.case, p.system, p.rep, p.kind, p.errors
-            )
-        })
+        .map(|p| (p.case.clone(), p.system.clone()))
         .collect();
+    keys.sort();
+    keys.dedup();
+    let mut notes = Vec::new();
+    for (case, system) in keys {
+        let bad: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.errors > 0 && !overloaded(p) && p.case == case && p.system == system)
+            .collect();
+        let total: u64 = bad.iter().map(|p| p.errors).sum();
+        let requests: f64 = bad
+            .iter()
+            .map(|p| p.requests_per_s * p.window_s)
+            .sum::<f64>()
+            .max(1.0);
+        notes.push(format!(
+            "{case} / {system}: {} runs had failed requests ({total} in all, {:.3}% of their requests; over UDP these are lost datagrams)",
+            bad.len(),
+            total as f64 * 100.0 / requests
+        ));
+    }
     let over = points
         .iter()
         .filter(|p| p.errors > 0 && overloaded(p))
@@ -383,20 +412,15 @@ pub fn sweep_systems(
         for i in 0..n {
             let k = measure::knee_of(&sweeps[i], plan.max_mean_us);
             caps[i].push(match k {
+                // A sweep is as disturbed as its worst point up to the knee.
                 Some(k) => Capacity {
-                    rps: sweeps[i][k].achieved_rps,
-                    p99_us: sweeps[i][k].latency_us.p99,
-                    mean_us: sweeps[i][k].latency_us.mean,
-                    server_cpu_us_per_req: sweeps[i][k].server_cpu_us_per_req,
-                    at: None,
+                    disturbance: sweeps[i][..=k]
+                        .iter()
+                        .map(Point::disturbance)
+                        .fold(0.0, f64::max),
+                    ..Capacity::of(&sweeps[i][k], None)
                 },
-                None => Capacity {
-                    rps: 0.0,
-                    p99_us: f64::NAN,
-                    mean_us: f64::NAN,
-                    server_cpu_us_per_req: f64::NAN,
-                    at: None,
-                },
+                None => Capacity::none(&sweeps[i]),
             });
             runs.extend(sweeps[i].iter().cloned());
         }

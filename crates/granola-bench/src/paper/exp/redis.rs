@@ -99,6 +99,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
         "Redis Gbit/s",
         "granola CPU µs/req",
         "Redis CPU µs/req",
+        "CPU/req Redis ÷ granola",
     ]);
     let mut summaries: Vec<Summary> = Vec::new();
     let mut bars_cat = Vec::new();
@@ -162,6 +163,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
                 round(g.server_cpu_us_per_req, 2),
                 r.map_or(serde_json::Value::Null, |r| {
                     round(r.server_cpu_us_per_req, 2)
+                }),
+                r.map_or(serde_json::Value::Null, |r| {
+                    round(r.server_cpu_us_per_req / g.server_cpu_us_per_req, 2)
                 }),
             ]);
             if let (Some(t), true) = (target, ratio.is_finite()) {
