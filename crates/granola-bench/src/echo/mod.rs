@@ -531,9 +531,8 @@ fn groups(records: &[Record], part: u32) -> Vec<String> {
 /// Evaluates the targets: fused beats every copying variant for the
 /// 2×2048 shape and for pieces ≥ 1 KiB, and is within 3% of the best
 /// variant for smaller pieces. In part 2 "fused" is granola's hybrid rule:
-/// `hybrid` (the TX queue as it is) and `hybrid+pf` (with the application
-/// prefetching the pieces first), each checked against the non-hybrid
-/// variants.
+/// `hybrid` (the batch `TxQueue::values`) and `hybrid-1by1` (`value` per
+/// piece), each checked against the non-hybrid variants.
 pub fn check_targets(records: &[Record]) -> Vec<TargetCheck> {
     let mut out = Vec::new();
     let mut check = |what: String, ours: &Record, refs: &[&Record], within: bool, app: bool| {

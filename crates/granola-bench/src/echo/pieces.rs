@@ -15,8 +15,8 @@
 //! | `copy+pf` | the same, after prefetching the first 2 cache lines of every piece |
 //! | `gather` | header in the TX chunk, every piece `tx.reference`d: its own iovec (`sendmsg` gather), prefetch off |
 //! | `gather+pf` | the same with `Prefetch::Lines(2)` before each `sendmsg` |
-//! | `hybrid` | granola's rule as the library applies it, `tx.value` per piece: pieces below the 1 KiB copy threshold copied, others referenced; `Prefetch::Lines(2)` (which covers the referenced pieces, at flush) |
-//! | `hybrid+pf` | the same after the application prefetched every piece's first 2 lines, as `copy+pf` does (what a batch `values()` call inside the TX queue could do) |
+//! | `hybrid` | granola's rule as the library applies it, `tx.values(pieces)`: the first 2 lines of every piece below the 1 KiB copy threshold prefetched, then those pieces copied and the others referenced; `Prefetch::Lines(2)` covers the referenced pieces at flush |
+//! | `hybrid-1by1` | the same rule one piece at a time (`tx.value` per piece, no batch prefetch): what the batch call saves |
 //! | `plain` / `zerocopy` (part 3) | one piece per message, referenced; `zerocopy` sets `SO_ZEROCOPY` and sends with `MSG_ZEROCOPY` |
 //!
 //! Replying with the pieces (rather than having the client send them and
@@ -146,10 +146,11 @@ pub enum PieceVariant {
     Gather,
     /// Every piece its own iovec, `Prefetch::Lines(2)`.
     GatherPrefetch,
-    /// `TxQueue::value` with the default copy threshold and prefetch.
+    /// `TxQueue::values` with the default copy threshold and prefetch.
     Hybrid,
-    /// `Hybrid` after prefetching every piece (as `CopyPrefetch`).
-    HybridPrefetch,
+    /// `TxQueue::value` per piece: the hybrid rule without the batch
+    /// prefetch.
+    HybridOneByOne,
     /// Part 3: one referenced piece, plain `sendmsg`.
     Plain,
     /// Part 3: one referenced piece, `MSG_ZEROCOPY`.
@@ -164,7 +165,7 @@ impl PieceVariant {
         PieceVariant::Gather,
         PieceVariant::GatherPrefetch,
         PieceVariant::Hybrid,
-        PieceVariant::HybridPrefetch,
+        PieceVariant::HybridOneByOne,
     ];
 
     /// Part 3's variants.
@@ -178,7 +179,7 @@ impl PieceVariant {
             PieceVariant::Gather => "gather",
             PieceVariant::GatherPrefetch => "gather+pf",
             PieceVariant::Hybrid => "hybrid",
-            PieceVariant::HybridPrefetch => "hybrid+pf",
+            PieceVariant::HybridOneByOne => "hybrid-1by1",
             PieceVariant::Plain => "plain",
             PieceVariant::ZeroCopy => "zerocopy",
         }
@@ -191,15 +192,12 @@ impl PieceVariant {
 
     /// Whether the variant is granola's hybrid rule.
     pub fn is_hybrid(self) -> bool {
-        matches!(self, PieceVariant::Hybrid | PieceVariant::HybridPrefetch)
+        matches!(self, PieceVariant::Hybrid | PieceVariant::HybridOneByOne)
     }
 
     /// Whether the application prefetches every piece before queueing it.
     fn app_prefetch(self) -> bool {
-        matches!(
-            self,
-            PieceVariant::CopyPrefetch | PieceVariant::HybridPrefetch
-        )
+        self == PieceVariant::CopyPrefetch
     }
 
     /// The server's TX settings for this variant.
@@ -280,7 +278,12 @@ impl FrameHandler for PieceEcho {
                     tx.reference(&set.bufs[p as usize]);
                 }
             }
-            PieceVariant::Hybrid | PieceVariant::HybridPrefetch => {
+            PieceVariant::Hybrid => {
+                hdr.write(tx.reserve(FRAME_HEADER_LEN).map_err(oom)?);
+                tx.values(ids.iter().map(|&p| &set.bufs[p as usize]))
+                    .map_err(oom)?;
+            }
+            PieceVariant::HybridOneByOne => {
                 hdr.write(tx.reserve(FRAME_HEADER_LEN).map_err(oom)?);
                 for &p in ids {
                     tx.value(&set.bufs[p as usize]).map_err(oom)?;
