@@ -284,8 +284,36 @@ impl TxQueue {
     {
         let bufs = bufs.into_iter();
         self.prefetch_copied(bufs.clone());
+        // Each run of consecutive copied values gets one reservation (as a
+        // plain copy loop would), not one per value.
+        let threshold = self.cfg.copy_threshold;
+        let mut run = bufs.clone();
+        let (mut run_len, mut run_bytes) = (0, 0);
         for b in bufs {
-            self.gather.value(b)?;
+            if b.len() >= threshold {
+                self.copy_run(run.by_ref().take(run_len), run_bytes)?;
+                run.next();
+                self.gather.reference(b);
+                (run_len, run_bytes) = (0, 0);
+            } else {
+                run_len += 1;
+                run_bytes += b.len();
+            }
+        }
+        self.copy_run(run.take(run_len), run_bytes)
+    }
+
+    /// Copies `bufs`, `total` bytes in all, into one reservation.
+    fn copy_run<'a>(
+        &mut self,
+        bufs: impl Iterator<Item = &'a Buf>,
+        total: usize,
+    ) -> Result<(), TxOutOfMemory> {
+        let mut dst = self.gather.reserve(total)?;
+        for b in bufs {
+            let (head, rest) = dst.split_at_mut(b.len());
+            head.copy_from_slice(b);
+            dst = rest;
         }
         Ok(())
     }

@@ -228,7 +228,17 @@ fn queued_replies_go_out_in_one_gathering_call() {
 #[test]
 fn values_batch_matches_value_one_by_one() {
     let pool = pool(64 << 20);
-    let lens = [0, 1, 63, THRESHOLD - 1, THRESHOLD, 64, 5000, 200, 3 * THRESHOLD];
+    let lens = [
+        0,
+        1,
+        63,
+        THRESHOLD - 1,
+        THRESHOLD,
+        64,
+        5000,
+        200,
+        3 * THRESHOLD,
+    ];
     let values: Vec<_> = lens
         .iter()
         .enumerate()
@@ -240,13 +250,7 @@ fn values_batch_matches_value_one_by_one() {
         let mut stats = Vec::new();
         for batch in [true, false] {
             let (mut a, mut b) = MemPipe::pair(1 << 20);
-            let mut tx = TxQueue::new(
-                pool.clone(),
-                TxConfig {
-                    prefetch,
-                    ..cfg()
-                },
-            );
+            let mut tx = TxQueue::new(pool.clone(), TxConfig { prefetch, ..cfg() });
             if batch {
                 tx.values(&values).unwrap();
             } else {
