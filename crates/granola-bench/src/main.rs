@@ -50,9 +50,13 @@ Examples:
   granola-bench load --protocol resp --addr 127.0.0.1:6379 --workload ycsb:keys=100k --rate 50k
   granola-bench load --protocol memcached --addr 127.0.0.1:11211 --workload etc --sweep 20k:200k:10 --json out.json
   granola-bench load --protocol resp --addr 127.0.0.1:6379 --closed --depth 16 --workload ycsb:value=4k --cpus 1
-  granola-bench load --protocol memcached --transport udp --workload usr --rate 100k")]
+  granola-bench load --protocol memcached --transport udp --workload usr --rate 100k
+  granola-bench load --protocol native:prost --addr 127.0.0.1:11311 --workload google:list=1-8 --closed --depth 16
+      (granola-kv --serializer prost; also native:flatbuffers, native:capnp)")]
 struct LoadArgs {
-    /// Wire protocol: memcached, resp, native.
+    /// Wire protocol: memcached, resp, native (granola payloads), or
+    /// native:SERIALIZER for granola-kv --serializer prost|flatbuffers|capnp
+    /// (native frames, that library's payloads; no echo workload).
     #[arg(long, default_value = "memcached")]
     protocol: String,
     /// Transport: tcp, udp (memcached get / native).

@@ -1,6 +1,7 @@
 //! The load generator: open-loop Poisson or closed-loop load over TCP or
-//! UDP in memcached text, RESP2 or the native granola protocol, with every
-//! response checked.
+//! UDP in memcached text, RESP2 or the native granola protocol (with
+//! granola's payloads or, as `native:prost|flatbuffers|capnp`, those of
+//! granola-kv's baseline serializers), with every response checked.
 //!
 //! # Method
 //!
@@ -65,6 +66,7 @@ use serde::Serialize;
 use crate::workload::{Op, Workload};
 use codec::Codec;
 use engine::{Conn, Drive, Plan, Sock, ThreadResult, Worker};
+pub use granola_kv::server::baselines::Serializer;
 use stats::{new_histogram, Counts, Latency};
 
 /// The RNG used everywhere (seedable, portable).
@@ -74,8 +76,7 @@ pub type Rng64 = rand::rngs::Xoshiro256PlusPlus;
 pub const KNEE_RATIO: f64 = 0.95;
 
 /// Wire protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
     /// Memcached text.
     Memcached,
@@ -83,16 +84,43 @@ pub enum Protocol {
     Resp,
     /// granola-net frames carrying kv.proto messages.
     Native,
+    /// The native protocol's frames with another serializer's payloads
+    /// (`granola-kv --serializer prost|flatbuffers|capnp`), through
+    /// granola-kv's client codecs ([`codec::baseline`]).
+    NativeWith(Serializer),
+}
+
+/// JSON reports hold the protocol's [name](Protocol::name) (`"native"`,
+/// `"native:prost"`).
+impl Serialize for Protocol {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Protocol {
-    /// Parses `memcached`/`mc`, `resp`/`redis`, `native`/`granola`.
+    /// Parses `memcached`/`mc`, `resp`/`redis`, `native`/`granola`, and
+    /// `native:SERIALIZER` for granola-kv's `--serializer` (`prost`,
+    /// `flatbuffers`, `capnp`; `granola`, `granola-copy` and `granola-ref`
+    /// share granola's wire format, so they are plain `native`).
     pub fn parse(s: &str) -> Result<Protocol, String> {
         match s {
             "memcached" | "mc" => Ok(Protocol::Memcached),
             "resp" | "redis" => Ok(Protocol::Resp),
             "native" | "granola" => Ok(Protocol::Native),
-            _ => Err(format!("unknown protocol {s:?} (memcached, resp, native)")),
+            _ => match s.split_once(':') {
+                Some(("native" | "granola", ser)) => {
+                    let ser: Serializer = ser.parse()?;
+                    Ok(if ser.is_granola() {
+                        Protocol::Native
+                    } else {
+                        Protocol::NativeWith(ser)
+                    })
+                }
+                _ => Err(format!(
+                    "unknown protocol {s:?} (memcached, resp, native, native:prost, native:flatbuffers, native:capnp)"
+                )),
+            },
         }
     }
 
@@ -102,7 +130,14 @@ impl Protocol {
             Protocol::Memcached => "memcached",
             Protocol::Resp => "resp",
             Protocol::Native => "native",
+            Protocol::NativeWith(ser) => codec::baseline::name(ser),
         }
+    }
+
+    /// Whether the server side is granola-kv's native port (any
+    /// serializer).
+    pub fn is_native(self) -> bool {
+        matches!(self, Protocol::Native | Protocol::NativeWith(_))
     }
 
     /// A codec for `transport`.
@@ -114,6 +149,9 @@ impl Protocol {
             Protocol::Resp => Box::new(codec::resp::Resp::new()),
             Protocol::Native => {
                 Box::new(codec::native::Native::new().map_err(|e| format!("pool: {e}"))?)
+            }
+            Protocol::NativeWith(ser) => {
+                Box::new(codec::baseline::Baseline::new(ser).map_err(|e| format!("pool: {e}"))?)
             }
         })
     }
@@ -780,5 +818,39 @@ mod tests {
         );
         assert!(parse_sweep("1:2").is_err());
         assert!(cpu_time() >= 0.0);
+    }
+
+    #[test]
+    fn protocols() {
+        for (s, p, name) in [
+            ("mc", Protocol::Memcached, "memcached"),
+            ("redis", Protocol::Resp, "resp"),
+            ("native", Protocol::Native, "native"),
+            ("native:granola-ref", Protocol::Native, "native"),
+            (
+                "native:prost",
+                Protocol::NativeWith(Serializer::Prost),
+                "native:prost",
+            ),
+            (
+                "granola:flatbuffers",
+                Protocol::NativeWith(Serializer::Flatbuffers),
+                "native:flatbuffers",
+            ),
+            (
+                "native:capnp",
+                Protocol::NativeWith(Serializer::Capnp),
+                "native:capnp",
+            ),
+        ] {
+            assert_eq!(Protocol::parse(s), Ok(p), "{s}");
+            assert_eq!(p.name(), name);
+            assert_eq!(Protocol::parse(name), Ok(p), "{name} round-trips");
+            assert_eq!(serde_json::to_value(p).unwrap(), name);
+            assert_eq!(p.codec(Transport::Tcp).unwrap().name(), name);
+        }
+        assert!(Protocol::parse("native:json").is_err());
+        assert!(Protocol::parse("resp:prost").is_err());
+        assert!(Protocol::Resp.codec(Transport::Udp).is_err());
     }
 }

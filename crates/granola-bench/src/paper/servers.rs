@@ -178,6 +178,13 @@ impl ServerSpec {
         self
     }
 
+    /// With `--serializer name` (granola-kv's native protocol with another
+    /// payload encoding).
+    pub fn serializer(mut self, name: &str) -> ServerSpec {
+        self.serializer = Some(name.into());
+        self
+    }
+
     /// With this memory limit (MiB).
     pub fn memory(mut self, mb: usize) -> ServerSpec {
         self.memory_mb = mb;
@@ -411,7 +418,7 @@ impl Server {
             (Protocol::Memcached, Transport::Tcp) => self.ports.memcached,
             (Protocol::Memcached, Transport::Udp) => self.ports.memcached_udp,
             (Protocol::Resp, Transport::Tcp) => self.ports.resp,
-            (Protocol::Native, Transport::Tcp) => self.ports.native,
+            (p, Transport::Tcp) if p.is_native() => self.ports.native,
             _ => None,
         };
         port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)))

@@ -8,6 +8,7 @@
 //! where it lies in the receive buffer, compares every returned value with
 //! the deterministic generator, and says how many bytes it used.
 
+pub mod baseline;
 pub mod memcached;
 pub mod native;
 pub mod resp;

@@ -21,6 +21,7 @@
 //! the connection's transmit buffer, and decodes responses where they lie.
 
 use granola::{Context, Decode, Message, Pool};
+use granola_kv::server::baselines::Request;
 use granola_net::frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 
 use super::{Codec, EncodeError, Expect, Outcome, Peek, ReqSlot, Sink, Step};
@@ -72,8 +73,7 @@ pub const ECHO_KEY_HASH: u64 = super::resp::ECHO_KEY_HASH;
 /// The native protocol.
 pub struct Native {
     ctx: Context,
-    key: Vec<u8>,
-    scratch: Vec<Vec<u8>>,
+    spell: Spell,
 }
 
 impl std::fmt::Debug for Native {
@@ -88,8 +88,7 @@ impl Native {
         let pool = Pool::with_capacity(granola::SEGMENT_SIZE)?;
         Ok(Native {
             ctx: Context::new(&pool).with_copy_threshold(usize::MAX),
-            key: Vec::with_capacity(256),
-            scratch: Vec::new(),
+            spell: Spell::default(),
         })
     }
 
@@ -119,13 +118,6 @@ fn frame<M: Message>(slot: &mut ReqSlot<'_>, kind: u16, m: &M) {
     *slot.aux = u32::from(kind);
 }
 
-/// Spells `k` into `key` (cleared) and returns its hash.
-fn spell(k: &crate::workload::KeyRef, key: &mut Vec<u8>) -> u64 {
-    key.clear();
-    write_key(k, key);
-    fnv1a64(key)
-}
-
 /// Pieces of `v` as one slice: the pattern itself when it fits, else `buf`.
 fn value_bytes<'b>(v: &ValueSpec, buf: &'b mut Vec<u8>) -> &'b [u8] {
     match v.as_slice() {
@@ -134,6 +126,317 @@ fn value_bytes<'b>(v: &ValueSpec, buf: &'b mut Vec<u8>) -> &'b [u8] {
             buf.clear();
             v.write(buf);
             buf
+        }
+    }
+}
+
+/// A workload command as a native request: one of granola-kv's requests
+/// (every serializer has them), or an echo (kind 0, granola only: the
+/// server answers a `GetListResp` with the message it received).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NativeReq<'a> {
+    /// A KV request.
+    Kv(Request<'a>),
+    /// Echo of these pieces.
+    Echo(&'a [&'a [u8]]),
+}
+
+/// Reused buffers that spell one command's keys and values, shared by the
+/// native codec and the baseline serializers' ([`super::baseline`]), so
+/// every serializer sends the same requests and expects the same values.
+#[derive(Default)]
+pub(crate) struct Spell {
+    /// Every key of the command, back to back.
+    keys: Vec<u8>,
+    /// Where each key ends in `keys`.
+    ends: Vec<usize>,
+    /// Values too long for one pattern window, written out.
+    values: Vec<Vec<u8>>,
+    /// Allocation of the key list of a GetM, kept empty between commands
+    /// (see [`recycle`]).
+    key_refs: Vec<&'static [u8]>,
+    /// Allocation of the value list of a PutList or echo, kept empty.
+    value_refs: Vec<&'static [u8]>,
+}
+
+/// Empties `v` and keeps its allocation for the next command: the slices
+/// borrowed this command's buffers, so the vector cannot be kept as is,
+/// but collecting its (empty) iterator into a vector of the same layout
+/// reuses its memory in place.
+fn recycle(mut v: Vec<&[u8]>) -> Vec<&'static [u8]> {
+    v.clear();
+    v.into_iter().map(|_| &[][..]).collect()
+}
+
+impl Spell {
+    /// Spells `cmd` of `op`, records in `slot` what its response must hold
+    /// (the [`Expect`] and one [`ValueSpec`] per returned value), and hands
+    /// the request to `encode`, which writes it into `slot`.
+    pub(crate) fn request<R>(
+        &mut self,
+        op: &Op,
+        cmd: &Cmd,
+        slot: &mut ReqSlot<'_>,
+        encode: impl FnOnce(&NativeReq<'_>, &mut ReqSlot<'_>) -> R,
+    ) -> R {
+        let Spell {
+            keys,
+            ends,
+            values,
+            key_refs,
+            value_refs,
+        } = self;
+        keys.clear();
+        match *cmd {
+            Cmd::Get { key: k, len } => {
+                write_key(&k, keys);
+                slot.specs.push(ValueSpec {
+                    key_hash: fnv1a64(keys),
+                    elem: 0,
+                    len,
+                });
+                *slot.expect = Expect::Value;
+                encode(&NativeReq::Kv(Request::Get { key: keys }), slot)
+            }
+            Cmd::GetFromList { key: k, index, len } => {
+                write_key(&k, keys);
+                slot.specs.push(ValueSpec {
+                    key_hash: fnv1a64(keys),
+                    elem: index,
+                    len,
+                });
+                *slot.expect = Expect::Value;
+                let req = Request::GetFromList {
+                    key: keys,
+                    index: i64::from(index),
+                };
+                encode(&NativeReq::Kv(req), slot)
+            }
+            Cmd::MultiGet { first, n } => {
+                ends.clear();
+                for &(k, len) in op.key_range(first, n) {
+                    let at = keys.len();
+                    write_key(&k, keys);
+                    ends.push(keys.len());
+                    slot.specs.push(ValueSpec {
+                        key_hash: fnv1a64(&keys[at..]),
+                        elem: 0,
+                        len,
+                    });
+                }
+                let mut refs: Vec<&[u8]> = std::mem::take(key_refs);
+                let mut at = 0;
+                for &end in ends.iter() {
+                    refs.push(&keys[at..end]);
+                    at = end;
+                }
+                *slot.expect = Expect::Values;
+                let r = encode(&NativeReq::Kv(Request::GetM { keys: &refs }), slot);
+                *key_refs = recycle(refs);
+                r
+            }
+            Cmd::Set { key: k, len } => {
+                write_key(&k, keys);
+                if values.is_empty() {
+                    values.push(Vec::new());
+                }
+                let v = ValueSpec {
+                    key_hash: fnv1a64(keys),
+                    elem: 0,
+                    len,
+                };
+                *slot.expect = Expect::Stored;
+                let req = Request::Put {
+                    key: keys,
+                    value: value_bytes(&v, &mut values[0]),
+                };
+                encode(&NativeReq::Kv(req), slot)
+            }
+            Cmd::Append { key: k, index, len } => {
+                write_key(&k, keys);
+                if values.is_empty() {
+                    values.push(Vec::new());
+                }
+                let v = ValueSpec {
+                    key_hash: fnv1a64(keys),
+                    elem: index,
+                    len,
+                };
+                *slot.expect = Expect::Count(u64::from(index) + 1);
+                let req = Request::AppendToList {
+                    key: keys,
+                    value: value_bytes(&v, &mut values[0]),
+                };
+                encode(&NativeReq::Kv(req), slot)
+            }
+            Cmd::Delete { key: k } => {
+                write_key(&k, keys);
+                *slot.expect = Expect::Deleted;
+                encode(&NativeReq::Kv(Request::Delete { key: keys }), slot)
+            }
+            Cmd::GetList { key: k, first, n } => {
+                write_key(&k, keys);
+                let h = fnv1a64(keys);
+                for (i, &len) in op.range(first, n).iter().enumerate() {
+                    slot.specs.push(ValueSpec {
+                        key_hash: h,
+                        elem: i as u32,
+                        len,
+                    });
+                }
+                *slot.expect = Expect::List;
+                // The whole list (`all`): its length is what is checked.
+                let req = Request::GetList {
+                    key: keys,
+                    start: 0,
+                    end: 0,
+                    all: true,
+                };
+                encode(&NativeReq::Kv(req), slot)
+            }
+            Cmd::PutList { key: k, first, n } => {
+                write_key(&k, keys);
+                let h = fnv1a64(keys);
+                let lens = op.range(first, n);
+                let refs = element_values(lens, h, values, value_refs, None);
+                *slot.expect = Expect::Stored;
+                let r = encode(
+                    &NativeReq::Kv(Request::PutList {
+                        key: keys,
+                        values: &refs,
+                    }),
+                    slot,
+                );
+                *value_refs = recycle(refs);
+                r
+            }
+            Cmd::Echo { first, n } => {
+                let lens = op.range(first, n);
+                let refs = element_values(lens, ECHO_KEY_HASH, values, value_refs, Some(slot));
+                *slot.expect = Expect::Echo;
+                let r = encode(&NativeReq::Echo(&refs), slot);
+                *value_refs = recycle(refs);
+                r
+            }
+        }
+    }
+}
+
+/// The values of elements `0..lens.len()` of the key hashing to `h`, as
+/// slices in the (emptied) allocation of `refs`, long ones written into
+/// `bufs`; with `expect`, each one's spec is also pushed there.
+fn element_values<'b>(
+    lens: &[u32],
+    h: u64,
+    bufs: &'b mut Vec<Vec<u8>>,
+    refs: &mut Vec<&'static [u8]>,
+    mut expect: Option<&mut ReqSlot<'_>>,
+) -> Vec<&'b [u8]> {
+    if bufs.len() < lens.len() {
+        bufs.resize_with(lens.len(), Vec::new);
+    }
+    let mut out: Vec<&[u8]> = std::mem::take(refs);
+    for ((i, &len), buf) in lens.iter().enumerate().zip(bufs.iter_mut()) {
+        let v = ValueSpec {
+            key_hash: h,
+            elem: i as u32,
+            len,
+        };
+        out.push(value_bytes(&v, buf));
+        if let Some(slot) = expect.as_deref_mut() {
+            slot.specs.push(v);
+        }
+    }
+    out
+}
+
+/// Writes `req` as granola messages of `kv.proto` into `slot`.
+fn encode_granola(ctx: &Context, req: &NativeReq<'_>, slot: &mut ReqSlot<'_>) {
+    let req = match *req {
+        NativeReq::Kv(r) => r,
+        NativeReq::Echo(pieces) => {
+            let mut m = kv::GetListResp::new(ctx);
+            m.set_status(status::OK);
+            m.init_values(pieces.len());
+            for p in pieces {
+                m.append_values(p);
+            }
+            return frame(slot, kind::ECHO, &m);
+        }
+    };
+    match req {
+        Request::Get { key } => {
+            let mut m = kv::GetReq::new(ctx);
+            m.set_key(key);
+            frame(slot, kind::GET, &m);
+        }
+        Request::Put { key, value } => {
+            let mut m = kv::PutReq::new(ctx);
+            m.set_key(key);
+            m.set_value(value);
+            frame(slot, kind::PUT, &m);
+        }
+        Request::GetM { keys } => {
+            let mut m = kv::GetMReq::new(ctx);
+            m.init_keys(keys.len());
+            for k in keys {
+                m.append_keys(k);
+            }
+            frame(slot, kind::GET_M, &m);
+        }
+        Request::PutM { keys, values } => {
+            let mut m = kv::PutMReq::new(ctx);
+            m.init_keys(keys.len());
+            for k in keys {
+                m.append_keys(k);
+            }
+            m.init_values(values.len());
+            for v in values {
+                m.append_values(v);
+            }
+            frame(slot, kind::PUT_M, &m);
+        }
+        Request::GetList {
+            key,
+            start,
+            end,
+            all,
+        } => {
+            let mut m = kv::GetListReq::new(ctx);
+            m.set_key(key);
+            // With `all` the server ignores the range: not sent.
+            if !all {
+                m.set_start(start);
+                m.set_end(end);
+            }
+            m.set_all(all);
+            frame(slot, kind::GET_LIST, &m);
+        }
+        Request::PutList { key, values } => {
+            let mut m = kv::PutListReq::new(ctx);
+            m.set_key(key);
+            m.init_values(values.len());
+            for v in values {
+                m.append_values(v);
+            }
+            frame(slot, kind::PUT_LIST, &m);
+        }
+        Request::AppendToList { key, value } => {
+            let mut m = kv::AppendToListReq::new(ctx);
+            m.set_key(key);
+            m.set_value(value);
+            frame(slot, kind::APPEND, &m);
+        }
+        Request::GetFromList { key, index } => {
+            let mut m = kv::GetFromListReq::new(ctx);
+            m.set_key(key);
+            m.set_index(index);
+            frame(slot, kind::GET_FROM_LIST, &m);
+        }
+        Request::Delete { key } => {
+            let mut m = kv::DeleteReq::new(ctx);
+            m.set_key(key);
+            frame(slot, kind::DELETE, &m);
         }
     }
 }
@@ -150,183 +453,120 @@ impl Codec for Native {
     fn encode(&mut self, op: &Op, cmd: &Cmd, sink: &mut dyn Sink) -> Result<(), EncodeError> {
         self.ctx.reset();
         let ctx = &self.ctx;
-        let key = &mut self.key;
-        let scratch = &mut self.scratch;
         let mut slot = sink.begin().ok_or(EncodeError::Overflow)?;
-        match *cmd {
-            Cmd::Get { key: k, len } => {
-                let h = spell(&k, key);
-                let mut m = kv::GetReq::new(ctx);
-                m.set_key(key);
-                frame(&mut slot, kind::GET, &m);
-                slot.specs.push(ValueSpec {
-                    key_hash: h,
-                    elem: 0,
-                    len,
-                });
-                *slot.expect = Expect::Value;
-            }
-            Cmd::GetFromList { key: k, index, len } => {
-                let h = spell(&k, key);
-                let mut m = kv::GetFromListReq::new(ctx);
-                m.set_key(key);
-                m.set_index(i64::from(index));
-                frame(&mut slot, kind::GET_FROM_LIST, &m);
-                slot.specs.push(ValueSpec {
-                    key_hash: h,
-                    elem: index,
-                    len,
-                });
-                *slot.expect = Expect::Value;
-            }
-            Cmd::MultiGet { first, n } => {
-                let mut m = kv::GetMReq::new(ctx);
-                m.init_keys(n as usize);
-                for &(k, len) in op.key_range(first, n) {
-                    let h = spell(&k, key);
-                    m.append_keys(key);
-                    slot.specs.push(ValueSpec {
-                        key_hash: h,
-                        elem: 0,
-                        len,
-                    });
-                }
-                frame(&mut slot, kind::GET_M, &m);
-                *slot.expect = Expect::Values;
-            }
-            Cmd::Set { key: k, len } => {
-                let h = spell(&k, key);
-                if scratch.is_empty() {
-                    scratch.push(Vec::new());
-                }
-                let v = ValueSpec {
-                    key_hash: h,
-                    elem: 0,
-                    len,
-                };
-                let mut m = kv::PutReq::new(ctx);
-                m.set_key(key);
-                m.set_value(value_bytes(&v, &mut scratch[0]));
-                frame(&mut slot, kind::PUT, &m);
-                *slot.expect = Expect::Stored;
-            }
-            Cmd::Append { key: k, index, len } => {
-                let h = spell(&k, key);
-                if scratch.is_empty() {
-                    scratch.push(Vec::new());
-                }
-                let v = ValueSpec {
-                    key_hash: h,
-                    elem: index,
-                    len,
-                };
-                let mut m = kv::AppendToListReq::new(ctx);
-                m.set_key(key);
-                m.set_value(value_bytes(&v, &mut scratch[0]));
-                frame(&mut slot, kind::APPEND, &m);
-                *slot.expect = Expect::Count(u64::from(index) + 1);
-            }
-            Cmd::Delete { key: k } => {
-                spell(&k, key);
-                let mut m = kv::DeleteReq::new(ctx);
-                m.set_key(key);
-                frame(&mut slot, kind::DELETE, &m);
-                *slot.expect = Expect::Deleted;
-            }
-            Cmd::GetList { key: k, first, n } => {
-                let h = spell(&k, key);
-                let mut m = kv::GetListReq::new(ctx);
-                m.set_key(key);
-                m.set_all(true);
-                frame(&mut slot, kind::GET_LIST, &m);
-                for (i, &len) in op.range(first, n).iter().enumerate() {
-                    slot.specs.push(ValueSpec {
-                        key_hash: h,
-                        elem: i as u32,
-                        len,
-                    });
-                }
-                *slot.expect = Expect::List;
-            }
-            Cmd::PutList { key: k, first, n } => {
-                let h = spell(&k, key);
-                let lens = op.range(first, n);
-                if scratch.len() < lens.len() {
-                    scratch.resize_with(lens.len(), Vec::new);
-                }
-                let mut m = kv::PutListReq::new(ctx);
-                m.set_key(key);
-                m.init_values(lens.len());
-                for ((i, &len), buf) in lens.iter().enumerate().zip(scratch.iter_mut()) {
-                    let v = ValueSpec {
-                        key_hash: h,
-                        elem: i as u32,
-                        len,
-                    };
-                    m.append_values(value_bytes(&v, buf));
-                }
-                frame(&mut slot, kind::PUT_LIST, &m);
-                *slot.expect = Expect::Stored;
-            }
-            Cmd::Echo { first, n } => {
-                let lens = op.range(first, n);
-                if scratch.len() < lens.len() {
-                    scratch.resize_with(lens.len(), Vec::new);
-                }
-                let mut m = kv::GetListResp::new(ctx);
-                m.set_status(status::OK);
-                m.init_values(lens.len());
-                for ((i, &len), buf) in lens.iter().enumerate().zip(scratch.iter_mut()) {
-                    let v = ValueSpec {
-                        key_hash: ECHO_KEY_HASH,
-                        elem: i as u32,
-                        len,
-                    };
-                    m.append_values(value_bytes(&v, buf));
-                    slot.specs.push(v);
-                }
-                frame(&mut slot, kind::ECHO, &m);
-                *slot.expect = Expect::Echo;
-            }
-        }
+        self.spell.request(op, cmd, &mut slot, |req, slot| {
+            encode_granola(ctx, req, slot)
+        });
         Ok(())
     }
 
     fn peek(&self, rx: &[u8]) -> Peek {
-        match FrameHeader::read(rx) {
-            None => Peek::NeedMore,
-            Some(h) => Peek::Id {
-                id: h.id,
-                len: FRAME_HEADER_LEN + h.len as usize,
-            },
-        }
+        peek_frame(rx)
     }
 
     fn check(&mut self, rx: &[u8], expect: Expect, aux: u32, specs: &[ValueSpec]) -> Step {
-        let Some(h) = FrameHeader::read(rx) else {
-            return Step::NeedMore;
-        };
-        let len = FRAME_HEADER_LEN + h.len as usize;
-        if rx.len() < len {
-            return Step::NeedMore;
-        }
-        let outcome = if h.flags & FLAG_RESPONSE == 0 || u32::from(h.kind) != aux {
-            Outcome::Err(ErrorKind::Unexpected)
-        } else {
-            let payload = &rx[FRAME_HEADER_LEN..len];
-            let o = check_payload(&self.ctx, payload, expect, specs);
-            self.ctx.reset();
-            o
-        };
-        Step::Done { len, outcome }
+        let ctx = &self.ctx;
+        let step = check_frame(rx, aux, |_, payload| {
+            check_payload(ctx, payload, expect, specs)
+        });
+        self.ctx.reset();
+        step
     }
 }
 
-fn by_status(status: u32) -> Option<Outcome> {
+/// [`Codec::peek`] of native frames (any serializer).
+pub(crate) fn peek_frame(rx: &[u8]) -> Peek {
+    match FrameHeader::read(rx) {
+        None => Peek::NeedMore,
+        Some(h) => Peek::Id {
+            id: h.id,
+            len: FRAME_HEADER_LEN + h.len as usize,
+        },
+    }
+}
+
+/// [`Codec::check`] of native frames (any serializer): one whole frame at
+/// the start of `rx`, a response of the request's kind (`aux`), whose
+/// payload `payload(kind, payload)` classifies.
+pub(crate) fn check_frame(
+    rx: &[u8],
+    aux: u32,
+    payload: impl FnOnce(u16, &[u8]) -> Outcome,
+) -> Step {
+    let Some(h) = FrameHeader::read(rx) else {
+        return Step::NeedMore;
+    };
+    let len = FRAME_HEADER_LEN + h.len as usize;
+    if rx.len() < len {
+        return Step::NeedMore;
+    }
+    let outcome = if h.flags & FLAG_RESPONSE == 0 || u32::from(h.kind) != aux {
+        Outcome::Err(ErrorKind::Unexpected)
+    } else {
+        payload(h.kind, &rx[FRAME_HEADER_LEN..len])
+    };
+    Step::Done { len, outcome }
+}
+
+/// The outcome a status code decides on its own: `None` for OK (the values
+/// decide), a miss for NOT_FOUND, a server error for the rest.
+pub(crate) fn by_status(status: u32) -> Option<Outcome> {
     match status {
         status::OK => None,
         status::NOT_FOUND => Some(Outcome::Miss),
         _ => Some(Outcome::Err(ErrorKind::ServerError)),
+    }
+}
+
+/// A `GetResp` of `status` holding `value`.
+pub(crate) fn value_outcome(status: u32, value: &[u8], spec: &ValueSpec) -> Outcome {
+    by_status(status).unwrap_or_else(|| Outcome::of_value(spec, value))
+}
+
+/// A `GetMResp` with OK status: one entry per spec (`None`: not found).
+pub(crate) fn values_outcome<'v>(
+    specs: &[ValueSpec],
+    vals: impl ExactSizeIterator<Item = Option<&'v [u8]>>,
+) -> Outcome {
+    if vals.len() != specs.len() {
+        return Outcome::Err(ErrorKind::WrongLength);
+    }
+    specs.iter().zip(vals).fold(Outcome::Ok, |o, (spec, v)| {
+        o.and(v.map_or(Outcome::Miss, |v| Outcome::of_value(spec, v)))
+    })
+}
+
+/// A `GetListResp` of `status`: the whole list (or the echoed pieces).
+pub(crate) fn list_outcome<'v>(
+    status: u32,
+    expect: Expect,
+    specs: &[ValueSpec],
+    vals: impl ExactSizeIterator<Item = &'v [u8]>,
+) -> Outcome {
+    if let Some(o) = by_status(status) {
+        return o;
+    }
+    if expect == Expect::List && vals.len() == 0 {
+        return Outcome::Miss;
+    }
+    if vals.len() != specs.len() {
+        return Outcome::Err(ErrorKind::WrongLength);
+    }
+    specs
+        .iter()
+        .zip(vals)
+        .fold(Outcome::Ok, |o, (s, v)| o.and(Outcome::of_value(s, v)))
+}
+
+/// An `Ack` of `status` and `count` answering a write or delete.
+pub(crate) fn ack_outcome(status: u32, count: u64, expect: Expect) -> Outcome {
+    match by_status(status) {
+        Some(Outcome::Miss) if expect != Expect::Deleted => Outcome::Err(ErrorKind::ServerError),
+        Some(o) => o,
+        None => match expect {
+            Expect::Count(n) if count != n => Outcome::Err(ErrorKind::WrongLength),
+            _ => Outcome::Ok,
+        },
     }
 }
 
@@ -335,57 +575,36 @@ fn check_payload(ctx: &Context, payload: &[u8], expect: Expect, specs: &[ValueSp
     match expect {
         Expect::Value => match kv::GetResp::decode(ctx, payload) {
             Err(_) => malformed,
-            Ok(m) => by_status(m.get_status())
-                .unwrap_or_else(|| Outcome::of_value(&specs[0], m.get_value())),
+            Ok(m) => value_outcome(m.get_status(), m.get_value(), &specs[0]),
         },
         Expect::Values => match kv::GetMResp::decode(ctx, payload) {
             Err(_) => malformed,
             Ok(m) => by_status(m.get_status()).unwrap_or_else(|| {
                 let (vals, found) = (m.get_values(), m.get_found());
-                if vals.len() != specs.len() || (found.len() != specs.len() && !found.is_empty()) {
+                if found.len() != vals.len() && !found.is_empty() {
                     return Outcome::Err(ErrorKind::WrongLength);
                 }
-                let mut o = Outcome::Ok;
-                for (i, spec) in specs.iter().enumerate() {
-                    if found.get(i) == Some(&false) {
-                        o = o.and(Outcome::Miss);
-                    } else {
-                        o = o.and(Outcome::of_value(spec, vals[i].as_slice()));
-                    }
-                }
-                o
+                values_outcome(
+                    specs,
+                    vals.iter()
+                        .enumerate()
+                        .map(|(i, v)| (found.get(i) != Some(&false)).then(|| v.as_slice())),
+                )
             }),
         },
         Expect::List | Expect::Echo => match kv::GetListResp::decode(ctx, payload) {
             Err(_) => malformed,
-            Ok(m) => by_status(m.get_status()).unwrap_or_else(|| {
-                let vals = m.get_values();
-                if expect == Expect::List && vals.is_empty() {
-                    return Outcome::Miss;
-                }
-                if vals.len() != specs.len() {
-                    return Outcome::Err(ErrorKind::WrongLength);
-                }
-                specs.iter().zip(vals).fold(Outcome::Ok, |o, (s, v)| {
-                    o.and(Outcome::of_value(s, v.as_slice()))
-                })
-            }),
+            Ok(m) => list_outcome(
+                m.get_status(),
+                expect,
+                specs,
+                m.get_values().iter().map(|v| v.as_slice()),
+            ),
         },
         Expect::Stored | Expect::Deleted | Expect::Count(_) | Expect::AnyCount => {
             match kv::Ack::decode(ctx, payload) {
                 Err(_) => malformed,
-                Ok(m) => match by_status(m.get_status()) {
-                    Some(Outcome::Miss) if expect != Expect::Deleted => {
-                        Outcome::Err(ErrorKind::ServerError)
-                    }
-                    Some(o) => o,
-                    None => match expect {
-                        Expect::Count(n) if m.get_count() != n => {
-                            Outcome::Err(ErrorKind::WrongLength)
-                        }
-                        _ => Outcome::Ok,
-                    },
-                },
+                Ok(m) => ack_outcome(m.get_status(), m.get_count(), expect),
             }
         }
     }
@@ -410,6 +629,15 @@ mod tests {
         .to_vec();
         r.extend(body);
         r
+    }
+
+    #[test]
+    fn recycled_lists_keep_their_memory() {
+        let keys = [b"a".to_vec(), b"b".to_vec()];
+        let mut v: Vec<&[u8]> = Vec::with_capacity(64);
+        v.extend(keys.iter().map(Vec::as_slice));
+        let v = recycle(v);
+        assert!(v.is_empty() && v.capacity() >= 64, "{}", v.capacity());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! [`crate::workload::cdn`]) stored as vectors of 8 KiB sub-objects; one op
 //! fetches every sub-object of one object with GetFromList, so throughput
 //! is whole objects/s. Every sub-object is ≥ 1 KB, so the hybrid threshold
-//! references them all. Systems: granola-kv's copy-threshold variants (and
-//! the baseline serializers once the load generator speaks them).
+//! references them all. Systems: granola-kv's copy-threshold variants and
+//! the baseline serializers ([`super::google::baselines`]).
 
 use serde_json::json;
 
@@ -56,7 +56,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     let mem = ((bytes * 3) >> 20) as usize + 256;
     let method = s.method_or(Method::Closed);
     let mut systems = super::hybrid::variants();
-    systems.extend(super::google::baselines(s, &mut doc));
+    systems.extend(super::google::baselines());
     // A whole object is one list item (≤ 1 MiB + overhead); the loader's
     // PutList frames and the server's receive limit follow -I.
     for sys in &mut systems {
@@ -105,9 +105,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
         "{objects} objects, {:.0} MB loaded; capacity by {method:?}. Objects are capped at 1 MiB (the paper's trace reaches 116 MB): granola-kv stores a list in one slot and copies it on append, so 100 MB objects do not load; the bounded-Pareto tail index is re-solved for the same 20 KB mean. The paper looped a 1 M-object Tragen trace (~10 GB) over DPDK UDP with one jumbo-frame sub-object per request; here loopback TCP, 8 connections × 16 objects outstanding.",
         bytes as f64 / 1e6
     ));
-    if systems.len() == 3 {
-        doc.notes.push("Baseline serializers not run (no load-generator codec for granola-kv --serializer yet); granola variants only.".into());
-    }
+    doc.notes.push(super::google::baselines_note());
     doc.table = table;
     doc.params = s.params(
         json!({"workload": spec, "loaded_bytes": bytes, "method": method, "conns": 8, "depth": 16}),

@@ -4,8 +4,8 @@
 //! The synthetic generator of [`crate::workload::twitter`] (cluster-4-like:
 //! 32% of requests above 512 B, 8% SETs, Zipf 0.99; values over 8 KiB
 //! split into sub-keys) against granola-kv's native protocol with its
-//! copy-threshold variants (and the baseline serializers once the load
-//! generator speaks them). Each system's capacity is estimated with a
+//! copy-threshold variants and the baseline serializers
+//! ([`super::google::baselines`]). Each system's capacity is estimated with a
 //! closed loop, then an open-loop Poisson sweep at fractions of it runs
 //! all systems in turn at every level; the curves are p99 against achieved
 //! load for the points meeting the 95% rule, and the table holds each
@@ -45,10 +45,10 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     let spec = format!("twitter:keys={keys}");
     let w = workload(&spec)?;
     let mut systems = super::hybrid::variants();
+    systems.extend(super::google::baselines());
     for sys in &mut systems {
         sys.spec.memory_mb = memory_mb(keys, 6000);
     }
-    systems.extend(super::google::baselines(s, &mut doc));
     let reps = s.reps_or(2);
     s.say(&format!("-- twitter ({spec})"));
     let mut servers = start_and_load(s, &systems, w.as_ref())?;
@@ -103,9 +103,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     doc.notes.extend(error_notes(&doc.runs));
     doc.notes.extend(disturbed_notes(&doc.runs));
     doc.notes.push("Synthetic cluster-4-like workload (the trace itself is not redistributable; `twitter:file=...` replays a real one). The paper split values above one MTU and ran UDP over DPDK; here values above 8 KiB become sub-keys and the transport is loopback TCP, 8 connections.".into());
-    if systems.len() == 3 {
-        doc.notes.push("Baseline serializers (prost, flatbuffers, capnp) not run: the load generator has no client codec for granola-kv's --serializer yet; the table compares granola's copy-threshold variants only.".into());
-    }
+    doc.notes.push(super::google::baselines_note());
     doc.table = table;
     doc.params = s.params(json!({
         "workload": spec, "sweep_fractions": fractions(s.quick), "sweep_reps": reps, "conns": 8,
