@@ -107,6 +107,10 @@ fn writers_and_knee_rules() {
 #[test]
 fn large_end_to_end() {
     let Some(bin) = granola_kv() else {
+        assert!(
+            std::env::var_os("GRANOLA_REQUIRE_PEERS").is_none(),
+            "GRANOLA_REQUIRE_PEERS is set but granola-kv is not built"
+        );
         eprintln!(
             "skipped: granola-kv binary not built (cargo build -p granola-kv, or set GRANOLA_KV_BIN)"
         );
