@@ -116,7 +116,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     };
     let set_mib: u64 = if s.quick { 8 } else { 64 };
     let method = s.method.unwrap_or(Method::Closed);
-    let reps = s.reps_or(2);
+    // Three repetitions: with two, the median is their mean and one
+    // disturbed run sets a heatmap cell.
+    let reps = s.reps_or(3);
     let (window, warmup) = s.window_or(1.5);
     let closed = LoadConfig {
         duration: window,
