@@ -21,7 +21,8 @@
 //! the connection's transmit buffer, and decodes responses where they lie.
 
 use granola::{Context, Decode, Message, Pool};
-use granola_kv::server::baselines::Request;
+use granola_kv::server::baselines::client;
+use granola_kv::server::baselines::{GranolaCodec, Request};
 use granola_net::frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 
 use super::{Codec, EncodeError, Expect, Outcome, Peek, ReqSlot, Sink, Step};
@@ -73,6 +74,7 @@ pub const ECHO_KEY_HASH: u64 = super::resp::ECHO_KEY_HASH;
 /// The native protocol.
 pub struct Native {
     ctx: Context,
+    kv_codec: GranolaCodec,
     spell: Spell,
 }
 
@@ -88,6 +90,7 @@ impl Native {
         let pool = Pool::with_capacity(granola::SEGMENT_SIZE)?;
         Ok(Native {
             ctx: Context::new(&pool).with_copy_threshold(usize::MAX),
+            kv_codec: GranolaCodec::new()?,
             spell: Spell::default(),
         })
     }
@@ -350,10 +353,20 @@ fn element_values<'b>(
     out
 }
 
-/// Writes `req` as granola messages of `kv.proto` into `slot`.
-fn encode_granola(ctx: &Context, req: &NativeReq<'_>, slot: &mut ReqSlot<'_>) {
-    let req = match *req {
-        NativeReq::Kv(r) => r,
+/// Writes `req` as granola messages of `kv.proto` into `slot`: the KV
+/// requests through granola-kv's own client codec (one encoder for the
+/// format), the echo request (a `GetListResp` of the pieces) here.
+fn encode_granola(
+    ctx: &Context,
+    kv_codec: &mut GranolaCodec,
+    req: &NativeReq<'_>,
+    slot: &mut ReqSlot<'_>,
+) {
+    match *req {
+        NativeReq::Kv(r) => {
+            client::encode_frame(kv_codec, slot.id as u32, &r, slot.tx);
+            *slot.aux = u32::from(r.kind());
+        }
         NativeReq::Echo(pieces) => {
             let mut m = kv::GetListResp::new(ctx);
             m.set_status(status::OK);
@@ -361,82 +374,7 @@ fn encode_granola(ctx: &Context, req: &NativeReq<'_>, slot: &mut ReqSlot<'_>) {
             for p in pieces {
                 m.append_values(p);
             }
-            return frame(slot, kind::ECHO, &m);
-        }
-    };
-    match req {
-        Request::Get { key } => {
-            let mut m = kv::GetReq::new(ctx);
-            m.set_key(key);
-            frame(slot, kind::GET, &m);
-        }
-        Request::Put { key, value } => {
-            let mut m = kv::PutReq::new(ctx);
-            m.set_key(key);
-            m.set_value(value);
-            frame(slot, kind::PUT, &m);
-        }
-        Request::GetM { keys } => {
-            let mut m = kv::GetMReq::new(ctx);
-            m.init_keys(keys.len());
-            for k in keys {
-                m.append_keys(k);
-            }
-            frame(slot, kind::GET_M, &m);
-        }
-        Request::PutM { keys, values } => {
-            let mut m = kv::PutMReq::new(ctx);
-            m.init_keys(keys.len());
-            for k in keys {
-                m.append_keys(k);
-            }
-            m.init_values(values.len());
-            for v in values {
-                m.append_values(v);
-            }
-            frame(slot, kind::PUT_M, &m);
-        }
-        Request::GetList {
-            key,
-            start,
-            end,
-            all,
-        } => {
-            let mut m = kv::GetListReq::new(ctx);
-            m.set_key(key);
-            // With `all` the server ignores the range: not sent.
-            if !all {
-                m.set_start(start);
-                m.set_end(end);
-            }
-            m.set_all(all);
-            frame(slot, kind::GET_LIST, &m);
-        }
-        Request::PutList { key, values } => {
-            let mut m = kv::PutListReq::new(ctx);
-            m.set_key(key);
-            m.init_values(values.len());
-            for v in values {
-                m.append_values(v);
-            }
-            frame(slot, kind::PUT_LIST, &m);
-        }
-        Request::AppendToList { key, value } => {
-            let mut m = kv::AppendToListReq::new(ctx);
-            m.set_key(key);
-            m.set_value(value);
-            frame(slot, kind::APPEND, &m);
-        }
-        Request::GetFromList { key, index } => {
-            let mut m = kv::GetFromListReq::new(ctx);
-            m.set_key(key);
-            m.set_index(index);
-            frame(slot, kind::GET_FROM_LIST, &m);
-        }
-        Request::Delete { key } => {
-            let mut m = kv::DeleteReq::new(ctx);
-            m.set_key(key);
-            frame(slot, kind::DELETE, &m);
+            frame(slot, kind::ECHO, &m);
         }
     }
 }
@@ -453,9 +391,10 @@ impl Codec for Native {
     fn encode(&mut self, op: &Op, cmd: &Cmd, sink: &mut dyn Sink) -> Result<(), EncodeError> {
         self.ctx.reset();
         let ctx = &self.ctx;
+        let kv_codec = &mut self.kv_codec;
         let mut slot = sink.begin().ok_or(EncodeError::Overflow)?;
         self.spell.request(op, cmd, &mut slot, |req, slot| {
-            encode_granola(ctx, req, slot)
+            encode_granola(ctx, kv_codec, req, slot)
         });
         Ok(())
     }
