@@ -272,7 +272,8 @@ impl TxQueue {
     ///
     /// Why a batch: a small cold value costs one DRAM miss to copy, and a
     /// copy loop that meets them one by one takes the misses one after
-    /// another (the echo benchmark's `hybrid` row at 8–32 small pieces).
+    /// another (the echo benchmark's `hybrid-1by1` variant at 8–32 small
+    /// pieces).
     /// Issuing every prefetch first overlaps the misses, so a reply of many
     /// small values costs about one miss instead of one per value.
     /// Referenced values are prefetched at flush, just before the kernel
