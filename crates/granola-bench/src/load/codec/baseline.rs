@@ -22,8 +22,8 @@ use granola_kv::server::baselines::client::{self, NativeCodec};
 use granola_kv::server::baselines::{Response, Serializer};
 
 use super::native::{
-    ack_outcome, check_frame, list_outcome, peek_frame, value_outcome, values_outcome, NativeReq,
-    Spell,
+    ack_outcome, check_frame, encode_kv, list_outcome, peek_frame, value_outcome, values_outcome,
+    NativeReq, Spell,
 };
 use super::{Codec, EncodeError, Expect, Outcome, Peek, Sink, Step};
 use crate::load::stats::ErrorKind;
@@ -116,8 +116,7 @@ impl Codec for Baseline {
         self.spell
             .request(op, cmd, &mut slot, |req, slot| match *req {
                 NativeReq::Kv(r) => {
-                    client::encode_frame(codec, slot.id as u32, &r, slot.tx);
-                    *slot.aux = u32::from(r.kind());
+                    encode_kv(codec, &r, slot);
                     Ok(())
                 }
                 NativeReq::Echo(_) => Err(EncodeError::Unsupported("echo")),

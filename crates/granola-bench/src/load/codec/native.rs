@@ -21,7 +21,7 @@
 //! the connection's transmit buffer, and decodes responses where they lie.
 
 use granola::{Context, Decode, Message, Pool};
-use granola_kv::server::baselines::client;
+use granola_kv::server::baselines::client::{self, NativeCodec};
 use granola_kv::server::baselines::{GranolaCodec, Request};
 use granola_net::frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 
@@ -353,6 +353,14 @@ fn element_values<'b>(
     out
 }
 
+/// Frames the KV request `r` into `slot` with `codec`'s payload encoding
+/// (every serializer, granola's included) and remembers its kind, which
+/// the response must carry.
+pub(crate) fn encode_kv(codec: &mut dyn NativeCodec, r: &Request<'_>, slot: &mut ReqSlot<'_>) {
+    client::encode_frame(codec, slot.id as u32, r, slot.tx);
+    *slot.aux = u32::from(r.kind());
+}
+
 /// Writes `req` as granola messages of `kv.proto` into `slot`: the KV
 /// requests through granola-kv's own client codec (one encoder for the
 /// format), the echo request (a `GetListResp` of the pieces) here.
@@ -363,10 +371,7 @@ fn encode_granola(
     slot: &mut ReqSlot<'_>,
 ) {
     match *req {
-        NativeReq::Kv(r) => {
-            client::encode_frame(kv_codec, slot.id as u32, &r, slot.tx);
-            *slot.aux = u32::from(r.kind());
-        }
+        NativeReq::Kv(r) => encode_kv(kv_codec, &r, slot),
         NativeReq::Echo(pieces) => {
             let mut m = kv::GetListResp::new(ctx);
             m.set_status(status::OK);
