@@ -7,6 +7,7 @@
 //! socket as references to the stored bytes.
 #![deny(unsafe_code)]
 
+pub mod command;
 pub mod protocol;
 pub mod server;
 pub mod store;

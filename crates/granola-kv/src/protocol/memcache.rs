@@ -420,6 +420,43 @@ fn is_retrieval_prefix(buf: &[u8]) -> bool {
         .any(|p| rest.starts_with(p))
 }
 
+/// A resumable parser: remembers how much of an incomplete command line
+/// has already been searched for its newline (and, through
+/// [`Parsed::Incomplete::need`], the server waits for a data block to
+/// arrive whole), so each received byte is examined a bounded number of
+/// times however a request is split.
+#[derive(Debug, Default, Clone)]
+pub struct Parser {
+    /// Input bytes already known to hold no newline.
+    scanned: usize,
+}
+
+impl Parser {
+    /// Parses one request from the start of `buf`, which must begin with
+    /// the same bytes as the previous call's unless that call returned
+    /// `Done` or `Invalid`.
+    pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
+        let within = if buf.len() <= limits.max_line {
+            true
+        } else {
+            buf.len() <= limits.max_get_line && is_retrieval_prefix(buf)
+        };
+        if self.scanned > 0 && within {
+            let from = self.scanned.min(buf.len());
+            if memchr::memchr(b'\n', buf.get(from..).unwrap_or_default()).is_none() {
+                self.scanned = buf.len();
+                return Parsed::Incomplete { need: None };
+            }
+        }
+        let r = parse(buf, limits);
+        self.scanned = match r {
+            Parsed::Incomplete { need: None } => buf.len(),
+            _ => 0,
+        };
+        r
+    }
+}
+
 /// Parses one request from the start of `buf`.
 ///
 /// See the [module docs](self) for the grammar and the error replies, and

@@ -55,6 +55,12 @@ pub trait ReplySink {
     fn copy(&mut self, bytes: &[u8]);
     /// Appends a stored value (referenced or copied, the sink decides).
     fn value(&mut self, value: &granola::Buf);
+    /// True once the sink holds as much as it should before the peer reads
+    /// some: a command producing a long reply stops there and resumes later
+    /// (see `server::session`). Sinks without a bound never fill.
+    fn full(&self) -> bool {
+        false
+    }
 }
 
 impl ReplySink for Vec<u8> {
@@ -74,6 +80,10 @@ impl<S: ReplySink + ?Sized> ReplySink for &mut S {
 
     fn value(&mut self, value: &granola::Buf) {
         (**self).value(value);
+    }
+
+    fn full(&self) -> bool {
+        (**self).full()
     }
 }
 
@@ -131,6 +141,9 @@ pub enum ErrorKind {
     RespProtocol(&'static str),
     /// RESP `-ERR Protocol error: expected '$', got '<byte>'`.
     RespExpectedDollar(u8),
+    /// Native frames: a header announcing more than the largest frame. The
+    /// framing is lost: close without a reply.
+    FrameTooLarge,
 }
 
 /// A malformed request: which error reply to send and whether the connection
@@ -175,7 +188,11 @@ impl ProtocolError {
     /// classic commands suppress even their errors) or the protocol closes
     /// silently ([`ErrorKind::McLineTooLong`]).
     pub fn is_silent(&self) -> bool {
-        self.noreply || matches!(self.kind, ErrorKind::McLineTooLong)
+        self.noreply
+            || matches!(
+                self.kind,
+                ErrorKind::McLineTooLong | ErrorKind::FrameTooLarge
+            )
     }
 
     /// Writes the exact error reply the protocol sends (including `\r\n`),
@@ -195,7 +212,7 @@ impl ProtocolError {
             ErrorKind::McServerError(m) => {
                 line.push(b"SERVER_ERROR ").push(m.as_bytes());
             }
-            ErrorKind::McLineTooLong => {}
+            ErrorKind::McLineTooLong | ErrorKind::FrameTooLarge => {}
             ErrorKind::RespProtocol(m) => {
                 line.push(b"-ERR Protocol error: ").push(m.as_bytes());
             }
@@ -220,6 +237,7 @@ impl fmt::Display for ProtocolError {
             ErrorKind::McClientError(m) => write!(f, "CLIENT_ERROR {m}"),
             ErrorKind::McServerError(m) => write!(f, "SERVER_ERROR {m}"),
             ErrorKind::McLineTooLong => f.write_str("command line too long"),
+            ErrorKind::FrameTooLarge => f.write_str("frame larger than the limit"),
             ErrorKind::RespProtocol(m) => write!(f, "ERR Protocol error: {m}"),
             ErrorKind::RespExpectedDollar(b) => {
                 write!(

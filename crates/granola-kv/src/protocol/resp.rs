@@ -262,12 +262,56 @@ fn header(buf: &[u8], start: usize, limits: &Limits) -> Header {
 /// Parses one request from the start of `buf`.
 ///
 /// See the [module docs](self) for the grammar and the error replies, and
-/// [`Parsed`] for what to do with the result.
+/// [`Parsed`] for what to do with the result. A stateless parse: a server
+/// receiving a request in pieces uses a [`Parser`], which resumes where the
+/// last piece stopped.
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
-    match buf.first() {
-        None => Parsed::Incomplete { need: None },
-        Some(b'*') => parse_multibulk(buf, limits),
-        Some(_) => parse_inline(buf, limits),
+    Parser::default().parse(buf, limits)
+}
+
+/// A resumable parser: between calls on the same (growing) input it keeps
+/// how far the request in progress was validated, so every received byte is
+/// examined a bounded number of times however the request is split — a
+/// 1 MB multibulk trickled in byte by byte costs O(1 MB), not O(1 MB^2).
+///
+/// Call [`parse`](Parser::parse) with the unconsumed input each time more
+/// arrives; after `Done` or `Invalid` it starts afresh at the next request.
+#[derive(Debug, Default, Clone)]
+pub struct Parser {
+    /// A multibulk request whose first arguments are already validated.
+    multibulk: Option<Progress>,
+    /// Inline: input bytes already searched for the newline.
+    inline_scanned: usize,
+}
+
+/// How far a multibulk request has been validated.
+#[derive(Debug, Clone)]
+struct Progress {
+    argc: usize,
+    body_start: usize,
+    /// Arguments validated so far.
+    done: usize,
+    /// Where argument `done` starts.
+    pos: usize,
+    /// Offsets (start, end) of the first arguments.
+    head: [(usize, usize); INLINE_ARGS],
+}
+
+impl Parser {
+    /// Parses one request from the start of `buf`, which must begin with
+    /// the same bytes as the previous call's `buf` unless that call
+    /// returned `Done` or `Invalid` (the request was consumed).
+    pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
+        let r = match buf.first() {
+            None => Parsed::Incomplete { need: None },
+            Some(b'*') => parse_multibulk(buf, limits, &mut self.multibulk),
+            Some(_) => parse_inline(buf, limits, &mut self.inline_scanned),
+        };
+        if !matches!(r, Parsed::Incomplete { .. }) {
+            self.multibulk = None;
+            self.inline_scanned = 0;
+        }
+        r
     }
 }
 
@@ -283,42 +327,63 @@ fn empty(consumed: usize) -> Parsed<Command<'static>> {
     }
 }
 
-fn parse_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
-    let (argc, body_start) = match header(buf, 1, limits) {
-        Header::Value(n, pos) => (n, pos),
-        Header::Incomplete => return Parsed::Incomplete { need: None },
-        Header::TooBig => return protocol_error("too big mbulk count string"),
-        Header::Bad => return protocol_error("invalid multibulk length"),
-    };
-    if argc <= 0 {
-        return empty(body_start);
-    }
-    let argc = match usize::try_from(argc) {
-        Ok(n) if n <= limits.max_args => n,
-        _ => return protocol_error("invalid multibulk length"),
-    };
-    let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
-    let mut pos = body_start;
-    for i in 0..argc {
-        // A lower bound on the whole request, for Incomplete.
-        let need = |known_end: usize| {
-            let later = (argc - i - 1).saturating_mul(MIN_BULK);
-            Parsed::Incomplete {
-                need: Some(
-                    known_end
-                        .saturating_add(later)
-                        .max(buf.len().saturating_add(1)),
-                ),
+fn parse_multibulk<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    state: &mut Option<Progress>,
+) -> Parsed<Command<'a>> {
+    let mut p = match state.take() {
+        Some(p) => p,
+        None => {
+            let (argc, body_start) = match header(buf, 1, limits) {
+                Header::Value(n, pos) => (n, pos),
+                Header::Incomplete => return Parsed::Incomplete { need: None },
+                Header::TooBig => return protocol_error("too big mbulk count string"),
+                Header::Bad => return protocol_error("invalid multibulk length"),
+            };
+            if argc <= 0 {
+                return empty(body_start);
             }
+            let argc = match usize::try_from(argc) {
+                Ok(n) if n <= limits.max_args => n,
+                _ => return protocol_error("invalid multibulk length"),
+            };
+            Progress {
+                argc,
+                body_start,
+                done: 0,
+                pos: body_start,
+                head: [(0, 0); INLINE_ARGS],
+            }
+        }
+    };
+    while p.done < p.argc {
+        let (i, pos) = (p.done, p.pos);
+        // A lower bound on the whole request, for Incomplete.
+        let later = (p.argc - i - 1).saturating_mul(MIN_BULK);
+        let need = |known_end: usize| {
+            Some(
+                known_end
+                    .saturating_add(later)
+                    .max(buf.len().saturating_add(1)),
+            )
         };
         match buf.get(pos) {
-            None => return need(pos.saturating_add(MIN_BULK)),
+            None => {
+                let need = need(pos.saturating_add(MIN_BULK));
+                *state = Some(p);
+                return Parsed::Incomplete { need };
+            }
             Some(b'$') => {}
             Some(&b) => return close(ErrorKind::RespExpectedDollar(b)),
         }
         let (len, data_start) = match header(buf, pos + 1, limits) {
             Header::Value(n, p) => (n, p),
-            Header::Incomplete => return need(pos.saturating_add(MIN_BULK)),
+            Header::Incomplete => {
+                let need = need(pos.saturating_add(MIN_BULK));
+                *state = Some(p);
+                return Parsed::Incomplete { need };
+            }
             Header::TooBig => return protocol_error("too big bulk count string"),
             Header::Bad => return protocol_error("invalid bulk length"),
         };
@@ -328,34 +393,43 @@ fn parse_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
         };
         let data_end = data_start.saturating_add(len);
         let next = data_end.saturating_add(2);
-        let (Some(data), Some(crlf)) = (buf.get(data_start..data_end), buf.get(data_end..next))
-        else {
-            return need(next);
+        let Some(crlf) = buf.get(data_end..next) else {
+            let need = need(next);
+            *state = Some(p);
+            return Parsed::Incomplete { need };
         };
         if crlf != b"\r\n" {
             return protocol_error("expected CRLF after bulk data");
         }
-        if let Some(slot) = head.get_mut(i) {
-            *slot = data;
+        if let Some(slot) = p.head.get_mut(i) {
+            *slot = (data_start, data_end);
         }
-        pos = next;
+        p.done += 1;
+        p.pos = next;
+    }
+    let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    for (slot, &(a, b)) in head.iter_mut().zip(&p.head).take(p.argc) {
+        *slot = buf.get(a..b).unwrap_or_default();
     }
     Parsed::Done {
         cmd: Command {
-            argc,
+            argc: p.argc,
             head,
-            body: buf.get(body_start..pos).unwrap_or_default(),
+            body: buf.get(p.body_start..p.pos).unwrap_or_default(),
             inline: false,
         },
-        consumed: pos,
+        consumed: p.pos,
     }
 }
 
-fn parse_inline<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
+fn parse_inline<'a>(buf: &'a [u8], limits: &Limits, scanned: &mut usize) -> Parsed<Command<'a>> {
     let window = buf
         .get(..buf.len().min(limits.max_inline.saturating_add(1)))
         .unwrap_or(buf);
-    let Some(nl) = memchr::memchr(b'\n', window) else {
+    let from = (*scanned).min(window.len());
+    let Some(nl) = memchr::memchr(b'\n', window.get(from..).unwrap_or_default()).map(|i| i + from)
+    else {
+        *scanned = window.len();
         return if buf.len() > limits.max_inline {
             protocol_error("too big inline request")
         } else {

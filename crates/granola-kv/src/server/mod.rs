@@ -6,9 +6,10 @@
 //!   native   native granola frames (TCP + UDP)
 //!   baselines the native protocol with prost/flatbuffers/capnp payloads
 //!            (`--serializer`), and their client-side codecs
+//!   session  the one session driver of every TCP protocol (back-pressure,
+//!            also inside a command; pipelined replies; resumable parsing)
 //!   memcache memcached text + meta (TCP), get/gets over UDP
-//!   resp     RESP2 (Redis)
-//!   sink     replies into granola-net's TX queue (copy vs reference)
+//!   resp     RESP2/RESP3 (Redis)
 //! ```
 
 pub mod baselines;
@@ -16,7 +17,7 @@ pub mod config;
 pub mod memcache;
 pub mod native;
 pub mod resp;
-pub mod sink;
+pub mod session;
 
 use crate::store::{Store, StoreConfig};
 use config::Config;
@@ -26,6 +27,7 @@ use granola_net::server::{
     Session,
 };
 use granola_net::{Prefetch, TxConfig};
+use session::Driver;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,7 +47,7 @@ pub struct Shared {
     /// Worker threads.
     pub threads: usize,
     /// memcached command counters.
-    pub memcache: memcache::McCounters,
+    pub memcache: crate::command::memcache::McCounters,
 }
 
 struct Svc<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> {
@@ -136,7 +138,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         started: Instant::now(),
         config: config.clone(),
         threads: handle_threads(&config),
-        memcache: memcache::McCounters::default(),
+        memcache: crate::command::memcache::McCounters::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,
@@ -167,7 +169,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "memcached",
                 make: move |_| {
-                    Box::new(memcache::MemcacheSession::new(s.clone())) as Box<dyn Session>
+                    Box::new(Driver::new(memcache::Memcache::new(s.clone()))) as Box<dyn Session>
                 },
             }),
         );
@@ -179,7 +181,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(Svc {
                 name: "resp",
-                make: move |_| Box::new(resp::RespSession::new(s.clone())) as Box<dyn Session>,
+                make: move |peer| {
+                    Box::new(Driver::new(resp::Resp::new(s.clone(), peer))) as Box<dyn Session>
+                },
             }),
         );
         order.push("resp");

@@ -4,107 +4,101 @@
 //! rule and serialize-and-sent, so a stored value above the copy threshold
 //! goes to the socket as a reference to the store's slot.
 
+use crate::command::native::{self, Request, Response, Spare};
+use crate::command::{Step, Storage};
 use crate::proto as kv;
+use crate::protocol::{ErrorKind, Parsed, ProtocolError, Recovery};
+use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
-use crate::store::{Meta, SetMode, StoreError};
-use granola::{Context, Decode, Message};
-use granola_net::server::{Close, ConnIo, DatagramHandler, Session};
+use granola::{Buf, Context, Decode, Message};
+use granola_net::server::{Close, DatagramHandler};
 use granola_net::tx::SendError;
 use granola_net::udp::{Datagram, UdpTx};
-use granola_net::{Frame, FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
+use granola_net::{FrameHeader, TxQueue, FLAG_RESPONSE, FRAME_HEADER_LEN};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Request kinds (the frame header's `kind`).
-pub mod kind {
-    /// GetReq → GetResp
-    pub const GET: u16 = 1;
-    /// PutReq → Ack
-    pub const PUT: u16 = 2;
-    /// GetMReq → GetMResp
-    pub const GET_M: u16 = 3;
-    /// PutMReq → Ack
-    pub const PUT_M: u16 = 4;
-    /// GetListReq → GetListResp
-    pub const GET_LIST: u16 = 5;
-    /// PutListReq → Ack
-    pub const PUT_LIST: u16 = 6;
-    /// AppendToListReq → Ack
-    pub const APPEND_TO_LIST: u16 = 7;
-    /// GetFromListReq → GetResp
-    pub const GET_FROM_LIST: u16 = 8;
-    /// DeleteReq → Ack
-    pub const DELETE: u16 = 9;
-}
+pub use crate::command::native::{kind, status};
 
-/// Response status codes (see kv.proto).
-pub mod status {
-    /// Success.
-    pub const OK: u32 = 0;
-    /// No such key (or list index).
-    pub const NOT_FOUND: u32 = 1;
-    /// The key holds the other kind of value.
-    pub const WRONG_TYPE: u32 = 2;
-    /// Key or value above the limits.
-    pub const TOO_LARGE: u32 = 3;
-    /// The store could not make room.
-    pub const OUT_OF_MEMORY: u32 = 4;
-    /// The request could not be decoded or is inconsistent.
-    pub const BAD_REQUEST: u32 = 5;
-    /// A conditional write did not apply.
-    pub const NOT_STORED: u32 = 6;
-}
-
-/// The status code of a store error (also used by `baselines`).
-pub(crate) fn status_of(e: StoreError) -> u32 {
-    match e {
-        StoreError::NotFound => status::NOT_FOUND,
-        StoreError::WrongType => status::WRONG_TYPE,
-        StoreError::TooLarge => status::TOO_LARGE,
-        StoreError::OutOfMemory => status::OUT_OF_MEMORY,
-        StoreError::NotNumeric => status::BAD_REQUEST,
-        StoreError::NotStored | StoreError::Exists => status::NOT_STORED,
-    }
-}
-
-/// A native-protocol connection.
-pub struct NativeSession {
+/// A native-protocol connection's protocol state.
+pub struct Native {
     shared: Arc<Shared>,
     ctx: Context,
-    frames: Vec<Frame>,
+    spare: Spare,
+    fused: bool,
+    max_frame: usize,
 }
 
-impl NativeSession {
-    /// A session over the shared server state.
-    pub fn new(shared: Arc<Shared>) -> NativeSession {
+impl Native {
+    /// A connection over the shared server state.
+    pub fn new(shared: Arc<Shared>) -> Native {
         // `--serializer granola-copy / granola-ref` override the threshold.
         let ctx =
             Context::new(shared.store.pool()).with_copy_threshold(shared.native_copy_threshold());
-        NativeSession {
+        let fused = !shared.config.no_fused;
+        Native {
             shared,
             ctx,
-            frames: Vec::new(),
+            spare: Spare::default(),
+            fused,
+            max_frame: granola_net::TxConfig::default().max_frame,
         }
     }
 }
 
-impl Session for NativeSession {
-    fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
-        let max = io.tx.config().max_frame;
-        io.rx
-            .take_frames(max, &mut self.frames)
-            .map_err(|e| Close::new(format!("native: {e}")))?;
-        let fused = !self.shared.config.no_fused;
-        for frame in self.frames.drain(..) {
-            let mut out = TcpOut {
-                io: &mut *io,
-                fused,
-            };
-            handle(&self.shared, &self.ctx, &frame, &mut out)?;
-        }
-        self.ctx.reset();
-        Ok(())
+/// Splits one frame off the input: `(header, payload)`.
+pub(crate) fn parse_frame(input: &[u8], max_frame: usize) -> Parsed<(FrameHeader, &[u8])> {
+    let Some(h) = FrameHeader::read(input) else {
+        return Parsed::Incomplete {
+            need: Some(FRAME_HEADER_LEN),
+        };
+    };
+    let len = h.len as usize;
+    if len > max_frame {
+        return Parsed::Invalid(ProtocolError::new(
+            ErrorKind::FrameTooLarge,
+            Recovery::Close,
+        ));
     }
+    let total = FRAME_HEADER_LEN + len;
+    match input.get(FRAME_HEADER_LEN..total) {
+        Some(payload) => Parsed::Done {
+            cmd: (h, payload),
+            consumed: total,
+        },
+        None => Parsed::Incomplete { need: Some(total) },
+    }
+}
+
+impl Protocol for Native {
+    type Cmd<'a> = (FrameHeader, &'a [u8]);
+    const NAME: &'static str = "native";
+
+    fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<(FrameHeader, &'a [u8])> {
+        parse_frame(input, self.max_frame)
+    }
+
+    fn execute(&mut self, (h, payload): (FrameHeader, &[u8]), _: usize, out: &mut Out<'_>) -> Step {
+        let mut o = TcpOut {
+            tx: &mut *out.tx,
+            fused: self.fused,
+        };
+        let r = handle(
+            &self.shared,
+            &self.ctx,
+            &mut self.spare,
+            &h,
+            payload,
+            &mut o,
+        );
+        self.ctx.reset();
+        match r {
+            Ok(()) => Step::Done,
+            Err(c) => Step::Close(c.reason),
+        }
+    }
+
+    fn write_too_large(&self, _out: &mut Out<'_>) {}
 }
 
 /// Where native replies go: a TCP connection's TX queue, or a UDP reply
@@ -114,30 +108,21 @@ pub trait NativeOut {
     fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close>;
 }
 
-impl NativeOut for ConnIo<'_> {
-    fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close> {
-        self.tx
-            .send_object(header, msg)
-            .map_err(|e| Close::new(format!("native: reply: {e}")))
-    }
-}
-
 /// A TCP connection's replies: serialize-and-send, or with `--no-fused`
 /// the non-fused path (`to_sga`, then `send_sga`).
-struct TcpOut<'a, 'b> {
-    io: &'a mut ConnIo<'b>,
+struct TcpOut<'a> {
+    tx: &'a mut TxQueue,
     fused: bool,
 }
 
-impl NativeOut for TcpOut<'_, '_> {
+impl NativeOut for TcpOut<'_> {
     fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close> {
-        if self.fused {
-            return self.io.send(header, msg);
-        }
-        self.io
-            .tx
-            .send_sga(header, &msg.to_sga())
-            .map_err(|e| Close::new(format!("native: reply: {e}")))
+        let r = if self.fused {
+            self.tx.send_object(header, msg)
+        } else {
+            self.tx.send_sga(header, &msg.to_sga())
+        };
+        r.map_err(|e| Close::new(format!("native: reply: {e}")))
     }
 }
 
@@ -187,16 +172,13 @@ fn ack<O: NativeOut>(
     reply(io, req, &a)
 }
 
-fn bad<O: NativeOut>(ctx: &Context, io: &mut O, req: &FrameHeader) -> Result<(), Close> {
-    ack(ctx, io, req, status::BAD_REQUEST, 0)
-}
-
 /// The native protocol over UDP: one request per datagram (a whole frame),
 /// one reply datagram. A reply too large for a datagram becomes a
 /// TOO_LARGE status.
 pub struct NativeDatagrams {
     shared: Arc<Shared>,
     ctx: Context,
+    spare: Spare,
 }
 
 impl NativeDatagrams {
@@ -205,7 +187,11 @@ impl NativeDatagrams {
         // `--serializer granola-copy / granola-ref` override the threshold.
         let ctx =
             Context::new(shared.store.pool()).with_copy_threshold(shared.native_copy_threshold());
-        NativeDatagrams { shared, ctx }
+        NativeDatagrams {
+            shared,
+            ctx,
+            spare: Spare::default(),
+        }
     }
 }
 
@@ -220,182 +206,156 @@ impl DatagramHandler for NativeDatagrams {
             log::debug!("native-udp: length mismatch from {}", dgram.from);
             return;
         }
-        let frame = Frame {
-            header,
-            payload: data.slice(FRAME_HEADER_LEN..),
-        };
         let mut o = UdpOut {
             tx: out,
             to: dgram.from,
             ctx: &self.ctx,
         };
-        if let Err(c) = handle(&self.shared, &self.ctx, &frame, &mut o) {
+        let payload = data.get(FRAME_HEADER_LEN..).unwrap_or_default();
+        let spare = &mut self.spare;
+        if let Err(c) = handle(&self.shared, &self.ctx, spare, &header, payload, &mut o) {
             log::warn!("{}: {}", dgram.from, c.reason);
         }
         self.ctx.reset();
     }
 }
 
-/// Handles one request frame. Undecodable requests get BAD_REQUEST (the
-/// framing is intact, so the connection can continue); unknown kinds too.
+/// Handles one request frame: decodes it into a [`Request`], runs
+/// [`native::execute`], and encodes the [`Response`]. Undecodable requests
+/// get BAD_REQUEST (the framing is intact, so the connection can
+/// continue); unknown kinds too.
 fn handle<O: NativeOut>(
     shared: &Shared,
     ctx: &Context,
-    frame: &Frame,
+    spare: &mut Spare,
+    h: &FrameHeader,
+    bytes: &[u8],
     io: &mut O,
 ) -> Result<(), Close> {
-    let store = &shared.store;
-    let h = &frame.header;
-    let bytes: &[u8] = &frame.payload;
-    match h.kind {
-        kind::GET | kind::GET_FROM_LIST => {
-            let mut resp = kv::GetResp::new(ctx);
-            let found = if h.kind == kind::GET {
-                let Ok(req) = kv::GetReq::decode(ctx, bytes) else {
-                    return bad(ctx, io, h);
-                };
-                match store.get(req.get_key()) {
-                    Some(item) if item.kind() == crate::store::Kind::String => Ok(item.value()),
-                    Some(_) => Err(status::WRONG_TYPE),
-                    None => Err(status::NOT_FOUND),
-                }
-            } else {
-                let Ok(req) = kv::GetFromListReq::decode(ctx, bytes) else {
-                    return bad(ctx, io, h);
-                };
-                match store.get(req.get_key()) {
-                    Some(item) if item.kind() == crate::store::Kind::List => {
-                        item.list_get(req.get_index()).ok_or(status::NOT_FOUND)
+    let store: &dyn Storage = &*shared.store;
+    let resp = decode(ctx, h.kind, bytes, |req| match req {
+        Some(req) => native::execute(store, &req, &mut *spare),
+        None => native::bad_request(),
+    });
+    let sent = send_response(ctx, io, h, &resp);
+    spare.recycle(resp);
+    sent
+}
+
+/// Decodes a request of `kind` and hands it to `f` (`None` if it does not
+/// decode or the kind is unknown). List fields are collected into scratch
+/// vectors the request borrows.
+fn decode<R>(
+    ctx: &Context,
+    kind: u16,
+    bytes: &[u8],
+    f: impl FnOnce(Option<Request<'_>>) -> R,
+) -> R {
+    macro_rules! req {
+        ($t:ty, |$r:ident| $body:expr) => {
+            match <$t>::decode(ctx, bytes) {
+                Ok($r) => f(Some($body)),
+                Err(_) => f(None),
+            }
+        };
+    }
+    match kind {
+        kind::GET => req!(kv::GetReq, |r| Request::Get { key: r.get_key() }),
+        kind::GET_FROM_LIST => req!(kv::GetFromListReq, |r| Request::GetFromList {
+            key: r.get_key(),
+            index: r.get_index(),
+        }),
+        kind::PUT => req!(kv::PutReq, |r| Request::Put {
+            key: r.get_key(),
+            value: r.get_value(),
+        }),
+        kind::GET_M => match kv::GetMReq::decode(ctx, bytes) {
+            Ok(r) => {
+                let keys: Vec<&[u8]> = r.get_keys().iter().map(|k| &k[..]).collect();
+                f(Some(Request::GetM { keys: &keys }))
+            }
+            Err(_) => f(None),
+        },
+        kind::PUT_M => match kv::PutMReq::decode(ctx, bytes) {
+            Ok(r) => {
+                let keys: Vec<&[u8]> = r.get_keys().iter().map(|k| &k[..]).collect();
+                let values: Vec<&[u8]> = r.get_values().iter().map(|v| &v[..]).collect();
+                f(Some(Request::PutM {
+                    keys: &keys,
+                    values: &values,
+                }))
+            }
+            Err(_) => f(None),
+        },
+        kind::GET_LIST => req!(kv::GetListReq, |r| Request::GetList {
+            key: r.get_key(),
+            start: r.get_start(),
+            end: r.get_end(),
+            all: r.get_all(),
+        }),
+        kind::PUT_LIST => match kv::PutListReq::decode(ctx, bytes) {
+            Ok(r) => {
+                let values: Vec<&[u8]> = r.get_values().iter().map(|v| &v[..]).collect();
+                f(Some(Request::PutList {
+                    key: r.get_key(),
+                    values: &values,
+                }))
+            }
+            Err(_) => f(None),
+        },
+        kind::APPEND_TO_LIST => req!(kv::AppendToListReq, |r| Request::AppendToList {
+            key: r.get_key(),
+            value: r.get_value(),
+        }),
+        kind::DELETE => req!(kv::DeleteReq, |r| Request::Delete { key: r.get_key() }),
+        _ => f(None),
+    }
+}
+
+/// Encodes `resp` as the granola message for `h.kind` and sends it.
+fn send_response<O: NativeOut>(
+    ctx: &Context,
+    io: &mut O,
+    h: &FrameHeader,
+    resp: &Response<Buf>,
+) -> Result<(), Close> {
+    match resp {
+        Response::Value { status, value } => {
+            let mut m = kv::GetResp::new(ctx);
+            m.set_status(*status);
+            if let Some(v) = value {
+                m.set_value_buf(v.clone());
+            }
+            reply(io, h, &m)
+        }
+        Response::Values { status, values } => {
+            let mut m = kv::GetMResp::new(ctx);
+            m.set_status(*status);
+            m.init_values(values.len());
+            m.init_found(values.len());
+            for v in values {
+                match v {
+                    Some(v) => {
+                        m.append_values_buf(v.clone());
+                        m.append_found(true);
                     }
-                    Some(_) => Err(status::WRONG_TYPE),
-                    None => Err(status::NOT_FOUND),
-                }
-            };
-            match found {
-                Ok(value) => {
-                    resp.set_status(status::OK);
-                    resp.set_value_buf(value);
-                }
-                Err(st) => resp.set_status(st),
-            }
-            reply(io, h, &resp)
-        }
-        kind::PUT => {
-            let Ok(req) = kv::PutReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            let st = match store.set(
-                req.get_key(),
-                req.get_value(),
-                Meta::default(),
-                SetMode::Set,
-            ) {
-                Ok(_) => status::OK,
-                Err(e) => status_of(e),
-            };
-            ack(ctx, io, h, st, u64::from(st == status::OK))
-        }
-        kind::GET_M => {
-            let Ok(req) = kv::GetMReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            let keys = req.get_keys();
-            let mut resp = kv::GetMResp::new(ctx);
-            resp.set_status(status::OK);
-            resp.init_values(keys.len());
-            resp.init_found(keys.len());
-            for k in keys {
-                match store.get(k) {
-                    Some(item) if item.kind() == crate::store::Kind::String => {
-                        resp.append_values_buf(item.value());
-                        resp.append_found(true);
-                    }
-                    _ => {
-                        resp.append_values(&[]);
-                        resp.append_found(false);
+                    None => {
+                        m.append_values(&[]);
+                        m.append_found(false);
                     }
                 }
             }
-            reply(io, h, &resp)
+            reply(io, h, &m)
         }
-        kind::PUT_M => {
-            let Ok(req) = kv::PutMReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            let (keys, values) = (req.get_keys(), req.get_values());
-            if keys.len() != values.len() {
-                return bad(ctx, io, h);
+        Response::List { status, values } => {
+            let mut m = kv::GetListResp::new(ctx);
+            m.set_status(*status);
+            m.init_values(values.len());
+            for v in values {
+                m.append_values_buf(v.clone());
             }
-            let mut st = status::OK;
-            let mut written = 0;
-            for (k, v) in keys.iter().zip(values) {
-                match store.set(k, v, Meta::default(), SetMode::Set) {
-                    Ok(_) => written += 1,
-                    Err(e) => st = status_of(e),
-                }
-            }
-            ack(ctx, io, h, st, written)
+            reply(io, h, &m)
         }
-        kind::GET_LIST => {
-            let Ok(req) = kv::GetListReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            let mut resp = kv::GetListResp::new(ctx);
-            match store.get(req.get_key()) {
-                Some(item) if item.kind() == crate::store::Kind::List => {
-                    resp.set_status(status::OK);
-                    let (start, end) = if req.get_all() {
-                        (0, -1)
-                    } else {
-                        (req.get_start(), req.get_end())
-                    };
-                    resp.init_values(item.list_len().min(1024));
-                    for v in item.list_range(start, end) {
-                        resp.append_values_buf(v);
-                    }
-                }
-                Some(_) => resp.set_status(status::WRONG_TYPE),
-                None => resp.set_status(status::NOT_FOUND),
-            }
-            reply(io, h, &resp)
-        }
-        kind::PUT_LIST => {
-            let Ok(req) = kv::PutListReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            let values: Vec<&[u8]> = req.get_values().iter().map(|v| &v[..]).collect();
-            let st = match store.put_list(req.get_key(), &values, Meta::default()) {
-                Ok(()) => status::OK,
-                Err(e) => status_of(e),
-            };
-            ack(ctx, io, h, st, values.len() as u64)
-        }
-        kind::APPEND_TO_LIST => {
-            let Ok(req) = kv::AppendToListReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            match store.list_push(req.get_key(), &[req.get_value()], false) {
-                Ok(len) => ack(ctx, io, h, status::OK, len as u64),
-                Err(e) => ack(ctx, io, h, status_of(e), 0),
-            }
-        }
-        kind::DELETE => {
-            let Ok(req) = kv::DeleteReq::decode(ctx, bytes) else {
-                return bad(ctx, io, h);
-            };
-            let deleted = store.delete(req.get_key());
-            ack(
-                ctx,
-                io,
-                h,
-                if deleted {
-                    status::OK
-                } else {
-                    status::NOT_FOUND
-                },
-                u64::from(deleted),
-            )
-        }
-        _ => bad(ctx, io, h),
+        Response::Ack { status, count } => ack(ctx, io, h, *status, *count),
     }
 }

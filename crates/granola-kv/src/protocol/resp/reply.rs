@@ -117,6 +117,104 @@ pub fn write_null_array<S: ReplySink + ?Sized>(sink: &mut S) {
     sink.copy(NULL_ARRAY);
 }
 
+/// Which RESP a connection speaks (`HELLO 2` / `HELLO 3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Version {
+    /// RESP2 (the default).
+    #[default]
+    Resp2,
+    /// RESP3: typed nulls, maps, sets, doubles, booleans, verbatim text.
+    Resp3,
+}
+
+/// Writes a null: RESP3 `_\r\n`, RESP2 the null bulk string.
+pub fn write_null<S: ReplySink + ?Sized>(sink: &mut S, v: Version) {
+    sink.copy(match v {
+        Version::Resp3 => b"_\r\n",
+        Version::Resp2 => NULL_BULK,
+    });
+}
+
+/// Writes a null array: RESP3 `_\r\n`, RESP2 `*-1\r\n`.
+pub fn write_null_aggregate<S: ReplySink + ?Sized>(sink: &mut S, v: Version) {
+    sink.copy(match v {
+        Version::Resp3 => b"_\r\n",
+        Version::Resp2 => NULL_ARRAY,
+    });
+}
+
+/// Writes a map header for `n` key/value pairs: RESP3 `%<n>`, RESP2 an
+/// array of `2n` elements.
+pub fn write_map_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize, v: Version) {
+    let mut line = Line::new(sink);
+    match v {
+        Version::Resp3 => line.push(b"%").push_u64(n as u64),
+        Version::Resp2 => line.push(b"*").push_u64(2 * n as u64),
+    };
+    line.push(b"\r\n");
+    line.finish();
+}
+
+/// Writes a set header: RESP3 `~<n>`, RESP2 an array.
+pub fn write_set_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize, v: Version) {
+    let mut line = Line::new(sink);
+    line.push(if v == Version::Resp3 { b"~" } else { b"*" })
+        .push_u64(n as u64)
+        .push(b"\r\n");
+    line.finish();
+}
+
+/// Writes a double: RESP3 `,<f>`, RESP2 a bulk string (as Redis formats
+/// it: shortest round-trip text, `inf`/`-inf`).
+pub fn write_double<S: ReplySink + ?Sized>(sink: &mut S, f: f64, v: Version) {
+    let text = format_double(f);
+    match v {
+        Version::Resp3 => {
+            let mut line = Line::new(sink);
+            line.push(b",").push(text.as_bytes()).push(b"\r\n");
+            line.finish();
+        }
+        Version::Resp2 => write_bulk_bytes(sink, text.as_bytes()),
+    }
+}
+
+/// A double as Redis prints it (`%.17g` shortened to the shortest text
+/// that reads back the same).
+pub fn format_double(f: f64) -> String {
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let s = format!("{f}");
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+/// Writes a boolean: RESP3 `#t`/`#f`, RESP2 the integer 1/0.
+pub fn write_bool<S: ReplySink + ?Sized>(sink: &mut S, b: bool, v: Version) {
+    sink.copy(match (v, b) {
+        (Version::Resp3, true) => b"#t\r\n",
+        (Version::Resp3, false) => b"#f\r\n",
+        (Version::Resp2, true) => b":1\r\n",
+        (Version::Resp2, false) => b":0\r\n",
+    });
+}
+
+/// Writes verbatim text (INFO, CLIENT INFO): RESP3 `=<len>\r\ntxt:...`,
+/// RESP2 a bulk string.
+pub fn write_verbatim<S: ReplySink + ?Sized>(sink: &mut S, text: &[u8], v: Version) {
+    match v {
+        Version::Resp3 => {
+            let mut line = Line::new(sink);
+            line.push(b"=")
+                .push_u64(text.len() as u64 + 4)
+                .push(b"\r\ntxt:");
+            line.finish();
+            sink.copy(text);
+            sink.copy(b"\r\n");
+        }
+        Version::Resp2 => write_bulk_bytes(sink, text),
+    }
+}
+
 /// `%.*s`: C string formatting stops at a NUL byte.
 fn c_str(s: &[u8], max: usize) -> &[u8] {
     let s = s.split(|&b| b == 0).next().unwrap_or_default();

@@ -20,8 +20,8 @@
 //! The three `granola*` variants are [`native`](super::native) itself with a
 //! different copy threshold ([`Shared::native_copy_threshold`]); the others
 //! are `BaselineSession`s over a codec per library. The store operations
-//! behind every request are in `exec` (one place, mirroring
-//! `native::handle`), so a comparison measures serialization and sending
+//! behind every request are in `command::native` (one place, shared
+//! with `native`), so a comparison measures serialization and sending
 //! only. prost runs in its default configuration (`bytes` fields are
 //! `Vec<u8>`), as in granola-bench's microbenchmark.
 //!
@@ -72,8 +72,11 @@
 //!     .unwrap();
 //! ```
 
-use super::native::{kind, status, NativeDatagrams, NativeSession};
+use super::native::{Native, NativeDatagrams};
 use super::Shared;
+use crate::command::native::kind;
+#[cfg(doc)]
+use crate::command::native::status;
 use granola::Buf;
 use granola_net::server::{DatagramHandler, Session};
 use granola_net::tx::SendError;
@@ -84,7 +87,6 @@ use std::sync::Arc;
 
 mod capnp_codec;
 pub mod client;
-mod exec;
 mod flatbuffers_codec;
 mod granola_codec;
 mod out;
@@ -224,165 +226,7 @@ impl Shared {
     }
 }
 
-/// A native request, decoded (server) or to encode (client). Slices borrow
-/// the payload or the codec's scratch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Request<'a> {
-    /// [`kind::GET`]: the value of a string key.
-    Get {
-        /// Key.
-        key: &'a [u8],
-    },
-    /// [`kind::PUT`]: store a string value.
-    Put {
-        /// Key.
-        key: &'a [u8],
-        /// Value.
-        value: &'a [u8],
-    },
-    /// [`kind::GET_M`]: one value per key.
-    GetM {
-        /// Keys, in reply order.
-        keys: &'a [&'a [u8]],
-    },
-    /// [`kind::PUT_M`]: `keys[i]` gets `values[i]` (equal lengths).
-    PutM {
-        /// Keys.
-        keys: &'a [&'a [u8]],
-        /// Values.
-        values: &'a [&'a [u8]],
-    },
-    /// [`kind::GET_LIST`]: elements `start..=end` (Redis LRANGE indexing), or
-    /// all of them.
-    GetList {
-        /// Key.
-        key: &'a [u8],
-        /// First index (negative counts from the end).
-        start: i64,
-        /// Last index, inclusive.
-        end: i64,
-        /// Ignore `start`/`end`, return every element.
-        all: bool,
-    },
-    /// [`kind::PUT_LIST`]: replace the key with this list.
-    PutList {
-        /// Key.
-        key: &'a [u8],
-        /// Elements.
-        values: &'a [&'a [u8]],
-    },
-    /// [`kind::APPEND_TO_LIST`]: append one element.
-    AppendToList {
-        /// Key.
-        key: &'a [u8],
-        /// Element.
-        value: &'a [u8],
-    },
-    /// [`kind::GET_FROM_LIST`]: one element (negative index from the end).
-    GetFromList {
-        /// Key.
-        key: &'a [u8],
-        /// Index.
-        index: i64,
-    },
-    /// [`kind::DELETE`]: remove a key.
-    Delete {
-        /// Key.
-        key: &'a [u8],
-    },
-}
-
-impl Request<'_> {
-    /// The frame kind of this request.
-    pub fn kind(&self) -> u16 {
-        match self {
-            Request::Get { .. } => kind::GET,
-            Request::Put { .. } => kind::PUT,
-            Request::GetM { .. } => kind::GET_M,
-            Request::PutM { .. } => kind::PUT_M,
-            Request::GetList { .. } => kind::GET_LIST,
-            Request::PutList { .. } => kind::PUT_LIST,
-            Request::AppendToList { .. } => kind::APPEND_TO_LIST,
-            Request::GetFromList { .. } => kind::GET_FROM_LIST,
-            Request::Delete { .. } => kind::DELETE,
-        }
-    }
-}
-
-/// A native response: the server builds it with `V =` [`Buf`] (stored
-/// values), a client decodes it with `V = &[u8]` (borrowing the payload or
-/// the codec).
-///
-/// A request that could not be decoded (or of an unknown kind), and over
-/// UDP a reply too large for a datagram, is answered with an `Ack`
-/// whatever the kind; every response message has its status first, so
-/// decoding it as the expected message still yields that status (and no
-/// values).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Response<V> {
-    /// `GetResp` (Get, GetFromList); the value is present iff the status is
-    /// OK.
-    Value {
-        /// Status code.
-        status: u32,
-        /// The value.
-        value: Option<V>,
-    },
-    /// `GetMResp`: one entry per requested key, `None` for a miss.
-    Values {
-        /// Status code.
-        status: u32,
-        /// Values in key order.
-        values: Vec<Option<V>>,
-    },
-    /// `GetListResp`: the requested elements.
-    List {
-        /// Status code.
-        status: u32,
-        /// Elements.
-        values: Vec<V>,
-    },
-    /// `Ack` (Put, PutM, PutList, AppendToList, Delete; errors): `count` is
-    /// the number of keys written/deleted, or the list length after
-    /// AppendToList.
-    Ack {
-        /// Status code.
-        status: u32,
-        /// Count.
-        count: u64,
-    },
-}
-
-impl<V> Response<V> {
-    /// The status code.
-    pub fn status(&self) -> u32 {
-        match self {
-            Response::Value { status, .. }
-            | Response::Values { status, .. }
-            | Response::List { status, .. }
-            | Response::Ack { status, .. } => *status,
-        }
-    }
-
-    /// The same response with every value mapped (e.g. `to_vec` to keep it).
-    pub fn map<W>(self, mut f: impl FnMut(V) -> W) -> Response<W> {
-        match self {
-            Response::Value { status, value } => Response::Value {
-                status,
-                value: value.map(f),
-            },
-            Response::Values { status, values } => Response::Values {
-                status,
-                values: values.into_iter().map(|v| v.map(&mut f)).collect(),
-            },
-            Response::List { status, values } => Response::List {
-                status,
-                values: values.into_iter().map(f).collect(),
-            },
-            Response::Ack { status, count } => Response::Ack { status, count },
-        }
-    }
-}
+pub use crate::command::native::{Request, Response};
 
 /// Which response message answers a request kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -440,7 +284,7 @@ pub(crate) trait ServerCodec: Send + 'static {
 pub fn session(shared: Arc<Shared>) -> Box<dyn Session> {
     match shared.config.serializer {
         Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef => {
-            Box::new(NativeSession::new(shared))
+            Box::new(super::session::Driver::new(Native::new(shared)))
         }
         Serializer::Prost => Box::new(session::BaselineSession::<ProstCodec>::new(shared)),
         Serializer::Flatbuffers => {
@@ -471,13 +315,5 @@ pub(crate) fn reply_header(req: &FrameHeader) -> FrameHeader {
         kind: req.kind,
         flags: granola_net::FLAG_RESPONSE,
         id: req.id,
-    }
-}
-
-/// An `Ack` with BAD_REQUEST.
-pub(crate) fn bad_request<V>() -> Response<V> {
-    Response::Ack {
-        status: status::BAD_REQUEST,
-        count: 0,
     }
 }

@@ -1,14 +1,14 @@
 //! TCP sessions and UDP handlers of the baseline serializers: frames in,
-//! [`ServerCodec::decode_request`], [`exec::execute`], and
+//! [`ServerCodec::decode_request`], [`native::execute`], and
 //! [`ServerCodec::send_response`] into the connection's TX queue (or a reply
 //! datagram). The same shape as `native::NativeSession`.
 
-use super::exec::{self, Spare};
 use super::out::{TcpOut, UdpOut};
-use super::{bad_request, reply_header, Response, ServerCodec};
-use crate::server::native::status;
+use super::{reply_header, Response, ServerCodec};
+use crate::command::native::status;
+use crate::command::native::{self, bad_request, Spare};
+use crate::command::Storage;
 use crate::server::Shared;
-use crate::store::Store;
 use granola::Buf;
 use granola_net::server::{Close, ConnIo, DatagramHandler, Session};
 use granola_net::tx::SendError;
@@ -19,14 +19,14 @@ use std::sync::Arc;
 /// Decodes and runs one request; undecodable or unknown ones get
 /// BAD_REQUEST (the framing is intact, so the connection continues).
 fn respond<C: ServerCodec>(
-    store: &Store,
+    store: &dyn Storage,
     codec: &mut C,
     header: &FrameHeader,
     payload: &[u8],
     spare: &mut Spare,
 ) -> Response<Buf> {
     codec.decode_request(header.kind, payload, |req| match req {
-        Some(req) => exec::execute(store, &req, spare),
+        Some(req) => native::execute(store, &req, spare),
         None => bad_request(),
     })
 }
@@ -56,7 +56,7 @@ impl<C: ServerCodec> Session for BaselineSession<C> {
         io.rx
             .take_frames(max, &mut self.frames)
             .map_err(|e| Close::new(format!("native-{}: {e}", C::NAME)))?;
-        let store = &self.shared.store;
+        let store: &dyn Storage = &*self.shared.store;
         for frame in self.frames.drain(..) {
             let resp = respond(
                 store,
@@ -104,7 +104,7 @@ impl<C: ServerCodec> DatagramHandler for BaselineDatagrams<C> {
             log::debug!("native-udp: length mismatch from {}", dgram.from);
             return;
         }
-        let store = &self.shared.store;
+        let store: &dyn Storage = &*self.shared.store;
         let resp = respond(
             store,
             &mut self.codec,
@@ -115,7 +115,7 @@ impl<C: ServerCodec> DatagramHandler for BaselineDatagrams<C> {
         let mut o = UdpOut {
             tx: out,
             to: dgram.from,
-            pool: store.pool(),
+            pool: self.shared.store.pool(),
         };
         let reply = reply_header(&header);
         let sent = match self.codec.send_response(reply, &resp, &mut o) {

@@ -1,0 +1,143 @@
+//! The memcached commands, text and meta, one file per command family;
+//! [`dispatch`] maps a parsed [`Command`] to its file.
+
+mod arith;
+mod delete;
+mod flush;
+mod get;
+mod meta;
+mod misc;
+mod stats;
+mod store;
+mod touch;
+
+use super::{Step, Storage};
+use crate::protocol::memcache::{self as mc, expiry, Command, Expiry, StoreMode, StoreResult};
+use crate::protocol::ReplySink;
+use crate::server::Shared;
+use crate::store::{Item, Kind, SetMode, StoreError};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+pub use flush::DelayedFlush;
+
+/// Version string reported by `version` and `stats`.
+pub const VERSION: &[u8] = concat!(env!("CARGO_PKG_VERSION"), "-granola-kv").as_bytes();
+
+/// Command counters shared by all memcached connections.
+#[derive(Default, Debug)]
+pub struct McCounters {
+    /// Retrieval commands (one per key, as memcached counts `cmd_get`).
+    pub cmd_get: AtomicU64,
+    /// Storage commands.
+    pub cmd_set: AtomicU64,
+    /// `touch`/`gat` commands.
+    pub cmd_touch: AtomicU64,
+    /// `flush_all` commands.
+    pub cmd_flush: AtomicU64,
+    /// The pending delayed `flush_all`, shared with its timer thread.
+    pub delayed_flush: Arc<DelayedFlush>,
+}
+
+/// What a memcached command sees.
+pub struct Ctx<'a> {
+    /// Server state (config, counters).
+    pub shared: &'a Shared,
+    /// The keyspace.
+    pub db: &'a dyn Storage,
+    /// The reply.
+    pub out: &'a mut dyn ReplySink,
+    /// Where a paused command resumes (0 on its first call).
+    pub resume: usize,
+}
+
+impl Ctx<'_> {
+    fn now_unix(&self) -> u64 {
+        self.db.now_ms() / 1000
+    }
+
+    /// memcached `exptime` → the store's absolute expiry in ms (0 = never;
+    /// an already expired time becomes 1 ms after the epoch: in the past).
+    fn expires_ms(&self, exptime: i64) -> u64 {
+        match expiry(exptime, self.now_unix()) {
+            Expiry::Never => 0,
+            Expiry::Expired => 1,
+            Expiry::At(s) => s.saturating_mul(1000),
+        }
+    }
+
+    /// Remaining TTL in seconds as meta commands report it (-1 = never).
+    fn ttl_secs(&self, item: &Item) -> i64 {
+        match item.expires_at_ms() {
+            0 => -1,
+            at => (at.saturating_sub(self.db.now_ms()) / 1000) as i64,
+        }
+    }
+
+    fn store_error(&mut self, e: StoreError) {
+        match e {
+            StoreError::TooLarge => self
+                .out
+                .copy(b"SERVER_ERROR object too large for cache\r\n"),
+            StoreError::NotNumeric => self.out.copy(mc::NON_NUMERIC),
+            _ => self.out.copy(mc::OUT_OF_MEMORY),
+        }
+    }
+}
+
+fn string_item(item: Option<Item>) -> Option<Item> {
+    item.filter(|i| i.kind() == Kind::String)
+}
+
+fn store_result(r: &Result<u64, StoreError>) -> Option<StoreResult> {
+    match r {
+        Ok(_) => Some(StoreResult::Stored),
+        Err(StoreError::NotStored) | Err(StoreError::WrongType) => Some(StoreResult::NotStored),
+        Err(StoreError::Exists) => Some(StoreResult::Exists),
+        Err(StoreError::NotFound) => Some(StoreResult::NotFound),
+        Err(_) => None,
+    }
+}
+
+fn set_mode(mode: StoreMode, cas: Option<u64>) -> SetMode {
+    match mode {
+        StoreMode::Set => SetMode::Set,
+        StoreMode::Add => SetMode::Add,
+        StoreMode::Replace => SetMode::Replace,
+        StoreMode::Append => SetMode::Append,
+        StoreMode::Prepend => SetMode::Prepend,
+        StoreMode::Cas => SetMode::Cas(cas.unwrap_or(0)),
+    }
+}
+
+/// Runs one command, writing its reply (if any).
+pub fn dispatch(ctx: &mut Ctx<'_>, cmd: Command<'_>) -> Step {
+    match cmd {
+        Command::Get(g) => return get::execute(ctx, g),
+        Command::Store(s) => store::execute(ctx, s),
+        Command::Delete { key, noreply } => delete::execute(ctx, key, noreply),
+        Command::Arith {
+            key,
+            decr,
+            delta,
+            noreply,
+        } => arith::execute(ctx, key, decr, delta, noreply),
+        Command::Touch {
+            key,
+            exptime,
+            noreply,
+        } => touch::execute(ctx, key, exptime, noreply),
+        Command::FlushAll { delay, noreply } => flush::execute(ctx, delay, noreply),
+        Command::Stats { args } => stats::execute(ctx, args),
+        Command::Version => misc::version(ctx),
+        Command::Verbosity { noreply, .. } => misc::verbosity(ctx, noreply),
+        Command::Quit => return Step::Close(String::new()),
+        Command::MetaGet(m) => meta::get(ctx, m),
+        Command::MetaSet(m) => meta::set(ctx, m),
+        Command::MetaDelete(m) => meta::delete(ctx, m),
+        Command::MetaArith(m) => meta::arith(ctx, m),
+        Command::MetaDebug(m) => meta::debug(ctx, m),
+        Command::MetaNoop => misc::noop(ctx),
+    }
+    Step::Done
+}

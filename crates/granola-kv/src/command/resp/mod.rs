@@ -1,0 +1,169 @@
+//! The Redis commands. [`table`] lists them; [`dispatch`] looks a request
+//! up, checks its arity and runs it.
+//!
+//! Each command is `fn(&mut Ctx, &Command) -> Step`: the request's
+//! arguments come from the parser, the reply goes through the `Ctx`
+//! helpers (which speak RESP2 or RESP3, whichever the connection chose).
+
+mod connection;
+mod keys;
+mod lists;
+mod server;
+mod strings;
+pub mod table;
+
+use super::{Step, Storage};
+use crate::protocol::resp::{self, Command, Version};
+use crate::protocol::ReplySink;
+use crate::server::Shared;
+use crate::store::{Item, Kind, StoreError};
+use granola::Buf;
+
+/// Per-connection state of a RESP client.
+#[derive(Debug, Default)]
+pub struct Conn {
+    /// `CLIENT ID`.
+    pub id: u64,
+    /// `CLIENT SETNAME`.
+    pub name: Vec<u8>,
+    /// RESP2 or RESP3 (`HELLO`).
+    pub version: Version,
+    /// Where the client connected from (`CLIENT LIST`).
+    pub peer: String,
+}
+
+/// What a command sees: the shared server, the storage, its connection and
+/// where its reply goes.
+pub struct Ctx<'a> {
+    /// Server state (config, counters).
+    pub shared: &'a Shared,
+    /// The keyspace.
+    pub db: &'a dyn Storage,
+    /// This connection.
+    pub conn: &'a mut Conn,
+    /// The reply.
+    pub out: &'a mut dyn ReplySink,
+    /// Where a paused command resumes (0 on its first call).
+    pub resume: usize,
+}
+
+impl Ctx<'_> {
+    /// The connection's protocol version.
+    pub fn version(&self) -> Version {
+        self.conn.version
+    }
+    /// `+OK`.
+    pub fn ok(&mut self) {
+        self.out.copy(resp::OK);
+    }
+    /// Copies a complete, pre-encoded reply.
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.out.copy(bytes);
+    }
+    /// `-<message>` (the message carries its code: `ERR ...`).
+    pub fn error(&mut self, message: &[u8]) {
+        resp::write_error(self.out, message);
+    }
+    /// `:<n>`.
+    pub fn int(&mut self, n: i64) {
+        resp::write_integer(self.out, n);
+    }
+    /// A stored value as a bulk string (by reference above the threshold).
+    pub fn bulk(&mut self, v: &Buf) {
+        resp::write_bulk(self.out, v);
+    }
+    /// Bytes as a bulk string (copied).
+    pub fn bytes(&mut self, b: &[u8]) {
+        resp::write_bulk_bytes(self.out, b);
+    }
+    /// A simple string.
+    pub fn simple(&mut self, s: &[u8]) {
+        resp::write_simple(self.out, s);
+    }
+    /// The null reply (a missing value).
+    pub fn null(&mut self) {
+        resp::write_null(self.out, self.conn.version);
+    }
+    /// The null array / aggregate.
+    pub fn null_array(&mut self) {
+        resp::write_null_aggregate(self.out, self.conn.version);
+    }
+    /// An array header.
+    pub fn array(&mut self, n: usize) {
+        resp::write_array_header(self.out, n);
+    }
+    /// A map header (RESP2: a flat array).
+    pub fn map(&mut self, n: usize) {
+        resp::write_map_header(self.out, n, self.conn.version);
+    }
+    /// A set header (RESP2: an array).
+    pub fn set(&mut self, n: usize) {
+        resp::write_set_header(self.out, n, self.conn.version);
+    }
+    /// A double.
+    pub fn double(&mut self, f: f64) {
+        resp::write_double(self.out, f, self.conn.version);
+    }
+    /// Text (INFO): RESP3 verbatim, RESP2 bulk.
+    pub fn verbatim(&mut self, text: &[u8]) {
+        resp::write_verbatim(self.out, text, self.conn.version);
+    }
+    /// True once the reply queue is full: a long reply pauses here.
+    pub fn full(&self) -> bool {
+        self.out.full()
+    }
+    /// The error reply of a store error.
+    pub fn store_error(&mut self, e: StoreError) {
+        match e {
+            StoreError::WrongType => self.raw(resp::ERR_WRONGTYPE),
+            StoreError::TooLarge => self.error(b"ERR value too large"),
+            StoreError::OutOfMemory => {
+                self.error(b"OOM command not allowed when used memory > 'maxmemory'.")
+            }
+            StoreError::NotNumeric => self.raw(resp::ERR_NOT_INTEGER),
+            StoreError::NotStored | StoreError::Exists | StoreError::NotFound => {
+                self.error(b"ERR write refused")
+            }
+        }
+    }
+    /// The item at `key` if it is a string; `Err` (reply written) if it is
+    /// another type.
+    pub fn string(&mut self, key: &[u8]) -> Result<Option<Item>, Replied> {
+        self.typed(key, Kind::String)
+    }
+    /// The item at `key` if it is a list; `Err` (reply written) otherwise.
+    pub fn list(&mut self, key: &[u8]) -> Result<Option<Item>, Replied> {
+        self.typed(key, Kind::List)
+    }
+    fn typed(&mut self, key: &[u8], kind: Kind) -> Result<Option<Item>, Replied> {
+        match self.db.get(key) {
+            Some(i) if i.kind() != kind => {
+                self.raw(resp::ERR_WRONGTYPE);
+                Err(Replied)
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+/// A command's error reply has been written: stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replied;
+
+/// Parses a decimal i64 argument.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Runs one request (not empty): looks it up, checks arity, executes.
+pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(spec) = table::lookup(cmd.name()) else {
+        resp::write_unknown_command(ctx.out, cmd);
+        return Step::Done;
+    };
+    if !spec.arity_ok(cmd.len()) {
+        resp::write_wrong_arity(ctx.out, cmd.name());
+        return Step::Done;
+    }
+    (spec.run)(ctx, cmd)
+}

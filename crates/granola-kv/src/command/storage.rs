@@ -1,0 +1,70 @@
+//! The storage the commands run against.
+
+use crate::store::{Item, Meta, SetMode, Store, StoreError, StoreStats};
+
+/// What commands need from the store. [`Store`] implements it; commands
+/// take `&dyn Storage`, so a command file depends on this interface only.
+pub trait Storage: Send + Sync {
+    /// The live item at `key`.
+    fn get(&self, key: &[u8]) -> Option<Item>;
+    /// Stores a string value; returns its CAS unique.
+    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError>;
+    /// Removes `key`; true if it was there.
+    fn delete(&self, key: &[u8]) -> bool;
+    /// memcached incr/decr on a decimal u64.
+    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError>;
+    /// Sets the expiry of a live item; returns it.
+    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item>;
+    /// Removes every item.
+    fn flush_all(&self);
+    /// RPUSH/LPUSH; the new length.
+    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError>;
+    /// Replaces `key` with a list.
+    fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError>;
+    /// Live items.
+    fn len(&self) -> usize;
+    /// True if empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The store's clock (Unix ms).
+    fn now_ms(&self) -> u64;
+    /// Counters.
+    fn stats(&self) -> StoreStats;
+}
+
+impl Storage for Store {
+    fn get(&self, key: &[u8]) -> Option<Item> {
+        Store::get(self, key)
+    }
+    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError> {
+        Store::set(self, key, value, meta, mode)
+    }
+    fn delete(&self, key: &[u8]) -> bool {
+        Store::delete(self, key)
+    }
+    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
+        Store::incr_decr(self, key, delta, incr)
+    }
+    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        Store::touch(self, key, expires_at_ms)
+    }
+    fn flush_all(&self) {
+        Store::flush_all(self)
+    }
+    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
+        Store::list_push(self, key, values, front)
+    }
+    fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError> {
+        Store::put_list(self, key, values, meta)
+    }
+    fn len(&self) -> usize {
+        Store::len(self)
+    }
+    fn now_ms(&self) -> u64 {
+        Store::now_ms(self)
+    }
+    fn stats(&self) -> StoreStats {
+        Store::stats(self)
+    }
+}
