@@ -73,6 +73,7 @@
 //! ```
 
 use super::native::{Native, NativeDatagrams};
+use super::session::Driver;
 use super::Shared;
 use crate::command::native::kind;
 #[cfg(doc)]
@@ -284,13 +285,17 @@ pub(crate) trait ServerCodec: Send + 'static {
 pub fn session(shared: Arc<Shared>) -> Box<dyn Session> {
     match shared.config.serializer {
         Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef => {
-            Box::new(super::session::Driver::new(Native::new(shared)))
+            Box::new(Driver::new(Native::new(shared)))
         }
-        Serializer::Prost => Box::new(session::BaselineSession::<ProstCodec>::new(shared)),
-        Serializer::Flatbuffers => {
-            Box::new(session::BaselineSession::<FlatbuffersCodec>::new(shared))
-        }
-        Serializer::Capnp => Box::new(session::BaselineSession::<CapnpCodec>::new(shared)),
+        Serializer::Prost => Box::new(Driver::new(session::BaselineSession::<ProstCodec>::new(
+            shared,
+        ))),
+        Serializer::Flatbuffers => Box::new(Driver::new(session::BaselineSession::<
+            FlatbuffersCodec,
+        >::new(shared))),
+        Serializer::Capnp => Box::new(Driver::new(session::BaselineSession::<CapnpCodec>::new(
+            shared,
+        ))),
     }
 }
 

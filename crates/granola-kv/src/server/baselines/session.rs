@@ -1,4 +1,4 @@
-//! TCP sessions and UDP handlers of the baseline serializers: frames in,
+//! TCP protocols (on the session driver) and UDP handlers of the baseline serializers: frames in,
 //! [`ServerCodec::decode_request`], [`native::execute`], and
 //! [`ServerCodec::send_response`] into the connection's TX queue (or a reply
 //! datagram). The same shape as `native::NativeSession`.
@@ -7,13 +7,17 @@ use super::out::{TcpOut, UdpOut};
 use super::{reply_header, Response, ServerCodec};
 use crate::command::native::status;
 use crate::command::native::{self, bad_request, Spare};
+use crate::command::Step;
 use crate::command::Storage;
+use crate::protocol::Parsed;
+use crate::server::native::parse_frame;
+use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
 use granola::Buf;
-use granola_net::server::{Close, ConnIo, DatagramHandler, Session};
+use granola_net::server::DatagramHandler;
 use granola_net::tx::SendError;
 use granola_net::udp::{Datagram, UdpTx};
-use granola_net::{Frame, FrameHeader, FRAME_HEADER_LEN};
+use granola_net::{FrameHeader, FRAME_HEADER_LEN};
 use std::sync::Arc;
 
 /// Decodes and runs one request; undecodable or unknown ones get
@@ -31,12 +35,13 @@ fn respond<C: ServerCodec>(
     })
 }
 
-/// A native-protocol connection speaking codec `C`.
+/// A native-protocol connection speaking codec `C` (run by the session
+/// driver, like every TCP protocol).
 pub(super) struct BaselineSession<C> {
     shared: Arc<Shared>,
     codec: C,
-    frames: Vec<Frame>,
     spare: Spare,
+    max_frame: usize,
 }
 
 impl<C: ServerCodec> BaselineSession<C> {
@@ -44,35 +49,34 @@ impl<C: ServerCodec> BaselineSession<C> {
         BaselineSession {
             shared,
             codec: C::server(),
-            frames: Vec::new(),
             spare: Spare::default(),
+            max_frame: granola_net::TxConfig::default().max_frame,
         }
     }
 }
 
-impl<C: ServerCodec> Session for BaselineSession<C> {
-    fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
-        let max = io.tx.config().max_frame;
-        io.rx
-            .take_frames(max, &mut self.frames)
-            .map_err(|e| Close::new(format!("native-{}: {e}", C::NAME)))?;
-        let store: &dyn Storage = &*self.shared.store;
-        for frame in self.frames.drain(..) {
-            let resp = respond(
-                store,
-                &mut self.codec,
-                &frame.header,
-                &frame.payload,
-                &mut self.spare,
-            );
-            let sent =
-                self.codec
-                    .send_response(reply_header(&frame.header), &resp, &mut TcpOut(io.tx));
-            self.spare.recycle(resp);
-            sent.map_err(|e| Close::new(format!("native-{}: reply: {e}", C::NAME)))?;
-        }
-        Ok(())
+impl<C: ServerCodec> Protocol for BaselineSession<C> {
+    type Cmd<'a> = (FrameHeader, &'a [u8]);
+    const NAME: &'static str = "native-baseline";
+
+    fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<(FrameHeader, &'a [u8])> {
+        parse_frame(input, self.max_frame)
     }
+
+    fn execute(&mut self, (h, payload): (FrameHeader, &[u8]), _: usize, out: &mut Out<'_>) -> Step {
+        let store: &dyn Storage = &*self.shared.store;
+        let resp = respond(store, &mut self.codec, &h, payload, &mut self.spare);
+        let sent = self
+            .codec
+            .send_response(reply_header(&h), &resp, &mut TcpOut(out.tx));
+        self.spare.recycle(resp);
+        match sent {
+            Ok(()) => Step::Done,
+            Err(e) => Step::Close(format!("native-{}: reply: {e}", C::NAME)),
+        }
+    }
+
+    fn write_too_large(&self, _out: &mut Out<'_>) {}
 }
 
 /// The native protocol over UDP with codec `C`: one request per datagram,
