@@ -14,12 +14,15 @@
 //!   tx       TxQueue: serialize-and-send, flushes, the in-flight table
 //!   rx       RxBuffer: pool receive buffer, frames as shared Bufs
 //!   udp      UDP: one datagram per message, recvmmsg/sendmmsg batches
+//!   backend  which event loop runs (epoll, io_uring, AF_XDP), probed at start
 //!   server   epoll event loop: listeners, connections, sessions
+//!   uring    io_uring event loop
 //!   calibrate  measure the copy-vs-gather threshold on this machine
 //!   sys      the syscalls (the crate's only unsafe code)
 //! ```
 #![deny(unsafe_code)]
 
+pub mod backend;
 pub mod calibrate;
 pub mod datapath;
 pub mod frame;
@@ -31,7 +34,10 @@ pub mod server;
 pub mod sys;
 pub mod tx;
 pub mod udp;
+#[allow(unsafe_code)]
+mod uring;
 
+pub use backend::{DatapathKind, XdpConfig};
 pub use datapath::{Datapath, TcpDatapath};
 pub use frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 pub use gather::{GatherStats, TxOutOfMemory, DEFAULT_CHUNK_SIZE};

@@ -13,6 +13,7 @@
 //! A session error closes only its own connection, with a log line saying
 //! why.
 
+pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
@@ -119,6 +120,9 @@ pub struct ServerConfig {
     pub udp_batch: usize,
     /// Largest UDP reply datagram.
     pub udp_max_datagram: usize,
+    /// The event-loop backend; one the kernel does not allow falls back to
+    /// epoll with a log line (see [`crate::backend`]).
+    pub datapath: DatapathKind,
 }
 
 impl Default for ServerConfig {
@@ -134,6 +138,7 @@ impl Default for ServerConfig {
             backpressure_bytes: 4 << 20,
             udp_batch: 32,
             udp_max_datagram: MAX_DATAGRAM,
+            datapath: DatapathKind::Epoll,
         }
     }
 }
@@ -177,6 +182,9 @@ pub struct ServerHandle {
     pub udp_addrs: Vec<SocketAddr>,
     /// Shared counters.
     pub stats: Arc<ServerStats>,
+    /// The backend that runs (the configured one, or epoll after a failed
+    /// probe).
+    pub datapath: DatapathKind,
     stop: Arc<AtomicBool>,
     wakers: Vec<Arc<Waker>>,
     threads: Vec<JoinHandle<()>>,
@@ -282,30 +290,39 @@ impl Server {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(ServerStats::default());
+        let datapath = crate::backend::resolve(&self.cfg.datapath);
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
         for (i, (tcp, udp)) in per_thread_tcp.into_iter().zip(per_thread_udp).enumerate() {
             let waker = Arc::new(Waker::new()?);
             wakers.push(waker.clone());
-            let mut worker = Worker::new(
-                self.pool.clone(),
-                self.cfg.clone(),
+            let parts = WorkerParts {
+                pool: self.pool.clone(),
+                cfg: self.cfg.clone(),
                 tcp,
                 udp,
                 waker,
-                stop.clone(),
-                stats.clone(),
-            )?;
+                stop: stop.clone(),
+                stats: stats.clone(),
+            };
+            let run: Box<dyn FnOnce() + Send> = match &datapath {
+                // `resolve` only returns the kinds built in.
+                DatapathKind::Epoll | DatapathKind::Uring | DatapathKind::Xdp(_) => {
+                    let mut worker = Worker::new(parts)?;
+                    Box::new(move || worker.run())
+                }
+            };
             handles.push(
                 std::thread::Builder::new()
-                    .name(format!("granola-worker-{i}"))
-                    .spawn(move || worker.run())?,
+                    .name(format!("granola-{datapath}-{i}"))
+                    .spawn(run)?,
             );
         }
         Ok(ServerHandle {
             tcp_addrs,
             udp_addrs,
             stats,
+            datapath,
             stop,
             wakers,
             threads: handles,
@@ -371,16 +388,29 @@ struct Worker {
     stats: Arc<ServerStats>,
 }
 
+/// What every backend's worker starts from: its share of the listening
+/// sockets and the server-wide state.
+pub(crate) struct WorkerParts {
+    pub(crate) pool: Pool,
+    pub(crate) cfg: ServerConfig,
+    pub(crate) tcp: Vec<(TcpListener, Arc<dyn Service>)>,
+    pub(crate) udp: Vec<(UdpSocket, Arc<dyn DatagramService>)>,
+    pub(crate) waker: Arc<Waker>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) stats: Arc<ServerStats>,
+}
+
 impl Worker {
-    fn new(
-        pool: Pool,
-        cfg: ServerConfig,
-        tcp: Vec<(TcpListener, Arc<dyn Service>)>,
-        udp: Vec<(UdpSocket, Arc<dyn DatagramService>)>,
-        waker: Arc<Waker>,
-        stop: Arc<AtomicBool>,
-        stats: Arc<ServerStats>,
-    ) -> io::Result<Worker> {
+    fn new(parts: WorkerParts) -> io::Result<Worker> {
+        let WorkerParts {
+            pool,
+            cfg,
+            tcp,
+            udp,
+            waker,
+            stop,
+            stats,
+        } = parts;
         let epoll = Epoll::new(256)?;
         epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
         for (i, (l, _)) in tcp.iter().enumerate() {
