@@ -40,6 +40,9 @@ pub trait Datapath {
 /// A TCP connection as a [`Datapath`]: `recv` and `sendmsg`, non-blocking.
 pub struct TcpDatapath {
     stream: TcpStream,
+    /// The last `recv` filled less than the buffer it was given: the socket
+    /// had no more bytes at that moment.
+    drained: bool,
 }
 
 impl TcpDatapath {
@@ -49,18 +52,31 @@ impl TcpDatapath {
     pub fn new(stream: TcpStream) -> io::Result<TcpDatapath> {
         stream.set_nonblocking(true)?;
         stream.set_nodelay(true)?;
-        Ok(TcpDatapath { stream })
+        Ok(TcpDatapath {
+            stream,
+            drained: false,
+        })
     }
 
     /// The underlying stream.
     pub fn stream(&self) -> &TcpStream {
         &self.stream
     }
+
+    /// True if the last [`Datapath::recv`] returned fewer bytes than it had
+    /// room for (and at least one): the socket was empty when it returned,
+    /// so reading again would only fetch `EAGAIN` — an event loop waits for
+    /// the next readiness instead.
+    pub fn drained(&self) -> bool {
+        self.drained
+    }
 }
 
 impl Datapath for TcpDatapath {
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        sys::recv(self.stream.as_fd(), buf)
+        let n = sys::recv(self.stream.as_fd(), buf)?;
+        self.drained = n > 0 && n < buf.len();
+        Ok(n)
     }
 
     fn send_gather(&mut self, iov: &[IoSlice<'_>], zerocopy: bool) -> io::Result<usize> {

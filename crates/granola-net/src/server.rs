@@ -3,9 +3,12 @@
 //! connections and datagrams over them), running protocol sessions.
 //!
 //! Per connection the loop is: read what is there (bounded per wake-up, so
-//! one busy connection cannot starve the others), hand the unconsumed bytes
-//! to the [`Session`] after each read, and flush once — so every reply to
-//! a pipelined batch goes out in one gathering `sendmsg`. When a peer stops
+//! one busy connection cannot starve the others, and stopping after a short
+//! read, which emptied the socket), hand the unconsumed bytes to the
+//! [`Session`] after each read, and flush once — so every reply to a
+//! pipelined batch goes out in one gathering `sendmsg`, and an unpipelined
+//! request costs one `recv` and one `sendmsg` (the `ServerStats` counters
+//! show it; a test holds it). When a peer stops
 //! reading and its queued replies pass the back-pressure mark, the server
 //! stops reading that connection until the queue drains; a session that
 //! checks [`ConnIo::tx_full`] also stops answering the requests it has
@@ -160,6 +163,14 @@ pub struct ServerStats {
     pub bytes_referenced: AtomicU64,
     /// Gathering syscalls.
     pub send_calls: AtomicU64,
+    /// Receive syscalls on connections (epoll) or receive completions
+    /// handled (io_uring, where no syscall is made per receive).
+    pub recv_calls: AtomicU64,
+    /// Waits for events: `epoll_wait` or `io_uring_enter` calls.
+    pub wait_calls: AtomicU64,
+    /// `epoll_ctl` calls after a connection's registration (interest
+    /// changes).
+    pub ctl_calls: AtomicU64,
     /// Zero-copy completions, and how many the kernel had copied.
     pub zc_completed: AtomicU64,
     /// ... of which copied.
@@ -462,6 +473,7 @@ impl Worker {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
             }
+            self.stats.wait_calls.fetch_add(1, Ordering::Relaxed);
             for ev in &events {
                 self.dispatch(*ev);
             }
@@ -598,8 +610,13 @@ impl Worker {
         let mut fatal: Option<String> = None;
         let bp = self.cfg.backpressure_bytes;
         if ev.readable && conn.reading && conn.closing.is_none() && !conn.paused {
-            // Bounded reads per wake-up for fairness.
+            // Bounded reads per wake-up for fairness. A short read emptied
+            // the socket: stop there rather than pay a recv for EAGAIN (the
+            // listener is level-triggered, so bytes that arrive meanwhile
+            // are reported by the next epoll_wait).
+            let mut recvs = 0;
             for _ in 0..8 {
+                recvs += 1;
                 match conn.rx.read_from(&mut conn.dp) {
                     Ok(st) if st.eof => {
                         conn.closing = Some(String::new());
@@ -607,7 +624,10 @@ impl Worker {
                     }
                     Ok(_) => {
                         run_session(conn, bp);
-                        if conn.closing.is_some() || conn.tx.queued_bytes() > bp {
+                        if conn.closing.is_some()
+                            || conn.tx.queued_bytes() > bp
+                            || conn.dp.drained()
+                        {
                             break;
                         }
                     }
@@ -619,6 +639,7 @@ impl Worker {
                     }
                 }
             }
+            self.stats.recv_calls.fetch_add(recvs, Ordering::Relaxed);
         }
         // Flush; while the session is paused on input it has already
         // received, let it go on each time the queue drains (bounded per
@@ -666,6 +687,7 @@ impl Worker {
         if want_read != conn.reading || want_write != conn.write_registered {
             conn.reading = want_read;
             conn.write_registered = want_write;
+            self.stats.ctl_calls.fetch_add(1, Ordering::Relaxed);
             if let Err(e) = self.epoll.modify(
                 conn.dp.stream().as_fd(),
                 TOKEN_CONN_BASE + idx as u64,
@@ -724,6 +746,10 @@ impl Worker {
                 log::warn!("udp send failed: {e}");
             }
             account(&self.stats, &ep.tx.take_stats());
+            if batch.len() < self.cfg.udp_batch {
+                // A short batch emptied the socket: no recvmmsg for EAGAIN.
+                break;
+            }
         }
     }
 
