@@ -11,29 +11,40 @@
 //!   frame    framing of native messages (length-prefixed, 12-byte header)
 //!   datapath the Datapath trait (a gathering byte stream) and TCP
 //!   mem      in-memory doubles: loopback pair, fault injector
+//!   inflight the zero-copy in-flight table (one for every datapath)
 //!   tx       TxQueue: serialize-and-send, flushes, the in-flight table
 //!   rx       RxBuffer: pool receive buffer, frames as shared Bufs
 //!   udp      UDP: one datagram per message, recvmmsg/sendmmsg batches
+//!   backend  which event loop runs (epoll, io_uring, AF_XDP), probed at start
 //!   server   epoll event loop: listeners, connections, sessions
+//!   uring    io_uring event loop
 //!   calibrate  measure the copy-vs-gather threshold on this machine
-//!   sys      the syscalls (the crate's only unsafe code)
+//!   sys      the syscalls (private; with uring/, the crate's only unsafe code)
+//!   os       the safe OS helpers other crates use (epoll, prefetch)
 //! ```
 #![deny(unsafe_code)]
 
+pub mod backend;
 pub mod calibrate;
 pub mod datapath;
 pub mod frame;
 pub mod gather;
+pub mod inflight;
 pub mod mem;
+pub mod os;
 pub mod rx;
 pub mod server;
 #[allow(unsafe_code)]
-pub mod sys;
+mod sys;
 pub mod tx;
 pub mod udp;
+#[allow(unsafe_code)]
+mod uring;
 
+pub use backend::{DatapathKind, XdpConfig};
 pub use datapath::{Datapath, TcpDatapath};
 pub use frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 pub use gather::{GatherStats, TxOutOfMemory, DEFAULT_CHUNK_SIZE};
+pub use inflight::{InFlight, ZcCompletion};
 pub use rx::{Frame, ReadStatus, RxBuffer, RxError};
 pub use tx::{Flushed, Prefetch, SendError, TxConfig, TxQueue, TxStats};

@@ -1,9 +1,12 @@
-//! In-memory test doubles of [`Datapath`]: a loopback pair and a fault
-//! injector. They sit below the protocol layer, so framing, the TX queue,
+//! In-memory test doubles of [`Datapath`]: a loopback pair, a fault
+//! injector, and a zero-copy double whose completions the test delivers
+//! (late, out of order). They sit below the protocol layer, so framing, the TX queue,
 //! the receive buffer and protocol sessions can be tested against short
 //! writes, partial reads and `EAGAIN` deterministically, without sockets.
 
 use crate::datapath::Datapath;
+use crate::inflight::{InFlight, ZcCompletion};
+use granola::Buf;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex};
@@ -76,7 +79,7 @@ impl Datapath for MemPipe {
         Ok(n)
     }
 
-    fn send_gather(&mut self, iov: &[IoSlice<'_>], _zerocopy: bool) -> io::Result<usize> {
+    fn send_gather(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
         let mut p = self.tx.lock().expect("pipe lock");
         if p.closed {
             return Err(io::ErrorKind::BrokenPipe.into());
@@ -157,7 +160,7 @@ impl<D: Datapath> Datapath for FaultInjector<D> {
         self.inner.recv(&mut buf[..n])
     }
 
-    fn send_gather(&mut self, iov: &[IoSlice<'_>], zerocopy: bool) -> io::Result<usize> {
+    fn send_gather(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
         self.sends += 1;
         if self.faults.fail_sends_after.is_some_and(|n| self.sends > n) {
             return Err(io::ErrorKind::ConnectionReset.into());
@@ -166,7 +169,7 @@ impl<D: Datapath> Datapath for FaultInjector<D> {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         match self.faults.max_send {
-            None => self.inner.send_gather(iov, zerocopy),
+            None => self.inner.send_gather(iov),
             Some(max) => {
                 // Cut the iovec list after `max` bytes, possibly inside one.
                 let mut cut: Vec<IoSlice<'_>> = Vec::new();
@@ -179,8 +182,91 @@ impl<D: Datapath> Datapath for FaultInjector<D> {
                     cut.push(IoSlice::new(&s[..take]));
                     left -= take;
                 }
-                self.inner.send_gather(&cut, zerocopy)
+                self.inner.send_gather(&cut)
             }
         }
+    }
+}
+
+/// A datapath with a zero-copy send whose completions arrive only when the
+/// test says so ([`complete`](ZcDouble::complete)), in any order: the bytes
+/// go through the inner pipe at once (so the peer can read them), while the
+/// references stay parked in the caller's in-flight table as on a real
+/// `MSG_ZEROCOPY` socket. Each zero-copy send gets the next number, as the
+/// kernel numbers them.
+pub struct ZcDouble<D> {
+    inner: D,
+    next_seq: u32,
+    ready: Vec<ZcCompletion>,
+    /// Zero-copy sends made.
+    pub zc_sends: u32,
+}
+
+impl<D: Datapath> ZcDouble<D> {
+    /// Wraps `inner`.
+    pub fn new(inner: D) -> ZcDouble<D> {
+        ZcDouble {
+            inner,
+            next_seq: 0,
+            ready: Vec::new(),
+            zc_sends: 0,
+        }
+    }
+
+    /// Numbers given so far (the next send gets this one).
+    pub fn next_seq(&self) -> u32 {
+        self.next_seq
+    }
+
+    /// Makes the completion of sends `lo..=hi` available to the next
+    /// [`Datapath::zerocopy_completions`].
+    pub fn complete(&mut self, lo: u32, hi: u32) {
+        self.ready.push(ZcCompletion {
+            lo,
+            hi,
+            copied: false,
+        });
+    }
+
+    /// The wrapped datapath.
+    pub fn inner_mut(&mut self) -> &mut D {
+        &mut self.inner
+    }
+}
+
+impl<D: Datapath> Datapath for ZcDouble<D> {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.recv(buf)
+    }
+
+    fn send_gather(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.inner.send_gather(iov)
+    }
+
+    fn send_zerocopy(
+        &mut self,
+        bufs: &[Buf],
+        head_offset: usize,
+        inflight: &mut InFlight,
+    ) -> io::Result<usize> {
+        let iov = crate::datapath::zerocopy_iov(bufs, head_offset);
+        let n = self.inner.send_gather(&iov)?;
+        if n > 0 {
+            let seq = inflight.park_sent(bufs, head_offset, n);
+            debug_assert_eq!(seq, self.next_seq, "table and datapath agree");
+            self.next_seq = self.next_seq.wrapping_add(1);
+            self.zc_sends += 1;
+        }
+        Ok(n)
+    }
+
+    fn enable_zerocopy(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn zerocopy_completions(&mut self, out: &mut Vec<ZcCompletion>) -> io::Result<usize> {
+        let n = self.ready.len();
+        out.append(&mut self.ready);
+        Ok(n)
     }
 }

@@ -3,9 +3,12 @@
 //! connections and datagrams over them), running protocol sessions.
 //!
 //! Per connection the loop is: read what is there (bounded per wake-up, so
-//! one busy connection cannot starve the others), hand the unconsumed bytes
-//! to the [`Session`] after each read, and flush once — so every reply to
-//! a pipelined batch goes out in one gathering `sendmsg`. When a peer stops
+//! one busy connection cannot starve the others, and stopping after a short
+//! read, which emptied the socket), hand the unconsumed bytes to the
+//! [`Session`] after each read, and flush once — so every reply to a
+//! pipelined batch goes out in one gathering `sendmsg`, and an unpipelined
+//! request costs one `recv` and one `sendmsg` (the `ServerStats` counters
+//! show it; a test holds it). When a peer stops
 //! reading and its queued replies pass the back-pressure mark, the server
 //! stops reading that connection until the queue drains; a session that
 //! checks [`ConnIo::tx_full`] also stops answering the requests it has
@@ -13,6 +16,7 @@
 //! A session error closes only its own connection, with a log line saying
 //! why.
 
+pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
@@ -119,6 +123,9 @@ pub struct ServerConfig {
     pub udp_batch: usize,
     /// Largest UDP reply datagram.
     pub udp_max_datagram: usize,
+    /// The event-loop backend; one the kernel does not allow falls back to
+    /// epoll with a log line (see [`crate::backend`]).
+    pub datapath: DatapathKind,
 }
 
 impl Default for ServerConfig {
@@ -134,6 +141,7 @@ impl Default for ServerConfig {
             backpressure_bytes: 4 << 20,
             udp_batch: 32,
             udp_max_datagram: MAX_DATAGRAM,
+            datapath: DatapathKind::Epoll,
         }
     }
 }
@@ -155,6 +163,14 @@ pub struct ServerStats {
     pub bytes_referenced: AtomicU64,
     /// Gathering syscalls.
     pub send_calls: AtomicU64,
+    /// Receive syscalls on connections (epoll) or receive completions
+    /// handled (io_uring, where no syscall is made per receive).
+    pub recv_calls: AtomicU64,
+    /// Waits for events: `epoll_wait` or `io_uring_enter` calls.
+    pub wait_calls: AtomicU64,
+    /// `epoll_ctl` calls after a connection's registration (interest
+    /// changes).
+    pub ctl_calls: AtomicU64,
     /// Zero-copy completions, and how many the kernel had copied.
     pub zc_completed: AtomicU64,
     /// ... of which copied.
@@ -177,6 +193,9 @@ pub struct ServerHandle {
     pub udp_addrs: Vec<SocketAddr>,
     /// Shared counters.
     pub stats: Arc<ServerStats>,
+    /// The backend that runs (the configured one, or epoll after a failed
+    /// probe).
+    pub datapath: DatapathKind,
     stop: Arc<AtomicBool>,
     wakers: Vec<Arc<Waker>>,
     threads: Vec<JoinHandle<()>>,
@@ -282,30 +301,39 @@ impl Server {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(ServerStats::default());
+        let datapath = crate::backend::resolve(&self.cfg.datapath);
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
         for (i, (tcp, udp)) in per_thread_tcp.into_iter().zip(per_thread_udp).enumerate() {
             let waker = Arc::new(Waker::new()?);
             wakers.push(waker.clone());
-            let mut worker = Worker::new(
-                self.pool.clone(),
-                self.cfg.clone(),
+            let parts = WorkerParts {
+                pool: self.pool.clone(),
+                cfg: self.cfg.clone(),
                 tcp,
                 udp,
                 waker,
-                stop.clone(),
-                stats.clone(),
-            )?;
+                stop: stop.clone(),
+                stats: stats.clone(),
+            };
+            let run: Box<dyn FnOnce() + Send> = match &datapath {
+                // `resolve` only returns the kinds built in.
+                DatapathKind::Epoll | DatapathKind::Uring | DatapathKind::Xdp(_) => {
+                    let mut worker = Worker::new(parts)?;
+                    Box::new(move || worker.run())
+                }
+            };
             handles.push(
                 std::thread::Builder::new()
-                    .name(format!("granola-worker-{i}"))
-                    .spawn(move || worker.run())?,
+                    .name(format!("granola-{datapath}-{i}"))
+                    .spawn(run)?,
             );
         }
         Ok(ServerHandle {
             tcp_addrs,
             udp_addrs,
             stats,
+            datapath,
             stop,
             wakers,
             threads: handles,
@@ -371,16 +399,29 @@ struct Worker {
     stats: Arc<ServerStats>,
 }
 
+/// What every backend's worker starts from: its share of the listening
+/// sockets and the server-wide state.
+pub(crate) struct WorkerParts {
+    pub(crate) pool: Pool,
+    pub(crate) cfg: ServerConfig,
+    pub(crate) tcp: Vec<(TcpListener, Arc<dyn Service>)>,
+    pub(crate) udp: Vec<(UdpSocket, Arc<dyn DatagramService>)>,
+    pub(crate) waker: Arc<Waker>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) stats: Arc<ServerStats>,
+}
+
 impl Worker {
-    fn new(
-        pool: Pool,
-        cfg: ServerConfig,
-        tcp: Vec<(TcpListener, Arc<dyn Service>)>,
-        udp: Vec<(UdpSocket, Arc<dyn DatagramService>)>,
-        waker: Arc<Waker>,
-        stop: Arc<AtomicBool>,
-        stats: Arc<ServerStats>,
-    ) -> io::Result<Worker> {
+    fn new(parts: WorkerParts) -> io::Result<Worker> {
+        let WorkerParts {
+            pool,
+            cfg,
+            tcp,
+            udp,
+            waker,
+            stop,
+            stats,
+        } = parts;
         let epoll = Epoll::new(256)?;
         epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
         for (i, (l, _)) in tcp.iter().enumerate() {
@@ -432,6 +473,7 @@ impl Worker {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
             }
+            self.stats.wait_calls.fetch_add(1, Ordering::Relaxed);
             for ev in &events {
                 self.dispatch(*ev);
             }
@@ -568,8 +610,13 @@ impl Worker {
         let mut fatal: Option<String> = None;
         let bp = self.cfg.backpressure_bytes;
         if ev.readable && conn.reading && conn.closing.is_none() && !conn.paused {
-            // Bounded reads per wake-up for fairness.
+            // Bounded reads per wake-up for fairness. A short read emptied
+            // the socket: stop there rather than pay a recv for EAGAIN (the
+            // listener is level-triggered, so bytes that arrive meanwhile
+            // are reported by the next epoll_wait).
+            let mut recvs = 0;
             for _ in 0..8 {
+                recvs += 1;
                 match conn.rx.read_from(&mut conn.dp) {
                     Ok(st) if st.eof => {
                         conn.closing = Some(String::new());
@@ -577,7 +624,10 @@ impl Worker {
                     }
                     Ok(_) => {
                         run_session(conn, bp);
-                        if conn.closing.is_some() || conn.tx.queued_bytes() > bp {
+                        if conn.closing.is_some()
+                            || conn.tx.queued_bytes() > bp
+                            || conn.dp.drained()
+                        {
                             break;
                         }
                     }
@@ -589,6 +639,7 @@ impl Worker {
                     }
                 }
             }
+            self.stats.recv_calls.fetch_add(recvs, Ordering::Relaxed);
         }
         // Flush; while the session is paused on input it has already
         // received, let it go on each time the queue drains (bounded per
@@ -636,6 +687,7 @@ impl Worker {
         if want_read != conn.reading || want_write != conn.write_registered {
             conn.reading = want_read;
             conn.write_registered = want_write;
+            self.stats.ctl_calls.fetch_add(1, Ordering::Relaxed);
             if let Err(e) = self.epoll.modify(
                 conn.dp.stream().as_fd(),
                 TOKEN_CONN_BASE + idx as u64,
@@ -694,6 +746,10 @@ impl Worker {
                 log::warn!("udp send failed: {e}");
             }
             account(&self.stats, &ep.tx.take_stats());
+            if batch.len() < self.cfg.udp_batch {
+                // A short batch emptied the socket: no recvmmsg for EAGAIN.
+                break;
+            }
         }
     }
 

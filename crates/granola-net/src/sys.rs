@@ -69,18 +69,7 @@ pub fn enable_zerocopy(fd: BorrowedFd<'_>) -> io::Result<()> {
     }
 }
 
-/// One zero-copy completion notification: sends numbered `lo..=hi` (the
-/// kernel's per-socket counter of `MSG_ZEROCOPY` calls) have completed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ZcCompletion {
-    /// First completed send.
-    pub lo: u32,
-    /// Last completed send (inclusive; ranges are coalesced by the kernel).
-    pub hi: u32,
-    /// The kernel copied the data instead of sending the pages (always the
-    /// case on loopback).
-    pub copied: bool,
-}
+pub use crate::inflight::ZcCompletion;
 
 /// Reads every pending zero-copy completion from the socket's error queue
 /// (non-blocking) into `out`. Returns how many were read.

@@ -15,9 +15,12 @@
 //!   a segment is released (its `Buf` clone dropped) when [`TxQueue::flush`]
 //!   has seen all its bytes accepted — see `TxQueue::advance`;
 //! - `MSG_ZEROCOPY` sends: the kernel reads the pages later, so the sent
-//!   segments move to the zero-copy in-flight table tagged with the send's
-//!   sequence number and are dropped only when a completion covering that
-//!   number arrives — see `ZcInflight::complete`.
+//!   datapath parks clones of the sent segments in the zero-copy in-flight
+//!   table ([`InFlight`]) before the send returns, and they are dropped only
+//!   when a completion covering that send arrives — see
+//!   [`InFlight::complete`]. Zero-copy sends take owned references only
+//!   ([`Datapath::send_zerocopy`]), so no safe code can free or reuse bytes
+//!   the kernel may still read.
 //!
 //! The application may drop or overwrite its own handles right after
 //! queueing: the slots are reused by the pool only when these clones go.
@@ -25,9 +28,9 @@
 use crate::datapath::Datapath;
 use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
 use crate::gather::{Gather, GatherStats, Seg, TxOutOfMemory, DEFAULT_CHUNK_SIZE};
-use crate::sys::{self, ZcCompletion};
+use crate::inflight::{InFlight, ZcCompletion};
+use crate::sys;
 use granola::{Buf, Message, Pool, Sga};
-use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 
 /// Most iovecs handed to one `sendmsg`.
@@ -99,6 +102,8 @@ pub enum SendError {
     },
     /// No pool memory for the TX buffer.
     OutOfMemory,
+    /// An empty datagram (refused: it would carry nothing).
+    Empty,
     /// The message could not be encoded.
     Encode(granola::EncodeError),
 }
@@ -110,6 +115,7 @@ impl std::fmt::Display for SendError {
                 write!(f, "message of {len} bytes exceeds the limit of {max} bytes")
             }
             SendError::OutOfMemory => f.write_str("pool exhausted: no memory for a TX buffer"),
+            SendError::Empty => f.write_str("empty datagram"),
             SendError::Encode(e) => write!(f, "encode failed: {e}"),
         }
     }
@@ -148,28 +154,6 @@ pub struct TxStats {
     pub zc_copied: u64,
 }
 
-/// The zero-copy in-flight table: segments the kernel may still read,
-/// keyed by the `MSG_ZEROCOPY` send number that covers them.
-#[derive(Default)]
-struct ZcInflight {
-    /// Number the kernel will give the next successful zero-copy send.
-    next_seq: u32,
-    /// (send number, segments it referenced), oldest first.
-    entries: VecDeque<(u32, Vec<Buf>)>,
-}
-
-impl ZcInflight {
-    /// Releases every entry whose send number is in `c.lo..=c.hi`
-    /// (wrapping). This is the only place zero-copy references are dropped.
-    fn complete(&mut self, c: &ZcCompletion) -> u64 {
-        let span = c.hi.wrapping_sub(c.lo);
-        let before = self.entries.len();
-        self.entries
-            .retain(|(seq, _)| seq.wrapping_sub(c.lo) > span);
-        (before - self.entries.len()) as u64
-    }
-}
-
 /// The outgoing side of a stream connection.
 ///
 /// Dropping a queue whose zero-copy sends have not completed leaks their
@@ -181,7 +165,7 @@ pub struct TxQueue {
     cfg: TxConfig,
     /// Bytes of the first queued segment already accepted by the kernel.
     head_written: usize,
-    zc: ZcInflight,
+    zc: InFlight,
     completions: Vec<ZcCompletion>,
     stats: TxStats,
 }
@@ -193,7 +177,7 @@ impl TxQueue {
             gather: Gather::new(pool, cfg.chunk_size, cfg.copy_threshold),
             cfg,
             head_written: 0,
-            zc: ZcInflight::default(),
+            zc: InFlight::new(),
             completions: Vec::new(),
             stats: TxStats::default(),
         }
@@ -210,6 +194,11 @@ impl TxQueue {
     }
 
     /// Turns zero-copy sending off (after the datapath refused it).
+    ///
+    /// Sends already in flight keep their references in the in-flight
+    /// table; [`flush`](Self::flush) and
+    /// [`poll_completions`](Self::poll_completions) go on collecting their
+    /// completions until it is empty.
     pub fn disable_zerocopy(&mut self) {
         self.cfg.zerocopy = false;
     }
@@ -242,7 +231,7 @@ impl TxQueue {
 
     /// Zero-copy sends still waiting for their completion.
     pub fn zerocopy_in_flight(&self) -> usize {
-        self.zc.entries.len()
+        self.zc.len()
     }
 
     /// Queues a copy of `bytes`.
@@ -406,21 +395,27 @@ impl TxQueue {
     }
 
     /// Writes as much of the queue as the kernel takes, `MAX_IOV` iovecs
-    /// per gathering call. Also collects zero-copy completions.
+    /// per gathering call. Also collects zero-copy completions (also after
+    /// zero-copy was turned off, until the in-flight table is empty).
     pub fn flush<D: Datapath + ?Sized>(&mut self, dp: &mut D) -> io::Result<Flushed> {
         if self.gather.oom {
             return Err(io::Error::new(io::ErrorKind::OutOfMemory, TxOutOfMemory));
         }
-        if self.cfg.zerocopy {
+        if !self.zc.is_empty() {
             self.poll_completions(dp)?;
+        }
+        if self.cfg.zerocopy {
             // The kernel may read the pages after sendmsg returns: the chunk
             // must be frozen so that nothing rewrites queued bytes.
             self.gather.seal();
         }
+        let mut zc_bufs: Vec<Buf> = Vec::new();
         while !self.gather.segs.is_empty() {
             let mut iov = [IoSlice::new(&[]); MAX_IOV];
             let mut n_iov = 0;
             let mut offered = 0usize;
+            zc_bufs.clear();
+            let mut all_shared = true;
             for (i, seg) in self.gather.segs.iter().take(MAX_IOV).enumerate() {
                 let mut bytes = self.gather.seg_bytes(seg);
                 if i == 0 {
@@ -429,11 +424,29 @@ impl TxQueue {
                 if let (Prefetch::Lines(lines), Seg::Shared(_)) = (self.cfg.prefetch, seg) {
                     prefetch_lines(bytes, lines as usize * 64);
                 }
+                match seg {
+                    Seg::Shared(b) if self.cfg.zerocopy => zc_bufs.push(b.clone()),
+                    _ => all_shared = false,
+                }
                 iov[i] = IoSlice::new(bytes);
                 n_iov = i + 1;
                 offered += bytes.len();
             }
-            let sent = match dp.send_gather(&iov[..n_iov], self.cfg.zerocopy) {
+            if offered == 0 {
+                // Empty segments: nothing for the kernel (a zero-byte
+                // zero-copy send would get no completion number).
+                while self.gather.segs.front().is_some_and(|s| s.len() == 0) {
+                    let _ = self.gather.pop_front();
+                }
+                self.head_written = 0;
+                continue;
+            }
+            let result = if self.cfg.zerocopy && all_shared {
+                dp.send_zerocopy(&zc_bufs, self.head_written, &mut self.zc)
+            } else {
+                dp.send_gather(&iov[..n_iov])
+            };
+            let sent = match result {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flushed::Blocked),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -451,41 +464,29 @@ impl TxQueue {
         Ok(Flushed::All)
     }
 
-    /// Accounts `sent` bytes accepted by the kernel: releases (plain) or
-    /// parks until completion (zero-copy) every segment they cover.
+    /// Accounts `sent` bytes accepted by the kernel and drops the queue's
+    /// hold on every segment they cover (a zero-copy send's datapath has
+    /// parked its own references in the in-flight table).
     fn advance(&mut self, mut sent: usize) {
-        let mut parked: Vec<Buf> = Vec::new();
         while sent > 0 {
             let Some(front) = self.gather.segs.front() else {
                 break;
             };
             let left = front.len() - self.head_written;
-            if self.cfg.zerocopy {
-                if let Seg::Shared(b) = front {
-                    // Partly or wholly sent: the kernel references it now.
-                    parked.push(b.clone());
-                }
-            }
             if sent >= left {
                 sent -= left;
                 self.head_written = 0;
-                // Plain send: the kernel has its copy — release point.
                 let _ = self.gather.pop_front();
             } else {
                 self.head_written += sent;
                 sent = 0;
             }
         }
-        if self.cfg.zerocopy {
-            let seq = self.zc.next_seq;
-            self.zc.next_seq = seq.wrapping_add(1);
-            self.zc.entries.push_back((seq, parked));
-        }
     }
 
     /// Reads zero-copy completions and releases what they cover.
     pub fn poll_completions<D: Datapath + ?Sized>(&mut self, dp: &mut D) -> io::Result<()> {
-        if self.zc.entries.is_empty() {
+        if self.zc.is_empty() {
             return Ok(());
         }
         self.completions.clear();
@@ -509,28 +510,5 @@ fn prefetch_lines(bytes: &[u8], span: usize) {
     while off < span {
         sys::prefetch(bytes[off..].as_ptr());
         off += 64;
-    }
-}
-
-impl Drop for TxQueue {
-    fn drop(&mut self) {
-        leak_in_flight(&mut self.zc.entries);
-    }
-}
-
-/// Zero-copy sends without a completion: the kernel may still read their
-/// pages, so their references are leaked (the slots are never reused)
-/// instead of being returned to the pool.
-pub(crate) fn leak_in_flight(entries: &mut VecDeque<(u32, Vec<Buf>)>) {
-    if entries.is_empty() {
-        return;
-    }
-    let bufs: usize = entries.iter().map(|(_, b)| b.len()).sum();
-    log::warn!(
-        "dropping a TX queue with {} zero-copy sends in flight: leaking {bufs} buffers",
-        entries.len()
-    );
-    for (_, b) in entries.drain(..) {
-        std::mem::forget(b);
     }
 }

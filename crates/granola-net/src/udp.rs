@@ -9,7 +9,8 @@
 
 use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
 use crate::gather::{Gather, Seg};
-use crate::sys::{self, OutDatagram, RecvMeta, ZcCompletion, MAX_BATCH};
+use crate::inflight::{InFlight, ZcCompletion};
+use crate::sys::{self, OutDatagram, RecvMeta, MAX_BATCH};
 use crate::tx::{Prefetch, SendError, TxConfig, TxStats};
 use granola::{Buf, BufMut, Message, Pool};
 use std::collections::VecDeque;
@@ -104,9 +105,8 @@ pub struct UdpTx {
     cfg: TxConfig,
     max_datagram: usize,
     pending: VecDeque<PendingDatagram>,
-    /// Zero-copy: (send number, segments) until the completion arrives.
-    zc_next: u32,
-    zc_inflight: VecDeque<(u32, Vec<Buf>)>,
+    /// Zero-copy: the references of each datagram until its completion.
+    zc: InFlight,
     completions: Vec<ZcCompletion>,
     stats: TxStats,
     /// Datagrams the kernel refused (logged and dropped).
@@ -171,6 +171,11 @@ impl DatagramBuilder<'_> {
             // Drop rolls it back rather than send it with a piece missing.
             return Err(SendError::OutOfMemory);
         }
+        if self.len == 0 {
+            // The kernel numbers no zero-copy send for an empty datagram;
+            // nothing useful is sent by one either.
+            return Err(SendError::Empty);
+        }
         if self.len > self.tx.max_datagram {
             // Drop rolls it back.
             return Err(SendError::TooLarge {
@@ -199,8 +204,7 @@ impl UdpTx {
             cfg,
             max_datagram: max_datagram.min(MAX_DATAGRAM),
             pending: VecDeque::new(),
-            zc_next: 0,
-            zc_inflight: VecDeque::new(),
+            zc: InFlight::new(),
             completions: Vec::new(),
             stats: TxStats::default(),
             dropped: 0,
@@ -229,7 +233,7 @@ impl UdpTx {
 
     /// Zero-copy sends awaiting completion.
     pub fn zerocopy_in_flight(&self) -> usize {
-        self.zc_inflight.len()
+        self.zc.len()
     }
 
     /// Starts a datagram to `to`.
@@ -291,8 +295,10 @@ impl UdpTx {
                 crate::gather::TxOutOfMemory,
             ));
         }
-        if self.cfg.zerocopy {
+        if !self.zc.is_empty() {
             self.poll_completions(sock)?;
+        }
+        if self.cfg.zerocopy {
             self.gather.seal();
         }
         const MAX_PIECES: usize = 512;
@@ -391,8 +397,9 @@ impl UdpTx {
             }
         }
         if self.cfg.zerocopy {
-            self.zc_inflight.push_back((self.zc_next, parked));
-            self.zc_next = self.zc_next.wrapping_add(1);
+            // `finish` refuses empty datagrams, so the kernel numbered this
+            // send.
+            self.zc.park(parked);
         }
     }
 
@@ -407,29 +414,19 @@ impl UdpTx {
 
     /// Reads zero-copy completions and releases what they cover.
     pub fn poll_completions(&mut self, sock: &UdpSocket) -> io::Result<()> {
-        if self.zc_inflight.is_empty() {
+        if self.zc.is_empty() {
             return Ok(());
         }
         self.completions.clear();
         sys::read_zerocopy_completions(sock.as_fd(), &mut self.completions)?;
         for c in &self.completions {
-            let span = c.hi.wrapping_sub(c.lo);
-            let before = self.zc_inflight.len();
-            self.zc_inflight
-                .retain(|(seq, _)| seq.wrapping_sub(c.lo) > span);
-            let released = (before - self.zc_inflight.len()) as u64;
+            let released = self.zc.complete(c);
             self.stats.zc_completed += released;
             if c.copied {
                 self.stats.zc_copied += released;
             }
         }
         Ok(())
-    }
-}
-
-impl Drop for UdpTx {
-    fn drop(&mut self) {
-        crate::tx::leak_in_flight(&mut self.zc_inflight);
     }
 }
 

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use granola::Pool;
 use granola_net::frame::DEFAULT_MAX_FRAME;
+use granola_net::os::Epoll;
 use granola_net::server::{Close, ConnIo, Server, ServerConfig, Service, Session};
-use granola_net::sys::Epoll;
 use granola_net::{
     Flushed, Frame, FrameHeader, Prefetch, RxBuffer, TcpDatapath, TxConfig, TxQueue, FLAG_RESPONSE,
     FRAME_HEADER_LEN,

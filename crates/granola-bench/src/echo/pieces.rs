@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use granola::{Buf, Pool};
-use granola_net::sys::prefetch;
+use granola_net::os::prefetch;
 use granola_net::{Frame, Prefetch, TxConfig, TxQueue, FRAME_HEADER_LEN};
 
 use super::harness::{reply_header, request_header, EchoClient, FrameHandler, HandlerFactory};

@@ -81,6 +81,11 @@ pub struct Config {
     #[arg(long = "zerocopy")]
     pub zerocopy: bool,
 
+    /// Event loop: `epoll` or `uring` (io_uring; falls back to epoll, with a
+    /// log line, where the kernel does not allow it).
+    #[arg(long = "datapath", default_value = "epoll")]
+    pub datapath: granola_net::DatapathKind,
+
     /// Do not ask for transparent huge pages for the value pool.
     #[arg(long = "no-huge-pages")]
     pub no_huge_pages: bool,
@@ -120,6 +125,8 @@ impl Config {
         c.native_udp_port = 1;
         c.threads = Some(2);
         c.ephemeral_ports = true;
+        // The suites run once per datapath (scripts/test.sh).
+        c.datapath = granola_net::DatapathKind::from_env();
         c
     }
 

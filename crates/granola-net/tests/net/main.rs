@@ -7,4 +7,5 @@ mod memory_safety;
 mod roundtrip;
 mod server;
 mod udp;
+mod zc_double;
 mod zerocopy;

@@ -12,10 +12,7 @@ use proptest::prelude::*;
 use std::io::{self, IoSlice};
 
 fn send_all(p: &mut MemPipe, bytes: &[u8]) {
-    assert_eq!(
-        p.send_gather(&[IoSlice::new(bytes)], false).unwrap(),
-        bytes.len()
-    );
+    assert_eq!(p.send_gather(&[IoSlice::new(bytes)]).unwrap(), bytes.len());
 }
 
 fn header(len: u32) -> [u8; 12] {

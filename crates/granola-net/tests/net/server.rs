@@ -5,7 +5,7 @@
 use crate::common::*;
 use granola::{Decode, Pool};
 use granola_net::server::{Server, ServerConfig, ServerHandle};
-use granola_net::{TxConfig, FLAG_RESPONSE};
+use granola_net::{DatapathKind, TxConfig, FLAG_RESPONSE};
 use granola_tests::sample::Sample;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -24,6 +24,8 @@ fn start(pool: &Pool, threads: usize, tweak: impl FnOnce(&mut ServerConfig)) -> 
             ..TxConfig::default()
         },
         rx_max: MAX_FRAME + 12,
+        // scripts/test.sh runs this suite once per datapath.
+        datapath: DatapathKind::from_env(),
         ..ServerConfig::default()
     };
     tweak(&mut cfg);
@@ -407,4 +409,51 @@ fn udp_echo_server() {
         sp.check(&Sample::decode(&ctx, &buf[12..n]).unwrap());
     }
     shutdown_promptly(h);
+}
+
+/// The per-request syscall budget of an unpipelined request/reply, counted
+/// by the server's own counters: on epoll one `recv` (a short read is not
+/// followed by a second one that would return `EAGAIN`), one `sendmsg`, no
+/// `epoll_ctl`, plus the `epoll_wait` that reported the request; on io_uring
+/// one `io_uring_enter` per request, receives and sends riding in it.
+#[test]
+fn unpipelined_request_syscall_budget() {
+    let pool = pool(64 << 20);
+    let h = start(&pool, 1, |_| {});
+    let mut s = connect(&h);
+    let n = 400u32;
+    let ctx = context(&pool);
+    for id in 0..n {
+        let sp = Spec::new(id, 20, vec![]);
+        s.write_all(&sp.frame_bytes(&pool, 3)).unwrap();
+        let (hd, p) = read_frame(&mut s).expect("reply");
+        assert_eq!(hd.id, id);
+        sp.check(&Sample::decode(&ctx, &p).expect("reply decodes"));
+    }
+    let st = &h.stats;
+    let recv = st.recv_calls.load(Ordering::Relaxed);
+    let send = st.send_calls.load(Ordering::Relaxed);
+    let ctl = st.ctl_calls.load(Ordering::Relaxed);
+    let wait = st.wait_calls.load(Ordering::Relaxed);
+    eprintln!(
+        "{}: {n} requests: recv {recv}, send {send}, ctl {ctl}, wait {wait}",
+        h.datapath
+    );
+    // A few waits are not per request: the accept, idle timeouts.
+    let per_request_waits = wait.saturating_sub(20) as f64 / n as f64;
+    assert!(per_request_waits <= 1.0, "{wait} waits for {n} requests");
+    match h.datapath {
+        DatapathKind::Uring => {
+            // Receives and sends are ring entries, not syscalls.
+            assert!(recv >= n as u64, "every request was received ({recv})");
+        }
+        _ => {
+            assert_eq!(send, n as u64, "one sendmsg per reply");
+            assert_eq!(ctl, 0, "no epoll_ctl in steady state");
+            assert!(
+                recv <= n as u64 + 2,
+                "{recv} recv calls for {n} requests: read-until-EAGAIN is back"
+            );
+        }
+    }
 }

@@ -92,7 +92,7 @@ fn batch_of_100_datagrams() {
     // 100 datagrams in ceil(100 / MAX_BATCH) sendmmsg calls.
     assert_eq!(
         st.syscalls as usize,
-        100usize.div_ceil(granola_net::sys::MAX_BATCH)
+        100usize.div_ceil(granola_net::os::MAX_BATCH)
     );
     assert!(st.gather.entries_referenced >= 150);
     let mut rx = UdpRx::new(pool.clone(), 32, MAX_DATAGRAM + 1);

@@ -1,0 +1,149 @@
+//! Choosing the event-loop backend (the datapath) a [`crate::server::Server`]
+//! runs on.
+//!
+//! The protocol code is written once, against the
+//! [`Service`](crate::server::Service) / [`Session`](crate::server::Session) /
+//! [`ConnIo`](crate::server::ConnIo) and
+//! [`DatagramService`](crate::server::DatagramService) traits with
+//! [`TxQueue`](crate::TxQueue), [`RxBuffer`](crate::RxBuffer) and
+//! [`UdpTx`](crate::udp::UdpTx); each backend is one module that drives those
+//! traits with its own kernel interface:
+//!
+//! ```text
+//!   Epoll      server.rs       readiness: epoll_wait, recv, sendmsg
+//!   Uring      uring/          completions: one io_uring_enter per loop turn
+//!   Xdp        xdp/            AF_XDP rings over the pool's UMEM
+//! ```
+//!
+//! The kind is chosen at run time ([`ServerConfig::datapath`]). A backend
+//! that the kernel, its settings or the process's privileges do not allow is
+//! detected by [`resolve`] before any worker starts, and the server falls
+//! back to epoll with one log line saying why.
+//!
+//! [`ServerConfig::datapath`]: crate::server::ServerConfig::datapath
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Environment variable that test harnesses and benchmarks read to pick the
+/// datapath ([`DatapathKind::from_env`]); the servers themselves take the
+/// kind from their configuration only.
+pub const DATAPATH_ENV: &str = "GRANOLA_DATAPATH";
+
+/// AF_XDP settings: which interface and queue the socket binds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XdpConfig {
+    /// Network interface name (e.g. `veth0`).
+    pub interface: String,
+    /// Receive queue id on that interface.
+    pub queue_id: u32,
+}
+
+/// The event-loop backend of a server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum DatapathKind {
+    /// Readiness-based loop over epoll with `recv`/`sendmsg` (always
+    /// available on Linux).
+    #[default]
+    Epoll,
+    /// Completion-based loop over io_uring.
+    Uring,
+    /// Kernel bypass over AF_XDP (UDP only).
+    Xdp(XdpConfig),
+}
+
+impl DatapathKind {
+    /// Short name for flags and log lines.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DatapathKind::Epoll => "epoll",
+            DatapathKind::Uring => "uring",
+            DatapathKind::Xdp(_) => "xdp",
+        }
+    }
+
+    /// The kind named by [`DATAPATH_ENV`], or epoll when it is unset.
+    /// Panics on a value that names no datapath, so a mistyped test setting
+    /// cannot silently test epoll twice.
+    pub fn from_env() -> DatapathKind {
+        match std::env::var(DATAPATH_ENV) {
+            Ok(v) if !v.is_empty() => v
+                .parse()
+                .unwrap_or_else(|e| panic!("{DATAPATH_ENV}={v:?}: {e}")),
+            _ => DatapathKind::Epoll,
+        }
+    }
+
+    /// Checks at run time whether this backend can run here; `Err` says
+    /// why not.
+    pub fn probe(&self) -> Result<(), String> {
+        match self {
+            DatapathKind::Epoll => Ok(()),
+            DatapathKind::Uring => crate::uring::probe(),
+            DatapathKind::Xdp(_) => Err("the AF_XDP datapath is not built in".into()),
+        }
+    }
+}
+
+impl fmt::Display for DatapathKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DatapathKind {
+    type Err = String;
+
+    /// `epoll` or `uring` (`io_uring` too). AF_XDP needs an interface and a
+    /// queue, so it is built as [`DatapathKind::Xdp`] by the caller.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "epoll" => Ok(DatapathKind::Epoll),
+            "uring" | "io_uring" | "io-uring" => Ok(DatapathKind::Uring),
+            other => Err(format!(
+                "unknown datapath {other:?} (expected epoll or uring)"
+            )),
+        }
+    }
+}
+
+/// The backend that will actually run for `wanted`: `wanted` itself if its
+/// probe passes, otherwise epoll, with one log line saying why.
+pub fn resolve(wanted: &DatapathKind) -> DatapathKind {
+    match wanted.probe() {
+        Ok(()) => wanted.clone(),
+        Err(why) => {
+            log::warn!("datapath {wanted} unavailable ({why}); falling back to epoll");
+            DatapathKind::Epoll
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names() {
+        assert_eq!("epoll".parse::<DatapathKind>(), Ok(DatapathKind::Epoll));
+        assert_eq!("io_uring".parse::<DatapathKind>(), Ok(DatapathKind::Uring));
+        assert!("dpdk".parse::<DatapathKind>().is_err());
+    }
+
+    #[test]
+    fn resolve_follows_the_probe() {
+        for kind in [
+            DatapathKind::Epoll,
+            DatapathKind::Uring,
+            DatapathKind::Xdp(XdpConfig::default()),
+        ] {
+            let expect = if kind.probe().is_ok() {
+                kind.clone()
+            } else {
+                DatapathKind::Epoll
+            };
+            assert_eq!(resolve(&kind), expect);
+        }
+        assert_eq!(DatapathKind::Epoll.probe(), Ok(()));
+    }
+}
