@@ -248,6 +248,152 @@ fn memcache_errors_keep_the_connection() {
     c.roundtrip(b"version\r\n", &version_line());
 }
 
+/// RESP3 after HELLO 3, typed replies; MULTI/EXEC/DISCARD/WATCH; SELECT.
+#[test]
+fn resp3_transactions_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let mut other = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    rt(
+        &mut c,
+        &["HELLO", "4"],
+        b"-NOPROTO unsupported protocol version\r\n",
+    );
+    c.send(&resp_cmd(&["HELLO", "3", "SETNAME", "t1"]));
+    let hello = c.read_until(b"$7\r\nmodules\r\n*0\r\n");
+    assert!(
+        hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+        "{}",
+        show(&hello)
+    );
+    assert!(
+        find(&hello, b"$5\r\nproto\r\n:3\r\n").is_some(),
+        "{}",
+        show(&hello)
+    );
+    rt(&mut c, &["CLIENT", "GETNAME"], b"$2\r\nt1\r\n");
+    rt(&mut c, &["GET", "nope"], b"_\r\n");
+    rt(
+        &mut c,
+        &["CONFIG", "GET", "appendonly"],
+        b"%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n",
+    );
+    rt(&mut c, &["SET", "k", "1"], b"+OK\r\n");
+    // MULTI / EXEC
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["MULTI"],
+        b"-ERR MULTI calls can not be nested\r\n",
+    );
+    rt(&mut c, &["INCR", "k"], b"+QUEUED\r\n");
+    rt(&mut c, &["GET", "k"], b"+QUEUED\r\n");
+    rt(&mut c, &["GET", "nope"], b"+QUEUED\r\n");
+    rt(&mut other, &["GET", "k"], b"$1\r\n1\r\n"); // nothing applied yet
+    rt(&mut c, &["EXEC"], b"*3\r\n:2\r\n$1\r\n2\r\n_\r\n");
+    rt(&mut c, &["EXEC"], b"-ERR EXEC without MULTI\r\n");
+    // A refused command aborts the transaction: nothing applies.
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["SET", "k", "lost"], b"+QUEUED\r\n");
+    rt(
+        &mut c,
+        &["GET"],
+        b"-ERR wrong number of arguments for 'get' command\r\n",
+    );
+    rt(
+        &mut c,
+        &["EXEC"],
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    rt(&mut c, &["GET", "k"], b"$1\r\n2\r\n");
+    // DISCARD
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["SET", "k", "lost"], b"+QUEUED\r\n");
+    rt(&mut c, &["DISCARD"], b"+OK\r\n");
+    rt(&mut c, &["DISCARD"], b"-ERR DISCARD without MULTI\r\n");
+    rt(&mut c, &["GET", "k"], b"$1\r\n2\r\n");
+    // WATCH: another client's write aborts EXEC (null), nothing applies.
+    rt(&mut c, &["WATCH", "k", "absent"], b"+OK\r\n");
+    rt(&mut other, &["SET", "k", "theirs"], b"+OK\r\n");
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["WATCH", "x"],
+        b"-ERR WATCH inside MULTI is not allowed\r\n",
+    );
+    rt(&mut c, &["SET", "k", "mine"], b"+QUEUED\r\n");
+    rt(&mut c, &["EXEC"], b"_\r\n");
+    rt(&mut c, &["GET", "k"], b"$6\r\ntheirs\r\n");
+    // Creating a watched absent key counts as a change too.
+    rt(&mut c, &["WATCH", "absent"], b"+OK\r\n");
+    rt(&mut other, &["SET", "absent", "now"], b"+OK\r\n");
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["DEL", "absent"], b"+QUEUED\r\n");
+    rt(&mut c, &["EXEC"], b"_\r\n");
+    // UNWATCH: EXEC applies.
+    rt(&mut c, &["WATCH", "k"], b"+OK\r\n");
+    rt(&mut other, &["SET", "k", "again"], b"+OK\r\n");
+    rt(&mut c, &["UNWATCH"], b"+OK\r\n");
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["SET", "k", "mine"], b"+QUEUED\r\n");
+    rt(&mut c, &["EXEC"], b"*1\r\n+OK\r\n");
+    // SELECT: separate keyspaces; FLUSHDB flushes one.
+    rt(&mut c, &["SELECT", "3"], b"+OK\r\n");
+    rt(&mut c, &["GET", "k"], b"_\r\n");
+    rt(&mut c, &["SET", "k", "db3"], b"+OK\r\n");
+    rt(&mut c, &["DBSIZE"], b":1\r\n");
+    rt(&mut other, &["GET", "k"], b"$4\r\nmine\r\n");
+    rt(&mut c, &["FLUSHDB"], b"+OK\r\n");
+    rt(&mut c, &["DBSIZE"], b":0\r\n");
+    rt(&mut other, &["GET", "k"], b"$4\r\nmine\r\n");
+    rt(&mut c, &["SELECT", "0"], b"+OK\r\n");
+    // HELLO 2 goes back to RESP2.
+    c.send(&resp_cmd(&["HELLO", "2"]));
+    let hello = c.read_until(b"$7\r\nmodules\r\n*0\r\n");
+    assert!(hello.starts_with(b"*14\r\n"), "{}", show(&hello));
+    rt(&mut c, &["GET", "nope"], b"$-1\r\n");
+    rt(&mut c, &["RESET"], b"+RESET\r\n");
+    rt(&mut c, &["CLIENT", "GETNAME"], b"$-1\r\n");
+}
+
+/// `--requirepass`: NOAUTH until AUTH or HELLO AUTH; wrong passwords.
+#[test]
+fn resp_requirepass() {
+    let mut cfg = common::config();
+    cfg.requirepass = Some("s3cret".into());
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    rt(
+        &mut c,
+        &["GET", "k"],
+        b"-NOAUTH Authentication required.\r\n",
+    );
+    rt(
+        &mut c,
+        &["AUTH", "wrong"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    rt(&mut c, &["AUTH", "s3cret"], b"+OK\r\n");
+    rt(&mut c, &["GET", "k"], b"$-1\r\n");
+    let mut h = Client::connect(srv.resp());
+    rt(
+        &mut h,
+        &["HELLO", "3", "AUTH", "default", "nope"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    h.send(&resp_cmd(&["HELLO", "3", "AUTH", "default", "s3cret"]));
+    h.read_until(b"$7\r\nmodules\r\n*0\r\n");
+    rt(&mut h, &["GET", "k"], b"_\r\n");
+}
+
 #[test]
 fn resp_transcript() {
     let srv = Server::default_config();
@@ -263,7 +409,7 @@ fn resp_transcript() {
     rt(&mut c, &["SELECT", "0"], b"+OK\r\n");
     rt(
         &mut c,
-        &["SELECT", "1"],
+        &["SELECT", "16"],
         b"-ERR DB index is out of range\r\n",
     );
     rt(&mut c, &["DBSIZE"], b":0\r\n");
@@ -851,4 +997,41 @@ fn large_values_pipelined() {
     });
     resp.expect(&rwant);
     t.join().unwrap();
+}
+
+/// EXEC is isolated: a reader on another connection (another worker
+/// thread) never sees a transaction half applied.
+#[test]
+fn exec_is_not_interleaved() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let writer = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        let mut req = resp_cmd(&["MULTI"]);
+        for _ in 0..50 {
+            req.extend_from_slice(&resp_cmd(&["INCR", "x"]));
+        }
+        req.extend_from_slice(&resp_cmd(&["EXEC"]));
+        for round in 1..=40 {
+            c.send(&req);
+            // +OK, 50 +QUEUED, then the EXEC array ending with the total.
+            let end = format!(":{}\r\n", round * 50);
+            c.read_until(end.as_bytes());
+        }
+    });
+    let mut r = Client::connect(addr);
+    let mut seen = 0;
+    while !writer.is_finished() || seen == 0 {
+        match r.resp(&["GET", "x"]) {
+            Resp::Bulk(Some(v)) => {
+                let n: u64 = String::from_utf8(v).unwrap().parse().unwrap();
+                assert_eq!(n % 50, 0, "saw a transaction half applied: {n}");
+                seen += 1;
+            }
+            Resp::Bulk(None) => {}
+            other => panic!("GET x: {other:?}"),
+        }
+    }
+    writer.join().unwrap();
+    assert_eq!(r.resp(&["GET", "x"]), Resp::Bulk(Some(b"2000".to_vec())));
 }

@@ -90,6 +90,15 @@ pub struct Config {
     #[arg(long = "udp-amplification", default_value_t = 10)]
     pub udp_amplification: usize,
 
+    /// RESP: clients must authenticate (`AUTH <password>` or `HELLO 3 AUTH
+    /// default <password>`) before other commands, as Redis' `requirepass`.
+    #[arg(long = "requirepass")]
+    pub requirepass: Option<String>,
+
+    /// RESP: number of databases (`SELECT 0..n-1`), as Redis' `databases`.
+    #[arg(long = "databases", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub databases: u16,
+
     /// Bind every enabled protocol to a kernel-chosen port instead of its
     /// configured one (tests; the ports are in `Running::addrs`).
     #[arg(skip)]

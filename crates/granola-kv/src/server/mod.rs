@@ -48,6 +48,8 @@ pub struct Shared {
     pub threads: usize,
     /// memcached command counters.
     pub memcache: crate::command::memcache::McCounters,
+    /// Keeps other RESP commands out while an EXEC runs.
+    pub resp_gate: crate::command::resp::gate::Gate,
 }
 
 struct Svc<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> {
@@ -139,6 +141,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         config: config.clone(),
         threads: handle_threads(&config),
         memcache: crate::command::memcache::McCounters::default(),
+        resp_gate: Default::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,

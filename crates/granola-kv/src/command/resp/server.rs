@@ -28,9 +28,16 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `FLUSHALL` / `FLUSHDB` (`ASYNC`/`SYNC` accepted; the flush is
-/// immediate either way).
+/// `FLUSHALL [ASYNC|SYNC]`: every database (the flush is immediate
+/// either way).
 pub fn flushall(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.shared.store.flush_all();
+    ctx.ok();
+    Step::Done
+}
+
+/// `FLUSHDB [ASYNC|SYNC]`: the selected database.
+pub fn flushdb(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.db.flush_all();
     ctx.ok();
     Step::Done

@@ -3,7 +3,7 @@
 //! positions (what `COMMAND INFO` reports), and the function that runs it.
 //! Adding a command: write its function, add one line here.
 
-use super::{connection, keys, lists, server, strings, Ctx};
+use super::{connection, keys, lists, server, strings, transaction, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::Command;
 use std::collections::HashMap;
@@ -91,7 +91,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("echo", 2, C, NOKEY, server::echo),
     cmd!("dbsize", 1, R, NOKEY, server::dbsize),
     cmd!("flushall", -1, WD, NOKEY, server::flushall),
-    cmd!("flushdb", -1, WD, NOKEY, server::flushall),
+    cmd!("flushdb", -1, WD, NOKEY, server::flushdb),
     cmd!("info", -1, A, NOKEY, server::info),
     cmd!("config", -2, A, NOKEY, server::config),
     cmd!("command", -1, A, NOKEY, server::command),
@@ -99,6 +99,21 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("select", 2, C, NOKEY, connection::select),
     cmd!("client", -2, A, NOKEY, connection::client),
     cmd!("quit", -1, C, NOKEY, connection::quit),
+    cmd!("hello", -1, C, NOKEY, connection::hello),
+    cmd!("auth", -2, C, NOKEY, connection::auth),
+    cmd!("reset", 1, C, NOKEY, connection::reset),
+    // transactions
+    cmd!("multi", 1, C, NOKEY, transaction::multi),
+    cmd!(
+        "exec",
+        1,
+        &["noscript", "loading", "stale"],
+        NOKEY,
+        transaction::exec
+    ),
+    cmd!("discard", 1, C, NOKEY, transaction::discard),
+    cmd!("watch", -2, C, ALLKEYS, transaction::watch),
+    cmd!("unwatch", 1, C, NOKEY, transaction::unwatch),
 ];
 
 /// The command called `name` (any case).
