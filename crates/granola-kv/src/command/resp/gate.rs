@@ -38,7 +38,8 @@ impl Default for Gate {
     }
 }
 
-fn my_slot() -> usize {
+/// This thread's stripe (0..64) for per-thread counters.
+pub fn my_slot() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;

@@ -7,7 +7,9 @@
 
 pub mod clients;
 mod connection;
+mod expiry;
 pub mod gate;
+mod glob;
 mod keys;
 mod lists;
 mod server;
@@ -231,6 +233,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         transaction::queue(ctx, cmd);
         return Step::Done;
     }
+    if ctx.resume == 0 {
+        table::count(spec);
+    }
     if spec.name == "exec" {
         return (spec.run)(ctx, cmd);
     }
@@ -241,7 +246,10 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// Runs a command queued by MULTI (EXEC holds the gate).
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::lookup(cmd.name()) {
-        Some(spec) if spec.arity_ok(cmd.len()) => (spec.run)(ctx, cmd),
+        Some(spec) if spec.arity_ok(cmd.len()) => {
+            table::count(spec);
+            (spec.run)(ctx, cmd)
+        }
         _ => {
             resp::write_unknown_command(ctx.out, cmd);
             Step::Done
