@@ -545,8 +545,19 @@ fn resp_transcript() {
         &["CONFIG", "GET", "appendonly"],
         b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n",
     );
-    rt(&mut c, &["COMMAND"], b"*0\r\n");
-    rt(&mut c, &["COMMAND", "DOCS"], b"*0\r\n");
+    let count = match c.resp(&["COMMAND", "COUNT"]) {
+        Resp::Int(n) => n as usize,
+        r => panic!("COMMAND COUNT: {r:?}"),
+    };
+    match c.resp(&["COMMAND"]) {
+        Resp::Array(Some(all)) => assert_eq!(all.len(), count),
+        r => panic!("COMMAND: {r:?}"),
+    }
+    rt(
+        &mut c,
+        &["COMMAND", "DOCS", "get"],
+        b"*2\r\n$3\r\nget\r\n*4\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n",
+    );
     rt(
         &mut c,
         &["NOSUCHCOMMAND", "a", "b"],
