@@ -1333,4 +1333,10 @@ fn resp_strings_keys_transcript() {
         Resp::Array(Some(v)) => assert_eq!(v.len(), 2),
         r => panic!("TIME: {r:?}"),
     }
+    // Bulk values above memcached's -I (1 MiB here), up to
+    // proto-max-bulk-len (capped by -m, 64 MiB): a 3 MiB value.
+    let big: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+    c.roundtrip(&resp_cmd(&[&b"SET"[..], b"big", &big]), b"+OK\r\n");
+    c.roundtrip(&resp_cmd(&["GET", "big"]), &resp_bulk(&big));
+    rt(&mut c, &["STRLEN", "big"], b":3145728\r\n");
 }

@@ -116,7 +116,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         pool.clone(),
         StoreConfig {
             memory_limit: config.memory_bytes(),
-            max_item_size: config.max_item_size + 1024,
+            // memcached values are bounded by -I in the parser; Redis
+            // values by --proto-max-bulk-len.
+            max_item_size: config.max_bulk() + 1024,
             ..StoreConfig::default()
         },
     ));
@@ -159,7 +161,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             .unwrap_or_else(|| ServerConfig::default().threads),
         tx,
         max_conns: config.max_conns,
-        rx_max: (config.max_item_size + (64 << 10)).max(1 << 20),
+        rx_max: (config.max_bulk() + (64 << 10)).max(1 << 20),
         ..ServerConfig::default()
     };
     let ip: IpAddr = config.listen;

@@ -37,8 +37,8 @@ impl Resp {
     /// A connection from `peer` over the shared state.
     pub fn new(shared: Arc<Shared>, peer: std::net::SocketAddr) -> Resp {
         let limits = Limits {
-            max_bulk: shared.config.max_item_size,
-            max_value_len: shared.config.max_item_size,
+            max_bulk: shared.config.max_bulk(),
+            max_value_len: shared.config.max_bulk(),
             ..Limits::default()
         };
         let conn = Conn::new(

@@ -225,7 +225,7 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("databases", cfg.databases.to_string()),
         ("port", cfg.resp_port.to_string()),
         ("bind", cfg.listen.to_string()),
-        ("proto-max-bulk-len", cfg.max_item_size.to_string()),
+        ("proto-max-bulk-len", cfg.max_bulk().to_string()),
         ("requirepass", cfg.requirepass.clone().unwrap_or_default()),
         ("save", String::new()),
         ("appendonly", "no".into()),

@@ -457,7 +457,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     let patch = arg(cmd, 3);
     let off = off as usize;
-    let max = ctx.shared.config.max_item_size;
+    let max = ctx.shared.config.max_bulk();
     if patch.is_empty() {
         // Redis: no change, the current length (0 if absent).
         if let Ok(item) = ctx.string(arg(cmd, 1)) {
