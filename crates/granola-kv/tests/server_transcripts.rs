@@ -1340,3 +1340,78 @@ fn resp_strings_keys_transcript() {
     c.roundtrip(&resp_cmd(&["GET", "big"]), &resp_bulk(&big));
     rt(&mut c, &["STRLEN", "big"], b":3145728\r\n");
 }
+
+/// Queued reply bytes of one server (copied + referenced).
+fn queued_total(srv: &Server) -> u64 {
+    let net = srv.shared.net.get().unwrap();
+    net.bytes_copied.load(std::sync::atomic::Ordering::Relaxed)
+        + net
+            .bytes_referenced
+            .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Waits until the queued total stops growing; returns it.
+fn settled(srv: &Server) -> u64 {
+    let mut last = queued_total(srv);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let now = queued_total(srv);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// A multi-key get / MGET whose reply (60 MB) is far above the
+/// back-pressure mark, from a client that does not read: the command stops
+/// producing (the server queues about the mark plus socket buffers, not
+/// the reply), then completes, whole and in order, once the client reads.
+#[test]
+fn long_replies_are_bounded_while_built() {
+    let srv = Server::default_config();
+    let value = pattern_bytes(4000);
+    let n = 15_000;
+    let full = (n * value.len()) as u64;
+    // memcached
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(&mc_set_cmd(b"v", 0, &value), b"STORED\r\n");
+    let before = queued_total(&srv);
+    let mut line = b"get".to_vec();
+    for _ in 0..n {
+        line.extend_from_slice(b" v");
+    }
+    line.extend_from_slice(b"\r\n");
+    c.send(&line);
+    let queued = settled(&srv) - before;
+    assert!(
+        queued < full / 2,
+        "get queued {queued} of {full} bytes before the client read"
+    );
+    let one = mc_value_reply(b"v", 0, &value, None);
+    let whole = {
+        let mut w = one.repeat(n);
+        w.extend_from_slice(b"END\r\n");
+        w
+    };
+    assert_eq!(c.read_n(whole.len()), whole);
+    // RESP MGET
+    let mut r = Client::connect(srv.resp());
+    let before = queued_total(&srv);
+    let mut args: Vec<&str> = vec!["MGET"];
+    args.extend(std::iter::repeat_n("v", n));
+    r.send(&resp_cmd(&args));
+    let queued = settled(&srv) - before;
+    assert!(
+        queued < full / 2,
+        "MGET queued {queued} of {full} bytes before the client read"
+    );
+    let mut want = format!("*{n}\r\n").into_bytes();
+    want.extend_from_slice(&resp_bulk(&value).repeat(n));
+    assert_eq!(r.read_n(want.len()), want);
+    r.roundtrip(&resp_cmd(&["PING"]), b"+PONG\r\n");
+}
+
+fn pattern_bytes(n: usize) -> Vec<u8> {
+    (0..n).map(|i| b'a' + (i % 26) as u8).collect()
+}
