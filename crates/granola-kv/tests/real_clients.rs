@@ -133,18 +133,23 @@ fn pymemcache_script() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
 }
 
+/// redis-py with its defaults (RESP3 in redis-py 8: HELLO 3 on connect,
+/// `pipeline()` a MULTI/EXEC transaction), then with `protocol=2`.
 #[test]
 fn redis_py_script() {
     let Some(py) = python_with("redis") else {
         return;
     };
     let srv = Server::default_config();
-    let mut cmd = Command::new(py);
-    cmd.arg(clients_dir().join("redis_client.py"))
-        .arg(srv.resp().port().to_string());
-    let out = run(cmd, b"");
-    check("redis_client.py", &out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+    for protocol in [None, Some("2")] {
+        let mut cmd = Command::new(&py);
+        cmd.arg(clients_dir().join("redis_client.py"))
+            .arg(srv.resp().port().to_string());
+        cmd.args(protocol);
+        let out = run(cmd, b"");
+        check(&format!("redis_client.py protocol {protocol:?}"), &out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+    }
 }
 
 /// pymemcache `get_many` of 1,000 keys (one `get k1 k2 ...` line), values
@@ -231,6 +236,24 @@ fn redis_cli_commands() {
         cli(port, &["get", "l"], b""),
         "WRONGTYPE Operation against a key holding the wrong kind of value\n\n"
     );
+
+    // RESP2 and RESP3 (`-3` sends HELLO 3): a transaction and typed
+    // replies.
+    for proto in ["-2", "-3"] {
+        assert_eq!(cli(port, &[proto, "get", "missing"], b""), "\n");
+        let out = cli(
+            port,
+            &[proto],
+            b"multi\nset t 1\nincr t\nexec\nclient setname cli\nclient getname\n",
+        );
+        assert_eq!(
+            out, "OK\nQUEUED\nQUEUED\nOK\n2\nOK\ncli\n",
+            "redis-cli {proto}"
+        );
+        let id = cli(port, &[proto, "client", "id"], b"");
+        assert!(id.trim().parse::<u64>().is_ok(), "client id: {id:?}");
+        assert_eq!(cli(port, &[proto, "del", "t"], b""), "1\n");
+    }
 
     // Commands read from stdin, one per line.
     let out = cli(

@@ -27,6 +27,7 @@ fn bystander_ok(c: &mut Client, tag: &str) {
 fn oversized_keys_and_values() {
     let mut cfg = config();
     cfg.max_item_size = 64 << 10;
+    cfg.proto_max_bulk_len = 64 << 10;
     let srv = Server::start(cfg);
     let mut c = Client::connect(srv.mc());
     let k250 = "k".repeat(250);

@@ -254,7 +254,28 @@ impl Spare {
 }
 
 /// Runs `req` against `store`.
-pub fn execute(store: &dyn Storage, req: &Request<'_>, spare: &mut Spare) -> Response<Buf> {
+/// Values (and list elements) above `max_value` bytes (`-I`) are refused
+/// with TOO_LARGE, as memcached refuses them.
+pub fn execute(
+    store: &dyn Storage,
+    req: &Request<'_>,
+    spare: &mut Spare,
+    max_value: usize,
+) -> Response<Buf> {
+    let too_large = |v: &[u8]| v.len() > max_value;
+    let refuse = match *req {
+        Request::Put { value, .. } | Request::AppendToList { value, .. } => too_large(value),
+        Request::PutM { values, .. } | Request::PutList { values, .. } => {
+            values.iter().any(|v| too_large(v))
+        }
+        _ => false,
+    };
+    if refuse {
+        return Response::Ack {
+            status: status::TOO_LARGE,
+            count: 0,
+        };
+    }
     match *req {
         Request::Get { key } => {
             let (status, value) = match store.get(key) {

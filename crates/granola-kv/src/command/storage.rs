@@ -31,6 +31,10 @@ pub trait Storage: Send + Sync {
     fn now_ms(&self) -> u64;
     /// Counters.
     fn stats(&self) -> StoreStats;
+    /// Visits about `count` index buckets from `cursor` (0 = start), calling
+    /// `f(key, item)` for each live item; returns the next cursor (0 =
+    /// done). See [`Store::scan`].
+    fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64;
 }
 
 impl Storage for Store {
@@ -66,5 +70,8 @@ impl Storage for Store {
     }
     fn stats(&self) -> StoreStats {
         Store::stats(self)
+    }
+    fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64 {
+        Store::scan(self, cursor, count, |i| f(i.key(), i))
     }
 }

@@ -48,6 +48,8 @@ pub struct Shared {
     pub threads: usize,
     /// memcached command counters.
     pub memcache: crate::command::memcache::McCounters,
+    /// Keeps other RESP commands out while an EXEC runs.
+    pub resp_gate: crate::command::resp::gate::Gate,
 }
 
 struct Svc<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> {
@@ -114,7 +116,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         pool.clone(),
         StoreConfig {
             memory_limit: config.memory_bytes(),
-            max_item_size: config.max_item_size + 1024,
+            // memcached values are bounded by -I in the parser; Redis
+            // values by --proto-max-bulk-len.
+            max_item_size: config.max_bulk() + 1024,
             ..StoreConfig::default()
         },
     ));
@@ -139,6 +143,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         config: config.clone(),
         threads: handle_threads(&config),
         memcache: crate::command::memcache::McCounters::default(),
+        resp_gate: Default::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,
@@ -156,7 +161,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             .unwrap_or_else(|| ServerConfig::default().threads),
         tx,
         max_conns: config.max_conns,
-        rx_max: (config.max_item_size + (64 << 10)).max(1 << 20),
+        rx_max: (config.max_bulk() + (64 << 10)).max(1 << 20),
         datapath: config.datapath.clone(),
         ..ServerConfig::default()
     };

@@ -234,7 +234,7 @@ fn handle<O: NativeOut>(
 ) -> Result<(), Close> {
     let store: &dyn Storage = &*shared.store;
     let resp = decode(ctx, h.kind, bytes, |req| match req {
-        Some(req) => native::execute(store, &req, &mut *spare),
+        Some(req) => native::execute(store, &req, &mut *spare, shared.config.max_item_size),
         None => native::bad_request(),
     });
     let sent = send_response(ctx, io, h, &resp);

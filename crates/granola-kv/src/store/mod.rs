@@ -53,6 +53,7 @@
 mod clock;
 mod index;
 mod item;
+mod scan;
 
 pub use clock::{now_ms, Clock};
 pub use item::{Item, Kind};
