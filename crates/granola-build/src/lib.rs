@@ -146,11 +146,73 @@ pub struct GeneratedFile {
     pub content: String,
 }
 
+/// A `service` from the schema, handed to a [`ServiceGenerator`] (the
+/// shape of prost-build's `Service`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Service {
+    /// The service name as written in the schema (`Shapes`).
+    pub name: String,
+    /// The proto package (`""` if none).
+    pub package: String,
+    /// The fully-qualified proto name (`pkg.Shapes`).
+    pub full_name: String,
+    /// The leading comment in the schema.
+    pub comments: String,
+    /// The methods, in declaration order.
+    pub methods: Vec<Method>,
+}
+
+/// One `rpc` of a [`Service`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Method {
+    /// Snake-case name (`draw`).
+    pub name: String,
+    /// Name as written in the schema (`Draw`).
+    pub proto_name: String,
+    /// The leading comment in the schema.
+    pub comments: String,
+    /// The request's Rust type path, relative to the package's module
+    /// (e.g. `Shape` or `super::google::protobuf::Empty`), without
+    /// lifetime: generated messages are `T<'a>`.
+    pub input_type: String,
+    /// The response's Rust type path, as `input_type`.
+    pub output_type: String,
+    /// Fully-qualified proto name of the request type.
+    pub input_proto_type: String,
+    /// Fully-qualified proto name of the response type.
+    pub output_proto_type: String,
+    /// `rpc M(stream T)`.
+    pub client_streaming: bool,
+    /// `returns (stream T)`.
+    pub server_streaming: bool,
+}
+
+/// Generates code for `service` definitions (like prost-build's
+/// `ServiceGenerator`): what it writes to `buf` is appended to the
+/// package's generated file. Without one, services generate nothing.
+pub trait ServiceGenerator {
+    /// Generates code for one service into `buf`.
+    fn generate(&mut self, service: Service, buf: &mut String);
+    /// Called once per package file after its services (default: nothing).
+    fn finalize(&mut self, _buf: &mut String) {}
+}
+
 /// Compiler options, in the style of `prost_build::Config`.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     out_dir: Option<PathBuf>,
     emit_rerun_if_changed: bool,
+    service_generator: Option<std::rc::Rc<std::cell::RefCell<Box<dyn ServiceGenerator>>>>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("out_dir", &self.out_dir)
+            .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
+            .field("service_generator", &self.service_generator.is_some())
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -166,7 +228,15 @@ impl Config {
         Config {
             out_dir: None,
             emit_rerun_if_changed: true,
+            service_generator: None,
         }
+    }
+
+    /// Sets the generator that turns each `service` into code (an RPC
+    /// layer); its output is appended to the package's file.
+    pub fn service_generator(&mut self, generator: Box<dyn ServiceGenerator>) -> &mut Self {
+        self.service_generator = Some(std::rc::Rc::new(std::cell::RefCell::new(generator)));
+        self
     }
 
     /// Writes the generated files to `dir` instead of `$OUT_DIR`.
@@ -312,7 +382,20 @@ impl Config {
                 } else {
                     format!("{}.rs", p.name)
                 },
-                content: codegen::package(&model, p),
+                content: {
+                    let mut content = codegen::package(&model, p);
+                    if let Some(g) = &self.service_generator {
+                        let mut g = g.borrow_mut();
+                        let before = content.len();
+                        for svc in &p.services {
+                            g.generate(codegen::service(&model, p, svc), &mut content);
+                        }
+                        if !p.services.is_empty() || content.len() != before {
+                            g.finalize(&mut content);
+                        }
+                    }
+                    content
+                },
             })
             .collect();
         let mut sources: Vec<PathBuf> = paths.into_values().collect();

@@ -113,6 +113,7 @@ pub trait Decode<'a>: Sized {
     /// strings are not validated until accessed.
     fn decode(ctx: &'a Context, bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let mut cx = DecodeCx::new(bytes, ctx.decode_options())?;
+        cx.charge_bytes(std::mem::size_of::<Self>(), 0)?;
         let root = cx.root()?;
         Self::__decode(ctx, &mut cx, &root)
     }

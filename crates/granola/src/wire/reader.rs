@@ -16,6 +16,8 @@ pub struct DecodeCx<'a> {
     obj: &'a [u8],
     opts: &'a DecodeOptions,
     budget: usize,
+    /// Bytes of decoded structs and list storage still allowed.
+    bytes_budget: usize,
 }
 
 impl<'a> DecodeCx<'a> {
@@ -30,7 +32,21 @@ impl<'a> DecodeCx<'a> {
             // One item per input byte at most: no aliasing trick can make
             // the decoder do more work than the input is long.
             budget: opts.max_items.min(obj.len()),
+            bytes_budget: opts.decoded_bytes_limit(obj.len()),
         })
+    }
+
+    /// Charges `n` bytes of decoded memory (structs, list storage) before
+    /// they are allocated.
+    #[inline]
+    pub fn charge_bytes(&mut self, n: usize, field: u32) -> Result<(), DecodeError> {
+        match self.bytes_budget.checked_sub(n) {
+            Some(b) => {
+                self.bytes_budget = b;
+                Ok(())
+            }
+            None => Err(DecodeError::new(K::DecodedTooLarge, field)),
+        }
     }
 
     /// Checks the root header (at offset 0).
@@ -187,9 +203,11 @@ impl<'a> HeaderReader<'a> {
         }
     }
 
-    /// A repeated field's entry array (`width` bytes per entry), if present.
+    /// A repeated field's entry array (`width` bytes per entry), if
+    /// present. The list's decoded storage (`count` elements of `T`) is
+    /// charged to the budget here, before the caller allocates it.
     #[inline]
-    pub fn list(
+    pub fn list<T>(
         &self,
         cx: &mut DecodeCx<'a>,
         number: u32,
@@ -202,6 +220,7 @@ impl<'a> HeaderReader<'a> {
             return Err(DecodeError::new(K::ListTooLong, number));
         }
         cx.charge(count, number)?;
+        cx.charge_bytes(count.saturating_mul(std::mem::size_of::<T>()), number)?;
         let bytes = count
             .checked_mul(width)
             .ok_or(DecodeError::new(K::OutOfBounds, number))?;
@@ -216,16 +235,20 @@ impl<'a> HeaderReader<'a> {
         }))
     }
 
-    /// A nested message's header, validated, if present.
+    /// A nested message's header, validated, if present; the decoded `T`
+    /// is charged to the budget.
     #[inline]
-    pub fn nested(
+    pub fn nested<T>(
         &self,
         cx: &mut DecodeCx<'a>,
         number: u32,
     ) -> Result<Option<HeaderReader<'a>>, DecodeError> {
         match self.pair(number) {
             None => Ok(None),
-            Some((len, off)) => nested_at(cx, off, len, self.depth + 1, number).map(Some),
+            Some((len, off)) => {
+                cx.charge_bytes(std::mem::size_of::<T>(), number)?;
+                nested_at(cx, off, len, self.depth + 1, number).map(Some)
+            }
         }
     }
 }
@@ -302,7 +325,8 @@ impl<'a> ListReader<'a> {
         range(self.obj, off, len, self.field)
     }
 
-    /// Element `i` of a message list: its validated header.
+    /// Element `i` of a message list: its validated header (its storage
+    /// was charged with the list).
     #[inline]
     pub fn nested(&self, cx: &mut DecodeCx<'a>, i: usize) -> Result<HeaderReader<'a>, DecodeError> {
         let (len, off) = self.pair(i);
