@@ -15,8 +15,12 @@ fn round_trip<'a, M>(ctx: &'a Context, m: &M) -> (Buf, Vec<u8>)
 where
     M: Message + Decode<'a> + PartialEq + std::fmt::Debug,
 {
-    let v = m.to_vec();
-    assert_eq!(m.to_sga().to_vec(), v, "to_sga and to_vec disagree");
+    let v = m.to_vec().unwrap();
+    assert_eq!(
+        m.to_sga().unwrap().to_vec(),
+        v,
+        "to_sga and to_vec disagree"
+    );
     assert_eq!(m.encoded_len(), v.len());
     (ctx.pool().alloc_copy(&v).unwrap(), v)
 }
@@ -45,7 +49,7 @@ fn generated_sample_round_trips() {
     let (rx, v) = round_trip(&ctx, &m);
     let d = sample::Sample::decode(&ctx, &rx).unwrap();
     assert_eq!(d, m);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
     assert_eq!(d.get_id(), 7);
     assert_eq!(d.get_name().unwrap(), "hello");
     assert_eq!(d.get_name_bytes(), b"hello");
@@ -98,12 +102,12 @@ fn filled_sample_round_trips() {
     let big = pool.alloc_copy(&[3u8; 1500]).unwrap();
     let mut g = sample::Sample::new(&ctx);
     fill_sample!(g, &big);
-    let v = g.to_vec();
+    let v = g.to_vec().unwrap();
     let rx = pool.alloc_copy(&v).unwrap();
     let d = sample::Sample::decode(&ctx, &rx).unwrap();
     assert_eq!(d, g);
-    assert_eq!(d.to_vec(), v);
-    assert_eq!(g.to_sga().to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
+    assert_eq!(g.to_sga().unwrap().to_vec(), v);
 }
 
 #[test]
@@ -148,7 +152,7 @@ fn all_scalars_round_trip() {
     let (rx, v) = round_trip(&ctx, &m);
     let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
     assert_eq!(d, m);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
     assert_eq!(
         (d.get_i32(), d.get_i64(), d.get_u32(), d.get_u64()),
         (i32::MIN, i64::MIN, u32::MAX, u64::MAX)
@@ -187,7 +191,7 @@ fn all_scalars_round_trip() {
 
     // Absent fields stay absent.
     let empty = scalars::AllScalars::new(&ctx);
-    let rx = pool.alloc_copy(&empty.to_vec()).unwrap();
+    let rx = pool.alloc_copy(&empty.to_vec().unwrap()).unwrap();
     let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
     assert!(!d.has_i32() && !d.has_r_text() && !d.has_high());
     assert_eq!(d.get_r_i32(), &[] as &[i32]);
@@ -247,7 +251,7 @@ fn nested_messages_across_packages_round_trip() {
     let (rx, v) = round_trip(&ctx, &c);
     let d = shapes::Canvas::decode(&ctx, &rx).unwrap();
     assert_eq!(d, c);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
     assert_eq!(d.shapes_len(), 3);
     let s2: &shapes::Shape<'_> = &d.get_shapes()[2];
     assert_eq!(s2.get_name().unwrap(), "shape 2");
@@ -300,7 +304,7 @@ fn recursive_messages_round_trip() {
     let d = recursive::Node::decode(&ctx, &rx).unwrap();
     assert_eq!(d, root);
     assert_eq!(sum(&d), expected);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
 
     // Mutual recursion: Tree -> Forest -> Tree.
     let mut t = recursive::Tree::new(&ctx);
@@ -322,7 +326,7 @@ fn recursive_messages_round_trip() {
         max_depth: 3,
         ..DecodeOptions::default()
     });
-    let deep = node(&ctx, 6, 1).to_vec();
+    let deep = node(&ctx, 6, 1).to_vec().unwrap();
     let rx = pool.alloc_copy(&deep).unwrap();
     assert!(recursive::Node::decode(&ctx2, &rx).is_err());
 }

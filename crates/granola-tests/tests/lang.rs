@@ -14,7 +14,7 @@ fn pool() -> Pool {
 }
 
 fn bytes(m: &impl Message) -> Vec<u8> {
-    m.to_vec()
+    m.to_vec().unwrap()
 }
 
 #[test]

@@ -134,9 +134,12 @@ impl NativeOut for TcpOut<'_, '_> {
         if self.fused {
             return self.io.send(header, msg);
         }
+        let sga = msg
+            .to_sga()
+            .map_err(|e| Close::new(format!("native: reply: {e}")))?;
         self.io
             .tx
-            .send_sga(header, &msg.to_sga())
+            .send_sga(header, &sga)
             .map_err(|e| Close::new(format!("native: reply: {e}")))
     }
 }

@@ -206,6 +206,9 @@ pub enum EncodeError {
     },
     /// The object is larger than the format's 4 GiB offsets allow.
     TooLarge,
+    /// The `EncodedSizes` passed to `encode` do not match the message
+    /// (it changed after `encoded_sizes`, or the sizes were made up).
+    StaleSizes,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -215,6 +218,9 @@ impl std::fmt::Display for EncodeError {
                 write!(f, "granola encode: buffer of {given} bytes, need {needed}")
             }
             EncodeError::TooLarge => f.write_str("granola encode: object larger than 4 GiB"),
+            EncodeError::StaleSizes => {
+                f.write_str("granola encode: sizes do not match the message (stale EncodedSizes)")
+            }
         }
     }
 }
