@@ -42,8 +42,25 @@ fn deprecated_attr(yes: bool) -> TokenStream {
 
 /// A proto enum: a Rust enum (`#[repr(i32)]`) with conversions. Fields of
 /// the enum's type store the raw `i32`, so unknown values survive.
-fn enumeration(e: &Enum) -> TokenStream {
+/// `Config::type_attribute` attributes for the type `full`.
+fn type_attrs(model: &Model, full: &str) -> TokenStream {
+    attrs(&model.type_attrs, full)
+}
+
+fn attrs(list: &[(String, String)], full: &str) -> TokenStream {
+    let mut ts = TokenStream::new();
+    for (path, attr) in list {
+        if crate::model::path_matches(path, full) {
+            // Checked to parse by Config.
+            ts.extend(attr.parse::<TokenStream>().unwrap_or_default());
+        }
+    }
+    ts
+}
+
+fn enumeration(model: &Model, e: &Enum) -> TokenStream {
     let allow = allows();
+    let user_attrs = type_attrs(model, &e.full_name);
     let name = ident(&e.rust_name);
     let mut d = doc_lines(&e.doc);
     if !d.is_empty() {
@@ -103,6 +120,7 @@ fn enumeration(e: &Enum) -> TokenStream {
         #d
         #allow
         #dep
+        #user_attrs
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(i32)]
         pub enum #name {
@@ -289,7 +307,7 @@ pub(crate) fn service(
 pub(crate) fn package(model: &Model, p: &Package) -> String {
     let mut items = TokenStream::new();
     for e in &p.enums {
-        items.extend(enumeration(e));
+        items.extend(enumeration(model, e));
     }
     for m in &p.messages {
         items.extend(message(model, m));
@@ -345,6 +363,14 @@ fn header(p: &Package) -> String {
 /// the package tree), relative (`super::`) so the output can be included
 /// anywhere as long as the package modules mirror the proto packages.
 fn type_path(from: &[String], target: &TypePath) -> TokenStream {
+    if let Some(p) = &target.external {
+        return match syn::parse_str::<syn::Path>(p) {
+            Ok(path) => quote!(#path),
+            // Reported by Config::extern_path's check; keep the text so the
+            // compiler points at it.
+            Err(_) => p.parse().unwrap_or_default(),
+        };
+    }
     let common = from
         .iter()
         .zip(&target.modules)
@@ -374,6 +400,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
     msg_doc.push(format!(" Proto message `{}`.", m.full_name));
     let msg_doc = docs(&msg_doc);
     let msg_dep = deprecated_attr(m.deprecated);
+    let msg_attrs = type_attrs(model, &m.full_name);
 
     let mut by_number: Vec<&Field> = m.fields.iter().collect();
     by_number.sort_by_key(|f| f.number);
@@ -426,8 +453,13 @@ fn message(model: &Model, m: &Message) -> TokenStream {
                 let field = ident(&o.ident);
                 let oty = oneof_type(m, o, i);
                 let fdoc = doc(&format!("`oneof {}`", o.proto_name));
+                let fattrs = attrs(
+                    &model.field_attrs,
+                    &format!("{}.{}", m.full_name, o.proto_name),
+                );
                 struct_fields.extend(quote! {
                     #fdoc
+                    #fattrs
                     #field: ::core::option::Option<#oty>,
                 });
                 inits.extend(quote!(#field: ::core::option::Option::None,));
@@ -440,8 +472,13 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         let field = ident(&f.ident);
         let storage = storage_in(f, &m.scope);
         let fdoc = doc(&format!("`{}`", f.decl));
+        let fattrs = attrs(
+            &model.field_attrs,
+            &format!("{}.{}", m.full_name, f.proto_name),
+        );
         struct_fields.extend(quote! {
             #fdoc
+            #fattrs
             #field: ::core::option::Option<#storage>,
         });
         inits.extend(quote!(#field: ::core::option::Option::None,));
@@ -565,7 +602,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         let mod_name = ident(&m.mod_name);
         let mod_doc = doc(&format!("Types nested in `{}`.", m.full_name));
         let inner = m.nested.iter().map(|n| message(model, n));
-        let enums = m.enums.iter().map(enumeration);
+        let enums = m.enums.iter().map(|e| enumeration(model, e));
         let mut inner_scope = m.scope.clone();
         inner_scope.push(m.mod_name.clone());
         let oneofs = m.oneofs.iter().enumerate().map(|(i, o)| {
@@ -584,6 +621,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
                 o.proto_name, m.full_name
             ));
             let d = docs(&d);
+            let user_attrs = type_attrs(model, &format!("{}.{}", m.full_name, o.proto_name));
             let variants = m.fields.iter().filter(|f| f.oneof == Some(i)).map(|f| {
                 let var = variant_name(f);
                 let st = storage_in(f, &inner_scope);
@@ -594,6 +632,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             quote! {
                 #d
                 #allow
+                #user_attrs
                 #[derive(Debug, PartialEq)]
                 pub enum #t #lt {
                     #(#variants)*
@@ -617,6 +656,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         #msg_doc
         #allow
         #msg_dep
+        #msg_attrs
         pub struct #name<'a> {
             __ctx: &'a ::granola::Context,
             #struct_fields

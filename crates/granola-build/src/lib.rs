@@ -203,6 +203,10 @@ pub struct Config {
     out_dir: Option<PathBuf>,
     emit_rerun_if_changed: bool,
     service_generator: Option<std::rc::Rc<std::cell::RefCell<Box<dyn ServiceGenerator>>>>,
+    extern_paths: Vec<(String, String)>,
+    type_attrs: Vec<(String, String)>,
+    field_attrs: Vec<(String, String)>,
+    include_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Config {
@@ -211,6 +215,10 @@ impl std::fmt::Debug for Config {
             .field("out_dir", &self.out_dir)
             .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
             .field("service_generator", &self.service_generator.is_some())
+            .field("extern_paths", &self.extern_paths)
+            .field("type_attrs", &self.type_attrs)
+            .field("field_attrs", &self.field_attrs)
+            .field("include_file", &self.include_file)
             .finish()
     }
 }
@@ -229,7 +237,89 @@ impl Config {
             out_dir: None,
             emit_rerun_if_changed: true,
             service_generator: None,
+            extern_paths: Vec::new(),
+            type_attrs: Vec::new(),
+            field_attrs: Vec::new(),
+            include_file: None,
         }
+    }
+
+    /// Uses an existing Rust type for the proto type or package
+    /// `proto_path` (e.g. `.google.protobuf` -> `::my_wkt::google::protobuf`,
+    /// or one message `.pkg.Msg` -> `crate::Msg`), as prost-build's
+    /// `extern_path`: nothing is generated for those types, and references
+    /// use `rust_path` (the types must be granola messages, `T<'a>`).
+    pub fn extern_path(
+        &mut self,
+        proto_path: impl Into<String>,
+        rust_path: impl Into<String>,
+    ) -> &mut Self {
+        self.extern_paths
+            .push((proto_path.into(), rust_path.into()));
+        self
+    }
+
+    /// Adds `attribute` (e.g. `#[must_use]`) to every generated message,
+    /// enum and oneof enum whose fully-qualified name is `path` or lies under
+    /// it (`.` matches everything), as prost-build's `type_attribute`.
+    pub fn type_attribute(
+        &mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> &mut Self {
+        self.type_attrs.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// Adds `attribute` to the struct field of each field (or oneof) whose
+    /// path (`.pkg.Msg.field`) is `path` or lies under it.
+    pub fn field_attribute(
+        &mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> &mut Self {
+        self.field_attrs.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// Also writes `name` to the output directory: one file that includes
+    /// every generated package in a module tree mirroring the packages, so
+    /// a crate needs a single `include!` (prost-build's `include_file`).
+    pub fn include_file(&mut self, name: impl Into<PathBuf>) -> &mut Self {
+        self.include_file = Some(name.into());
+        self
+    }
+
+    /// Problems with the options themselves (unparsable attributes or
+    /// paths), reported like schema problems.
+    fn check_options(&self) -> Vec<Diagnostic> {
+        let mut diags = Vec::new();
+        for (what, list) in [
+            ("type_attribute", &self.type_attrs),
+            ("field_attribute", &self.field_attrs),
+        ] {
+            for (path, attr) in list {
+                let ok = syn::parse_str::<syn::File>(&format!("{attr} struct X;"))
+                    .is_ok_and(|f| f.items.len() == 1);
+                if !ok {
+                    diags.push(Diagnostic::without_position(
+                        None,
+                        format!(
+                            "{what}({path:?}, {attr:?}): the attribute does not parse as `#[...]`"
+                        ),
+                    ));
+                }
+            }
+        }
+        for (proto, rust) in &self.extern_paths {
+            if !proto.starts_with('.') || syn::parse_str::<syn::Path>(rust).is_err() {
+                diags.push(Diagnostic::without_position(
+                    None,
+                    format!("extern_path({proto:?}, {rust:?}): expected a proto path starting with `.` and a Rust path"),
+                ));
+            }
+        }
+        diags
     }
 
     /// Sets the generator that turns each `service` into code (an RPC
@@ -281,6 +371,14 @@ impl Config {
         }
         std::fs::create_dir_all(&out_dir)
             .map_err(|e| Error::io(format!("creating {}", out_dir.display()), e))?;
+        let mut files = files;
+        if let Some(name) = &self.include_file {
+            let in_out_dir = self.out_dir.is_none();
+            files.push(GeneratedFile {
+                name: name.display().to_string(),
+                content: include_file(&files, in_out_dir),
+            });
+        }
         for f in files {
             let path = out_dir.join(&f.name);
             if std::fs::read_to_string(&path).ok().as_deref() == Some(f.content.as_str()) {
@@ -372,7 +470,14 @@ impl Config {
             .map(|f| f.name().to_owned())
             .collect();
         let set = compiler.file_descriptor_set();
-        let model = model::build(&set, &requested, &path_of).map_err(Error::new)?;
+        let mut model = model::build(&set, &requested, &path_of).map_err(Error::new)?;
+        let option_problems = self.check_options();
+        if !option_problems.is_empty() {
+            return Err(Error::new(option_problems));
+        }
+        model::apply_externs(&mut model, &self.extern_paths);
+        model.type_attrs = self.type_attrs.clone();
+        model.field_attrs = self.field_attrs.clone();
         let files = model
             .packages
             .iter()
@@ -402,6 +507,62 @@ impl Config {
         sources.sort();
         Ok((files, sources))
     }
+}
+
+/// The `include_file`: package files nested in modules named after the
+/// package components (snake case), children before the parent's items.
+fn include_file(files: &[GeneratedFile], in_out_dir: bool) -> String {
+    #[derive(Default)]
+    struct Node {
+        file: Option<String>,
+        children: std::collections::BTreeMap<String, Node>,
+    }
+    let mut root = Node::default();
+    for f in files {
+        let pkg = f.name.trim_end_matches(".rs");
+        let mut n = &mut root;
+        if pkg != "_" {
+            for part in pkg.split('.') {
+                n = n
+                    .children
+                    .entry(model::ident_name(&model::snake(part)))
+                    .or_default();
+            }
+        }
+        n.file = Some(f.name.clone());
+    }
+    fn render(n: &Node, depth: usize, in_out_dir: bool, out: &mut String) {
+        let pad = "    ".repeat(depth);
+        for (name, child) in &n.children {
+            let name = if model::is_keyword(name) {
+                format!("r#{name}")
+            } else {
+                name.clone()
+            };
+            out.push_str(&format!(
+                "{pad}pub mod {name} {{
+"
+            ));
+            render(child, depth + 1, in_out_dir, out);
+            out.push_str(&format!(
+                "{pad}}}
+"
+            ));
+        }
+        if let Some(f) = &n.file {
+            if in_out_dir {
+                out.push_str(&format!(
+                    "{pad}include!(concat!(env!(\"OUT_DIR\"), \"/{f}\"));\n"
+                ));
+            } else {
+                out.push_str(&format!("{pad}include!(\"{f}\");\n"));
+            }
+        }
+    }
+    let mut out =
+        String::from("// @generated by granola-build: every package, in modules. Do not edit.\n");
+    render(&root, 0, in_out_dir, &mut out);
+    out
 }
 
 /// Compiles `protos` (looking up imports in `includes`; if `includes` is

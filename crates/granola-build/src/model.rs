@@ -36,6 +36,57 @@ pub(crate) struct Model {
     pub packages: Vec<Package>,
     /// Fully-qualified proto name (no leading dot) to where its Rust type is.
     pub types: HashMap<String, TypePath>,
+    /// `Config::type_attribute` / `field_attribute`: (proto path, attribute).
+    pub type_attrs: Vec<(String, String)>,
+    pub field_attrs: Vec<(String, String)>,
+}
+
+/// Whether a proto path given to `Config` (`.pkg.Msg`, `.pkg`, or `.` for
+/// everything) covers the fully-qualified name `full` (no leading dot).
+pub(crate) fn path_matches(path: &str, full: &str) -> bool {
+    let path = path.trim_start_matches('.');
+    path.is_empty() || full == path || full.strip_prefix(path).is_some_and(|r| r.starts_with('.'))
+}
+
+/// Maps types under `externs` (proto path, Rust path) to their Rust paths
+/// and removes them from the generated packages.
+pub(crate) fn apply_externs(model: &mut Model, externs: &[(String, String)]) {
+    if externs.is_empty() {
+        return;
+    }
+    for (full, t) in model.types.iter_mut() {
+        // The most specific mapping wins.
+        let best = externs
+            .iter()
+            .filter(|(p, _)| path_matches(p, full) && !p.trim_start_matches('.').is_empty())
+            .max_by_key(|(p, _)| p.len());
+        if let Some((p, rust)) = best {
+            let rest = full[p.trim_start_matches('.').len()..].trim_start_matches('.');
+            let mut path = rust.clone();
+            if !rest.is_empty() {
+                let parts: Vec<&str> = rest.split('.').collect();
+                for m in &parts[..parts.len() - 1] {
+                    path.push_str("::");
+                    path.push_str(&ident_name(&snake(m)));
+                }
+                path.push_str("::");
+                path.push_str(parts[parts.len() - 1]);
+            }
+            t.external = Some(path);
+        }
+    }
+    let is_extern = |full: &str| {
+        externs
+            .iter()
+            .any(|(p, _)| !p.trim_start_matches('.').is_empty() && path_matches(p, full))
+    };
+    for p in &mut model.packages {
+        p.messages.retain(|m| !is_extern(&m.full_name));
+        p.enums.retain(|e| !is_extern(&e.full_name));
+    }
+    model
+        .packages
+        .retain(|p| !(p.messages.is_empty() && p.enums.is_empty() && p.services.is_empty()));
 }
 
 /// Where a message's Rust type lives: the module path from the root of the
@@ -44,6 +95,9 @@ pub(crate) struct Model {
 pub(crate) struct TypePath {
     pub modules: Vec<String>,
     pub name: String,
+    /// Set for types mapped with `Config::extern_path`: the Rust path used
+    /// verbatim (nothing is generated for them).
+    pub external: Option<String>,
 }
 
 /// Everything in one proto package (one output file).
@@ -396,6 +450,8 @@ pub(crate) fn build(
         return Ok(Model {
             packages: packages.into_values().collect(),
             types,
+            type_attrs: Vec::new(),
+            field_attrs: Vec::new(),
         });
     }
     // Report in file order, then source order within each file.
@@ -576,6 +632,7 @@ fn enumeration(
         TypePath {
             modules: scope.to_vec(),
             name: name.to_owned(),
+            external: None,
         },
     );
     // prost's convention: `COLOR_RED` in `enum Color` is `Color::Red`.
@@ -644,6 +701,7 @@ fn message(
         TypePath {
             modules: scope.clone(),
             name: name.to_owned(),
+            external: None,
         },
     );
     for i in 0..m.extension_range.len() {

@@ -78,3 +78,10 @@ pub mod evo {
         include!(concat!(env!("OUT_DIR"), "/evo.v2.rs"));
     }
 }
+
+/// `lang.proto` compiled with `extern_path(".google.protobuf", ...)`,
+/// type/field attributes and an include file (see `build.rs`): one
+/// `include!` brings in every package.
+pub mod ext {
+    include!(concat!(env!("OUT_DIR"), "/ext/mod.rs"));
+}

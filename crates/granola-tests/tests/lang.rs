@@ -300,3 +300,20 @@ fn two_oneof_members_on_the_wire_decode_to_the_last() {
     let d = lang::Shape::decode(&ctx, &rx).unwrap();
     assert_eq!(d.get_flag(), Some(&shape::Flag::Level(7)));
 }
+
+/// The `ext` build (extern_path for the well-known types, attributes,
+/// include file) interoperates with the plain one.
+#[test]
+fn extern_path_reuses_the_well_known_types() {
+    use granola_tests::ext;
+    let pool = pool();
+    let ctx = Context::new(&pool);
+    let mut w = ext::lang::Wkt::new(&ctx);
+    // The field's type *is* the first build's Timestamp.
+    let mut at = wkt::Timestamp::new(&ctx);
+    at.set_seconds(12);
+    w.set_at(at);
+    let rx = pool.alloc_copy(&bytes(&w)).unwrap();
+    let d = lang::Wkt::decode(&ctx, &rx).unwrap();
+    assert_eq!(d.get_at().unwrap().get_seconds(), 12);
+}

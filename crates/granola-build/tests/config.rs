@@ -1,5 +1,7 @@
-//! `service` definitions reach a user `ServiceGenerator`, whose output is
-//! appended to the package's file.
+//! `Config` options: `service` definitions reach a user
+//! `ServiceGenerator` (its output is appended to the package's file), and
+//! type/field attributes land on the generated items. (`extern_path` and
+//! `include_file` are exercised end to end by granola-tests' build.)
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -59,4 +61,26 @@ fn without_a_generator_services_generate_nothing() {
         .generate(&["tests/golden/lang.proto"], &["tests/golden"])
         .unwrap();
     assert!(!files[0].content.contains("service"));
+}
+
+#[test]
+fn type_and_field_attributes_are_emitted() {
+    let files = Config::new()
+        .type_attribute(".lang.Shape", "#[must_use]")
+        .type_attribute(".lang.Shape.body", "#[non_exhaustive]")
+        .field_attribute(".lang.Maps.s_s", "#[doc(alias = \"strings\")]")
+        .generate(&["tests/golden/lang.proto"], &["tests/golden"])
+        .unwrap();
+    let out = &files[0].content;
+    assert!(out.contains("#[must_use]\npub struct Shape<'a>"), "{out}");
+    assert!(
+        out.contains("#[non_exhaustive]\n    #[derive(Debug, PartialEq)]\n    pub enum Body<'a>")
+    );
+    assert!(out.contains("#[doc(alias = \"strings\")]\n    s_s:"));
+    // A bad attribute is an error, not broken output.
+    let e = Config::new()
+        .type_attribute(".", "derive(Clone")
+        .generate(&["tests/golden/lang.proto"], &["tests/golden"])
+        .unwrap_err();
+    assert!(e.to_string().contains("does not parse"), "{e}");
 }
