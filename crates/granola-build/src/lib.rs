@@ -35,20 +35,44 @@
 //! }
 //! ```
 //!
-//! ```ignore
-//! // src/lib.rs: one module per proto package, named after it.
+//! ```text
+//! // src/lib.rs: one module per proto package, named after it (or let
+//! // `Config::include_file("mod.rs")` write that tree for you).
 //! pub mod kv {
 //!     include!(concat!(env!("OUT_DIR"), "/kv.rs"));
 //! }
+//! ```
 //!
-//! // anywhere
-//! let pool = granola::Pool::with_capacity(64 << 20)?;
-//! let ctx = granola::Context::new(&pool);
-//! let mut m = kv::GetM::new(&ctx);
+//! Then (compiled and run here against the `granola-tests` crate, whose
+//! `build.rs` does exactly the above for `schemas/sample.proto`):
+//!
+//! ```
+//! use granola::{Context, Decode, Message, Pool};
+//! use granola_tests::sample::Sample;
+//!
+//! let pool = Pool::with_capacity(8 << 20)?;
+//! let ctx = Context::new(&pool).with_copy_threshold(512);
+//! let value_in_pool = pool.alloc_copy(&[7u8; 4096]).unwrap();
+//!
+//! let mut m = Sample::new(&ctx);
 //! m.set_id(7);
 //! m.append_keys("user:1");
-//! let bytes = granola::Message::to_vec(&m);
-//! let back = <kv::GetM as granola::Decode>::decode(&ctx, &bytes)?;
+//! m.append_vals(&value_in_pool); // >= threshold and in the pool: referenced
+//!
+//! // Serialize-and-send: size, then one pass that writes the head buffer
+//! // and hands each zero-copy piece to the datapath.
+//! let sizes = m.encoded_sizes();
+//! let mut head = vec![0u8; sizes.head_len()];
+//! let mut iovecs = Vec::new();
+//! m.encode(&sizes, &mut head, |zero_copy| iovecs.push(zero_copy.clone()))?;
+//! assert_eq!(iovecs.len(), 1);
+//!
+//! // The receiver sees one contiguous object.
+//! let bytes = m.to_vec()?;
+//! let back = Sample::decode(&ctx, &bytes)?;
+//! assert_eq!(back.get_id(), 7);
+//! assert_eq!(back.get_vals()[0].len(), 4096);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The command-line binary does the same outside Cargo:
@@ -67,7 +91,7 @@
 //!   resolve when every package file is included in a module tree that
 //!   mirrors the package names (each component in snake case):
 //!
-//! ```ignore
+//! ```text
 //! pub mod a {
 //!     pub mod b {
 //!         include!(concat!(env!("OUT_DIR"), "/a.b.rs")); // package a.b
@@ -76,6 +100,13 @@
 //! }
 //! include!(concat!(env!("OUT_DIR"), "/_.rs")); // files without a package
 //! ```
+//!
+//!   `Config::include_file` writes exactly that tree. If a top-level
+//!   message's module would be named like a child package compiled in the
+//!   same run (message `a.B` with nested types, and package `a.b`), the
+//!   message's module gets a `_` suffix (`a::b_::C`) so both compile.
+//! - Enums live where messages do (`Color`, `outer::Kind`); a oneof `o` of
+//!   `M` is the enum `m::O`.
 //!
 //! ## What is generated
 //!
@@ -92,6 +123,25 @@
 //! | `repeated` scalar | `has_x`, `get_x -> &[T]`, `x_len`, `init_x(capacity)`, `append_x`, `clear_x` |
 //! | `repeated bytes`/`string` | as repeated scalar, plus `append_x_buf`, `append_x_field` |
 //! | `repeated` message | `get_x`, `get_x_mut`, `x_len`, `init_x`, `append_x() -> &mut T`, `push_x(T)`, `clear_x` |
+//! | enum `E` | `has_x`, `get_x -> E` (unknown or absent: the default), `get_x_raw -> i32`, `set_x(E)`, `set_x_raw(i32)`, `clear_x` |
+//! | `repeated` enum | as repeated scalar over raw `i32`s, with `append_x(E)` and `append_x_raw(i32)` |
+//! | `map<K, V>` | a repeated message of the entry type `m::XEntry` (`key`, `value` fields, accessors as above) |
+//! | `oneof o` | `has_o`, `get_o -> Option<&m::O>`, `set_o(m::O)`, `clear_o`, and per member `y` a `set_y(value)` |
+//!
+//! For each enum `E`, a `#[repr(i32)]` Rust enum (variants in upper camel
+//! case, the enum's own name stripped as a prefix: `COLOR_RED` in `Color`
+//! is `Color::Red`; aliases map to the first variant of their number) with
+//! `from_i32`, `as_str_name`, `from_str_name`, `Default` (the value 0),
+//! `From<E> for i32` and `TryFrom<i32>`. Enums are open: fields store the
+//! raw `i32`, so values this schema does not know survive a round trip.
+//! `[deprecated = true]` on a field, message, enum or value becomes
+//! `#[deprecated]` on its accessors / type / variant. A `service` goes to
+//! the [`ServiceGenerator`] set with [`Config::service_generator`] (nothing
+//! is generated without one). The well-known types
+//! (`google/protobuf/*.proto`: `Timestamp`, `Duration`, `Struct`/`Value`,
+//! `Any`, `Empty`, wrappers, `FieldMask`) are bundled with the parser and
+//! compile like any imported file, into `google.protobuf.rs`; or reuse
+//! existing Rust types with [`Config::extern_path`].
 //!
 //! plus `granola::Message`, `granola::Decode`, `PartialEq` and `Debug`
 //! impls. Scalars map as int32/sint32/sfixed32 → `i32`,
@@ -107,14 +157,17 @@
 //!
 //! ## What is rejected
 //!
-//! Enums, `map<..>` fields, `oneof`, proto2 syntax and its `required`
-//! fields, groups, defaults and extensions (`extend`, `extensions`),
-//! `import public`/`import weak`, field numbers above
-//! [`MAX_FIELD_NUMBER`], and names that cannot be Rust identifiers or that
-//! clash after conversion. Each problem is reported as
-//! `file:line:column: <construct> is not supported by granola (<hint>)`,
-//! all of them at once (see [`Error`]); nothing is silently dropped.
-//! `service` definitions and options are ignored without an error.
+//! proto2 syntax and its `required` fields, groups, defaults and
+//! extensions (`extend`, `extensions`), `import public`/`import weak`,
+//! `edition = "2023"` (the parser, protox 0.10, does not read editions
+//! yet: a clear error), field numbers above [`MAX_FIELD_NUMBER`], and
+//! names that cannot be Rust identifiers or that clash after conversion.
+//! Each problem is reported as `file:line:column: <message>`, all of them
+//! at once (see [`Error`]); nothing is silently dropped. Options other
+//! than `deprecated` are ignored.
+//!
+//! Re-encoding drops fields the schema does not know (see
+//! `docs/wire-format.md`, Compatibility).
 //!
 //! ## Golden files
 //!
