@@ -1,16 +1,221 @@
-//! The model to Rust source. The shape of every item follows the
-//! hand-written contract `crates/granola-tests/src/reference.rs`.
+//! The model to Rust source. The golden files (`tests/golden/`) and the
+//! wire-format goldens of `granola-tests` are the contract.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::model::{is_keyword, Field, Kind, Message, Model, Package, TypePath};
+use heck::ToUpperCamelCase;
+
+use crate::model::{is_keyword, Enum, Field, Kind, Message, Model, Oneof, Package, TypePath};
 
 /// Lints allowed on every generated item, so the generated code is quiet
 /// under `-D warnings` whatever the including crate enables.
 fn allows() -> TokenStream {
     quote! {
-        #[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+        #[allow(dead_code, deprecated, unused_parens, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+    }
+}
+
+/// `#[deprecated]` before every `pub fn` of an accessor block.
+fn deprecate(ts: TokenStream) -> TokenStream {
+    use proc_macro2::TokenTree;
+    let tokens: Vec<TokenTree> = ts.into_iter().collect();
+    let mut out = TokenStream::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let is_pub_fn = matches!(t, TokenTree::Ident(id) if id == "pub")
+            && matches!(tokens.get(i + 1), Some(TokenTree::Ident(id)) if id == "fn");
+        if is_pub_fn {
+            out.extend(quote!(#[deprecated]));
+        }
+        out.extend([t.clone()]);
+    }
+    out
+}
+
+fn deprecated_attr(yes: bool) -> TokenStream {
+    if yes {
+        quote!(#[deprecated])
+    } else {
+        quote!()
+    }
+}
+
+/// A proto enum: a Rust enum (`#[repr(i32)]`) with conversions. Fields of
+/// the enum's type store the raw `i32`, so unknown values survive.
+/// `Config::type_attribute` attributes for the type `full`.
+fn type_attrs(model: &Model, full: &str) -> TokenStream {
+    attrs(&model.type_attrs, full)
+}
+
+fn attrs(list: &[(String, String)], full: &str) -> TokenStream {
+    let mut ts = TokenStream::new();
+    for (path, attr) in list {
+        if crate::model::path_matches(path, full) {
+            // Checked to parse by Config.
+            ts.extend(attr.parse::<TokenStream>().unwrap_or_default());
+        }
+    }
+    ts
+}
+
+fn enumeration(model: &Model, e: &Enum) -> TokenStream {
+    let allow = allows();
+    let user_attrs = type_attrs(model, &e.full_name);
+    let name = ident(&e.rust_name);
+    let mut d = doc_lines(&e.doc);
+    if !d.is_empty() {
+        d.push(String::new());
+    }
+    d.push(format!(
+        " Proto enum `{}` (open: fields keep unknown values as `i32`).",
+        e.full_name
+    ));
+    let d = docs(&d);
+    let dep = deprecated_attr(e.deprecated);
+    let primary: Vec<_> = e.values.iter().filter(|v| !v.alias).collect();
+    let variants = primary.iter().map(|v| {
+        let var = ident(&v.variant);
+        let n = Literal::i32_unsuffixed(v.number);
+        let vd = docs(&doc_lines(&v.doc));
+        let vdep = deprecated_attr(v.deprecated);
+        let decl = doc(&format!("`{} = {}`", v.proto_name, v.number));
+        quote!(#vd #decl #vdep #var = #n,)
+    });
+    let from_arms = primary.iter().map(|v| {
+        let var = ident(&v.variant);
+        let n = Literal::i32_unsuffixed(v.number);
+        quote!(#n => ::core::option::Option::Some(#name::#var),)
+    });
+    let name_arms = primary.iter().map(|v| {
+        let var = ident(&v.variant);
+        let s = &v.proto_name;
+        quote!(#name::#var => #s,)
+    });
+    let parse_arms = e.values.iter().map(|v| {
+        let var = ident(
+            primary
+                .iter()
+                .find(|p| p.number == v.number)
+                .map_or(&v.variant, |p| &p.variant),
+        );
+        let s = &v.proto_name;
+        quote!(#s => ::core::option::Option::Some(#name::#var),)
+    });
+    let default = primary
+        .iter()
+        .find(|v| v.number == 0)
+        .or(primary.first())
+        .map(|v| ident(&v.variant));
+    let default_impl = default.map(|v| {
+        quote! {
+            #allow
+            impl ::core::default::Default for #name {
+                fn default() -> Self {
+                    #name::#v
+                }
+            }
+        }
+    });
+    quote! {
+        #d
+        #allow
+        #dep
+        #user_attrs
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(i32)]
+        pub enum #name {
+            #(#variants)*
+        }
+
+        #allow
+        impl #name {
+            /// The variant with this number, if the schema declares one.
+            pub fn from_i32(value: i32) -> ::core::option::Option<Self> {
+                match value {
+                    #(#from_arms)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+
+            /// The value's name in the schema.
+            pub fn as_str_name(&self) -> &'static str {
+                match self {
+                    #(#name_arms)*
+                }
+            }
+
+            /// The variant named `name` in the schema (aliases included).
+            pub fn from_str_name(name: &str) -> ::core::option::Option<Self> {
+                match name {
+                    #(#parse_arms)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+
+        #default_impl
+
+        #allow
+        impl ::core::convert::From<#name> for i32 {
+            fn from(value: #name) -> i32 {
+                value as i32
+            }
+        }
+
+        #allow
+        impl ::core::convert::TryFrom<i32> for #name {
+            type Error = i32;
+            fn try_from(value: i32) -> ::core::result::Result<Self, i32> {
+                #name::from_i32(value).ok_or(value)
+            }
+        }
+    }
+}
+
+/// The variant name of a oneof member.
+fn variant_name(f: &Field) -> Ident {
+    ident(&f.proto_name.to_upper_camel_case())
+}
+
+/// Whether a oneof's enum borrows the context (has a bytes, string or
+/// message member).
+fn oneof_has_lifetime(m: &Message, i: usize) -> bool {
+    m.fields
+        .iter()
+        .any(|f| f.oneof == Some(i) && !matches!(f.kind, Kind::Scalar(_)))
+}
+
+/// The oneof's enum type as seen from the message's own scope.
+fn oneof_type(m: &Message, o: &Oneof, i: usize) -> TokenStream {
+    let module = ident(&m.mod_name);
+    let t = ident(&o.type_name);
+    if oneof_has_lifetime(m, i) {
+        quote!(#module::#t<'a>)
+    } else {
+        quote!(#module::#t)
+    }
+}
+
+/// An expression of type `Option<&Storage>` for a field's value.
+fn access(m: &Message, f: &Field) -> TokenStream {
+    match f.oneof {
+        None => {
+            let field = ident(&f.ident);
+            quote!(self.#field.as_ref())
+        }
+        Some(i) => {
+            let o = &m.oneofs[i];
+            let oi = ident(&o.ident);
+            let module = ident(&m.mod_name);
+            let t = ident(&o.type_name);
+            let var = variant_name(f);
+            quote! {
+                (match &self.#oi {
+                    ::core::option::Option::Some(#module::#t::#var(v)) => ::core::option::Option::Some(v),
+                    _ => ::core::option::Option::None,
+                })
+            }
+        }
     }
 }
 
@@ -55,9 +260,55 @@ fn doc(line: &str) -> TokenStream {
     docs(&[format!(" {line}")])
 }
 
+/// The public description of a service for a `ServiceGenerator`.
+pub(crate) fn service(
+    model: &Model,
+    p: &Package,
+    s: &crate::model::ServiceModel,
+) -> crate::Service {
+    let from: Vec<String> = if p.name.is_empty() {
+        Vec::new()
+    } else {
+        p.name
+            .split('.')
+            .map(|x| crate::model::ident_name(&crate::model::snake(x)))
+            .collect()
+    };
+    let path = |proto: &str| -> String {
+        model.types.get(proto).map_or_else(
+            || proto.to_owned(),
+            |t| type_path(&from, t).to_string().replace(' ', ""),
+        )
+    };
+    crate::Service {
+        name: s.name.clone(),
+        package: s.package.clone(),
+        full_name: s.full_name.clone(),
+        comments: s.doc.clone(),
+        methods: s
+            .methods
+            .iter()
+            .map(|m| crate::Method {
+                name: m.name.clone(),
+                proto_name: m.proto_name.clone(),
+                comments: m.doc.clone(),
+                input_type: path(&m.input_proto),
+                output_type: path(&m.output_proto),
+                input_proto_type: m.input_proto.clone(),
+                output_proto_type: m.output_proto.clone(),
+                client_streaming: m.client_streaming,
+                server_streaming: m.server_streaming,
+            })
+            .collect(),
+    }
+}
+
 /// Renders one package's file.
 pub(crate) fn package(model: &Model, p: &Package) -> String {
     let mut items = TokenStream::new();
+    for e in &p.enums {
+        items.extend(enumeration(model, e));
+    }
     for m in &p.messages {
         items.extend(message(model, m));
     }
@@ -112,6 +363,14 @@ fn header(p: &Package) -> String {
 /// the package tree), relative (`super::`) so the output can be included
 /// anywhere as long as the package modules mirror the proto packages.
 fn type_path(from: &[String], target: &TypePath) -> TokenStream {
+    if let Some(p) = &target.external {
+        return match syn::parse_str::<syn::Path>(p) {
+            Ok(path) => quote!(#path),
+            // Reported by Config::extern_path's check; keep the text so the
+            // compiler points at it.
+            Err(_) => p.parse().unwrap_or_default(),
+        };
+    }
     let common = from
         .iter()
         .zip(&target.modules)
@@ -140,13 +399,16 @@ fn message(model: &Model, m: &Message) -> TokenStream {
     }
     msg_doc.push(format!(" Proto message `{}`.", m.full_name));
     let msg_doc = docs(&msg_doc);
+    let msg_dep = deprecated_attr(m.deprecated);
+    let msg_attrs = type_attrs(model, &m.full_name);
 
     let mut by_number: Vec<&Field> = m.fields.iter().collect();
     by_number.sort_by_key(|f| f.number);
     let max = by_number.last().map_or(0, |f| f.number);
     let words = Literal::usize_unsuffixed((max as usize).div_ceil(32).max(1));
 
-    let ty = |f: &Field| -> TokenStream {
+    // `scope` is the module the type is named from.
+    let ty_in = |f: &Field, scope: &[String]| -> TokenStream {
         match &f.kind {
             Kind::Scalar(t) => {
                 let t = Ident::new(t, Span::call_site());
@@ -155,42 +417,81 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             Kind::Bytes => quote!(::granola::HybridBytes<'a>),
             Kind::String => quote!(::granola::HybridStr<'a>),
             Kind::Message(t) => {
-                let p = type_path(&m.scope, &model.types[t]);
+                let p = type_path(scope, &model.types[t]);
                 quote!(#p<'a>)
             }
+        }
+    };
+    let ty = |f: &Field| ty_in(f, &m.scope);
+    let storage_in = |f: &Field, scope: &[String]| -> TokenStream {
+        let t = ty_in(f, scope);
+        match (&f.kind, f.repeated) {
+            (_, true) => quote!(::granola::List<'a, #t>),
+            (Kind::Message(_), false) => quote!(::granola::__private::ArenaBox<'a, #t>),
+            _ => t,
         }
     };
 
     let mut struct_fields = TokenStream::new();
     let mut inits = TokenStream::new();
     let mut accessors = TokenStream::new();
+    let mut oneof_done = vec![false; m.oneofs.len()];
     for f in &m.fields {
-        let field = ident(&f.ident);
         let t = ty(f);
-        let storage = match (&f.kind, f.repeated) {
-            (_, true) => quote!(::granola::List<'a, #t>),
-            (Kind::Message(_), false) => quote!(::granola::__private::ArenaBox<'a, #t>),
-            _ => t.clone(),
-        };
-        let fdoc = doc(&format!("`{}`", f.decl));
-        struct_fields.extend(quote! {
-            #fdoc
-            #field: ::core::option::Option<#storage>,
-        });
-        inits.extend(quote!(#field: ::core::option::Option::None,));
         let bare = match &f.kind {
             Kind::Message(name) => type_path(&m.scope, &model.types[name]),
             _ => t.clone(),
         };
-        accessors.extend(field_accessors(f, &t, &bare));
+        let enum_ty = f
+            .enum_type
+            .as_ref()
+            .map(|e| type_path(&m.scope, &model.types[e]));
+        if let Some(i) = f.oneof {
+            if !oneof_done[i] {
+                oneof_done[i] = true;
+                let o = &m.oneofs[i];
+                let field = ident(&o.ident);
+                let oty = oneof_type(m, o, i);
+                let fdoc = doc(&format!("`oneof {}`", o.proto_name));
+                let fattrs = attrs(
+                    &model.field_attrs,
+                    &format!("{}.{}", m.full_name, o.proto_name),
+                );
+                struct_fields.extend(quote! {
+                    #fdoc
+                    #fattrs
+                    #field: ::core::option::Option<#oty>,
+                });
+                inits.extend(quote!(#field: ::core::option::Option::None,));
+                accessors.extend(oneof_accessors(o, &oty));
+            }
+            let acc = oneof_member_setter(m, f, &t, enum_ty.as_ref());
+            accessors.extend(if f.deprecated { deprecate(acc) } else { acc });
+            continue;
+        }
+        let field = ident(&f.ident);
+        let storage = storage_in(f, &m.scope);
+        let fdoc = doc(&format!("`{}`", f.decl));
+        let fattrs = attrs(
+            &model.field_attrs,
+            &format!("{}.{}", m.full_name, f.proto_name),
+        );
+        struct_fields.extend(quote! {
+            #fdoc
+            #fattrs
+            #field: ::core::option::Option<#storage>,
+        });
+        inits.extend(quote!(#field: ::core::option::Option::None,));
+        let acc = field_accessors(f, &t, &bare, enum_ty.as_ref());
+        accessors.extend(if f.deprecated { deprecate(acc) } else { acc });
     }
 
     let bitmap = by_number.iter().map(|f| {
-        let field = ident(&f.ident);
+        let a = access(m, f);
         let word = Literal::usize_unsuffixed((f.number as usize - 1) / 32);
         let bit = Literal::u32_unsuffixed((f.number - 1) % 32);
         quote! {
-            if self.#field.is_some() {
+            if #a.is_some() {
                 bm[#word] |= 1 << #bit;
             }
         }
@@ -201,21 +502,58 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         quote!(mut)
     };
 
-    let accumulate = by_number.iter().map(|f| accumulate(f, &ty(f)));
-    let encode = by_number.iter().map(|f| encode(f));
+    let accumulate = by_number
+        .iter()
+        .map(|f| accumulate(f, &ty(f), &access(m, f)));
+    let encode = by_number.iter().map(|f| encode(f, &access(m, f)));
     let slot_mut = bm_mut.clone();
-    let decode = by_number.iter().map(|f| decode(f, &ty(f)));
+    let decode = by_number.iter().map(|f| {
+        let assign = |v: TokenStream| -> TokenStream {
+            match f.oneof {
+                None => {
+                    let field = ident(&f.ident);
+                    quote!(m.#field = ::core::option::Option::Some(#v);)
+                }
+                Some(i) => {
+                    let o = &m.oneofs[i];
+                    let oi = ident(&o.ident);
+                    let module = ident(&m.mod_name);
+                    let t = ident(&o.type_name);
+                    let var = variant_name(f);
+                    quote!(m.#oi = ::core::option::Option::Some(#module::#t::#var(#v));)
+                }
+            }
+        };
+        decode(f, &ty(f), assign)
+    });
     let m_mut = bm_mut.clone();
+    // One walk over the present fields (fields this schema does not know
+    // are skipped by the `_` arm).
+    let walk = if m.fields.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            for (n, s) in h.present() {
+                match n {
+                    #(#decode,)*
+                    _ => {}
+                }
+            }
+        }
+    };
     let unused = if m.fields.is_empty() {
         quote!(let _ = (&cx, &h);)
     } else {
         quote!(let _ = &cx;)
     };
 
-    let eq = if m.fields.is_empty() {
+    // Equality and Debug go over the struct's fields: plain fields and
+    // one entry per oneof.
+    let plain: Vec<&Field> = m.fields.iter().filter(|f| f.oneof.is_none()).collect();
+    let eq = if plain.is_empty() && m.oneofs.is_empty() {
         quote!(let _ = other; true)
     } else {
-        let terms = m.fields.iter().map(|f| {
+        let terms = plain.iter().map(|f| {
             let field = ident(&f.ident);
             let float = matches!(f.kind, Kind::Scalar("f32" | "f64"));
             match (float, f.repeated || matches!(f.kind, Kind::Message(_))) {
@@ -238,44 +576,101 @@ fn message(model: &Model, m: &Message) -> TokenStream {
                 }
             }
         });
-        quote!(#(#terms)&&*)
+        let oneof_terms = m.oneofs.iter().map(|o| {
+            let field = ident(&o.ident);
+            quote!(self.#field == other.#field)
+        });
+        let all: Vec<TokenStream> = terms.chain(oneof_terms).collect();
+        quote!(#(#all)&&*)
     };
-    let debug = m.fields.iter().map(|f| {
-        let field = ident(&f.ident);
-        let label = &f.proto_name;
-        if !f.repeated && matches!(f.kind, Kind::Message(_)) {
-            quote! {
-                if let ::core::option::Option::Some(v) = &self.#field {
-                    d.field(#label, &**v);
+    let debug = plain
+        .iter()
+        .map(|f| {
+            let field = ident(&f.ident);
+            let label = &f.proto_name;
+            if !f.repeated && matches!(f.kind, Kind::Message(_)) {
+                quote! {
+                    if let ::core::option::Option::Some(v) = &self.#field {
+                        d.field(#label, &**v);
+                    }
+                }
+            } else {
+                quote! {
+                    if let ::core::option::Option::Some(v) = &self.#field {
+                        d.field(#label, v);
+                    }
                 }
             }
-        } else {
+        })
+        .chain(m.oneofs.iter().map(|o| {
+            let field = ident(&o.ident);
+            let label = &o.proto_name;
             quote! {
                 if let ::core::option::Option::Some(v) = &self.#field {
                     d.field(#label, v);
                 }
             }
-        }
-    });
+        }));
 
-    let nested = if m.nested.is_empty() {
-        quote!()
-    } else {
+    let nested = if m.has_module() {
         let mod_name = ident(&m.mod_name);
         let mod_doc = doc(&format!("Types nested in `{}`.", m.full_name));
         let inner = m.nested.iter().map(|n| message(model, n));
+        let enums = m.enums.iter().map(|e| enumeration(model, e));
+        let mut inner_scope = m.scope.clone();
+        inner_scope.push(m.mod_name.clone());
+        let oneofs = m.oneofs.iter().enumerate().map(|(i, o)| {
+            let t = ident(&o.type_name);
+            let lt = if oneof_has_lifetime(m, i) {
+                quote!(<'a>)
+            } else {
+                quote!()
+            };
+            let mut d = doc_lines(&o.doc);
+            if !d.is_empty() {
+                d.push(String::new());
+            }
+            d.push(format!(
+                " Proto `oneof {}` of `{}`: the member that is set.",
+                o.proto_name, m.full_name
+            ));
+            let d = docs(&d);
+            let user_attrs = type_attrs(model, &format!("{}.{}", m.full_name, o.proto_name));
+            let variants = m.fields.iter().filter(|f| f.oneof == Some(i)).map(|f| {
+                let var = variant_name(f);
+                let st = storage_in(f, &inner_scope);
+                let vd = doc(&format!("`{}`", f.decl));
+                let dep = deprecated_attr(f.deprecated);
+                quote!(#vd #dep #var(#st),)
+            });
+            quote! {
+                #d
+                #allow
+                #user_attrs
+                #[derive(Debug, PartialEq)]
+                pub enum #t #lt {
+                    #(#variants)*
+                }
+            }
+        });
         quote! {
             #mod_doc
             #allow
             pub mod #mod_name {
+                #(#enums)*
+                #(#oneofs)*
                 #(#inner)*
             }
         }
+    } else {
+        quote!()
     };
 
     quote! {
         #msg_doc
         #allow
+        #msg_dep
+        #msg_attrs
         pub struct #name<'a> {
             __ctx: &'a ::granola::Context,
             #struct_fields
@@ -343,7 +738,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             ) -> ::core::result::Result<Self, ::granola::DecodeError> {
                 #unused
                 let #m_mut m = #name::new(ctx);
-                #(#decode)*
+                #walk
                 ::core::result::Result::Ok(m)
             }
         }
@@ -370,6 +765,86 @@ fn message(model: &Model, m: &Message) -> TokenStream {
     }
 }
 
+/// `has_o`, `get_o`, `set_o`, `clear_o` for a oneof.
+fn oneof_accessors(o: &Oneof, oty: &TokenStream) -> TokenStream {
+    let n = &o.rust_name;
+    let field = ident(&o.ident);
+    let p = &o.proto_name;
+    let has = format_ident!("has_{}", n);
+    let get = format_ident!("get_{}", n);
+    let set = format_ident!("set_{}", n);
+    let clear = format_ident!("clear_{}", n);
+    let has_doc = doc(&format!("Whether a member of `oneof {p}` is set."));
+    let get_doc = doc(&format!("The member of `oneof {p}` that is set, if any."));
+    let set_doc = doc(&format!(
+        "Sets `oneof {p}` (replacing any member set before)."
+    ));
+    let clear_doc = doc(&format!("Makes every member of `oneof {p}` absent."));
+    quote! {
+        #has_doc
+        pub fn #has(&self) -> bool {
+            self.#field.is_some()
+        }
+        #get_doc
+        pub fn #get(&self) -> ::core::option::Option<&#oty> {
+            self.#field.as_ref()
+        }
+        #set_doc
+        pub fn #set(&mut self, value: #oty) {
+            self.#field = ::core::option::Option::Some(value);
+        }
+        #clear_doc
+        pub fn #clear(&mut self) {
+            self.#field = ::core::option::Option::None;
+        }
+    }
+}
+
+/// `set_<member>` for one oneof member: converts and sets the variant.
+fn oneof_member_setter(
+    m: &Message,
+    f: &Field,
+    t: &TokenStream,
+    enum_ty: Option<&TokenStream>,
+) -> TokenStream {
+    let Some(i) = f.oneof else { return quote!() };
+    let o = &m.oneofs[i];
+    let field = ident(&o.ident);
+    let module = ident(&m.mod_name);
+    let ot = ident(&o.type_name);
+    let var = variant_name(f);
+    let set = format_ident!("set_{}", f.rust_name);
+    let set_doc = doc(&format!(
+        "Sets `oneof {}` to `{}` (replacing any member set before).",
+        o.proto_name, f.decl
+    ));
+    let (arg, value) = match (&f.kind, enum_ty) {
+        (Kind::Scalar(_), Some(e)) => (quote!(#e), quote!(i32::from(value))),
+        (Kind::Scalar(_), None) => (quote!(#t), quote!(value)),
+        (Kind::Bytes, _) => (
+            quote!(&[u8]),
+            quote!(::granola::HybridBytes::new(value, self.__ctx)),
+        ),
+        (Kind::String, _) => (
+            quote!(&str),
+            quote!(::granola::HybridStr::new(value, self.__ctx)),
+        ),
+        (Kind::Message(_), _) => (
+            quote!(#t),
+            quote!(::granola::__private::ArenaBox::new_in(
+                value,
+                self.__ctx.arena()
+            )),
+        ),
+    };
+    quote! {
+        #set_doc
+        pub fn #set(&mut self, value: #arg) {
+            self.#field = ::core::option::Option::Some(#module::#ot::#var(#value));
+        }
+    }
+}
+
 /// Doc comment for the main getter: the declaration and its proto comment.
 fn getter_doc(f: &Field, what: &str) -> TokenStream {
     let mut lines = vec![format!(" {what}"), String::new()];
@@ -384,7 +859,12 @@ fn getter_doc(f: &Field, what: &str) -> TokenStream {
 
 /// `t` is the field's element type, `bare` the same without lifetime (for
 /// calling `new`).
-fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStream {
+fn field_accessors(
+    f: &Field,
+    t: &TokenStream,
+    bare: &TokenStream,
+    enum_ty: Option<&TokenStream>,
+) -> TokenStream {
     let n = &f.rust_name;
     let field = ident(&f.ident);
     let p = &f.proto_name;
@@ -405,8 +885,42 @@ fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStrea
             self.#field = ::core::option::Option::None;
         }
     };
-    let body = match (&f.kind, f.repeated) {
-        (Kind::Scalar(_), false) => {
+    let body = match (&f.kind, f.repeated, enum_ty) {
+        (Kind::Scalar(_), false, Some(e)) => {
+            let set = format_ident!("set_{}", n);
+            let get_raw = format_ident!("get_{}_raw", n);
+            let set_raw = format_ident!("set_{}_raw", n);
+            let get_doc = getter_doc(
+                f,
+                &format!("`{p}` as the enum; absent or a value this schema does not know gives the default (as prost does)."),
+            );
+            let raw_doc = doc(&format!(
+                "`{p}` as its raw number (unknown values kept), or 0 if absent."
+            ));
+            let set_doc = doc(&format!("Sets `{p}` (making it present)."));
+            let set_raw_doc = doc(&format!(
+                "Sets `{p}` to a raw number, known to this schema or not."
+            ));
+            quote! {
+                #get_doc
+                pub fn #get(&self) -> #e {
+                    self.#field.and_then(#e::from_i32).unwrap_or_default()
+                }
+                #raw_doc
+                pub fn #get_raw(&self) -> i32 {
+                    self.#field.unwrap_or_default()
+                }
+                #set_doc
+                pub fn #set(&mut self, value: #e) {
+                    self.#field = ::core::option::Option::Some(i32::from(value));
+                }
+                #set_raw_doc
+                pub fn #set_raw(&mut self, value: i32) {
+                    self.#field = ::core::option::Option::Some(value);
+                }
+            }
+        }
+        (Kind::Scalar(_), false, None) => {
             let set = format_ident!("set_{}", n);
             let get_doc = getter_doc(f, &format!("`{p}`, or the default (zero) if absent."));
             let set_doc = doc(&format!("Sets `{p}` (making it present)."));
@@ -421,7 +935,7 @@ fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStrea
                 }
             }
         }
-        (Kind::Bytes | Kind::String, false) => {
+        (Kind::Bytes | Kind::String, false, _) => {
             let is_str = matches!(f.kind, Kind::String);
             let (hybrid, arg) = if is_str {
                 (quote!(::granola::HybridStr), quote!(&str))
@@ -499,7 +1013,7 @@ fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStrea
                 }
             }
         }
-        (Kind::Message(_), false) => {
+        (Kind::Message(_), false, _) => {
             let mut_fn = format_ident!("mut_{}", n);
             let set = format_ident!("set_{}", n);
             let get_doc = getter_doc(f, &format!("`{p}`, if present."));
@@ -527,7 +1041,7 @@ fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStrea
                 }
             }
         }
-        (kind, true) => {
+        (kind, true, _) => {
             let len = format_ident!("{}_len", n);
             let init = format_ident!("init_{}", n);
             let append = format_ident!("append_{}", n);
@@ -564,6 +1078,26 @@ fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStrea
                     .push(value);
             };
             match kind {
+                Kind::Scalar(_) if enum_ty.is_some() => {
+                    let e = enum_ty.cloned().unwrap_or_default();
+                    let append_raw = format_ident!("append_{}_raw", n);
+                    let append_doc = doc(&format!("Appends to `{p}` (making it present)."));
+                    let append_raw_doc = doc(&format!(
+                        "Appends a raw number to `{p}`, known to this schema or not."
+                    ));
+                    quote! {
+                        #base
+                        #len_init
+                        #append_doc
+                        pub fn #append(&mut self, value: #e) {
+                            self.#append_raw(i32::from(value));
+                        }
+                        #append_raw_doc
+                        pub fn #append_raw(&mut self, value: i32) {
+                            #push_body
+                        }
+                    }
+                }
                 Kind::Scalar(_) => {
                     let append_doc = doc(&format!("Appends to `{p}` (making it present)."));
                     quote! {
@@ -649,32 +1183,31 @@ fn field_accessors(f: &Field, t: &TokenStream, bare: &TokenStream) -> TokenStrea
     }
 }
 
-fn accumulate(f: &Field, t: &TokenStream) -> TokenStream {
-    let field = ident(&f.ident);
+fn accumulate(f: &Field, t: &TokenStream, access: &TokenStream) -> TokenStream {
     match (&f.kind, f.repeated) {
         (Kind::Scalar(_), false) => quote!(),
         (Kind::Bytes, false) => quote! {
-            if let ::core::option::Option::Some(f) = &self.#field {
+            if let ::core::option::Option::Some(f) = #access {
                 sizes.add_bytes(f);
             }
         },
         (Kind::String, false) => quote! {
-            if let ::core::option::Option::Some(f) = &self.#field {
+            if let ::core::option::Option::Some(f) = #access {
                 sizes.add_bytes(f.as_hybrid());
             }
         },
         (Kind::Message(_), false) => quote! {
-            if let ::core::option::Option::Some(m) = &self.#field {
+            if let ::core::option::Option::Some(m) = #access {
                 ::granola::Message::__accumulate(&**m, sizes);
             }
         },
         (Kind::Scalar(_), true) => quote! {
-            if let ::core::option::Option::Some(l) = &self.#field {
+            if let ::core::option::Option::Some(l) = #access {
                 sizes.header_len += l.len() * <#t as ::granola::__private::WireScalar>::WIDTH;
             }
         },
         (Kind::Bytes, true) => quote! {
-            if let ::core::option::Option::Some(l) = &self.#field {
+            if let ::core::option::Option::Some(l) = #access {
                 sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
                 for f in l.iter() {
                     sizes.add_bytes(f);
@@ -682,7 +1215,7 @@ fn accumulate(f: &Field, t: &TokenStream) -> TokenStream {
             }
         },
         (Kind::String, true) => quote! {
-            if let ::core::option::Option::Some(l) = &self.#field {
+            if let ::core::option::Option::Some(l) = #access {
                 sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
                 for f in l.iter() {
                     sizes.add_bytes(f.as_hybrid());
@@ -690,7 +1223,7 @@ fn accumulate(f: &Field, t: &TokenStream) -> TokenStream {
             }
         },
         (Kind::Message(_), true) => quote! {
-            if let ::core::option::Option::Some(l) = &self.#field {
+            if let ::core::option::Option::Some(l) = #access {
                 sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
                 for m in l.iter() {
                     ::granola::Message::__accumulate(m, sizes);
@@ -700,13 +1233,12 @@ fn accumulate(f: &Field, t: &TokenStream) -> TokenStream {
     }
 }
 
-fn encode(f: &Field) -> TokenStream {
-    let field = ident(&f.ident);
+fn encode(f: &Field, access: &TokenStream) -> TokenStream {
     let (binding, put) = match (&f.kind, f.repeated) {
         (Kind::Scalar(_), false) => {
             return quote! {
-                if let ::core::option::Option::Some(v) = self.#field {
-                    enc.put_scalar(slot, v);
+                if let ::core::option::Option::Some(v) = #access {
+                    enc.put_scalar(slot, *v);
                     slot += 8;
                 }
             }
@@ -741,15 +1273,16 @@ fn encode(f: &Field) -> TokenStream {
         ),
     };
     quote! {
-        if let ::core::option::Option::Some(#binding) = &self.#field {
+        if let ::core::option::Option::Some(#binding) = #access {
             #put
             slot += 8;
         }
     }
 }
 
-fn decode(f: &Field, t: &TokenStream) -> TokenStream {
-    let field = ident(&f.ident);
+/// One arm of the decoder's `match` over present fields: `s` is the
+/// field's raw slot.
+fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStream) -> TokenStream {
     let num = Literal::u32_unsuffixed(f.number);
     let from_bytes = |b: TokenStream| -> TokenStream {
         match f.kind {
@@ -759,24 +1292,26 @@ fn decode(f: &Field, t: &TokenStream) -> TokenStream {
             _ => quote!(::granola::HybridBytes::decoded(#b, ctx)),
         }
     };
-    match (&f.kind, f.repeated) {
-        (Kind::Scalar(_), false) => quote!(m.#field = h.scalar::<#t>(#num);),
-        (Kind::Bytes | Kind::String, false) => {
-            let v = from_bytes(quote!(b));
-            quote! {
-                if let ::core::option::Option::Some(b) = h.bytes(#num)? {
-                    m.#field = ::core::option::Option::Some(#v);
-                }
-            }
+    let body = match (&f.kind, f.repeated) {
+        (Kind::Scalar(_), false) => {
+            let set = assign(quote!(<#t as ::granola::__private::WireScalar>::from_slot(s)));
+            quote!({ #set })
         }
-        (Kind::Message(_), false) => quote! {
-            if let ::core::option::Option::Some(n) = h.nested(cx, #num)? {
+        (Kind::Bytes | Kind::String, false) => {
+            let set = assign(from_bytes(quote!(h.bytes_in(s, #num)?)));
+            quote!({ #set })
+        }
+        (Kind::Message(_), false) => {
+            let set = assign(quote!(::granola::__private::ArenaBox::new_in(
+                v,
+                ctx.arena()
+            )));
+            quote!({
+                let n = h.nested_in::<#t>(cx, s, #num)?;
                 let v = <#t as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                m.#field = ::core::option::Option::Some(
-                    ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                );
-            }
-        },
+                #set
+            })
+        }
         (kind, true) => {
             let (width, push) = match kind {
                 Kind::Scalar(_) => (
@@ -795,15 +1330,16 @@ fn decode(f: &Field, t: &TokenStream) -> TokenStream {
                     },
                 ),
             };
-            quote! {
-                if let ::core::option::Option::Some(l) = h.list(cx, #num, #width)? {
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        #push
-                    }
-                    m.#field = ::core::option::Option::Some(v);
+            let set = assign(quote!(v));
+            quote!({
+                let l = h.list_in::<#t>(cx, s, #num, #width)?;
+                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                for i in 0..l.len() {
+                    #push
                 }
-            }
+                #set
+            })
         }
-    }
+    };
+    quote!(#num => #body)
 }

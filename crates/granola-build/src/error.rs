@@ -148,6 +148,10 @@ pub(crate) fn from_protox(err: &protox::Error, path_of: &dyn Fn(&str) -> String)
 
 fn collect_miette(d: &dyn miette::Diagnostic, file: Option<&str>, out: &mut Vec<Diagnostic>) {
     let mut message = d.to_string();
+    if message.contains("found 'edition'") {
+        // protox 0.10 parses proto2/proto3 only.
+        message = "editions (`edition = \"2023\"`) are not supported by granola's schema parser yet; write `syntax = \"proto3\";` (editions with default features are proto3 with explicit presence, which every granola field already has)".to_owned();
+    }
     if let Some(help) = d.help() {
         message.push_str(&format!(" (help: {help})"));
     }

@@ -35,20 +35,44 @@
 //! }
 //! ```
 //!
-//! ```ignore
-//! // src/lib.rs: one module per proto package, named after it.
+//! ```text
+//! // src/lib.rs: one module per proto package, named after it (or let
+//! // `Config::include_file("mod.rs")` write that tree for you).
 //! pub mod kv {
 //!     include!(concat!(env!("OUT_DIR"), "/kv.rs"));
 //! }
+//! ```
 //!
-//! // anywhere
-//! let pool = granola::Pool::with_capacity(64 << 20)?;
-//! let ctx = granola::Context::new(&pool);
-//! let mut m = kv::GetM::new(&ctx);
+//! Then (compiled and run here against the `granola-tests` crate, whose
+//! `build.rs` does exactly the above for `schemas/sample.proto`):
+//!
+//! ```
+//! use granola::{Context, Decode, Message, Pool};
+//! use granola_tests::sample::Sample;
+//!
+//! let pool = Pool::with_capacity(8 << 20)?;
+//! let ctx = Context::new(&pool).with_copy_threshold(512);
+//! let value_in_pool = pool.alloc_copy(&[7u8; 4096]).unwrap();
+//!
+//! let mut m = Sample::new(&ctx);
 //! m.set_id(7);
 //! m.append_keys("user:1");
-//! let bytes = granola::Message::to_vec(&m);
-//! let back = <kv::GetM as granola::Decode>::decode(&ctx, &bytes)?;
+//! m.append_vals(&value_in_pool); // >= threshold and in the pool: referenced
+//!
+//! // Serialize-and-send: size, then one pass that writes the head buffer
+//! // and hands each zero-copy piece to the datapath.
+//! let sizes = m.encoded_sizes();
+//! let mut head = vec![0u8; sizes.head_len()];
+//! let mut iovecs = Vec::new();
+//! m.encode(&sizes, &mut head, |zero_copy| iovecs.push(zero_copy.clone()))?;
+//! assert_eq!(iovecs.len(), 1);
+//!
+//! // The receiver sees one contiguous object.
+//! let bytes = m.to_vec()?;
+//! let back = Sample::decode(&ctx, &bytes)?;
+//! assert_eq!(back.get_id(), 7);
+//! assert_eq!(back.get_vals()[0].len(), 4096);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The command-line binary does the same outside Cargo:
@@ -67,7 +91,7 @@
 //!   resolve when every package file is included in a module tree that
 //!   mirrors the package names (each component in snake case):
 //!
-//! ```ignore
+//! ```text
 //! pub mod a {
 //!     pub mod b {
 //!         include!(concat!(env!("OUT_DIR"), "/a.b.rs")); // package a.b
@@ -76,6 +100,13 @@
 //! }
 //! include!(concat!(env!("OUT_DIR"), "/_.rs")); // files without a package
 //! ```
+//!
+//!   `Config::include_file` writes exactly that tree. If a top-level
+//!   message's module would be named like a child package compiled in the
+//!   same run (message `a.B` with nested types, and package `a.b`), the
+//!   message's module gets a `_` suffix (`a::b_::C`) so both compile.
+//! - Enums live where messages do (`Color`, `outer::Kind`); a oneof `o` of
+//!   `M` is the enum `m::O`.
 //!
 //! ## What is generated
 //!
@@ -92,6 +123,25 @@
 //! | `repeated` scalar | `has_x`, `get_x -> &[T]`, `x_len`, `init_x(capacity)`, `append_x`, `clear_x` |
 //! | `repeated bytes`/`string` | as repeated scalar, plus `append_x_buf`, `append_x_field` |
 //! | `repeated` message | `get_x`, `get_x_mut`, `x_len`, `init_x`, `append_x() -> &mut T`, `push_x(T)`, `clear_x` |
+//! | enum `E` | `has_x`, `get_x -> E` (unknown or absent: the default), `get_x_raw -> i32`, `set_x(E)`, `set_x_raw(i32)`, `clear_x` |
+//! | `repeated` enum | as repeated scalar over raw `i32`s, with `append_x(E)` and `append_x_raw(i32)` |
+//! | `map<K, V>` | a repeated message of the entry type `m::XEntry` (`key`, `value` fields, accessors as above) |
+//! | `oneof o` | `has_o`, `get_o -> Option<&m::O>`, `set_o(m::O)`, `clear_o`, and per member `y` a `set_y(value)` |
+//!
+//! For each enum `E`, a `#[repr(i32)]` Rust enum (variants in upper camel
+//! case, the enum's own name stripped as a prefix: `COLOR_RED` in `Color`
+//! is `Color::Red`; aliases map to the first variant of their number) with
+//! `from_i32`, `as_str_name`, `from_str_name`, `Default` (the value 0),
+//! `From<E> for i32` and `TryFrom<i32>`. Enums are open: fields store the
+//! raw `i32`, so values this schema does not know survive a round trip.
+//! `[deprecated = true]` on a field, message, enum or value becomes
+//! `#[deprecated]` on its accessors / type / variant. A `service` goes to
+//! the [`ServiceGenerator`] set with [`Config::service_generator`] (nothing
+//! is generated without one). The well-known types
+//! (`google/protobuf/*.proto`: `Timestamp`, `Duration`, `Struct`/`Value`,
+//! `Any`, `Empty`, wrappers, `FieldMask`) are bundled with the parser and
+//! compile like any imported file, into `google.protobuf.rs`; or reuse
+//! existing Rust types with [`Config::extern_path`].
 //!
 //! plus `granola::Message`, `granola::Decode`, `PartialEq` and `Debug`
 //! impls. Scalars map as int32/sint32/sfixed32 → `i32`,
@@ -107,14 +157,17 @@
 //!
 //! ## What is rejected
 //!
-//! Enums, `map<..>` fields, `oneof`, proto2 syntax and its `required`
-//! fields, groups, defaults and extensions (`extend`, `extensions`),
-//! `import public`/`import weak`, field numbers above
-//! [`MAX_FIELD_NUMBER`], and names that cannot be Rust identifiers or that
-//! clash after conversion. Each problem is reported as
-//! `file:line:column: <construct> is not supported by granola (<hint>)`,
-//! all of them at once (see [`Error`]); nothing is silently dropped.
-//! `service` definitions and options are ignored without an error.
+//! proto2 syntax and its `required` fields, groups, defaults and
+//! extensions (`extend`, `extensions`), `import public`/`import weak`,
+//! `edition = "2023"` (the parser, protox 0.10, does not read editions
+//! yet: a clear error), field numbers above [`MAX_FIELD_NUMBER`], and
+//! names that cannot be Rust identifiers or that clash after conversion.
+//! Each problem is reported as `file:line:column: <message>`, all of them
+//! at once (see [`Error`]); nothing is silently dropped. Options other
+//! than `deprecated` are ignored.
+//!
+//! Re-encoding drops fields the schema does not know (see
+//! `docs/wire-format.md`, Compatibility).
 //!
 //! ## Golden files
 //!
@@ -146,11 +199,81 @@ pub struct GeneratedFile {
     pub content: String,
 }
 
+/// A `service` from the schema, handed to a [`ServiceGenerator`] (the
+/// shape of prost-build's `Service`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Service {
+    /// The service name as written in the schema (`Shapes`).
+    pub name: String,
+    /// The proto package (`""` if none).
+    pub package: String,
+    /// The fully-qualified proto name (`pkg.Shapes`).
+    pub full_name: String,
+    /// The leading comment in the schema.
+    pub comments: String,
+    /// The methods, in declaration order.
+    pub methods: Vec<Method>,
+}
+
+/// One `rpc` of a [`Service`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Method {
+    /// Snake-case name (`draw`).
+    pub name: String,
+    /// Name as written in the schema (`Draw`).
+    pub proto_name: String,
+    /// The leading comment in the schema.
+    pub comments: String,
+    /// The request's Rust type path, relative to the package's module
+    /// (e.g. `Shape` or `super::google::protobuf::Empty`), without
+    /// lifetime: generated messages are `T<'a>`.
+    pub input_type: String,
+    /// The response's Rust type path, as `input_type`.
+    pub output_type: String,
+    /// Fully-qualified proto name of the request type.
+    pub input_proto_type: String,
+    /// Fully-qualified proto name of the response type.
+    pub output_proto_type: String,
+    /// `rpc M(stream T)`.
+    pub client_streaming: bool,
+    /// `returns (stream T)`.
+    pub server_streaming: bool,
+}
+
+/// Generates code for `service` definitions (like prost-build's
+/// `ServiceGenerator`): what it writes to `buf` is appended to the
+/// package's generated file. Without one, services generate nothing.
+pub trait ServiceGenerator {
+    /// Generates code for one service into `buf`.
+    fn generate(&mut self, service: Service, buf: &mut String);
+    /// Called once per package file after its services (default: nothing).
+    fn finalize(&mut self, _buf: &mut String) {}
+}
+
 /// Compiler options, in the style of `prost_build::Config`.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     out_dir: Option<PathBuf>,
     emit_rerun_if_changed: bool,
+    service_generator: Option<std::rc::Rc<std::cell::RefCell<Box<dyn ServiceGenerator>>>>,
+    extern_paths: Vec<(String, String)>,
+    type_attrs: Vec<(String, String)>,
+    field_attrs: Vec<(String, String)>,
+    include_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("out_dir", &self.out_dir)
+            .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
+            .field("service_generator", &self.service_generator.is_some())
+            .field("extern_paths", &self.extern_paths)
+            .field("type_attrs", &self.type_attrs)
+            .field("field_attrs", &self.field_attrs)
+            .field("include_file", &self.include_file)
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -166,7 +289,97 @@ impl Config {
         Config {
             out_dir: None,
             emit_rerun_if_changed: true,
+            service_generator: None,
+            extern_paths: Vec::new(),
+            type_attrs: Vec::new(),
+            field_attrs: Vec::new(),
+            include_file: None,
         }
+    }
+
+    /// Uses an existing Rust type for the proto type or package
+    /// `proto_path` (e.g. `.google.protobuf` -> `::my_wkt::google::protobuf`,
+    /// or one message `.pkg.Msg` -> `crate::Msg`), as prost-build's
+    /// `extern_path`: nothing is generated for those types, and references
+    /// use `rust_path` (the types must be granola messages, `T<'a>`).
+    pub fn extern_path(
+        &mut self,
+        proto_path: impl Into<String>,
+        rust_path: impl Into<String>,
+    ) -> &mut Self {
+        self.extern_paths
+            .push((proto_path.into(), rust_path.into()));
+        self
+    }
+
+    /// Adds `attribute` (e.g. `#[must_use]`) to every generated message,
+    /// enum and oneof enum whose fully-qualified name is `path` or lies under
+    /// it (`.` matches everything), as prost-build's `type_attribute`.
+    pub fn type_attribute(
+        &mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> &mut Self {
+        self.type_attrs.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// Adds `attribute` to the struct field of each field (or oneof) whose
+    /// path (`.pkg.Msg.field`) is `path` or lies under it.
+    pub fn field_attribute(
+        &mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> &mut Self {
+        self.field_attrs.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// Also writes `name` to the output directory: one file that includes
+    /// every generated package in a module tree mirroring the packages, so
+    /// a crate needs a single `include!` (prost-build's `include_file`).
+    pub fn include_file(&mut self, name: impl Into<PathBuf>) -> &mut Self {
+        self.include_file = Some(name.into());
+        self
+    }
+
+    /// Problems with the options themselves (unparsable attributes or
+    /// paths), reported like schema problems.
+    fn check_options(&self) -> Vec<Diagnostic> {
+        let mut diags = Vec::new();
+        for (what, list) in [
+            ("type_attribute", &self.type_attrs),
+            ("field_attribute", &self.field_attrs),
+        ] {
+            for (path, attr) in list {
+                let ok = syn::parse_str::<syn::File>(&format!("{attr} struct X;"))
+                    .is_ok_and(|f| f.items.len() == 1);
+                if !ok {
+                    diags.push(Diagnostic::without_position(
+                        None,
+                        format!(
+                            "{what}({path:?}, {attr:?}): the attribute does not parse as `#[...]`"
+                        ),
+                    ));
+                }
+            }
+        }
+        for (proto, rust) in &self.extern_paths {
+            if !proto.starts_with('.') || syn::parse_str::<syn::Path>(rust).is_err() {
+                diags.push(Diagnostic::without_position(
+                    None,
+                    format!("extern_path({proto:?}, {rust:?}): expected a proto path starting with `.` and a Rust path"),
+                ));
+            }
+        }
+        diags
+    }
+
+    /// Sets the generator that turns each `service` into code (an RPC
+    /// layer); its output is appended to the package's file.
+    pub fn service_generator(&mut self, generator: Box<dyn ServiceGenerator>) -> &mut Self {
+        self.service_generator = Some(std::rc::Rc::new(std::cell::RefCell::new(generator)));
+        self
     }
 
     /// Writes the generated files to `dir` instead of `$OUT_DIR`.
@@ -211,6 +424,14 @@ impl Config {
         }
         std::fs::create_dir_all(&out_dir)
             .map_err(|e| Error::io(format!("creating {}", out_dir.display()), e))?;
+        let mut files = files;
+        if let Some(name) = &self.include_file {
+            let in_out_dir = self.out_dir.is_none();
+            files.push(GeneratedFile {
+                name: name.display().to_string(),
+                content: include_file(&files, in_out_dir),
+            });
+        }
         for f in files {
             let path = out_dir.join(&f.name);
             if std::fs::read_to_string(&path).ok().as_deref() == Some(f.content.as_str()) {
@@ -302,7 +523,14 @@ impl Config {
             .map(|f| f.name().to_owned())
             .collect();
         let set = compiler.file_descriptor_set();
-        let model = model::build(&set, &requested, &path_of).map_err(Error::new)?;
+        let mut model = model::build(&set, &requested, &path_of).map_err(Error::new)?;
+        let option_problems = self.check_options();
+        if !option_problems.is_empty() {
+            return Err(Error::new(option_problems));
+        }
+        model::apply_externs(&mut model, &self.extern_paths);
+        model.type_attrs = self.type_attrs.clone();
+        model.field_attrs = self.field_attrs.clone();
         let files = model
             .packages
             .iter()
@@ -312,13 +540,82 @@ impl Config {
                 } else {
                     format!("{}.rs", p.name)
                 },
-                content: codegen::package(&model, p),
+                content: {
+                    let mut content = codegen::package(&model, p);
+                    if let Some(g) = &self.service_generator {
+                        let mut g = g.borrow_mut();
+                        let before = content.len();
+                        for svc in &p.services {
+                            g.generate(codegen::service(&model, p, svc), &mut content);
+                        }
+                        if !p.services.is_empty() || content.len() != before {
+                            g.finalize(&mut content);
+                        }
+                    }
+                    content
+                },
             })
             .collect();
         let mut sources: Vec<PathBuf> = paths.into_values().collect();
         sources.sort();
         Ok((files, sources))
     }
+}
+
+/// The `include_file`: package files nested in modules named after the
+/// package components (snake case), children before the parent's items.
+fn include_file(files: &[GeneratedFile], in_out_dir: bool) -> String {
+    #[derive(Default)]
+    struct Node {
+        file: Option<String>,
+        children: std::collections::BTreeMap<String, Node>,
+    }
+    let mut root = Node::default();
+    for f in files {
+        let pkg = f.name.trim_end_matches(".rs");
+        let mut n = &mut root;
+        if pkg != "_" {
+            for part in pkg.split('.') {
+                n = n
+                    .children
+                    .entry(model::ident_name(&model::snake(part)))
+                    .or_default();
+            }
+        }
+        n.file = Some(f.name.clone());
+    }
+    fn render(n: &Node, depth: usize, in_out_dir: bool, out: &mut String) {
+        let pad = "    ".repeat(depth);
+        for (name, child) in &n.children {
+            let name = if model::is_keyword(name) {
+                format!("r#{name}")
+            } else {
+                name.clone()
+            };
+            out.push_str(&format!(
+                "{pad}pub mod {name} {{
+"
+            ));
+            render(child, depth + 1, in_out_dir, out);
+            out.push_str(&format!(
+                "{pad}}}
+"
+            ));
+        }
+        if let Some(f) = &n.file {
+            if in_out_dir {
+                out.push_str(&format!(
+                    "{pad}include!(concat!(env!(\"OUT_DIR\"), \"/{f}\"));\n"
+                ));
+            } else {
+                out.push_str(&format!("{pad}include!(\"{f}\");\n"));
+            }
+        }
+    }
+    let mut out =
+        String::from("// @generated by granola-build: every package, in modules. Do not edit.\n");
+    render(&root, 0, in_out_dir, &mut out);
+    out
 }
 
 /// Compiles `protos` (looking up imports in `includes`; if `includes` is

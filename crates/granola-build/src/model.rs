@@ -16,6 +16,7 @@ use crate::MAX_FIELD_NUMBER;
 const FILE_DEPENDENCY: i32 = 3;
 const FILE_MESSAGE: i32 = 4;
 const FILE_ENUM: i32 = 5;
+const FILE_SERVICE: i32 = 6;
 const FILE_EXTENSION: i32 = 7;
 const FILE_SYNTAX: i32 = 12;
 const MSG_FIELD: i32 = 2;
@@ -27,12 +28,65 @@ const MSG_ONEOF: i32 = 8;
 const FIELD_NAME: i32 = 1;
 const FIELD_NUMBER: i32 = 3;
 const FIELD_LABEL: i32 = 4;
+const ENUM_VALUE: i32 = 2;
+const SERVICE_METHOD: i32 = 2;
 
 /// All output files, keyed by proto package.
 pub(crate) struct Model {
     pub packages: Vec<Package>,
     /// Fully-qualified proto name (no leading dot) to where its Rust type is.
     pub types: HashMap<String, TypePath>,
+    /// `Config::type_attribute` / `field_attribute`: (proto path, attribute).
+    pub type_attrs: Vec<(String, String)>,
+    pub field_attrs: Vec<(String, String)>,
+}
+
+/// Whether a proto path given to `Config` (`.pkg.Msg`, `.pkg`, or `.` for
+/// everything) covers the fully-qualified name `full` (no leading dot).
+pub(crate) fn path_matches(path: &str, full: &str) -> bool {
+    let path = path.trim_start_matches('.');
+    path.is_empty() || full == path || full.strip_prefix(path).is_some_and(|r| r.starts_with('.'))
+}
+
+/// Maps types under `externs` (proto path, Rust path) to their Rust paths
+/// and removes them from the generated packages.
+pub(crate) fn apply_externs(model: &mut Model, externs: &[(String, String)]) {
+    if externs.is_empty() {
+        return;
+    }
+    for (full, t) in model.types.iter_mut() {
+        // The most specific mapping wins.
+        let best = externs
+            .iter()
+            .filter(|(p, _)| path_matches(p, full) && !p.trim_start_matches('.').is_empty())
+            .max_by_key(|(p, _)| p.len());
+        if let Some((p, rust)) = best {
+            let rest = full[p.trim_start_matches('.').len()..].trim_start_matches('.');
+            let mut path = rust.clone();
+            if !rest.is_empty() {
+                let parts: Vec<&str> = rest.split('.').collect();
+                for m in &parts[..parts.len() - 1] {
+                    path.push_str("::");
+                    path.push_str(&ident_name(&snake(m)));
+                }
+                path.push_str("::");
+                path.push_str(parts[parts.len() - 1]);
+            }
+            t.external = Some(path);
+        }
+    }
+    let is_extern = |full: &str| {
+        externs
+            .iter()
+            .any(|(p, _)| !p.trim_start_matches('.').is_empty() && path_matches(p, full))
+    };
+    for p in &mut model.packages {
+        p.messages.retain(|m| !is_extern(&m.full_name));
+        p.enums.retain(|e| !is_extern(&e.full_name));
+    }
+    model
+        .packages
+        .retain(|p| !(p.messages.is_empty() && p.enums.is_empty() && p.services.is_empty()));
 }
 
 /// Where a message's Rust type lives: the module path from the root of the
@@ -41,6 +95,9 @@ pub(crate) struct Model {
 pub(crate) struct TypePath {
     pub modules: Vec<String>,
     pub name: String,
+    /// Set for types mapped with `Config::extern_path`: the Rust path used
+    /// verbatim (nothing is generated for them).
+    pub external: Option<String>,
 }
 
 /// Everything in one proto package (one output file).
@@ -50,6 +107,8 @@ pub(crate) struct Package {
     /// The `.proto` files (names relative to their include directory).
     pub files: Vec<String>,
     pub messages: Vec<Message>,
+    pub enums: Vec<Enum>,
+    pub services: Vec<ServiceModel>,
 }
 
 pub(crate) struct Message {
@@ -66,6 +125,70 @@ pub(crate) struct Message {
     /// Fields in declaration order.
     pub fields: Vec<Field>,
     pub nested: Vec<Message>,
+    /// Enums declared inside this message (they live in `mod_name`).
+    pub enums: Vec<Enum>,
+    /// Real (non-synthetic) oneofs; their types live in `mod_name`.
+    pub oneofs: Vec<Oneof>,
+    /// `option deprecated = true;`
+    pub deprecated: bool,
+}
+
+impl Message {
+    /// Whether the message needs a module for nested items.
+    pub fn has_module(&self) -> bool {
+        !self.nested.is_empty() || !self.enums.is_empty() || !self.oneofs.is_empty()
+    }
+}
+
+/// A `oneof`: one struct field holding a Rust enum of its members.
+pub(crate) struct Oneof {
+    pub proto_name: String,
+    /// Snake-case base of method names, and the struct field identifier.
+    pub rust_name: String,
+    pub ident: String,
+    /// The Rust enum's name (upper camel case), in the message's module.
+    pub type_name: String,
+    pub doc: String,
+}
+
+/// A proto enum: a Rust enum plus raw `i32` accessors on fields.
+pub(crate) struct Enum {
+    pub full_name: String,
+    pub rust_name: String,
+    pub doc: String,
+    pub deprecated: bool,
+    /// Values in declaration order; aliases (a number already used) are
+    /// kept for name lookup but get no variant.
+    pub values: Vec<EnumValue>,
+}
+
+pub(crate) struct EnumValue {
+    pub proto_name: String,
+    pub variant: String,
+    pub number: i32,
+    pub doc: String,
+    pub deprecated: bool,
+    /// True for an alias of an earlier value with the same number.
+    pub alias: bool,
+}
+
+/// A `service` with its methods, handed to a [`crate::ServiceGenerator`].
+pub(crate) struct ServiceModel {
+    pub name: String,
+    pub full_name: String,
+    pub package: String,
+    pub doc: String,
+    pub methods: Vec<MethodModel>,
+}
+
+pub(crate) struct MethodModel {
+    pub name: String,
+    pub proto_name: String,
+    pub input_proto: String,
+    pub output_proto: String,
+    pub client_streaming: bool,
+    pub server_streaming: bool,
+    pub doc: String,
 }
 
 pub(crate) struct Field {
@@ -81,6 +204,12 @@ pub(crate) struct Field {
     /// The declaration, e.g. `repeated uint32 ids = 3;`.
     pub decl: String,
     pub doc: String,
+    /// For enum fields (stored as `i32`): the enum's full proto name.
+    pub enum_type: Option<String>,
+    /// Index into the message's `oneofs` if this field is a oneof member.
+    pub oneof: Option<usize>,
+    /// `[deprecated = true]`
+    pub deprecated: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -212,7 +341,11 @@ pub(crate) fn build(
         })
         .collect();
 
-    // Pass 1: check file-level constructs and register every message type.
+    // Every package compiled together: a top-level message whose module
+    // would be named like a child package gets a `_` suffix instead.
+    let package_names: HashSet<String> =
+        files.iter().map(|f| f.file.package().to_owned()).collect();
+    // Pass 1: check file-level constructs and register every type.
     for fcx in &files {
         let file = fcx.file;
         check_file(fcx, &mut diags);
@@ -230,16 +363,33 @@ pub(crate) fn build(
                 name: file.package().to_owned(),
                 files: Vec::new(),
                 messages: Vec::new(),
+                enums: Vec::new(),
+                services: Vec::new(),
             });
         package.files.push(file.name().to_owned());
-        for (i, m) in file.message_type.iter().enumerate() {
-            let full = if file.package().is_empty() {
-                m.name().to_owned()
+        let prefix = |name: &str| {
+            if file.package().is_empty() {
+                name.to_owned()
             } else {
-                format!("{}.{}", file.package(), m.name())
-            };
+                format!("{}.{}", file.package(), name)
+            }
+        };
+        for (i, e) in file.enum_type.iter().enumerate() {
+            let full = prefix(e.name());
+            package.enums.push(enumeration(
+                fcx,
+                e,
+                full,
+                &pkg_modules,
+                vec![FILE_ENUM, i as i32],
+                &mut types,
+                &mut diags,
+            ));
+        }
+        for (i, m) in file.message_type.iter().enumerate() {
+            let full = prefix(m.name());
             let path = vec![FILE_MESSAGE, i as i32];
-            if let Some(msg) = message(
+            if let Some(mut msg) = message(
                 fcx,
                 m,
                 full,
@@ -248,8 +398,43 @@ pub(crate) fn build(
                 &mut types,
                 &mut diags,
             ) {
+                let child = if file.package().is_empty() {
+                    msg.mod_name.clone()
+                } else {
+                    format!("{}.{}", file.package(), msg.mod_name)
+                };
+                if msg.has_module()
+                    && package_names
+                        .iter()
+                        .any(|p| p.split('.').map(snake).collect::<Vec<_>>().join(".") == child)
+                {
+                    rename_module(&mut msg, &mut types);
+                }
                 package.messages.push(msg);
             }
+        }
+        for (i, svc) in file.service.iter().enumerate() {
+            let path = [FILE_SERVICE, i as i32];
+            package.services.push(ServiceModel {
+                name: svc.name().to_owned(),
+                full_name: prefix(svc.name()),
+                package: file.package().to_owned(),
+                doc: fcx.doc(&path),
+                methods: svc
+                    .method
+                    .iter()
+                    .enumerate()
+                    .map(|(j, m)| MethodModel {
+                        name: snake(m.name()),
+                        proto_name: m.name().to_owned(),
+                        input_proto: m.input_type().trim_start_matches('.').to_owned(),
+                        output_proto: m.output_type().trim_start_matches('.').to_owned(),
+                        client_streaming: m.client_streaming(),
+                        server_streaming: m.server_streaming(),
+                        doc: fcx.doc(&[FILE_SERVICE, i as i32, SERVICE_METHOD, j as i32]),
+                    })
+                    .collect(),
+            });
         }
     }
 
@@ -265,6 +450,8 @@ pub(crate) fn build(
         return Ok(Model {
             packages: packages.into_values().collect(),
             types,
+            type_attrs: Vec::new(),
+            field_attrs: Vec::new(),
         });
     }
     // Report in file order, then source order within each file.
@@ -289,13 +476,16 @@ fn needed_files(set: &FileDescriptorSet, requested: &HashSet<String>) -> HashSet
                 format!("{prefix}.{}", m.name())
             };
             walk(&full, &m.nested_type, file, out);
+            for e in &m.enum_type {
+                out.insert(format!("{full}.{}", e.name()), file);
+            }
             out.insert(full, file);
         }
     }
     fn uses<'f>(msgs: &'f [DescriptorProto], out: &mut Vec<&'f str>) {
         for m in msgs {
             for f in &m.field {
-                if matches!(f.r#type(), Type::Message | Type::Group) {
+                if matches!(f.r#type(), Type::Message | Type::Group | Type::Enum) {
                     out.push(f.type_name().trim_start_matches('.'));
                 }
             }
@@ -305,6 +495,14 @@ fn needed_files(set: &FileDescriptorSet, requested: &HashSet<String>) -> HashSet
     let mut defined_in = HashMap::new();
     for f in &set.file {
         walk(f.package(), &f.message_type, f.name(), &mut defined_in);
+        for e in &f.enum_type {
+            let full = if f.package().is_empty() {
+                e.name().to_owned()
+            } else {
+                format!("{}.{}", f.package(), e.name())
+            };
+            defined_in.insert(full, f.name());
+        }
     }
     let mut needed: HashSet<String> = requested.clone();
     let mut todo: Vec<&str> = set
@@ -319,6 +517,10 @@ fn needed_files(set: &FileDescriptorSet, requested: &HashSet<String>) -> HashSet
         };
         let mut used = Vec::new();
         uses(&file.message_type, &mut used);
+        for m in file.service.iter().flat_map(|s| &s.method) {
+            used.push(m.input_type().trim_start_matches('.'));
+            used.push(m.output_type().trim_start_matches('.'));
+        }
         for t in used {
             if let Some(&def) = defined_in.get(t) {
                 if needed.insert(def.to_owned()) {
@@ -358,12 +560,6 @@ fn check_file(fcx: &FileCx<'_>, diags: &mut Vec<Diagnostic>) {
             unsupported("`import weak`", "use a plain `import`"),
         ));
     }
-    for (i, e) in file.enum_type.iter().enumerate() {
-        diags.push(fcx.diag(
-            &[FILE_ENUM, i as i32],
-            unsupported(&format!("enum `{}`", e.name()), ENUM_HINT),
-        ));
-    }
     for (i, x) in file.extension.iter().enumerate() {
         diags.push(fcx.diag(
             &[FILE_EXTENSION, i as i32],
@@ -377,10 +573,110 @@ fn check_file(fcx: &FileCx<'_>, diags: &mut Vec<Diagnostic>) {
             ),
         ));
     }
-    // Services are ignored: granola generates message types only.
 }
 
-const ENUM_HINT: &str = "use an integer field such as `int32` instead";
+/// Moves a message's module to `<name>_` (and every type inside it).
+fn rename_module(msg: &mut Message, types: &mut HashMap<String, TypePath>) {
+    let old: Vec<String> = msg
+        .scope
+        .iter()
+        .cloned()
+        .chain([msg.mod_name.clone()])
+        .collect();
+    msg.mod_name.push('_');
+    let new: Vec<String> = msg
+        .scope
+        .iter()
+        .cloned()
+        .chain([msg.mod_name.clone()])
+        .collect();
+    let inside = format!("{}.", msg.full_name);
+    for (name, t) in types.iter_mut() {
+        if name.starts_with(&inside) && t.modules.starts_with(&old) {
+            t.modules.splice(..old.len(), new.iter().cloned());
+        }
+    }
+    fn rescope(m: &mut Message, old: &[String], new: &[String]) {
+        if m.scope.starts_with(old) {
+            m.scope.splice(..old.len(), new.iter().cloned());
+        }
+        for n in &mut m.nested {
+            rescope(n, old, new);
+        }
+    }
+    for n in &mut msg.nested {
+        rescope(n, &old, &new);
+    }
+}
+
+/// Converts one enum, registering its type.
+fn enumeration(
+    fcx: &FileCx<'_>,
+    e: &prost_types::EnumDescriptorProto,
+    full_name: String,
+    scope: &[String],
+    path: Vec<i32>,
+    types: &mut HashMap<String, TypePath>,
+    diags: &mut Vec<Diagnostic>,
+) -> Enum {
+    use heck::{ToShoutySnakeCase, ToUpperCamelCase};
+    let name = e.name();
+    if NON_RAW.contains(&name) || PRIMITIVES.contains(&name) || is_keyword(name) {
+        diags.push(fcx.diag(
+            &path,
+            format!("enum name `{name}` cannot be used in Rust (it is a keyword or a primitive type name); rename the enum"),
+        ));
+    }
+    types.insert(
+        full_name.clone(),
+        TypePath {
+            modules: scope.to_vec(),
+            name: name.to_owned(),
+            external: None,
+        },
+    );
+    // prost's convention: `COLOR_RED` in `enum Color` is `Color::Red`.
+    let strip = format!("{}_", name.to_shouty_snake_case());
+    let mut seen_numbers = HashSet::new();
+    let mut seen_variants: HashMap<String, String> = HashMap::new();
+    let mut values = Vec::new();
+    for (i, v) in e.value.iter().enumerate() {
+        let vpath: Vec<i32> = path.iter().copied().chain([ENUM_VALUE, i as i32]).collect();
+        let stripped = v
+            .name()
+            .strip_prefix(&strip)
+            .filter(|r| r.starts_with(|c: char| c.is_ascii_alphabetic()))
+            .unwrap_or(v.name());
+        let mut variant = stripped.to_upper_camel_case();
+        if variant == "Self" {
+            variant.push('_');
+        }
+        let alias = !seen_numbers.insert(v.number());
+        if !alias {
+            if let Some(other) = seen_variants.insert(variant.clone(), v.name().to_owned()) {
+                diags.push(fcx.diag(
+                    &vpath,
+                    format!("enum value `{}` of `{name}` maps to the Rust variant `{variant}`, which `{other}` already uses; rename one of them", v.name()),
+                ));
+            }
+        }
+        values.push(EnumValue {
+            proto_name: v.name().to_owned(),
+            variant,
+            number: v.number(),
+            doc: fcx.doc(&vpath),
+            deprecated: v.options.as_ref().is_some_and(|o| o.deprecated()),
+            alias,
+        });
+    }
+    Enum {
+        full_name,
+        rust_name: name.to_owned(),
+        doc: fcx.doc(&path),
+        deprecated: e.options.as_ref().is_some_and(|o| o.deprecated()),
+        values,
+    }
+}
 
 /// Converts one message (and its nested messages), checking its contents.
 fn message(
@@ -394,10 +690,6 @@ fn message(
 ) -> Option<Message> {
     let name = m.name();
     let at = |suffix: &[i32]| -> Vec<i32> { path.iter().chain(suffix).copied().collect() };
-    if m.options.as_ref().is_some_and(|o| o.map_entry()) {
-        // Map entry types are reported at the map field.
-        return None;
-    }
     if NON_RAW.contains(&name) || PRIMITIVES.contains(&name) {
         diags.push(fcx.diag(
             &path,
@@ -409,14 +701,9 @@ fn message(
         TypePath {
             modules: scope.clone(),
             name: name.to_owned(),
+            external: None,
         },
     );
-    for (i, e) in m.enum_type.iter().enumerate() {
-        diags.push(fcx.diag(
-            &at(&[MSG_ENUM, i as i32]),
-            unsupported(&format!("enum `{}`", e.name()), ENUM_HINT),
-        ));
-    }
     for i in 0..m.extension_range.len() {
         diags.push(fcx.diag(
             &at(&[MSG_EXT_RANGE, i as i32]),
@@ -446,29 +733,48 @@ fn message(
         .filter(|f| f.proto3_optional())
         .filter_map(|f| f.oneof_index)
         .collect();
+    let mut oneofs = Vec::new();
+    // Proto oneof index -> index into `oneofs` (synthetic ones are skipped).
+    let mut oneof_index = HashMap::new();
     for (i, o) in m.oneof_decl.iter().enumerate() {
         if !synthetic.contains(&(i as i32)) {
-            diags.push(fcx.diag(
-                &at(&[MSG_ONEOF, i as i32]),
-                unsupported(
-                    &format!("oneof `{}`", o.name()),
-                    "declare its fields as ordinary fields; each has its own presence bit",
-                ),
-            ));
+            use heck::ToUpperCamelCase;
+            oneof_index.insert(i as i32, oneofs.len());
+            let rust_name = snake(o.name());
+            oneofs.push(Oneof {
+                proto_name: o.name().to_owned(),
+                ident: ident_name(&rust_name),
+                rust_name,
+                type_name: o.name().to_upper_camel_case(),
+                doc: fcx.doc(&at(&[MSG_ONEOF, i as i32])),
+            });
         }
     }
 
     let mut fields = Vec::new();
     for (i, f) in m.field.iter().enumerate() {
-        if let Some(field) = field(fcx, m, f, &at(&[MSG_FIELD, i as i32]), diags) {
+        if let Some(mut field) = field(fcx, m, f, &at(&[MSG_FIELD, i as i32]), diags) {
+            field.oneof = f.oneof_index.and_then(|o| oneof_index.get(&o).copied());
             fields.push(field);
         }
     }
-    check_names(fcx, &path, m, &fields, diags);
+    check_names(fcx, &path, m, &fields, &oneofs, diags);
 
     let mod_name = ident_name(&snake(name));
     let mut inner_scope = scope.clone();
     inner_scope.push(mod_name.clone());
+    let mut enums = Vec::new();
+    for (i, e) in m.enum_type.iter().enumerate() {
+        enums.push(enumeration(
+            fcx,
+            e,
+            format!("{full_name}.{}", e.name()),
+            &inner_scope,
+            at(&[MSG_ENUM, i as i32]),
+            types,
+            diags,
+        ));
+    }
     let mut nested = Vec::new();
     for (i, n) in m.nested_type.iter().enumerate() {
         let full = format!("{full_name}.{}", n.name());
@@ -493,6 +799,9 @@ fn message(
         doc: fcx.doc(&path),
         fields,
         nested,
+        enums,
+        oneofs,
+        deprecated: m.options.as_ref().is_some_and(|o| o.deprecated()),
     })
 }
 
@@ -554,24 +863,7 @@ fn field(
         Type::Bool => (Kind::Scalar("bool"), "bool"),
         Type::String => (Kind::String, "string"),
         Type::Bytes => (Kind::Bytes, "bytes"),
-        Type::Message => {
-            let is_map = f.label() == Label::Repeated
-                && m.nested_type.iter().any(|n| {
-                    n.options.as_ref().is_some_and(|o| o.map_entry())
-                        && type_name.rsplit('.').next() == Some(n.name())
-                });
-            if is_map {
-                diags.push(fcx.diag(
-                    path,
-                    unsupported(
-                        &format!("map field `{name}`"),
-                        "use a repeated message with key and value fields instead",
-                    ),
-                ));
-                return None;
-            }
-            (Kind::Message(type_name.to_owned()), type_name)
-        }
+        Type::Message => (Kind::Message(type_name.to_owned()), type_name),
         Type::Group => {
             let group = type_name.rsplit('.').next().unwrap_or(name);
             diags.push(fcx.diag(
@@ -583,21 +875,45 @@ fn field(
             ));
             return None;
         }
-        Type::Enum => {
-            diags.push(fcx.diag(
-                path,
-                unsupported(
-                    &format!("enum field `{name}` (of type `{type_name}`)"),
-                    ENUM_HINT,
-                ),
-            ));
-            return None;
-        }
+        Type::Enum => (Kind::Scalar("i32"), type_name),
     };
     if !ok {
         return None;
     }
+    let map_entry = m.nested_type.iter().find(|n| {
+        n.options.as_ref().is_some_and(|o| o.map_entry())
+            && type_name.rsplit('.').next() == Some(n.name())
+    });
+    let type_str = match map_entry {
+        Some(e) if f.label() == Label::Repeated => {
+            let t = |n: &FieldDescriptorProto| -> String {
+                match n.r#type() {
+                    Type::Message | Type::Enum => n.type_name().trim_start_matches('.').to_owned(),
+                    other => other
+                        .as_str_name()
+                        .trim_start_matches("TYPE_")
+                        .to_lowercase(),
+                }
+            };
+            let k = e
+                .field
+                .iter()
+                .find(|x| x.number() == 1)
+                .map(t)
+                .unwrap_or_default();
+            let v = e
+                .field
+                .iter()
+                .find(|x| x.number() == 2)
+                .map(t)
+                .unwrap_or_default();
+            format!("map<{k}, {v}>")
+        }
+        _ => type_str.to_owned(),
+    };
+    let is_map = type_str.starts_with("map<");
     let label = match f.label() {
+        Label::Repeated if is_map => "",
         Label::Repeated => "repeated ",
         _ if f.proto3_optional() => "optional ",
         _ => "",
@@ -621,13 +937,26 @@ fn field(
         kind,
         decl: format!("{label}{type_str} {name} = {number};"),
         doc: fcx.doc(path),
+        enum_type: (f.r#type() == Type::Enum).then(|| type_name.to_owned()),
+        oneof: None,
+        deprecated: f.options.as_ref().is_some_and(|o| o.deprecated()),
     })
 }
 
 /// The method names generated for a field (must match `codegen`).
 pub(crate) fn method_names(f: &Field) -> Vec<String> {
     let n = &f.rust_name;
+    if f.oneof.is_some() {
+        return vec![format!("set_{n}")];
+    }
     let mut v = vec![format!("has_{n}"), format!("get_{n}"), format!("clear_{n}")];
+    if f.enum_type.is_some() {
+        if f.repeated {
+            v.extend([format!("append_{n}_raw")]);
+        } else {
+            v.extend([format!("get_{n}_raw"), format!("set_{n}_raw")]);
+        }
+    }
     match (&f.kind, f.repeated) {
         (Kind::Scalar(_), false) => v.push(format!("set_{n}")),
         (Kind::Bytes | Kind::String, false) => {
@@ -672,6 +1001,7 @@ fn check_names(
     msg_path: &[i32],
     m: &DescriptorProto,
     fields: &[Field],
+    oneofs: &[Oneof],
     diags: &mut Vec<Diagnostic>,
 ) {
     let index_of = |f: &Field| {
@@ -693,7 +1023,18 @@ fn check_names(
     for reserved in ["new", "context", "__bitmap"] {
         methods.insert(reserved.into(), "(built-in method)");
     }
-    for f in fields {
+    for o in oneofs {
+        struct_fields.insert(o.ident.clone(), &o.proto_name);
+        for name in [
+            format!("has_{}", o.rust_name),
+            format!("get_{}", o.rust_name),
+            format!("set_{}", o.rust_name),
+            format!("clear_{}", o.rust_name),
+        ] {
+            methods.insert(name, &o.proto_name);
+        }
+    }
+    for f in fields.iter().filter(|f| f.oneof.is_none()) {
         if let Some(other) = struct_fields.insert(f.ident.clone(), &f.proto_name) {
             diags.push(fcx.diag(
                 &field_path(f),
@@ -744,7 +1085,7 @@ fn check_scope(messages: &[Message], diags: &mut Vec<Diagnostic>, files: &[FileC
             report(&m.rust_name, m, other, diags);
         }
     }
-    for m in messages.iter().filter(|m| !m.nested.is_empty()) {
+    for m in messages.iter().filter(|m| m.has_module()) {
         if let Some(other) = seen.insert(m.mod_name.clone(), &m.full_name) {
             if other != m.full_name {
                 report(&m.mod_name, m, other, diags);
@@ -753,6 +1094,20 @@ fn check_scope(messages: &[Message], diags: &mut Vec<Diagnostic>, files: &[FileC
     }
     for m in messages {
         check_scope(&m.nested, diags, files);
+        let mut inner: HashMap<&str, &str> = HashMap::new();
+        for n in &m.nested {
+            inner.insert(&n.rust_name, &n.full_name);
+        }
+        for e in &m.enums {
+            if let Some(other) = inner.insert(&e.rust_name, &e.full_name) {
+                report(&e.rust_name, m, other, diags);
+            }
+        }
+        for o in &m.oneofs {
+            if let Some(other) = inner.insert(&o.type_name, &o.proto_name) {
+                report(&o.type_name, m, other, diags);
+            }
+        }
     }
 }
 
@@ -763,7 +1118,11 @@ fn check_types(
     files: &[FileCx<'_>],
 ) {
     for f in &m.fields {
-        if let Kind::Message(t) = &f.kind {
+        let t = match (&f.kind, &f.enum_type) {
+            (Kind::Message(t), _) | (_, Some(t)) => Some(t),
+            _ => None,
+        };
+        if let Some(t) = t {
             if !types.contains_key(t) {
                 diags.push(locate(
                     files,

@@ -149,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             req.append_vals(v);
         }
 
-        let reply_bytes = round_trip(&mut stream, id, &req.to_vec())?;
+        let reply_bytes = round_trip(&mut stream, id, &req.to_vec().unwrap())?;
         let reply = Sample::decode(&ctx, &reply_bytes)?;
         assert_eq!(reply.get_id(), id);
         assert_eq!(reply.get_name()?, format!("request {id}"));

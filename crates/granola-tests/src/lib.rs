@@ -7,9 +7,6 @@
 #![deny(unsafe_code)]
 #![allow(missing_docs)]
 
-/// Hand-written reference of the generated code for `sample.proto`.
-pub mod reference;
-
 /// Generated from `schemas/sample.proto` (package `sample`).
 pub mod sample {
     include!(concat!(env!("OUT_DIR"), "/sample.rs"));
@@ -42,4 +39,49 @@ pub mod geo {
 /// keyword field names and messages named like std types.
 pub mod names {
     include!(concat!(env!("OUT_DIR"), "/_.rs"));
+}
+
+/// Generated from `schemas/lang.proto` (package `lang`): enums, oneofs,
+/// maps, deprecated items, a service and well-known types.
+pub mod lang {
+    include!(concat!(env!("OUT_DIR"), "/lang.rs"));
+}
+
+/// The well-known types, compiled from protox's bundled
+/// `google/protobuf/*.proto` because `lang.proto` imports them.
+pub mod google {
+    /// Package `google.protobuf`.
+    pub mod protobuf {
+        include!(concat!(env!("OUT_DIR"), "/google.protobuf.rs"));
+    }
+}
+
+/// Package `clash` beside package `clash.b`, whose module name a nested
+/// message's module would take.
+pub mod clash {
+    /// Package `clash.b`.
+    pub mod b {
+        include!(concat!(env!("OUT_DIR"), "/clash.b.rs"));
+    }
+    include!(concat!(env!("OUT_DIR"), "/clash.rs"));
+}
+
+/// Two versions of one schema (`schemas/evo_v1.proto`, `evo_v2.proto`):
+/// an enum value and a oneof member added.
+pub mod evo {
+    /// Package `evo.v1`.
+    pub mod v1 {
+        include!(concat!(env!("OUT_DIR"), "/evo.v1.rs"));
+    }
+    /// Package `evo.v2`.
+    pub mod v2 {
+        include!(concat!(env!("OUT_DIR"), "/evo.v2.rs"));
+    }
+}
+
+/// `lang.proto` compiled with `extern_path(".google.protobuf", ...)`,
+/// type/field attributes and an include file (see `build.rs`): one
+/// `include!` brings in every package.
+pub mod ext {
+    include!(concat!(env!("OUT_DIR"), "/ext/mod.rs"));
 }

@@ -1,11 +1,9 @@
 //! Round trips through the code granola-build generates (see `build.rs`):
-//! `to_vec()` then `Decode::decode` must give back an equal message, and the
-//! generated `sample::Sample` must encode byte-for-byte like the hand-written
-//! reference.
+//! `to_vec()` then `Decode::decode` must give back an equal message.
 
 use granola::{Buf, Context, Decode, DecodeOptions, Message, Pool};
 use granola_tests::geo::{common, shapes};
-use granola_tests::{names, recursive, reference, sample, scalars};
+use granola_tests::{names, recursive, sample, scalars};
 
 fn pool() -> Pool {
     Pool::with_capacity(16 << 20).unwrap()
@@ -17,8 +15,12 @@ fn round_trip<'a, M>(ctx: &'a Context, m: &M) -> (Buf, Vec<u8>)
 where
     M: Message + Decode<'a> + PartialEq + std::fmt::Debug,
 {
-    let v = m.to_vec();
-    assert_eq!(m.to_sga().to_vec(), v, "to_sga and to_vec disagree");
+    let v = m.to_vec().unwrap();
+    assert_eq!(
+        m.to_sga().unwrap().to_vec(),
+        v,
+        "to_sga and to_vec disagree"
+    );
     assert_eq!(m.encoded_len(), v.len());
     (ctx.pool().alloc_copy(&v).unwrap(), v)
 }
@@ -47,7 +49,7 @@ fn generated_sample_round_trips() {
     let (rx, v) = round_trip(&ctx, &m);
     let d = sample::Sample::decode(&ctx, &rx).unwrap();
     assert_eq!(d, m);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
     assert_eq!(d.get_id(), 7);
     assert_eq!(d.get_name().unwrap(), "hello");
     assert_eq!(d.get_name_bytes(), b"hello");
@@ -68,7 +70,7 @@ fn generated_sample_round_trips() {
     assert_eq!(big.ref_count(), 1);
 }
 
-/// Sets the same values on a generated and a hand-written `Sample`.
+/// Sets every field of a `Sample`.
 macro_rules! fill_sample {
     ($m:expr, $big:expr) => {{
         let m = &mut $m;
@@ -94,49 +96,18 @@ macro_rules! fill_sample {
 }
 
 #[test]
-fn generated_sample_bytes_equal_reference_bytes() {
+fn filled_sample_round_trips() {
     let pool = pool();
     let ctx = Context::new(&pool).with_copy_threshold(512);
     let big = pool.alloc_copy(&[3u8; 1500]).unwrap();
-
     let mut g = sample::Sample::new(&ctx);
-    let mut r = reference::Sample::new(&ctx);
-    assert_eq!(g.to_vec(), r.to_vec(), "empty messages differ");
     fill_sample!(g, &big);
-    fill_sample!(r, &big);
-    let gv = g.to_vec();
-    assert_eq!(gv, r.to_vec());
-    assert_eq!(g.encoded_sizes(), r.encoded_sizes());
-    let (gs, rs) = (g.to_sga(), r.to_sga());
-    assert_eq!(gs.head, rs.head);
-    assert_eq!(gs.entries.len(), rs.entries.len());
-
-    // Each decodes the other's bytes.
-    let rx = pool.alloc_copy(&gv).unwrap();
-    let from_g = reference::Sample::decode(&ctx, &rx).unwrap();
-    assert_eq!(from_g, r);
-    let from_r = sample::Sample::decode(&ctx, &rx).unwrap();
-    assert_eq!(from_r, g);
-    assert_eq!(from_r.to_vec(), from_g.to_vec());
-
-    // Partially filled, and cleared fields.
-    let mut g = sample::Sample::new(&ctx);
-    let mut r = reference::Sample::new(&ctx);
-    for (id, ratio) in [(1u32, 2.0f64), (0, 0.0)] {
-        g.set_id(id);
-        r.set_id(id);
-        g.set_ratio(ratio);
-        r.set_ratio(ratio);
-        g.mut_inner();
-        r.mut_inner();
-        assert_eq!(g.to_vec(), r.to_vec());
-    }
-    g.clear_id();
-    r.clear_id();
-    g.clear_inner();
-    r.clear_inner();
-    assert_eq!(g.to_vec(), r.to_vec());
-    assert!(!g.has_id() && g.has_ratio());
+    let v = g.to_vec().unwrap();
+    let rx = pool.alloc_copy(&v).unwrap();
+    let d = sample::Sample::decode(&ctx, &rx).unwrap();
+    assert_eq!(d, g);
+    assert_eq!(d.to_vec().unwrap(), v);
+    assert_eq!(g.to_sga().unwrap().to_vec(), v);
 }
 
 #[test]
@@ -181,7 +152,7 @@ fn all_scalars_round_trip() {
     let (rx, v) = round_trip(&ctx, &m);
     let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
     assert_eq!(d, m);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
     assert_eq!(
         (d.get_i32(), d.get_i64(), d.get_u32(), d.get_u64()),
         (i32::MIN, i64::MIN, u32::MAX, u64::MAX)
@@ -211,16 +182,16 @@ fn all_scalars_round_trip() {
     assert_eq!(h.scalar::<u32>(3), Some(u32::MAX));
     assert_eq!(h.scalar::<u32>(32), Some(0));
     assert_eq!(h.scalar::<u64>(33), Some(33));
-    let l = h.list(&mut cx, 115, 8).unwrap().unwrap();
+    let l = h.list::<u8>(&mut cx, 115, 8).unwrap().unwrap();
     assert_eq!(l.bytes(2).unwrap(), &[2, 2, 2]);
-    let l = h.list(&mut cx, 101, 4).unwrap().unwrap();
+    let l = h.list::<i32>(&mut cx, 101, 4).unwrap().unwrap();
     assert_eq!(l.scalar::<i32>(1), -1);
     // Bitmap words: field 115 needs 4.
     assert_eq!(&v[..4], &4u32.to_le_bytes());
 
     // Absent fields stay absent.
     let empty = scalars::AllScalars::new(&ctx);
-    let rx = pool.alloc_copy(&empty.to_vec()).unwrap();
+    let rx = pool.alloc_copy(&empty.to_vec().unwrap()).unwrap();
     let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
     assert!(!d.has_i32() && !d.has_r_text() && !d.has_high());
     assert_eq!(d.get_r_i32(), &[] as &[i32]);
@@ -280,7 +251,7 @@ fn nested_messages_across_packages_round_trip() {
     let (rx, v) = round_trip(&ctx, &c);
     let d = shapes::Canvas::decode(&ctx, &rx).unwrap();
     assert_eq!(d, c);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
     assert_eq!(d.shapes_len(), 3);
     let s2: &shapes::Shape<'_> = &d.get_shapes()[2];
     assert_eq!(s2.get_name().unwrap(), "shape 2");
@@ -333,7 +304,7 @@ fn recursive_messages_round_trip() {
     let d = recursive::Node::decode(&ctx, &rx).unwrap();
     assert_eq!(d, root);
     assert_eq!(sum(&d), expected);
-    assert_eq!(d.to_vec(), v);
+    assert_eq!(d.to_vec().unwrap(), v);
 
     // Mutual recursion: Tree -> Forest -> Tree.
     let mut t = recursive::Tree::new(&ctx);
@@ -355,7 +326,7 @@ fn recursive_messages_round_trip() {
         max_depth: 3,
         ..DecodeOptions::default()
     });
-    let deep = node(&ctx, 6, 1).to_vec();
+    let deep = node(&ctx, 6, 1).to_vec().unwrap();
     let rx = pool.alloc_copy(&deep).unwrap();
     assert!(recursive::Node::decode(&ctx2, &rx).is_err());
 }
@@ -422,9 +393,6 @@ fn float_equality_is_bitwise() {
     assert_ne!(z, m, "repeated floats compare bitwise too");
 
     let mut g = sample::Sample::new(&ctx);
-    let mut r = reference::Sample::new(&ctx);
     g.set_ratio(f64::NAN);
-    r.set_ratio(f64::NAN);
     assert_eq!(g, g);
-    assert_eq!(g.to_vec(), r.to_vec());
 }

@@ -15,7 +15,7 @@ fn pool() -> Pool {
 
 fn check_round_trip(ctx: &Context, m: &Sample<'_>, expected: &[u8]) {
     assert_eq!(
-        m.to_vec(),
+        m.to_vec().unwrap(),
         expected,
         "encoded bytes differ from the golden vector"
     );
@@ -26,7 +26,7 @@ fn check_round_trip(ctx: &Context, m: &Sample<'_>, expected: &[u8]) {
     let decoded = Sample::decode(ctx, &rx).unwrap();
     assert_eq!(&decoded, m);
     assert_eq!(
-        decoded.to_vec(),
+        decoded.to_vec().unwrap(),
         expected,
         "re-encoding the decoded message"
     );

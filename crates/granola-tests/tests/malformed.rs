@@ -23,7 +23,7 @@ fn full_message(ctx: &Context) -> Vec<u8> {
     m.mut_inner().set_payload(b"inner");
     m.append_items().set_a(9);
     m.set_flag(true);
-    m.to_vec()
+    m.to_vec().unwrap()
 }
 
 #[test]

@@ -32,9 +32,9 @@ fn depth_limit_is_an_error_not_a_crash() {
     let pool = Pool::with_capacity(8 << 20).unwrap();
     let ctx = Context::new(&pool);
     let limit = ctx.decode_options().max_depth as usize;
-    let ok = chain(&ctx, limit).to_vec();
+    let ok = chain(&ctx, limit).to_vec().unwrap();
     assert_eq!(depth_of(&Node::decode(&ctx, &ok).unwrap()), limit);
-    let too_deep = chain(&ctx, limit + 1).to_vec();
+    let too_deep = chain(&ctx, limit + 1).to_vec().unwrap();
     let e = Node::decode(&ctx, &too_deep).unwrap_err();
     assert_eq!(e.kind, DecodeErrorKind::TooDeep);
     // A stricter reader refuses what a default one accepts.
@@ -42,8 +42,8 @@ fn depth_limit_is_an_error_not_a_crash() {
         max_depth: 3,
         ..DecodeOptions::default()
     });
-    assert!(Node::decode(&strict, &chain(&ctx, 3).to_vec()).is_ok());
-    assert!(Node::decode(&strict, &chain(&ctx, 4).to_vec()).is_err());
+    assert!(Node::decode(&strict, &chain(&ctx, 3).to_vec().unwrap()).is_ok());
+    assert!(Node::decode(&strict, &chain(&ctx, 4).to_vec().unwrap()).is_err());
 }
 
 #[test]
@@ -96,9 +96,9 @@ proptest! {
         let ctx = Context::new(&pool);
         let mut n = Node::new(&ctx);
         fill(&mut n, &s);
-        let bytes = n.to_vec();
+        let bytes = n.to_vec().unwrap();
         let d = Node::decode(&ctx, &bytes).unwrap();
         prop_assert_eq!(&d, &n);
-        prop_assert!(d.to_vec() == bytes);
+        prop_assert!(d.to_vec().unwrap() == bytes);
     }
 }

@@ -208,8 +208,8 @@ proptest! {
             }
 
             // Three serialization paths agree.
-            let flat = m.to_vec();
-            let sga = m.to_sga();
+            let flat = m.to_vec().unwrap();
+            let sga = m.to_sga().unwrap();
             prop_assert!(sga.to_vec() == flat, "sga differs from to_vec");
             let sizes = m.encoded_sizes();
             prop_assert_eq!(sizes.total_len(), flat.len());
@@ -229,7 +229,7 @@ proptest! {
             // Re-encoding may lay bytes out differently (a value copied at
             // the sender because it was on the heap is referenced from the
             // receive buffer now), but it is the same message.
-            let again = d.to_vec();
+            let again = d.to_vec().unwrap();
             prop_assert_eq!(&Sample::decode(&ctx, &again).unwrap(), &m);
             let other = Context::new(&pool).with_copy_threshold(if t == 0 { usize::MAX } else { 0 });
             let d2 = Sample::decode(&other, &rx).unwrap();
@@ -250,7 +250,7 @@ proptest! {
         if let Ok(m) = Sample::decode(&ctx, input) {
             // Anything that decodes re-encodes to something that decodes
             // to the same message.
-            let again = m.to_vec();
+            let again = m.to_vec().unwrap();
             let d = Sample::decode(&ctx, &again).unwrap();
             prop_assert_eq!(&d, &m);
         };

@@ -21,8 +21,8 @@ fn round_trip_smoke() {
     assert_eq!(big.ref_count(), 3);
     let sizes = m.encoded_sizes();
     assert_eq!(sizes.zero_copy_count, 2);
-    let v = m.to_vec();
-    let sga = m.to_sga();
+    let v = m.to_vec().unwrap();
+    let sga = m.to_sga().unwrap();
     assert_eq!(sga.to_vec(), v);
     let rx = pool.alloc_copy(&v).unwrap();
     let d = Sample::decode(&ctx, &rx).unwrap();

@@ -21,20 +21,27 @@
 //!
 //! ## From schema to bytes
 //!
-//! ```ignore
-//! // build.rs
-//! granola_build::compile_protos(&["schemas/kv.proto"], &["schemas"]).unwrap();
-//! // lib.rs
-//! include!(concat!(env!("OUT_DIR"), "/kv.rs"));
+//! `build.rs` runs `granola_build::compile_protos(&["schemas/kv.proto"],
+//! &["schemas"])` and `src/lib.rs` does `pub mod kv {
+//! include!(concat!(env!("OUT_DIR"), "/kv.rs")); }`; the `granola-build`
+//! crate docs carry the whole flow as a compiled example. The runtime
+//! pieces on their own:
 //!
-//! let pool = granola::Pool::with_capacity(64 << 20)?;
-//! let ctx = granola::Context::new(&pool);
-//! let mut m = kv::GetM::new(&ctx);
-//! m.set_id(7);
-//! m.append_keys("user:1");
-//! m.append_vals(&value_in_pool);   // >= threshold and in the pool: referenced
-//! let sizes = m.encoded_sizes();
-//! m.encode(&sizes, &mut tx_buf, |zero_copy| iovecs.push(zero_copy.clone()))?;
+//! ```
+//! use granola::{Context, HybridBytes, Pool};
+//!
+//! let pool = Pool::with_capacity(8 << 20)?;
+//! let ctx = Context::new(&pool).with_copy_threshold(512);
+//! // A value that lives in registered memory, e.g. a cached item.
+//! let value_in_pool = pool.alloc_copy(&[7u8; 4096]).unwrap();
+//! // Assigned to a field: large and in the pool, so it will be sent by
+//! // reference (its own gather entry), sharing the slot.
+//! let field = HybridBytes::new(&value_in_pool, &ctx);
+//! assert!(field.is_zero_copy());
+//! assert_eq!(value_in_pool.ref_count(), 2);
+//! // Small values are copied into the message instead.
+//! assert!(!HybridBytes::new(b"small", &ctx).is_zero_copy());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(missing_docs)]
 #![deny(unsafe_code)]

@@ -67,39 +67,55 @@ pub trait Message {
         }
         let mut enc = Encoder::new(head, sizes, self.__header_len(), on_zero_copy);
         self.__encode_header(&mut enc, 0);
-        debug_assert_eq!(
-            enc.cursors(),
-            (sizes.header_len, sizes.head_len(), sizes.total_len())
-        );
+        // Stale sizes (the message changed after `encoded_sizes`) move the
+        // cursors or push a write outside `head`; both are caught here, in
+        // release builds too. The zero-copy entries already handed to the
+        // callback must then be discarded with the buffer.
+        if !enc.in_bounds()
+            || enc.cursors() != (sizes.header_len, sizes.head_len(), sizes.total_len())
+        {
+            return Err(EncodeError::StaleSizes);
+        }
         Ok(())
     }
 
-    /// Serializes into one contiguous vector (copies every field).
-    fn to_vec(&self) -> Vec<u8> {
+    /// Serializes into one contiguous vector (copies every field). Fails,
+    /// before allocating, for objects over the format's 4 GiB.
+    fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
         let sizes = self.encoded_sizes();
+        if sizes.total_len() > u32::MAX as usize {
+            return Err(EncodeError::TooLarge);
+        }
         let mut out = vec![0u8; sizes.total_len()];
         let (head, mut tail) = out.split_at_mut(sizes.head_len());
-        let r = self.encode(&sizes, head, |b| {
+        let mut short = false;
+        self.encode(&sizes, head, |b| {
+            if b.len() > tail.len() {
+                short = true;
+                return;
+            }
             let (dst, rest) = std::mem::take(&mut tail).split_at_mut(b.len());
             dst.copy_from_slice(b);
             tail = rest;
-        });
-        if let Err(e) = r {
-            panic!("to_vec: {e}");
+        })?;
+        if short {
+            return Err(EncodeError::StaleSizes);
         }
-        out
+        Ok(out)
     }
 
     /// Serializes into a scatter-gather list: a head vector plus one cloned
-    /// [`Buf`] per zero-copy entry (the non-fused path).
-    fn to_sga(&self) -> Sga {
+    /// [`Buf`] per zero-copy entry (the non-fused path). Fails, before
+    /// allocating, for objects over the format's 4 GiB.
+    fn to_sga(&self) -> Result<Sga, EncodeError> {
         let sizes = self.encoded_sizes();
+        if sizes.total_len() > u32::MAX as usize {
+            return Err(EncodeError::TooLarge);
+        }
         let mut head = vec![0u8; sizes.head_len()];
         let mut entries = Vec::with_capacity(sizes.zero_copy_count);
-        if let Err(e) = self.encode(&sizes, &mut head, |b| entries.push(b.clone())) {
-            panic!("to_sga: {e}");
-        }
-        Sga { head, entries }
+        self.encode(&sizes, &mut head, |b| entries.push(b.clone()))?;
+        Ok(Sga { head, entries })
     }
 }
 
@@ -113,6 +129,7 @@ pub trait Decode<'a>: Sized {
     /// strings are not validated until accessed.
     fn decode(ctx: &'a Context, bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let mut cx = DecodeCx::new(bytes, ctx.decode_options())?;
+        cx.charge_bytes(std::mem::size_of::<Self>(), 0)?;
         let root = cx.root()?;
         Self::__decode(ctx, &mut cx, &root)
     }

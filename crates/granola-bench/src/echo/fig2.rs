@@ -151,7 +151,7 @@ fn encode_request(variant: Fig2Variant, values: &[Vec<u8>]) -> Vec<u8> {
             for v in values {
                 m.append_values(v);
             }
-            m.to_vec()
+            m.to_vec().unwrap()
         }
         Fig2Variant::Prost => prost::Message::encode_to_vec(&pb::ValueList {
             values: values.to_vec(),
@@ -245,8 +245,8 @@ impl FrameHandler for GranolaEcho {
         let hdr = reply_header(frame.header.id);
         match self.mode {
             GranolaMode::Fused | GranolaMode::OnlyCopy => tx.send_object(hdr, &reply),
-            GranolaMode::Sga => tx.send_sga(hdr, &reply.to_sga()),
-            GranolaMode::TwoCopy => tx.send_bytes(hdr, &reply.to_vec()),
+            GranolaMode::Sga => tx.send_sga(hdr, &reply.to_sga().unwrap()),
+            GranolaMode::TwoCopy => tx.send_bytes(hdr, &reply.to_vec().unwrap()),
         }
         .map_err(|e| e.to_string())
     }

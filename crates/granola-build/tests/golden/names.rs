@@ -4,7 +4,15 @@
 /// Shadows `core::option::Option` in the generated module.
 ///
 /// Proto message `Option`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Option<'a> {
     __ctx: &'a ::granola::Context,
     /// `string type = 1;`
@@ -25,7 +33,15 @@ pub struct Option<'a> {
     camel_case_field: ::core::option::Option<u64>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Option<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -324,35 +340,43 @@ impl<'a> Option<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.r#type.is_some() {
+        if self.r#type.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.r#fn.is_some() {
+        if self.r#fn.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.r#match.is_some() {
+        if self.r#match.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
-        if self.self_.is_some() {
+        if self.self_.as_ref().is_some() {
             bm[0] |= 1 << 3;
         }
-        if self.r#async.is_some() {
+        if self.r#async.as_ref().is_some() {
             bm[0] |= 1 << 4;
         }
-        if self.result.is_some() {
+        if self.result.as_ref().is_some() {
             bm[0] |= 1 << 5;
         }
-        if self.vec.is_some() {
+        if self.vec.as_ref().is_some() {
             bm[0] |= 1 << 6;
         }
-        if self.camel_case_field.is_some() {
+        if self.camel_case_field.as_ref().is_some() {
             bm[0] |= 1 << 7;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Option<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -365,16 +389,16 @@ impl<'a> ::granola::Message for Option<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.r#type {
+        if let ::core::option::Option::Some(f) = self.r#type.as_ref() {
             sizes.add_bytes(f.as_hybrid());
         }
-        if let ::core::option::Option::Some(f) = &self.r#async {
+        if let ::core::option::Option::Some(f) = self.r#async.as_ref() {
             sizes.add_bytes(f);
         }
-        if let ::core::option::Option::Some(m) = &self.result {
+        if let ::core::option::Option::Some(m) = self.result.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(l) = &self.vec {
+        if let ::core::option::Option::Some(l) = self.vec.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
@@ -390,32 +414,32 @@ impl<'a> ::granola::Message for Option<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(f) = &self.r#type {
+        if let ::core::option::Option::Some(f) = self.r#type.as_ref() {
             enc.put_bytes(slot, f.as_hybrid());
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.r#fn {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.r#fn.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.r#match {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.r#match.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.self_ {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.self_.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.r#async {
+        if let ::core::option::Option::Some(f) = self.r#async.as_ref() {
             enc.put_bytes(slot, f);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.result {
+        if let ::core::option::Option::Some(m) = self.result.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.vec {
+        if let ::core::option::Option::Some(l) = self.vec.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -427,15 +451,23 @@ impl<'a> ::granola::Message for Option<'a> {
             }
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.camel_case_field {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.camel_case_field.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
         let _ = slot;
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Option<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -444,45 +476,79 @@ impl<'a> ::granola::Decode<'a> for Option<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Option::new(ctx);
-        if let ::core::option::Option::Some(b) = h.bytes(1)? {
-            m.r#type = ::core::option::Option::Some(
-                ::granola::HybridStr::from_bytes_unchecked(
-                    ::granola::HybridBytes::decoded(b, ctx),
-                ),
-            );
-        }
-        m.r#fn = h.scalar::<u32>(2);
-        m.r#match = h.scalar::<bool>(3);
-        m.self_ = h.scalar::<i32>(4);
-        if let ::core::option::Option::Some(b) = h.bytes(5)? {
-            m.r#async = ::core::option::Option::Some(
-                ::granola::HybridBytes::decoded(b, ctx),
-            );
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 6)? {
-            let v = <Result<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.result = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 7, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(<Vec<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.r#type = ::core::option::Option::Some(
+                        ::granola::HybridStr::from_bytes_unchecked(
+                            ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
+                        ),
+                    );
+                }
+                2 => {
+                    m.r#fn = ::core::option::Option::Some(
+                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                3 => {
+                    m.r#match = ::core::option::Option::Some(
+                        <bool as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                4 => {
+                    m.self_ = ::core::option::Option::Some(
+                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                5 => {
+                    m.r#async = ::core::option::Option::Some(
+                        ::granola::HybridBytes::decoded(h.bytes_in(s, 5)?, ctx),
+                    );
+                }
+                6 => {
+                    let n = h.nested_in::<Result<'a>>(cx, s, 6)?;
+                    let v = <Result<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.result = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                7 => {
+                    let l = h
+                        .list_in::<Vec<'a>>(cx, s, 7, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <Vec<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.vec = ::core::option::Option::Some(v);
+                }
+                8 => {
+                    m.camel_case_field = ::core::option::Option::Some(
+                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                _ => {}
             }
-            m.vec = ::core::option::Option::Some(v);
         }
-        m.camel_case_field = h.scalar::<u64>(8);
         ::core::result::Result::Ok(m)
     }
 }
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Option<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.r#type == other.r#type && self.r#fn == other.r#fn
@@ -494,7 +560,15 @@ impl ::core::cmp::PartialEq for Option<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Option<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Option");
@@ -527,7 +601,15 @@ impl ::core::fmt::Debug for Option<'_> {
 }
 
 /// Proto message `Result`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Result<'a> {
     __ctx: &'a ::granola::Context,
     /// `string String = 1;`
@@ -536,7 +618,15 @@ pub struct Result<'a> {
     r#box: ::core::option::Option<::granola::__private::ArenaBox<'a, Box<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Result<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -640,17 +730,25 @@ impl<'a> Result<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.string.is_some() {
+        if self.string.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.r#box.is_some() {
+        if self.r#box.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Result<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -663,10 +761,10 @@ impl<'a> ::granola::Message for Result<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.string {
+        if let ::core::option::Option::Some(f) = self.string.as_ref() {
             sizes.add_bytes(f.as_hybrid());
         }
-        if let ::core::option::Option::Some(m) = &self.r#box {
+        if let ::core::option::Option::Some(m) = self.r#box.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
     }
@@ -679,11 +777,11 @@ impl<'a> ::granola::Message for Result<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(f) = &self.string {
+        if let ::core::option::Option::Some(f) = self.string.as_ref() {
             enc.put_bytes(slot, f.as_hybrid());
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.r#box {
+        if let ::core::option::Option::Some(m) = self.r#box.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
@@ -692,7 +790,15 @@ impl<'a> ::granola::Message for Result<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Result<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -701,18 +807,24 @@ impl<'a> ::granola::Decode<'a> for Result<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Result::new(ctx);
-        if let ::core::option::Option::Some(b) = h.bytes(1)? {
-            m.string = ::core::option::Option::Some(
-                ::granola::HybridStr::from_bytes_unchecked(
-                    ::granola::HybridBytes::decoded(b, ctx),
-                ),
-            );
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 2)? {
-            let v = <Box<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.r#box = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.string = ::core::option::Option::Some(
+                        ::granola::HybridStr::from_bytes_unchecked(
+                            ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
+                        ),
+                    );
+                }
+                2 => {
+                    let n = h.nested_in::<Box<'a>>(cx, s, 2)?;
+                    let v = <Box<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.r#box = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -720,14 +832,30 @@ impl<'a> ::granola::Decode<'a> for Result<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Result<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.string == other.string && self.r#box.as_deref() == other.r#box.as_deref()
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Result<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Result");
@@ -742,14 +870,30 @@ impl ::core::fmt::Debug for Result<'_> {
 }
 
 /// Proto message `Vec`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Vec<'a> {
     __ctx: &'a ::granola::Context,
     /// `repeated string loop = 1;`
     r#loop: ::core::option::Option<::granola::List<'a, ::granola::HybridStr<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Vec<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -819,14 +963,22 @@ impl<'a> Vec<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.r#loop.is_some() {
+        if self.r#loop.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Vec<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -839,7 +991,7 @@ impl<'a> ::granola::Message for Vec<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(l) = &self.r#loop {
+        if let ::core::option::Option::Some(l) = self.r#loop.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for f in l.iter() {
                 sizes.add_bytes(f.as_hybrid());
@@ -855,7 +1007,7 @@ impl<'a> ::granola::Message for Vec<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(l) = &self.r#loop {
+        if let ::core::option::Option::Some(l) = self.r#loop.as_ref() {
             enc.put_bytes_list(slot, l.iter().map(::granola::HybridStr::as_hybrid));
             slot += 8;
         }
@@ -863,7 +1015,15 @@ impl<'a> ::granola::Message for Vec<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Vec<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -872,18 +1032,25 @@ impl<'a> ::granola::Decode<'a> for Vec<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Vec::new(ctx);
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 1, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(
-                    ::granola::HybridStr::from_bytes_unchecked(
-                        ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
-                    ),
-                );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    let l = h
+                        .list_in::<
+                            ::granola::HybridStr<'a>,
+                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(
+                            ::granola::HybridStr::from_bytes_unchecked(
+                                ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
+                            ),
+                        );
+                    }
+                    m.r#loop = ::core::option::Option::Some(v);
+                }
+                _ => {}
             }
-            m.r#loop = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -891,14 +1058,30 @@ impl<'a> ::granola::Decode<'a> for Vec<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Vec<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.r#loop.as_deref() == other.r#loop.as_deref()
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Vec<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Vec");
@@ -910,7 +1093,15 @@ impl ::core::fmt::Debug for Vec<'_> {
 }
 
 /// Proto message `Box`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Box<'a> {
     __ctx: &'a ::granola::Context,
     /// `optional double yield = 1;`
@@ -919,7 +1110,15 @@ pub struct Box<'a> {
     string: ::core::option::Option<::granola::__private::ArenaBox<'a, String<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Box<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -993,17 +1192,25 @@ impl<'a> Box<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.r#yield.is_some() {
+        if self.r#yield.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.string.is_some() {
+        if self.string.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Box<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -1016,7 +1223,7 @@ impl<'a> ::granola::Message for Box<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(m) = &self.string {
+        if let ::core::option::Option::Some(m) = self.string.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
     }
@@ -1029,11 +1236,11 @@ impl<'a> ::granola::Message for Box<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.r#yield {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.r#yield.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.string {
+        if let ::core::option::Option::Some(m) = self.string.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
@@ -1042,7 +1249,15 @@ impl<'a> ::granola::Message for Box<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Box<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -1051,12 +1266,24 @@ impl<'a> ::granola::Decode<'a> for Box<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Box::new(ctx);
-        m.r#yield = h.scalar::<f64>(1);
-        if let ::core::option::Option::Some(n) = h.nested(cx, 2)? {
-            let v = <String<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.string = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.r#yield = ::core::option::Option::Some(
+                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                2 => {
+                    let n = h.nested_in::<String<'a>>(cx, s, 2)?;
+                    let v = <String<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.string = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -1064,7 +1291,15 @@ impl<'a> ::granola::Decode<'a> for Box<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Box<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.r#yield.map(f64::to_bits) == other.r#yield.map(f64::to_bits)
@@ -1072,7 +1307,15 @@ impl ::core::cmp::PartialEq for Box<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Box<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Box");
@@ -1087,14 +1330,30 @@ impl ::core::fmt::Debug for Box<'_> {
 }
 
 /// Proto message `String`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct String<'a> {
     __ctx: &'a ::granola::Context,
     /// `bytes Vec = 1;`
     vec: ::core::option::Option<::granola::HybridBytes<'a>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> String<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -1156,14 +1415,22 @@ impl<'a> String<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.vec.is_some() {
+        if self.vec.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for String<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -1176,7 +1443,7 @@ impl<'a> ::granola::Message for String<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.vec {
+        if let ::core::option::Option::Some(f) = self.vec.as_ref() {
             sizes.add_bytes(f);
         }
     }
@@ -1189,7 +1456,7 @@ impl<'a> ::granola::Message for String<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(f) = &self.vec {
+        if let ::core::option::Option::Some(f) = self.vec.as_ref() {
             enc.put_bytes(slot, f);
             slot += 8;
         }
@@ -1197,7 +1464,15 @@ impl<'a> ::granola::Message for String<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for String<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -1206,10 +1481,15 @@ impl<'a> ::granola::Decode<'a> for String<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = String::new(ctx);
-        if let ::core::option::Option::Some(b) = h.bytes(1)? {
-            m.vec = ::core::option::Option::Some(
-                ::granola::HybridBytes::decoded(b, ctx),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.vec = ::core::option::Option::Some(
+                        ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -1217,14 +1497,30 @@ impl<'a> ::granola::Decode<'a> for String<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for String<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.vec == other.vec
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for String<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("String");

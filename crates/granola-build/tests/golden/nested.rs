@@ -3,7 +3,15 @@
 // Proto package `geo.common`.
 
 /// Proto message `geo.common.Point`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Point<'a> {
     __ctx: &'a ::granola::Context,
     /// `double x = 1;`
@@ -14,7 +22,15 @@ pub struct Point<'a> {
     meta: ::core::option::Option<::granola::__private::ArenaBox<'a, point::Meta<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Point<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -114,20 +130,28 @@ impl<'a> Point<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.x.is_some() {
+        if self.x.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.y.is_some() {
+        if self.y.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.meta.is_some() {
+        if self.meta.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Point<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -140,7 +164,7 @@ impl<'a> ::granola::Message for Point<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(m) = &self.meta {
+        if let ::core::option::Option::Some(m) = self.meta.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
     }
@@ -153,15 +177,15 @@ impl<'a> ::granola::Message for Point<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.x {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.x.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.y {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.y.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.meta {
+        if let ::core::option::Option::Some(m) = self.meta.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
@@ -170,7 +194,15 @@ impl<'a> ::granola::Message for Point<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Point<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -179,13 +211,29 @@ impl<'a> ::granola::Decode<'a> for Point<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Point::new(ctx);
-        m.x = h.scalar::<f64>(1);
-        m.y = h.scalar::<f64>(2);
-        if let ::core::option::Option::Some(n) = h.nested(cx, 3)? {
-            let v = <point::Meta<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.meta = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.x = ::core::option::Option::Some(
+                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                2 => {
+                    m.y = ::core::option::Option::Some(
+                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                3 => {
+                    let n = h.nested_in::<point::Meta<'a>>(cx, s, 3)?;
+                    let v = <point::Meta<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.meta = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -193,7 +241,15 @@ impl<'a> ::granola::Decode<'a> for Point<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Point<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.x.map(f64::to_bits) == other.x.map(f64::to_bits)
@@ -202,7 +258,15 @@ impl ::core::cmp::PartialEq for Point<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Point<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Point");
@@ -220,13 +284,23 @@ impl ::core::fmt::Debug for Point<'_> {
 }
 
 /// Types nested in `geo.common.Point`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub mod point {
     /// Nested message, referenced from another package as `geo.common.Point.Meta`.
     ///
     /// Proto message `geo.common.Point.Meta`.
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -242,6 +316,8 @@ pub mod point {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -357,10 +433,10 @@ pub mod point {
         #[inline]
         fn __bitmap(&self) -> [u32; 1] {
             let mut bm = [0u32; 1];
-            if self.label.is_some() {
+            if self.label.as_ref().is_some() {
                 bm[0] |= 1 << 0;
             }
-            if self.tags.is_some() {
+            if self.tags.as_ref().is_some() {
                 bm[0] |= 1 << 1;
             }
             bm
@@ -369,6 +445,8 @@ pub mod point {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -386,10 +464,10 @@ pub mod point {
 
         fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
             sizes.header_len += self.__header_len();
-            if let ::core::option::Option::Some(f) = &self.label {
+            if let ::core::option::Option::Some(f) = self.label.as_ref() {
                 sizes.add_bytes(f.as_hybrid());
             }
-            if let ::core::option::Option::Some(l) = &self.tags {
+            if let ::core::option::Option::Some(l) = self.tags.as_ref() {
                 sizes.header_len
                     += l.len() * <u32 as ::granola::__private::WireScalar>::WIDTH;
             }
@@ -403,11 +481,11 @@ pub mod point {
             let bm = self.__bitmap();
             let mut slot = enc
                 .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-            if let ::core::option::Option::Some(f) = &self.label {
+            if let ::core::option::Option::Some(f) = self.label.as_ref() {
                 enc.put_bytes(slot, f.as_hybrid());
                 slot += 8;
             }
-            if let ::core::option::Option::Some(l) = &self.tags {
+            if let ::core::option::Option::Some(l) = self.tags.as_ref() {
                 enc.put_scalar_list(slot, l);
                 slot += 8;
             }
@@ -417,6 +495,8 @@ pub mod point {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -430,21 +510,36 @@ pub mod point {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = Meta::new(ctx);
-            if let ::core::option::Option::Some(b) = h.bytes(1)? {
-                m.label = ::core::option::Option::Some(
-                    ::granola::HybridStr::from_bytes_unchecked(
-                        ::granola::HybridBytes::decoded(b, ctx),
-                    ),
-                );
-            }
-            if let ::core::option::Option::Some(l) = h
-                .list(cx, 2, <u32 as ::granola::__private::WireScalar>::WIDTH)?
-            {
-                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                for i in 0..l.len() {
-                    v.push(l.scalar::<u32>(i));
+            for (n, s) in h.present() {
+                match n {
+                    1 => {
+                        m.label = ::core::option::Option::Some(
+                            ::granola::HybridStr::from_bytes_unchecked(
+                                ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
+                            ),
+                        );
+                    }
+                    2 => {
+                        let l = h
+                            .list_in::<
+                                u32,
+                            >(
+                                cx,
+                                s,
+                                2,
+                                <u32 as ::granola::__private::WireScalar>::WIDTH,
+                            )?;
+                        let mut v = ::granola::List::with_capacity_in(
+                            l.len(),
+                            ctx.arena(),
+                        );
+                        for i in 0..l.len() {
+                            v.push(l.scalar::<u32>(i));
+                        }
+                        m.tags = ::core::option::Option::Some(v);
+                    }
+                    _ => {}
                 }
-                m.tags = ::core::option::Option::Some(v);
             }
             ::core::result::Result::Ok(m)
         }
@@ -454,6 +549,8 @@ pub mod point {
     /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -467,6 +564,8 @@ pub mod point {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -490,7 +589,15 @@ pub mod point {
 // Proto package `geo.shapes`.
 
 /// Proto message `geo.shapes.Shape`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Shape<'a> {
     __ctx: &'a ::granola::Context,
     /// `repeated geo.shapes.Shape.Vertex vertices = 1;`
@@ -505,7 +612,15 @@ pub struct Shape<'a> {
     name: ::core::option::Option<::granola::HybridStr<'a>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Shape<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -707,23 +822,31 @@ impl<'a> Shape<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.vertices.is_some() {
+        if self.vertices.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.meta.is_some() {
+        if self.meta.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.first.is_some() {
+        if self.first.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
-        if self.name.is_some() {
+        if self.name.as_ref().is_some() {
             bm[0] |= 1 << 3;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Shape<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -736,19 +859,19 @@ impl<'a> ::granola::Message for Shape<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(l) = &self.vertices {
+        if let ::core::option::Option::Some(l) = self.vertices.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
             }
         }
-        if let ::core::option::Option::Some(m) = &self.meta {
+        if let ::core::option::Option::Some(m) = self.meta.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(m) = &self.first {
+        if let ::core::option::Option::Some(m) = self.first.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(f) = &self.name {
+        if let ::core::option::Option::Some(f) = self.name.as_ref() {
             sizes.add_bytes(f.as_hybrid());
         }
     }
@@ -761,7 +884,7 @@ impl<'a> ::granola::Message for Shape<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(l) = &self.vertices {
+        if let ::core::option::Option::Some(l) = self.vertices.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -773,17 +896,17 @@ impl<'a> ::granola::Message for Shape<'a> {
             }
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.meta {
+        if let ::core::option::Option::Some(m) = self.meta.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.first {
+        if let ::core::option::Option::Some(m) = self.first.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.name {
+        if let ::core::option::Option::Some(f) = self.name.as_ref() {
             enc.put_bytes(slot, f.as_hybrid());
             slot += 8;
         }
@@ -791,7 +914,15 @@ impl<'a> ::granola::Message for Shape<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Shape<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -800,38 +931,51 @@ impl<'a> ::granola::Decode<'a> for Shape<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Shape::new(ctx);
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 1, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(
-                    <shape::Vertex<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    let l = h
+                        .list_in::<
+                            shape::Vertex<'a>,
+                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <shape::Vertex<
+                                'a,
+                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.vertices = ::core::option::Option::Some(v);
+                }
+                2 => {
+                    let n = h.nested_in::<super::common::point::Meta<'a>>(cx, s, 2)?;
+                    let v = <super::common::point::Meta<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.meta = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                3 => {
+                    let n = h.nested_in::<shape::Vertex<'a>>(cx, s, 3)?;
+                    let v = <shape::Vertex<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.first = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                4 => {
+                    m.name = ::core::option::Option::Some(
+                        ::granola::HybridStr::from_bytes_unchecked(
+                            ::granola::HybridBytes::decoded(h.bytes_in(s, 4)?, ctx),
+                        ),
+                    );
+                }
+                _ => {}
             }
-            m.vertices = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 2)? {
-            let v = <super::common::point::Meta<
-                'a,
-            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.meta = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 3)? {
-            let v = <shape::Vertex<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.first = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(b) = h.bytes(4)? {
-            m.name = ::core::option::Option::Some(
-                ::granola::HybridStr::from_bytes_unchecked(
-                    ::granola::HybridBytes::decoded(b, ctx),
-                ),
-            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -839,7 +983,15 @@ impl<'a> ::granola::Decode<'a> for Shape<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Shape<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.vertices.as_deref() == other.vertices.as_deref()
@@ -848,7 +1000,15 @@ impl ::core::cmp::PartialEq for Shape<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Shape<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Shape");
@@ -869,13 +1029,23 @@ impl ::core::fmt::Debug for Shape<'_> {
 }
 
 /// Types nested in `geo.shapes.Shape`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub mod shape {
     /// One corner of the shape.
     ///
     /// Proto message `geo.shapes.Shape.Vertex`.
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -895,6 +1065,8 @@ pub mod shape {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -1034,13 +1206,13 @@ pub mod shape {
         #[inline]
         fn __bitmap(&self) -> [u32; 1] {
             let mut bm = [0u32; 1];
-            if self.p.is_some() {
+            if self.p.as_ref().is_some() {
                 bm[0] |= 1 << 0;
             }
-            if self.idx.is_some() {
+            if self.idx.as_ref().is_some() {
                 bm[0] |= 1 << 1;
             }
-            if self.tags.is_some() {
+            if self.tags.as_ref().is_some() {
                 bm[0] |= 1 << 2;
             }
             bm
@@ -1049,6 +1221,8 @@ pub mod shape {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -1066,10 +1240,10 @@ pub mod shape {
 
         fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
             sizes.header_len += self.__header_len();
-            if let ::core::option::Option::Some(m) = &self.p {
+            if let ::core::option::Option::Some(m) = self.p.as_ref() {
                 ::granola::Message::__accumulate(&**m, sizes);
             }
-            if let ::core::option::Option::Some(l) = &self.tags {
+            if let ::core::option::Option::Some(l) = self.tags.as_ref() {
                 sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
                 for m in l.iter() {
                     ::granola::Message::__accumulate(m, sizes);
@@ -1085,16 +1259,16 @@ pub mod shape {
             let bm = self.__bitmap();
             let mut slot = enc
                 .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-            if let ::core::option::Option::Some(m) = &self.p {
+            if let ::core::option::Option::Some(m) = self.p.as_ref() {
                 let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
                 ::granola::Message::__encode_header(&**m, enc, h);
                 slot += 8;
             }
-            if let ::core::option::Option::Some(v) = self.idx {
-                enc.put_scalar(slot, v);
+            if let ::core::option::Option::Some(v) = self.idx.as_ref() {
+                enc.put_scalar(slot, *v);
                 slot += 8;
             }
-            if let ::core::option::Option::Some(l) = &self.tags {
+            if let ::core::option::Option::Some(l) = self.tags.as_ref() {
                 let arr = enc.put_message_list(slot, l.len());
                 for (i, m) in l.iter().enumerate() {
                     let h = enc
@@ -1112,6 +1286,8 @@ pub mod shape {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -1125,28 +1301,44 @@ pub mod shape {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = Vertex::new(ctx);
-            if let ::core::option::Option::Some(n) = h.nested(cx, 1)? {
-                let v = <super::super::common::Point<
-                    'a,
-                > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                m.p = ::core::option::Option::Some(
-                    ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                );
-            }
-            m.idx = h.scalar::<u32>(2);
-            if let ::core::option::Option::Some(l) = h
-                .list(cx, 3, ::granola::__private::ENTRY_LEN)?
-            {
-                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                for i in 0..l.len() {
-                    let n = l.nested(cx, i)?;
-                    v.push(
-                        <vertex::Tag<
+            for (n, s) in h.present() {
+                match n {
+                    1 => {
+                        let n = h
+                            .nested_in::<super::super::common::Point<'a>>(cx, s, 1)?;
+                        let v = <super::super::common::Point<
                             'a,
-                        > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                    );
+                        > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                        m.p = ::core::option::Option::Some(
+                            ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                        );
+                    }
+                    2 => {
+                        m.idx = ::core::option::Option::Some(
+                            <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                        );
+                    }
+                    3 => {
+                        let l = h
+                            .list_in::<
+                                vertex::Tag<'a>,
+                            >(cx, s, 3, ::granola::__private::ENTRY_LEN)?;
+                        let mut v = ::granola::List::with_capacity_in(
+                            l.len(),
+                            ctx.arena(),
+                        );
+                        for i in 0..l.len() {
+                            let n = l.nested(cx, i)?;
+                            v.push(
+                                <vertex::Tag<
+                                    'a,
+                                > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                            );
+                        }
+                        m.tags = ::core::option::Option::Some(v);
+                    }
+                    _ => {}
                 }
-                m.tags = ::core::option::Option::Some(v);
             }
             ::core::result::Result::Ok(m)
         }
@@ -1156,6 +1348,8 @@ pub mod shape {
     /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -1170,6 +1364,8 @@ pub mod shape {
 
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -1194,6 +1390,8 @@ pub mod shape {
     /// Types nested in `geo.shapes.Shape.Vertex`.
     #[allow(
         dead_code,
+        deprecated,
+        unused_parens,
         non_camel_case_types,
         clippy::all,
         clippy::pedantic,
@@ -1203,6 +1401,8 @@ pub mod shape {
         /// Proto message `geo.shapes.Shape.Vertex.Tag`.
         #[allow(
             dead_code,
+            deprecated,
+            unused_parens,
             non_camel_case_types,
             clippy::all,
             clippy::pedantic,
@@ -1216,6 +1416,8 @@ pub mod shape {
 
         #[allow(
             dead_code,
+            deprecated,
+            unused_parens,
             non_camel_case_types,
             clippy::all,
             clippy::pedantic,
@@ -1294,7 +1496,7 @@ pub mod shape {
             #[inline]
             fn __bitmap(&self) -> [u32; 1] {
                 let mut bm = [0u32; 1];
-                if self.name.is_some() {
+                if self.name.as_ref().is_some() {
                     bm[0] |= 1 << 0;
                 }
                 bm
@@ -1303,6 +1505,8 @@ pub mod shape {
 
         #[allow(
             dead_code,
+            deprecated,
+            unused_parens,
             non_camel_case_types,
             clippy::all,
             clippy::pedantic,
@@ -1320,7 +1524,7 @@ pub mod shape {
 
             fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
                 sizes.header_len += self.__header_len();
-                if let ::core::option::Option::Some(f) = &self.name {
+                if let ::core::option::Option::Some(f) = self.name.as_ref() {
                     sizes.add_bytes(f.as_hybrid());
                 }
             }
@@ -1333,7 +1537,7 @@ pub mod shape {
                 let bm = self.__bitmap();
                 let mut slot = enc
                     .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-                if let ::core::option::Option::Some(f) = &self.name {
+                if let ::core::option::Option::Some(f) = self.name.as_ref() {
                     enc.put_bytes(slot, f.as_hybrid());
                     slot += 8;
                 }
@@ -1343,6 +1547,8 @@ pub mod shape {
 
         #[allow(
             dead_code,
+            deprecated,
+            unused_parens,
             non_camel_case_types,
             clippy::all,
             clippy::pedantic,
@@ -1356,12 +1562,17 @@ pub mod shape {
             ) -> ::core::result::Result<Self, ::granola::DecodeError> {
                 let _ = &cx;
                 let mut m = Tag::new(ctx);
-                if let ::core::option::Option::Some(b) = h.bytes(1)? {
-                    m.name = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(b, ctx),
-                        ),
-                    );
+                for (n, s) in h.present() {
+                    match n {
+                        1 => {
+                            m.name = ::core::option::Option::Some(
+                                ::granola::HybridStr::from_bytes_unchecked(
+                                    ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
+                                ),
+                            );
+                        }
+                        _ => {}
+                    }
                 }
                 ::core::result::Result::Ok(m)
             }
@@ -1371,6 +1582,8 @@ pub mod shape {
         /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
         #[allow(
             dead_code,
+            deprecated,
+            unused_parens,
             non_camel_case_types,
             clippy::all,
             clippy::pedantic,
@@ -1384,6 +1597,8 @@ pub mod shape {
 
         #[allow(
             dead_code,
+            deprecated,
+            unused_parens,
             non_camel_case_types,
             clippy::all,
             clippy::pedantic,
@@ -1402,7 +1617,15 @@ pub mod shape {
 }
 
 /// Proto message `geo.shapes.Canvas`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Canvas<'a> {
     __ctx: &'a ::granola::Context,
     /// `repeated geo.shapes.Shape shapes = 1;`
@@ -1415,7 +1638,15 @@ pub struct Canvas<'a> {
     points: ::core::option::Option<::granola::List<'a, super::common::Point<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Canvas<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -1585,20 +1816,28 @@ impl<'a> Canvas<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.shapes.is_some() {
+        if self.shapes.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.tag.is_some() {
+        if self.tag.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.points.is_some() {
+        if self.points.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Canvas<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -1611,16 +1850,16 @@ impl<'a> ::granola::Message for Canvas<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(l) = &self.shapes {
+        if let ::core::option::Option::Some(l) = self.shapes.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
             }
         }
-        if let ::core::option::Option::Some(m) = &self.tag {
+        if let ::core::option::Option::Some(m) = self.tag.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(l) = &self.points {
+        if let ::core::option::Option::Some(l) = self.points.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
@@ -1636,7 +1875,7 @@ impl<'a> ::granola::Message for Canvas<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(l) = &self.shapes {
+        if let ::core::option::Option::Some(l) = self.shapes.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -1648,12 +1887,12 @@ impl<'a> ::granola::Message for Canvas<'a> {
             }
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.tag {
+        if let ::core::option::Option::Some(m) = self.tag.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.points {
+        if let ::core::option::Option::Some(l) = self.points.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -1669,7 +1908,15 @@ impl<'a> ::granola::Message for Canvas<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Canvas<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -1678,37 +1925,49 @@ impl<'a> ::granola::Decode<'a> for Canvas<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Canvas::new(ctx);
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 1, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(<Shape<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
-            }
-            m.shapes = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 2)? {
-            let v = <shape::vertex::Tag<
-                'a,
-            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.tag = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 3, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(
-                    <super::common::Point<
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    let l = h
+                        .list_in::<
+                            Shape<'a>,
+                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <Shape<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.shapes = ::core::option::Option::Some(v);
+                }
+                2 => {
+                    let n = h.nested_in::<shape::vertex::Tag<'a>>(cx, s, 2)?;
+                    let v = <shape::vertex::Tag<
                         'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                );
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.tag = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                3 => {
+                    let l = h
+                        .list_in::<
+                            super::common::Point<'a>,
+                        >(cx, s, 3, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <super::common::Point<
+                                'a,
+                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.points = ::core::option::Option::Some(v);
+                }
+                _ => {}
             }
-            m.points = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -1716,7 +1975,15 @@ impl<'a> ::granola::Decode<'a> for Canvas<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Canvas<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.shapes.as_deref() == other.shapes.as_deref()
@@ -1725,7 +1992,15 @@ impl ::core::cmp::PartialEq for Canvas<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Canvas<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Canvas");

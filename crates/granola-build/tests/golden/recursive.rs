@@ -2,7 +2,15 @@
 // Proto package `recursive`.
 
 /// Proto message `recursive.Node`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Node<'a> {
     __ctx: &'a ::granola::Context,
     /// `int64 value = 1;`
@@ -15,7 +23,15 @@ pub struct Node<'a> {
     children: ::core::option::Option<::granola::List<'a, Node<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Node<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -181,23 +197,31 @@ impl<'a> Node<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.value.is_some() {
+        if self.value.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.left.is_some() {
+        if self.left.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.right.is_some() {
+        if self.right.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
-        if self.children.is_some() {
+        if self.children.as_ref().is_some() {
             bm[0] |= 1 << 3;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Node<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -210,13 +234,13 @@ impl<'a> ::granola::Message for Node<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(m) = &self.left {
+        if let ::core::option::Option::Some(m) = self.left.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(m) = &self.right {
+        if let ::core::option::Option::Some(m) = self.right.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(l) = &self.children {
+        if let ::core::option::Option::Some(l) = self.children.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
@@ -232,21 +256,21 @@ impl<'a> ::granola::Message for Node<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.value {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.value.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.left {
+        if let ::core::option::Option::Some(m) = self.left.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.right {
+        if let ::core::option::Option::Some(m) = self.right.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.children {
+        if let ::core::option::Option::Some(l) = self.children.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -262,7 +286,15 @@ impl<'a> ::granola::Message for Node<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Node<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -271,28 +303,41 @@ impl<'a> ::granola::Decode<'a> for Node<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Node::new(ctx);
-        m.value = h.scalar::<i64>(1);
-        if let ::core::option::Option::Some(n) = h.nested(cx, 2)? {
-            let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.left = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 3)? {
-            let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.right = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 4, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(<Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.value = ::core::option::Option::Some(
+                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                2 => {
+                    let n = h.nested_in::<Node<'a>>(cx, s, 2)?;
+                    let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.left = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                3 => {
+                    let n = h.nested_in::<Node<'a>>(cx, s, 3)?;
+                    let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.right = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                4 => {
+                    let l = h
+                        .list_in::<Node<'a>>(cx, s, 4, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.children = ::core::option::Option::Some(v);
+                }
+                _ => {}
             }
-            m.children = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -300,7 +345,15 @@ impl<'a> ::granola::Decode<'a> for Node<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Node<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.value == other.value && self.left.as_deref() == other.left.as_deref()
@@ -309,7 +362,15 @@ impl ::core::cmp::PartialEq for Node<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Node<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Node");
@@ -330,7 +391,15 @@ impl ::core::fmt::Debug for Node<'_> {
 }
 
 /// Proto message `recursive.Tree`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Tree<'a> {
     __ctx: &'a ::granola::Context,
     /// `recursive.Node root = 1;`
@@ -339,7 +408,15 @@ pub struct Tree<'a> {
     forest: ::core::option::Option<::granola::__private::ArenaBox<'a, Forest<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Tree<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -424,17 +501,25 @@ impl<'a> Tree<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.root.is_some() {
+        if self.root.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.forest.is_some() {
+        if self.forest.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Tree<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -447,10 +532,10 @@ impl<'a> ::granola::Message for Tree<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(m) = &self.root {
+        if let ::core::option::Option::Some(m) = self.root.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(m) = &self.forest {
+        if let ::core::option::Option::Some(m) = self.forest.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
     }
@@ -463,12 +548,12 @@ impl<'a> ::granola::Message for Tree<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(m) = &self.root {
+        if let ::core::option::Option::Some(m) = self.root.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.forest {
+        if let ::core::option::Option::Some(m) = self.forest.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
@@ -477,7 +562,15 @@ impl<'a> ::granola::Message for Tree<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Tree<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -486,17 +579,26 @@ impl<'a> ::granola::Decode<'a> for Tree<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Tree::new(ctx);
-        if let ::core::option::Option::Some(n) = h.nested(cx, 1)? {
-            let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.root = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 2)? {
-            let v = <Forest<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.forest = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    let n = h.nested_in::<Node<'a>>(cx, s, 1)?;
+                    let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.root = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                2 => {
+                    let n = h.nested_in::<Forest<'a>>(cx, s, 2)?;
+                    let v = <Forest<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.forest = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -504,7 +606,15 @@ impl<'a> ::granola::Decode<'a> for Tree<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Tree<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.root.as_deref() == other.root.as_deref()
@@ -512,7 +622,15 @@ impl ::core::cmp::PartialEq for Tree<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Tree<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Tree");
@@ -527,14 +645,30 @@ impl ::core::fmt::Debug for Tree<'_> {
 }
 
 /// Proto message `recursive.Forest`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Forest<'a> {
     __ctx: &'a ::granola::Context,
     /// `repeated recursive.Tree trees = 1;`
     trees: ::core::option::Option<::granola::List<'a, Tree<'a>>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Forest<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -609,14 +743,22 @@ impl<'a> Forest<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.trees.is_some() {
+        if self.trees.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Forest<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -629,7 +771,7 @@ impl<'a> ::granola::Message for Forest<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(l) = &self.trees {
+        if let ::core::option::Option::Some(l) = self.trees.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
@@ -645,7 +787,7 @@ impl<'a> ::granola::Message for Forest<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(l) = &self.trees {
+        if let ::core::option::Option::Some(l) = self.trees.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -661,7 +803,15 @@ impl<'a> ::granola::Message for Forest<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Forest<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -670,15 +820,22 @@ impl<'a> ::granola::Decode<'a> for Forest<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Forest::new(ctx);
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 1, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(<Tree<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    let l = h
+                        .list_in::<Tree<'a>>(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <Tree<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.trees = ::core::option::Option::Some(v);
+                }
+                _ => {}
             }
-            m.trees = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -686,14 +843,30 @@ impl<'a> ::granola::Decode<'a> for Forest<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Forest<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.trees.as_deref() == other.trees.as_deref()
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Forest<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Forest");

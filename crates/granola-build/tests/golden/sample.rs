@@ -2,7 +2,15 @@
 // Proto package `sample`.
 
 /// Proto message `sample.Inner`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Inner<'a> {
     __ctx: &'a ::granola::Context,
     /// `uint64 a = 1;`
@@ -11,7 +19,15 @@ pub struct Inner<'a> {
     payload: ::core::option::Option<::granola::HybridBytes<'a>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Inner<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -96,17 +112,25 @@ impl<'a> Inner<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.a.is_some() {
+        if self.a.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.payload.is_some() {
+        if self.payload.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Inner<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -119,7 +143,7 @@ impl<'a> ::granola::Message for Inner<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.payload {
+        if let ::core::option::Option::Some(f) = self.payload.as_ref() {
             sizes.add_bytes(f);
         }
     }
@@ -132,11 +156,11 @@ impl<'a> ::granola::Message for Inner<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.a {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.a.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.payload {
+        if let ::core::option::Option::Some(f) = self.payload.as_ref() {
             enc.put_bytes(slot, f);
             slot += 8;
         }
@@ -144,7 +168,15 @@ impl<'a> ::granola::Message for Inner<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Inner<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -153,11 +185,20 @@ impl<'a> ::granola::Decode<'a> for Inner<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Inner::new(ctx);
-        m.a = h.scalar::<u64>(1);
-        if let ::core::option::Option::Some(b) = h.bytes(2)? {
-            m.payload = ::core::option::Option::Some(
-                ::granola::HybridBytes::decoded(b, ctx),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.a = ::core::option::Option::Some(
+                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                2 => {
+                    m.payload = ::core::option::Option::Some(
+                        ::granola::HybridBytes::decoded(h.bytes_in(s, 2)?, ctx),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -165,14 +206,30 @@ impl<'a> ::granola::Decode<'a> for Inner<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Inner<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.a == other.a && self.payload == other.payload
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Inner<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Inner");
@@ -187,7 +244,15 @@ impl ::core::fmt::Debug for Inner<'_> {
 }
 
 /// Proto message `sample.Sample`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Sample<'a> {
     __ctx: &'a ::granola::Context,
     /// `uint32 id = 1;`
@@ -212,7 +277,15 @@ pub struct Sample<'a> {
     ratio: ::core::option::Option<f64>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Sample<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -635,41 +708,49 @@ impl<'a> Sample<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1] {
         let mut bm = [0u32; 1];
-        if self.id.is_some() {
+        if self.id.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.name.is_some() {
+        if self.name.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.data.is_some() {
+        if self.data.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
-        if self.vals.is_some() {
+        if self.vals.as_ref().is_some() {
             bm[0] |= 1 << 3;
         }
-        if self.keys.is_some() {
+        if self.keys.as_ref().is_some() {
             bm[0] |= 1 << 4;
         }
-        if self.nums.is_some() {
+        if self.nums.as_ref().is_some() {
             bm[0] |= 1 << 5;
         }
-        if self.inner.is_some() {
+        if self.inner.as_ref().is_some() {
             bm[0] |= 1 << 6;
         }
-        if self.items.is_some() {
+        if self.items.as_ref().is_some() {
             bm[0] |= 1 << 7;
         }
-        if self.flag.is_some() {
+        if self.flag.as_ref().is_some() {
             bm[0] |= 1 << 8;
         }
-        if self.ratio.is_some() {
+        if self.ratio.as_ref().is_some() {
             bm[0] |= 1 << 9;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Sample<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -682,32 +763,32 @@ impl<'a> ::granola::Message for Sample<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.name {
+        if let ::core::option::Option::Some(f) = self.name.as_ref() {
             sizes.add_bytes(f.as_hybrid());
         }
-        if let ::core::option::Option::Some(f) = &self.data {
+        if let ::core::option::Option::Some(f) = self.data.as_ref() {
             sizes.add_bytes(f);
         }
-        if let ::core::option::Option::Some(l) = &self.vals {
+        if let ::core::option::Option::Some(l) = self.vals.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for f in l.iter() {
                 sizes.add_bytes(f);
             }
         }
-        if let ::core::option::Option::Some(l) = &self.keys {
+        if let ::core::option::Option::Some(l) = self.keys.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for f in l.iter() {
                 sizes.add_bytes(f.as_hybrid());
             }
         }
-        if let ::core::option::Option::Some(l) = &self.nums {
+        if let ::core::option::Option::Some(l) = self.nums.as_ref() {
             sizes.header_len
                 += l.len() * <i32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(m) = &self.inner {
+        if let ::core::option::Option::Some(m) = self.inner.as_ref() {
             ::granola::Message::__accumulate(&**m, sizes);
         }
-        if let ::core::option::Option::Some(l) = &self.items {
+        if let ::core::option::Option::Some(l) = self.items.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for m in l.iter() {
                 ::granola::Message::__accumulate(m, sizes);
@@ -723,36 +804,36 @@ impl<'a> ::granola::Message for Sample<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.id {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.id.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.name {
+        if let ::core::option::Option::Some(f) = self.name.as_ref() {
             enc.put_bytes(slot, f.as_hybrid());
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.data {
+        if let ::core::option::Option::Some(f) = self.data.as_ref() {
             enc.put_bytes(slot, f);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.vals {
+        if let ::core::option::Option::Some(l) = self.vals.as_ref() {
             enc.put_bytes_list(slot, l.iter());
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.keys {
+        if let ::core::option::Option::Some(l) = self.keys.as_ref() {
             enc.put_bytes_list(slot, l.iter().map(::granola::HybridStr::as_hybrid));
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.nums {
+        if let ::core::option::Option::Some(l) = self.nums.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(m) = &self.inner {
+        if let ::core::option::Option::Some(m) = self.inner.as_ref() {
             let h = enc.put_nested(slot, ::granola::Message::__header_len(&**m));
             ::granola::Message::__encode_header(&**m, enc, h);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.items {
+        if let ::core::option::Option::Some(l) = self.items.as_ref() {
             let arr = enc.put_message_list(slot, l.len());
             for (i, m) in l.iter().enumerate() {
                 let h = enc
@@ -764,19 +845,27 @@ impl<'a> ::granola::Message for Sample<'a> {
             }
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.flag {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.flag.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.ratio {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.ratio.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
         let _ = slot;
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Sample<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -785,75 +874,111 @@ impl<'a> ::granola::Decode<'a> for Sample<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Sample::new(ctx);
-        m.id = h.scalar::<u32>(1);
-        if let ::core::option::Option::Some(b) = h.bytes(2)? {
-            m.name = ::core::option::Option::Some(
-                ::granola::HybridStr::from_bytes_unchecked(
-                    ::granola::HybridBytes::decoded(b, ctx),
-                ),
-            );
-        }
-        if let ::core::option::Option::Some(b) = h.bytes(3)? {
-            m.data = ::core::option::Option::Some(
-                ::granola::HybridBytes::decoded(b, ctx),
-            );
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 4, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.id = ::core::option::Option::Some(
+                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                2 => {
+                    m.name = ::core::option::Option::Some(
+                        ::granola::HybridStr::from_bytes_unchecked(
+                            ::granola::HybridBytes::decoded(h.bytes_in(s, 2)?, ctx),
+                        ),
+                    );
+                }
+                3 => {
+                    m.data = ::core::option::Option::Some(
+                        ::granola::HybridBytes::decoded(h.bytes_in(s, 3)?, ctx),
+                    );
+                }
+                4 => {
+                    let l = h
+                        .list_in::<
+                            ::granola::HybridBytes<'a>,
+                        >(cx, s, 4, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
+                    }
+                    m.vals = ::core::option::Option::Some(v);
+                }
+                5 => {
+                    let l = h
+                        .list_in::<
+                            ::granola::HybridStr<'a>,
+                        >(cx, s, 5, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(
+                            ::granola::HybridStr::from_bytes_unchecked(
+                                ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
+                            ),
+                        );
+                    }
+                    m.keys = ::core::option::Option::Some(v);
+                }
+                6 => {
+                    let l = h
+                        .list_in::<
+                            i32,
+                        >(cx, s, 6, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i32>(i));
+                    }
+                    m.nums = ::core::option::Option::Some(v);
+                }
+                7 => {
+                    let n = h.nested_in::<Inner<'a>>(cx, s, 7)?;
+                    let v = <Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    m.inner = ::core::option::Option::Some(
+                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                    );
+                }
+                8 => {
+                    let l = h
+                        .list_in::<
+                            Inner<'a>,
+                        >(cx, s, 8, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        let n = l.nested(cx, i)?;
+                        v.push(
+                            <Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                        );
+                    }
+                    m.items = ::core::option::Option::Some(v);
+                }
+                9 => {
+                    m.flag = ::core::option::Option::Some(
+                        <bool as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                10 => {
+                    m.ratio = ::core::option::Option::Some(
+                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                _ => {}
             }
-            m.vals = ::core::option::Option::Some(v);
         }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 5, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(
-                    ::granola::HybridStr::from_bytes_unchecked(
-                        ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
-                    ),
-                );
-            }
-            m.keys = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 6, <i32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i32>(i));
-            }
-            m.nums = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(n) = h.nested(cx, 7)? {
-            let v = <Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-            m.inner = ::core::option::Option::Some(
-                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-            );
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 8, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                let n = l.nested(cx, i)?;
-                v.push(<Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
-            }
-            m.items = ::core::option::Option::Some(v);
-        }
-        m.flag = h.scalar::<bool>(9);
-        m.ratio = h.scalar::<f64>(10);
         ::core::result::Result::Ok(m)
     }
 }
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Sample<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.id == other.id && self.name == other.name && self.data == other.data
@@ -866,7 +991,15 @@ impl ::core::cmp::PartialEq for Sample<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Sample<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Sample");

@@ -2,7 +2,15 @@
 // Proto package `scalars`.
 
 /// Proto message `scalars.AllScalars`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct AllScalars<'a> {
     __ctx: &'a ::granola::Context,
     /// `int32 i32 = 1;`
@@ -71,7 +79,15 @@ pub struct AllScalars<'a> {
     high: ::core::option::Option<u64>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> AllScalars<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -1174,107 +1190,115 @@ impl<'a> AllScalars<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 4] {
         let mut bm = [0u32; 4];
-        if self.i32.is_some() {
+        if self.i32.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.i64.is_some() {
+        if self.i64.as_ref().is_some() {
             bm[0] |= 1 << 1;
         }
-        if self.u32.is_some() {
+        if self.u32.as_ref().is_some() {
             bm[0] |= 1 << 2;
         }
-        if self.u64.is_some() {
+        if self.u64.as_ref().is_some() {
             bm[0] |= 1 << 3;
         }
-        if self.s32.is_some() {
+        if self.s32.as_ref().is_some() {
             bm[0] |= 1 << 4;
         }
-        if self.s64.is_some() {
+        if self.s64.as_ref().is_some() {
             bm[0] |= 1 << 5;
         }
-        if self.f32.is_some() {
+        if self.f32.as_ref().is_some() {
             bm[0] |= 1 << 6;
         }
-        if self.f64.is_some() {
+        if self.f64.as_ref().is_some() {
             bm[0] |= 1 << 7;
         }
-        if self.sf32.is_some() {
+        if self.sf32.as_ref().is_some() {
             bm[0] |= 1 << 8;
         }
-        if self.sf64.is_some() {
+        if self.sf64.as_ref().is_some() {
             bm[0] |= 1 << 9;
         }
-        if self.flag.is_some() {
+        if self.flag.as_ref().is_some() {
             bm[0] |= 1 << 10;
         }
-        if self.fl.is_some() {
+        if self.fl.as_ref().is_some() {
             bm[0] |= 1 << 11;
         }
-        if self.db.is_some() {
+        if self.db.as_ref().is_some() {
             bm[0] |= 1 << 12;
         }
-        if self.text.is_some() {
+        if self.text.as_ref().is_some() {
             bm[0] |= 1 << 13;
         }
-        if self.blob.is_some() {
+        if self.blob.as_ref().is_some() {
             bm[0] |= 1 << 14;
         }
-        if self.opt.is_some() {
+        if self.opt.as_ref().is_some() {
             bm[0] |= 1 << 31;
         }
-        if self.high.is_some() {
+        if self.high.as_ref().is_some() {
             bm[1] |= 1 << 0;
         }
-        if self.r_i32.is_some() {
+        if self.r_i32.as_ref().is_some() {
             bm[3] |= 1 << 4;
         }
-        if self.r_i64.is_some() {
+        if self.r_i64.as_ref().is_some() {
             bm[3] |= 1 << 5;
         }
-        if self.r_u32.is_some() {
+        if self.r_u32.as_ref().is_some() {
             bm[3] |= 1 << 6;
         }
-        if self.r_u64.is_some() {
+        if self.r_u64.as_ref().is_some() {
             bm[3] |= 1 << 7;
         }
-        if self.r_s32.is_some() {
+        if self.r_s32.as_ref().is_some() {
             bm[3] |= 1 << 8;
         }
-        if self.r_s64.is_some() {
+        if self.r_s64.as_ref().is_some() {
             bm[3] |= 1 << 9;
         }
-        if self.r_f32.is_some() {
+        if self.r_f32.as_ref().is_some() {
             bm[3] |= 1 << 10;
         }
-        if self.r_f64.is_some() {
+        if self.r_f64.as_ref().is_some() {
             bm[3] |= 1 << 11;
         }
-        if self.r_sf32.is_some() {
+        if self.r_sf32.as_ref().is_some() {
             bm[3] |= 1 << 12;
         }
-        if self.r_sf64.is_some() {
+        if self.r_sf64.as_ref().is_some() {
             bm[3] |= 1 << 13;
         }
-        if self.r_flag.is_some() {
+        if self.r_flag.as_ref().is_some() {
             bm[3] |= 1 << 14;
         }
-        if self.r_fl.is_some() {
+        if self.r_fl.as_ref().is_some() {
             bm[3] |= 1 << 15;
         }
-        if self.r_db.is_some() {
+        if self.r_db.as_ref().is_some() {
             bm[3] |= 1 << 16;
         }
-        if self.r_text.is_some() {
+        if self.r_text.as_ref().is_some() {
             bm[3] |= 1 << 17;
         }
-        if self.r_blob.is_some() {
+        if self.r_blob.as_ref().is_some() {
             bm[3] |= 1 << 18;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for AllScalars<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -1287,71 +1311,71 @@ impl<'a> ::granola::Message for AllScalars<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.text {
+        if let ::core::option::Option::Some(f) = self.text.as_ref() {
             sizes.add_bytes(f.as_hybrid());
         }
-        if let ::core::option::Option::Some(f) = &self.blob {
+        if let ::core::option::Option::Some(f) = self.blob.as_ref() {
             sizes.add_bytes(f);
         }
-        if let ::core::option::Option::Some(l) = &self.r_i32 {
+        if let ::core::option::Option::Some(l) = self.r_i32.as_ref() {
             sizes.header_len
                 += l.len() * <i32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_i64 {
+        if let ::core::option::Option::Some(l) = self.r_i64.as_ref() {
             sizes.header_len
                 += l.len() * <i64 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_u32 {
+        if let ::core::option::Option::Some(l) = self.r_u32.as_ref() {
             sizes.header_len
                 += l.len() * <u32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_u64 {
+        if let ::core::option::Option::Some(l) = self.r_u64.as_ref() {
             sizes.header_len
                 += l.len() * <u64 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_s32 {
+        if let ::core::option::Option::Some(l) = self.r_s32.as_ref() {
             sizes.header_len
                 += l.len() * <i32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_s64 {
+        if let ::core::option::Option::Some(l) = self.r_s64.as_ref() {
             sizes.header_len
                 += l.len() * <i64 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_f32 {
+        if let ::core::option::Option::Some(l) = self.r_f32.as_ref() {
             sizes.header_len
                 += l.len() * <u32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_f64 {
+        if let ::core::option::Option::Some(l) = self.r_f64.as_ref() {
             sizes.header_len
                 += l.len() * <u64 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_sf32 {
+        if let ::core::option::Option::Some(l) = self.r_sf32.as_ref() {
             sizes.header_len
                 += l.len() * <i32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_sf64 {
+        if let ::core::option::Option::Some(l) = self.r_sf64.as_ref() {
             sizes.header_len
                 += l.len() * <i64 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_flag {
+        if let ::core::option::Option::Some(l) = self.r_flag.as_ref() {
             sizes.header_len
                 += l.len() * <bool as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_fl {
+        if let ::core::option::Option::Some(l) = self.r_fl.as_ref() {
             sizes.header_len
                 += l.len() * <f32 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_db {
+        if let ::core::option::Option::Some(l) = self.r_db.as_ref() {
             sizes.header_len
                 += l.len() * <f64 as ::granola::__private::WireScalar>::WIDTH;
         }
-        if let ::core::option::Option::Some(l) = &self.r_text {
+        if let ::core::option::Option::Some(l) = self.r_text.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for f in l.iter() {
                 sizes.add_bytes(f.as_hybrid());
             }
         }
-        if let ::core::option::Option::Some(l) = &self.r_blob {
+        if let ::core::option::Option::Some(l) = self.r_blob.as_ref() {
             sizes.header_len += l.len() * ::granola::__private::ENTRY_LEN;
             for f in l.iter() {
                 sizes.add_bytes(f);
@@ -1367,131 +1391,131 @@ impl<'a> ::granola::Message for AllScalars<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.i32 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.i32.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.i64 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.i64.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.u32 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.u32.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.u64 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.u64.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.s32 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.s32.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.s64 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.s64.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.f32 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.f32.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.f64 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.f64.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.sf32 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.sf32.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.sf64 {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.sf64.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.flag {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.flag.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.fl {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.fl.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.db {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.db.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.text {
+        if let ::core::option::Option::Some(f) = self.text.as_ref() {
             enc.put_bytes(slot, f.as_hybrid());
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.blob {
+        if let ::core::option::Option::Some(f) = self.blob.as_ref() {
             enc.put_bytes(slot, f);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.opt {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.opt.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(v) = self.high {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.high.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_i32 {
+        if let ::core::option::Option::Some(l) = self.r_i32.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_i64 {
+        if let ::core::option::Option::Some(l) = self.r_i64.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_u32 {
+        if let ::core::option::Option::Some(l) = self.r_u32.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_u64 {
+        if let ::core::option::Option::Some(l) = self.r_u64.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_s32 {
+        if let ::core::option::Option::Some(l) = self.r_s32.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_s64 {
+        if let ::core::option::Option::Some(l) = self.r_s64.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_f32 {
+        if let ::core::option::Option::Some(l) = self.r_f32.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_f64 {
+        if let ::core::option::Option::Some(l) = self.r_f64.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_sf32 {
+        if let ::core::option::Option::Some(l) = self.r_sf32.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_sf64 {
+        if let ::core::option::Option::Some(l) = self.r_sf64.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_flag {
+        if let ::core::option::Option::Some(l) = self.r_flag.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_fl {
+        if let ::core::option::Option::Some(l) = self.r_fl.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_db {
+        if let ::core::option::Option::Some(l) = self.r_db.as_ref() {
             enc.put_scalar_list(slot, l);
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_text {
+        if let ::core::option::Option::Some(l) = self.r_text.as_ref() {
             enc.put_bytes_list(slot, l.iter().map(::granola::HybridStr::as_hybrid));
             slot += 8;
         }
-        if let ::core::option::Option::Some(l) = &self.r_blob {
+        if let ::core::option::Option::Some(l) = self.r_blob.as_ref() {
             enc.put_bytes_list(slot, l.iter());
             slot += 8;
         }
@@ -1499,7 +1523,15 @@ impl<'a> ::granola::Message for AllScalars<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for AllScalars<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -1508,171 +1540,271 @@ impl<'a> ::granola::Decode<'a> for AllScalars<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = AllScalars::new(ctx);
-        m.i32 = h.scalar::<i32>(1);
-        m.i64 = h.scalar::<i64>(2);
-        m.u32 = h.scalar::<u32>(3);
-        m.u64 = h.scalar::<u64>(4);
-        m.s32 = h.scalar::<i32>(5);
-        m.s64 = h.scalar::<i64>(6);
-        m.f32 = h.scalar::<u32>(7);
-        m.f64 = h.scalar::<u64>(8);
-        m.sf32 = h.scalar::<i32>(9);
-        m.sf64 = h.scalar::<i64>(10);
-        m.flag = h.scalar::<bool>(11);
-        m.fl = h.scalar::<f32>(12);
-        m.db = h.scalar::<f64>(13);
-        if let ::core::option::Option::Some(b) = h.bytes(14)? {
-            m.text = ::core::option::Option::Some(
-                ::granola::HybridStr::from_bytes_unchecked(
-                    ::granola::HybridBytes::decoded(b, ctx),
-                ),
-            );
-        }
-        if let ::core::option::Option::Some(b) = h.bytes(15)? {
-            m.blob = ::core::option::Option::Some(
-                ::granola::HybridBytes::decoded(b, ctx),
-            );
-        }
-        m.opt = h.scalar::<u32>(32);
-        m.high = h.scalar::<u64>(33);
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 101, <i32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i32>(i));
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.i32 = ::core::option::Option::Some(
+                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                2 => {
+                    m.i64 = ::core::option::Option::Some(
+                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                3 => {
+                    m.u32 = ::core::option::Option::Some(
+                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                4 => {
+                    m.u64 = ::core::option::Option::Some(
+                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                5 => {
+                    m.s32 = ::core::option::Option::Some(
+                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                6 => {
+                    m.s64 = ::core::option::Option::Some(
+                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                7 => {
+                    m.f32 = ::core::option::Option::Some(
+                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                8 => {
+                    m.f64 = ::core::option::Option::Some(
+                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                9 => {
+                    m.sf32 = ::core::option::Option::Some(
+                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                10 => {
+                    m.sf64 = ::core::option::Option::Some(
+                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                11 => {
+                    m.flag = ::core::option::Option::Some(
+                        <bool as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                12 => {
+                    m.fl = ::core::option::Option::Some(
+                        <f32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                13 => {
+                    m.db = ::core::option::Option::Some(
+                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                14 => {
+                    m.text = ::core::option::Option::Some(
+                        ::granola::HybridStr::from_bytes_unchecked(
+                            ::granola::HybridBytes::decoded(h.bytes_in(s, 14)?, ctx),
+                        ),
+                    );
+                }
+                15 => {
+                    m.blob = ::core::option::Option::Some(
+                        ::granola::HybridBytes::decoded(h.bytes_in(s, 15)?, ctx),
+                    );
+                }
+                32 => {
+                    m.opt = ::core::option::Option::Some(
+                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                33 => {
+                    m.high = ::core::option::Option::Some(
+                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                101 => {
+                    let l = h
+                        .list_in::<
+                            i32,
+                        >(cx, s, 101, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i32>(i));
+                    }
+                    m.r_i32 = ::core::option::Option::Some(v);
+                }
+                102 => {
+                    let l = h
+                        .list_in::<
+                            i64,
+                        >(cx, s, 102, <i64 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i64>(i));
+                    }
+                    m.r_i64 = ::core::option::Option::Some(v);
+                }
+                103 => {
+                    let l = h
+                        .list_in::<
+                            u32,
+                        >(cx, s, 103, <u32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<u32>(i));
+                    }
+                    m.r_u32 = ::core::option::Option::Some(v);
+                }
+                104 => {
+                    let l = h
+                        .list_in::<
+                            u64,
+                        >(cx, s, 104, <u64 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<u64>(i));
+                    }
+                    m.r_u64 = ::core::option::Option::Some(v);
+                }
+                105 => {
+                    let l = h
+                        .list_in::<
+                            i32,
+                        >(cx, s, 105, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i32>(i));
+                    }
+                    m.r_s32 = ::core::option::Option::Some(v);
+                }
+                106 => {
+                    let l = h
+                        .list_in::<
+                            i64,
+                        >(cx, s, 106, <i64 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i64>(i));
+                    }
+                    m.r_s64 = ::core::option::Option::Some(v);
+                }
+                107 => {
+                    let l = h
+                        .list_in::<
+                            u32,
+                        >(cx, s, 107, <u32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<u32>(i));
+                    }
+                    m.r_f32 = ::core::option::Option::Some(v);
+                }
+                108 => {
+                    let l = h
+                        .list_in::<
+                            u64,
+                        >(cx, s, 108, <u64 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<u64>(i));
+                    }
+                    m.r_f64 = ::core::option::Option::Some(v);
+                }
+                109 => {
+                    let l = h
+                        .list_in::<
+                            i32,
+                        >(cx, s, 109, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i32>(i));
+                    }
+                    m.r_sf32 = ::core::option::Option::Some(v);
+                }
+                110 => {
+                    let l = h
+                        .list_in::<
+                            i64,
+                        >(cx, s, 110, <i64 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<i64>(i));
+                    }
+                    m.r_sf64 = ::core::option::Option::Some(v);
+                }
+                111 => {
+                    let l = h
+                        .list_in::<
+                            bool,
+                        >(
+                            cx,
+                            s,
+                            111,
+                            <bool as ::granola::__private::WireScalar>::WIDTH,
+                        )?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<bool>(i));
+                    }
+                    m.r_flag = ::core::option::Option::Some(v);
+                }
+                112 => {
+                    let l = h
+                        .list_in::<
+                            f32,
+                        >(cx, s, 112, <f32 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<f32>(i));
+                    }
+                    m.r_fl = ::core::option::Option::Some(v);
+                }
+                113 => {
+                    let l = h
+                        .list_in::<
+                            f64,
+                        >(cx, s, 113, <f64 as ::granola::__private::WireScalar>::WIDTH)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(l.scalar::<f64>(i));
+                    }
+                    m.r_db = ::core::option::Option::Some(v);
+                }
+                114 => {
+                    let l = h
+                        .list_in::<
+                            ::granola::HybridStr<'a>,
+                        >(cx, s, 114, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(
+                            ::granola::HybridStr::from_bytes_unchecked(
+                                ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
+                            ),
+                        );
+                    }
+                    m.r_text = ::core::option::Option::Some(v);
+                }
+                115 => {
+                    let l = h
+                        .list_in::<
+                            ::granola::HybridBytes<'a>,
+                        >(cx, s, 115, ::granola::__private::ENTRY_LEN)?;
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
+                    }
+                    m.r_blob = ::core::option::Option::Some(v);
+                }
+                _ => {}
             }
-            m.r_i32 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 102, <i64 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i64>(i));
-            }
-            m.r_i64 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 103, <u32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<u32>(i));
-            }
-            m.r_u32 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 104, <u64 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<u64>(i));
-            }
-            m.r_u64 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 105, <i32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i32>(i));
-            }
-            m.r_s32 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 106, <i64 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i64>(i));
-            }
-            m.r_s64 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 107, <u32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<u32>(i));
-            }
-            m.r_f32 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 108, <u64 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<u64>(i));
-            }
-            m.r_f64 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 109, <i32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i32>(i));
-            }
-            m.r_sf32 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 110, <i64 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<i64>(i));
-            }
-            m.r_sf64 = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 111, <bool as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<bool>(i));
-            }
-            m.r_flag = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 112, <f32 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<f32>(i));
-            }
-            m.r_fl = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 113, <f64 as ::granola::__private::WireScalar>::WIDTH)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(l.scalar::<f64>(i));
-            }
-            m.r_db = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 114, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(
-                    ::granola::HybridStr::from_bytes_unchecked(
-                        ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
-                    ),
-                );
-            }
-            m.r_text = ::core::option::Option::Some(v);
-        }
-        if let ::core::option::Option::Some(l) = h
-            .list(cx, 115, ::granola::__private::ENTRY_LEN)?
-        {
-            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-            for i in 0..l.len() {
-                v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
-            }
-            m.r_blob = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -1680,7 +1812,15 @@ impl<'a> ::granola::Decode<'a> for AllScalars<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for AllScalars<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.i32 == other.i32 && self.i64 == other.i64 && self.u32 == other.u32
@@ -1722,7 +1862,15 @@ impl ::core::cmp::PartialEq for AllScalars<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for AllScalars<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("AllScalars");
@@ -1829,12 +1977,28 @@ impl ::core::fmt::Debug for AllScalars<'_> {
 /// A message with no fields at all.
 ///
 /// Proto message `scalars.Empty`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Empty<'a> {
     __ctx: &'a ::granola::Context,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Empty<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -1853,7 +2017,15 @@ impl<'a> Empty<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Empty<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -1879,7 +2051,15 @@ impl<'a> ::granola::Message for Empty<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Empty<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -1894,7 +2074,15 @@ impl<'a> ::granola::Decode<'a> for Empty<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Empty<'_> {
     fn eq(&self, other: &Self) -> bool {
         let _ = other;
@@ -1902,7 +2090,15 @@ impl ::core::cmp::PartialEq for Empty<'_> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Empty<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Empty");
@@ -1913,7 +2109,15 @@ impl ::core::fmt::Debug for Empty<'_> {
 /// The highest field number granola accepts.
 ///
 /// Proto message `scalars.Sparse`.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 pub struct Sparse<'a> {
     __ctx: &'a ::granola::Context,
     /// `uint32 first = 1;`
@@ -1922,7 +2126,15 @@ pub struct Sparse<'a> {
     last: ::core::option::Option<::granola::HybridBytes<'a>>,
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> Sparse<'a> {
     /// An empty message (no field present).
     pub fn new(ctx: &'a ::granola::Context) -> Self {
@@ -2007,17 +2219,25 @@ impl<'a> Sparse<'a> {
     #[inline]
     fn __bitmap(&self) -> [u32; 1024] {
         let mut bm = [0u32; 1024];
-        if self.first.is_some() {
+        if self.first.as_ref().is_some() {
             bm[0] |= 1 << 0;
         }
-        if self.last.is_some() {
+        if self.last.as_ref().is_some() {
             bm[1023] |= 1 << 31;
         }
         bm
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Message for Sparse<'a> {
     #[inline]
     fn __header_len(&self) -> usize {
@@ -2030,7 +2250,7 @@ impl<'a> ::granola::Message for Sparse<'a> {
 
     fn __accumulate(&self, sizes: &mut ::granola::EncodedSizes) {
         sizes.header_len += self.__header_len();
-        if let ::core::option::Option::Some(f) = &self.last {
+        if let ::core::option::Option::Some(f) = self.last.as_ref() {
             sizes.add_bytes(f);
         }
     }
@@ -2043,11 +2263,11 @@ impl<'a> ::granola::Message for Sparse<'a> {
         let bm = self.__bitmap();
         let mut slot = enc
             .begin_header(at, &bm[..::granola::__private::used_words(&bm)]);
-        if let ::core::option::Option::Some(v) = self.first {
-            enc.put_scalar(slot, v);
+        if let ::core::option::Option::Some(v) = self.first.as_ref() {
+            enc.put_scalar(slot, *v);
             slot += 8;
         }
-        if let ::core::option::Option::Some(f) = &self.last {
+        if let ::core::option::Option::Some(f) = self.last.as_ref() {
             enc.put_bytes(slot, f);
             slot += 8;
         }
@@ -2055,7 +2275,15 @@ impl<'a> ::granola::Message for Sparse<'a> {
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl<'a> ::granola::Decode<'a> for Sparse<'a> {
     fn __decode(
         ctx: &'a ::granola::Context,
@@ -2064,11 +2292,20 @@ impl<'a> ::granola::Decode<'a> for Sparse<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Sparse::new(ctx);
-        m.first = h.scalar::<u32>(1);
-        if let ::core::option::Option::Some(b) = h.bytes(32768)? {
-            m.last = ::core::option::Option::Some(
-                ::granola::HybridBytes::decoded(b, ctx),
-            );
+        for (n, s) in h.present() {
+            match n {
+                1 => {
+                    m.first = ::core::option::Option::Some(
+                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
+                    );
+                }
+                32768 => {
+                    m.last = ::core::option::Option::Some(
+                        ::granola::HybridBytes::decoded(h.bytes_in(s, 32768)?, ctx),
+                    );
+                }
+                _ => {}
+            }
         }
         ::core::result::Result::Ok(m)
     }
@@ -2076,14 +2313,30 @@ impl<'a> ::granola::Decode<'a> for Sparse<'a> {
 
 /// Equality means "same fields, same values"; floats compare by bit
 /// pattern, so it is reflexive (NaN == NaN) and implies identical encoding.
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::cmp::PartialEq for Sparse<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.first == other.first && self.last == other.last
     }
 }
 
-#[allow(dead_code, non_camel_case_types, clippy::all, clippy::pedantic, clippy::nursery)]
+#[allow(
+    dead_code,
+    deprecated,
+    unused_parens,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery
+)]
 impl ::core::fmt::Debug for Sparse<'_> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct("Sparse");

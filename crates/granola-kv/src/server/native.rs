@@ -117,12 +117,18 @@ struct TcpOut<'a> {
 
 impl NativeOut for TcpOut<'_> {
     fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close> {
-        let r = if self.fused {
-            self.tx.send_object(header, msg)
-        } else {
-            self.tx.send_sga(header, &msg.to_sga())
-        };
-        r.map_err(|e| Close::new(format!("native: reply: {e}")))
+        if self.fused {
+            return self
+                .tx
+                .send_object(header, msg)
+                .map_err(|e| Close::new(format!("native: reply: {e}")));
+        }
+        let sga = msg
+            .to_sga()
+            .map_err(|e| Close::new(format!("native: reply: {e}")))?;
+        self.tx
+            .send_sga(header, &sga)
+            .map_err(|e| Close::new(format!("native: reply: {e}")))
     }
 }
 

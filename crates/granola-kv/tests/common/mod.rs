@@ -453,7 +453,7 @@ pub fn native_ctx() -> Context {
 
 /// One request frame: header (`kind`, `id`) and the encoded message.
 pub fn native_frame<M: Message>(kind: u16, id: u32, msg: &M) -> Vec<u8> {
-    native_raw(kind, id, &msg.to_vec())
+    native_raw(kind, id, &msg.to_vec().unwrap())
 }
 
 /// A frame with an arbitrary payload.

@@ -151,7 +151,7 @@ impl Spec {
         let ctx = context(pool);
         let values = self.values(pool);
         let m = self.build(&ctx, &values);
-        frame_of(kind, self.id, 0, &granola::Message::to_vec(&m))
+        frame_of(kind, self.id, 0, &granola::Message::to_vec(&m).unwrap())
     }
 }
 

@@ -239,5 +239,5 @@ fn replacing_fields_after_send_does_not_change_the_wire() {
         want.len()
     );
     assert!(out == want);
-    assert_ne!(m.to_vec(), want[12..]);
+    assert_ne!(m.to_vec().unwrap(), want[12..]);
 }

@@ -140,11 +140,13 @@ fn fused_sga_and_bytes_paths_give_identical_wire_bytes() {
     for s in specs() {
         let values = s.values(&pool);
         let m = s.build(&ctx, &values);
-        let expected = frame_of(3, s.id, 0, &m.to_vec());
+        let expected = frame_of(3, s.id, 0, &m.to_vec().unwrap());
         let fused = wire_bytes(&pool, |tx| tx.send_object(hdr(s.id), &m).unwrap());
-        let sga = m.to_sga();
+        let sga = m.to_sga().unwrap();
         let non_fused = wire_bytes(&pool, |tx| tx.send_sga(hdr(s.id), &sga).unwrap());
-        let copied = wire_bytes(&pool, |tx| tx.send_bytes(hdr(s.id), &m.to_vec()).unwrap());
+        let copied = wire_bytes(&pool, |tx| {
+            tx.send_bytes(hdr(s.id), &m.to_vec().unwrap()).unwrap()
+        });
         assert!(fused == expected, "send_object bytes differ for {}", s.id);
         assert!(non_fused == expected, "send_sga bytes differ for {}", s.id);
         assert!(copied == expected, "send_bytes bytes differ for {}", s.id);
@@ -192,8 +194,8 @@ fn too_large_is_refused_and_nothing_is_queued() {
         e,
         granola_net::SendError::TooLarge { max: 4096, .. }
     ));
-    assert!(tx.send_sga(hdr(1), &m.to_sga()).is_err());
-    assert!(tx.send_bytes(hdr(1), &m.to_vec()).is_err());
+    assert!(tx.send_sga(hdr(1), &m.to_sga().unwrap()).is_err());
+    assert!(tx.send_bytes(hdr(1), &m.to_vec().unwrap()).is_err());
     assert!(tx.is_empty());
     assert_eq!(tx.queued_bytes(), 0);
     // The refused message holds no extra reference.

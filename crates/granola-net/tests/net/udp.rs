@@ -207,7 +207,7 @@ fn abandoned_datagrams_roll_back_cleanly() {
     assert_eq!(big.ref_count(), 1);
     // A hand-built datagram after all that.
     let mut b = tx.datagram(to);
-    let payload = specs[2].build(&ctx, &values[2]).to_vec();
+    let payload = specs[2].build(&ctx, &values[2]).to_vec().unwrap();
     let h = FrameHeader {
         len: payload.len() as u32,
         ..hdr(2)

@@ -39,7 +39,7 @@ mod reader;
 mod scalar;
 mod writer;
 
-pub use reader::{DecodeCx, HeaderReader, ListReader};
+pub use reader::{DecodeCx, HeaderReader, ListReader, Present};
 pub use scalar::WireScalar;
 pub use writer::{EncodedSizes, Encoder};
 
@@ -84,8 +84,18 @@ pub struct DecodeOptions {
     pub max_list_len: u32,
     /// Total list elements plus headers decoded from one message. The
     /// decoder also never allows more items than the input has bytes, so
-    /// aliased offsets cannot amplify work or memory.
+    /// aliased offsets cannot amplify the *work* beyond one item per input
+    /// byte.
     pub max_items: usize,
+    /// Memory bound: decoded structs and list storage (what the decoder
+    /// allocates; bytes fields reference the input and are not counted)
+    /// may take at most `decoded_bytes_per_input_byte * input_len +
+    /// DECODE_SLACK_BYTES` bytes, and never more than `max_decoded_bytes`.
+    /// A schema whose sparse messages are much larger in memory than on
+    /// the wire may need a larger factor.
+    pub decoded_bytes_per_input_byte: usize,
+    /// Absolute cap on decoded memory, whatever the input length.
+    pub max_decoded_bytes: usize,
     /// Longest input accepted.
     pub max_message_len: usize,
 }
@@ -97,8 +107,26 @@ impl Default for DecodeOptions {
             max_bitmap_words: MAX_FIELD_NUMBER / 32,
             max_list_len: 1 << 24,
             max_items: 1 << 22,
+            decoded_bytes_per_input_byte: 16,
+            max_decoded_bytes: 256 << 20,
             max_message_len: 1 << 30,
         }
+    }
+}
+
+/// Decoded memory every input may use regardless of its length (enough for
+/// the root struct of any reasonable message).
+pub const DECODE_SLACK_BYTES: usize = 64 << 10;
+
+impl DecodeOptions {
+    /// The decoded-memory budget for an input of `input_len` bytes:
+    /// `min(max_decoded_bytes, decoded_bytes_per_input_byte * input_len +
+    /// DECODE_SLACK_BYTES)`.
+    pub fn decoded_bytes_limit(&self, input_len: usize) -> usize {
+        self.decoded_bytes_per_input_byte
+            .saturating_mul(input_len)
+            .saturating_add(DECODE_SLACK_BYTES)
+            .min(self.max_decoded_bytes)
     }
 }
 
@@ -121,6 +149,9 @@ pub enum DecodeErrorKind {
     MessageTooLarge,
     /// A nested header's stated length disagrees with its bitmap.
     BadHeaderLen,
+    /// Decoded structs and lists would take more memory than the budget
+    /// ([`DecodeOptions::decoded_bytes_limit`]) allows.
+    DecodedTooLarge,
 }
 
 /// A decode failure: what went wrong and in which field (the field number
@@ -151,6 +182,7 @@ impl std::fmt::Display for DecodeError {
             DecodeErrorKind::TooManyItems => "too many items",
             DecodeErrorKind::MessageTooLarge => "message too large",
             DecodeErrorKind::BadHeaderLen => "nested header length mismatch",
+            DecodeErrorKind::DecodedTooLarge => "decoded message exceeds the memory budget",
         };
         if self.field == 0 {
             write!(f, "granola decode: {what}")
@@ -174,6 +206,9 @@ pub enum EncodeError {
     },
     /// The object is larger than the format's 4 GiB offsets allow.
     TooLarge,
+    /// The `EncodedSizes` passed to `encode` do not match the message
+    /// (it changed after `encoded_sizes`, or the sizes were made up).
+    StaleSizes,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -183,6 +218,9 @@ impl std::fmt::Display for EncodeError {
                 write!(f, "granola encode: buffer of {given} bytes, need {needed}")
             }
             EncodeError::TooLarge => f.write_str("granola encode: object larger than 4 GiB"),
+            EncodeError::StaleSizes => {
+                f.write_str("granola encode: sizes do not match the message (stale EncodedSizes)")
+            }
         }
     }
 }

@@ -58,6 +58,8 @@ pub struct Encoder<'b, F> {
     /// Wire offset of the next zero-copy entry.
     zero_copy: usize,
     on_zero_copy: F,
+    /// Set when a write fell outside `buf`: the sizes were stale.
+    overflowed: bool,
 }
 
 impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
@@ -78,7 +80,28 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
             copy: sizes.header_len,
             zero_copy: sizes.header_len + sizes.copy_len,
             on_zero_copy,
+            overflowed: false,
         }
+    }
+
+    /// True if every write stayed inside the buffer.
+    #[doc(hidden)]
+    pub fn in_bounds(&self) -> bool {
+        !self.overflowed
+    }
+
+    /// The bytes at `at..at + len`, or `None` (and the encoder marked
+    /// failed) if they are outside the buffer: stale `EncodedSizes` make
+    /// `encode` return an error instead of panicking or corrupting.
+    #[inline]
+    fn out(&mut self, at: usize, len: usize) -> Option<&mut [u8]> {
+        let r = at
+            .checked_add(len)
+            .and_then(|end| self.buf.get_mut(at..end));
+        if r.is_none() {
+            self.overflowed = true;
+        }
+        r
     }
 
     /// Cursor positions (header, copy, zero-copy) for consistency checks.
@@ -89,7 +112,9 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
 
     #[inline]
     fn put_u32(&mut self, at: usize, v: u32) {
-        self.buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        if let Some(dst) = self.out(at, 4) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
     }
 
     #[inline]
@@ -123,7 +148,9 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
     /// Writes a scalar slot.
     #[inline]
     pub fn put_scalar<T: WireScalar>(&mut self, slot: usize, v: T) {
-        self.buf[slot..slot + 8].copy_from_slice(&v.to_slot().to_le_bytes());
+        if let Some(dst) = self.out(slot, 8) {
+            dst.copy_from_slice(&v.to_slot().to_le_bytes());
+        }
     }
 
     /// Places one bytes value (copy region or zero-copy entry) and writes
@@ -133,7 +160,9 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
         match b {
             HybridBytes::Copied(s) => {
                 let off = self.copy;
-                self.buf[off..off + s.len()].copy_from_slice(s);
+                if let Some(dst) = self.out(off, s.len()) {
+                    dst.copy_from_slice(s);
+                }
                 self.copy += s.len();
                 self.put_pair(at, s.len(), off);
             }
@@ -167,7 +196,9 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
         self.put_pair(slot, items.len(), arr);
         for (i, v) in items.iter().enumerate() {
             let p = arr + i * T::WIDTH;
-            v.write_entry(&mut self.buf[p..p + T::WIDTH]);
+            if let Some(dst) = self.out(p, T::WIDTH) {
+                v.write_entry(dst);
+            }
         }
     }
 

@@ -562,7 +562,7 @@ mod tests {
 
     /// Frames a hand-built response.
     fn response<M: Message>(kind: u16, id: u32, m: &M) -> Vec<u8> {
-        let body = m.to_vec();
+        let body = m.to_vec().unwrap();
         let mut r = FrameHeader {
             len: body.len() as u32,
             kind,
