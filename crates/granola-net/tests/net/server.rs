@@ -431,6 +431,9 @@ fn unpipelined_request_syscall_budget() {
         sp.check(&Sample::decode(&ctx, &p).expect("reply decodes"));
     }
     let st = &h.stats;
+    // The reply can reach the client before the worker adds up its
+    // counters.
+    wait_for(2, || st.send_calls.load(Ordering::Relaxed) >= n as u64);
     let recv = st.recv_calls.load(Ordering::Relaxed);
     let send = st.send_calls.load(Ordering::Relaxed);
     let ctl = st.ctl_calls.load(Ordering::Relaxed);
