@@ -461,7 +461,21 @@ pub(crate) fn accepted(fd: RawFd) -> TcpStream {
 /// Creates a throw-away ring: fails where io_uring is not permitted
 /// (seccomp, `io_uring_disabled`, a group restriction) or lacks an opcode
 /// the loop needs.
+///
+/// The ring is made and closed on a thread of its own: closing a ring
+/// queues exit work to every thread that used it, which interrupts that
+/// thread's blocking socket calls that have a timeout with `EINTR` — the
+/// caller (often a thread that goes on to do such calls) is kept out of it.
 pub(crate) fn probe_ring() -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("granola-uring-probe".into())
+        .spawn(probe_ring_here)
+        .map_err(|e| format!("cannot spawn the probe thread: {e}"))?
+        .join()
+        .map_err(|_| "the io_uring probe panicked".to_string())?
+}
+
+fn probe_ring_here() -> Result<(), String> {
     let ring = IoUring::new(8).map_err(|e| match e.raw_os_error() {
         Some(libc::EPERM) => {
             format!("io_uring_setup not permitted ({e}): seccomp or kernel.io_uring_disabled")
