@@ -46,6 +46,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
 
+step "cargo test: the server suites again on the io_uring datapath"
+# GRANOLA_DATAPATH picks the event loop of every server the tests start;
+# where the kernel refuses io_uring (seccomp, kernel.io_uring_disabled) the
+# servers fall back to epoll with a log line and the tests say so.
+GRANOLA_DATAPATH=uring cargo test --locked -p granola-net --test net
+GRANOLA_DATAPATH=uring cargo test --locked -p granola-kv \
+    --test real_clients --test server_bad_input --test server_baselines \
+    --test server_concurrency --test server_memory --test server_transcripts \
+    --test server_udp
+
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 

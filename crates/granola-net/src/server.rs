@@ -301,7 +301,10 @@ impl Server {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(ServerStats::default());
-        let datapath = crate::backend::resolve(&self.cfg.datapath);
+        let mut datapath = crate::backend::resolve(&self.cfg.datapath);
+        // Workers that set up a backend on their own thread report here
+        // whether it worked (false: they run epoll).
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<bool>();
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
         for (i, (tcp, udp)) in per_thread_tcp.into_iter().zip(per_thread_udp).enumerate() {
@@ -317,8 +320,35 @@ impl Server {
                 stats: stats.clone(),
             };
             let run: Box<dyn FnOnce() + Send> = match &datapath {
+                DatapathKind::Uring => {
+                    let ready = ready_tx.clone();
+                    Box::new(move || {
+                        // The ring is made on the thread that submits to it
+                        // (single-issuer rings).
+                        match crate::uring::Worker::new(parts) {
+                            Ok(mut w) => {
+                                let _ = ready.send(true);
+                                drop(ready);
+                                w.run()
+                            }
+                            Err(failed) => {
+                                let (parts, e) = *failed;
+                                log::warn!(
+                                    "io_uring worker setup failed ({e}); falling back to epoll"
+                                );
+                                let w = Worker::new(parts);
+                                let _ = ready.send(false);
+                                drop(ready);
+                                match w {
+                                    Ok(mut w) => w.run(),
+                                    Err(e) => log::error!("worker setup failed: {e}"),
+                                }
+                            }
+                        }
+                    })
+                }
                 // `resolve` only returns the kinds built in.
-                DatapathKind::Epoll | DatapathKind::Uring | DatapathKind::Xdp(_) => {
+                DatapathKind::Epoll | DatapathKind::Xdp(_) => {
                     let mut worker = Worker::new(parts)?;
                     Box::new(move || worker.run())
                 }
@@ -328,6 +358,15 @@ impl Server {
                     .name(format!("granola-{datapath}-{i}"))
                     .spawn(run)?,
             );
+        }
+        drop(ready_tx);
+        if datapath == DatapathKind::Uring {
+            // Wait for the rings (so their pool slots are taken before
+            // start returns); if any worker fell back, say epoll.
+            let all_ok = (0..threads).all(|_| ready_rx.recv().unwrap_or(false));
+            if !all_ok {
+                datapath = DatapathKind::Epoll;
+            }
         }
         Ok(ServerHandle {
             tcp_addrs,
@@ -787,7 +826,7 @@ fn run_session(conn: &mut Conn, backpressure: usize) {
 }
 
 /// Folds a TX queue's counters into the shared ones.
-fn account(stats: &ServerStats, s: &crate::tx::TxStats) {
+pub(crate) fn account(stats: &ServerStats, s: &crate::tx::TxStats) {
     stats
         .bytes_copied
         .fetch_add(s.gather.bytes_copied, Ordering::Relaxed);

@@ -484,6 +484,40 @@ impl TxQueue {
         }
     }
 
+    /// For a completion-based datapath: seals the queue and appends owned
+    /// references to its first (up to [`MAX_IOV`]) segments to `out`, for
+    /// one send; returns how many bytes of the first are already sent.
+    /// The send's result goes to [`complete_send`](Self::complete_send).
+    pub(crate) fn stage(&mut self, out: &mut Vec<Buf>) -> usize {
+        self.gather.seal();
+        for seg in self.gather.segs.iter().take(MAX_IOV) {
+            match seg {
+                Seg::Shared(b) => {
+                    if let Prefetch::Lines(lines) = self.cfg.prefetch {
+                        prefetch_lines(b, lines as usize * 64);
+                    }
+                    out.push(b.clone());
+                }
+                // Sealing leaves no chunk ranges.
+                Seg::Chunk { .. } => break,
+            }
+        }
+        self.head_written
+    }
+
+    /// A staged send accepted `sent` bytes.
+    pub(crate) fn complete_send(&mut self, sent: usize) {
+        self.stats.syscalls += 1;
+        self.stats.bytes_sent += sent as u64;
+        self.advance(sent);
+    }
+
+    /// Drops everything queued (the connection failed).
+    pub(crate) fn clear(&mut self) {
+        while self.gather.pop_front().is_some() {}
+        self.head_written = 0;
+    }
+
     /// Reads zero-copy completions and releases what they cover.
     pub fn poll_completions<D: Datapath + ?Sized>(&mut self, dp: &mut D) -> io::Result<()> {
         if self.zc.is_empty() {

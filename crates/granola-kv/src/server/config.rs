@@ -142,6 +142,12 @@ impl Config {
         c.ephemeral_ports = true;
         // The suites run once per datapath (scripts/test.sh).
         c.datapath = granola_net::DatapathKind::from_env();
+        if let Err(why) = c.datapath.probe() {
+            eprintln!(
+                "NOTE: datapath {} unavailable here ({why}); tests run on epoll",
+                c.datapath
+            );
+        }
         c
     }
 

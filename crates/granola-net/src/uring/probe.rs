@@ -26,7 +26,7 @@ pub(crate) fn probe() -> Result<(), String> {
             return Err("kernel.io_uring_disabled = 2".into());
         }
     }
-    Err("the io_uring event loop is not built yet".into())
+    super::ring::probe_ring()
 }
 
 /// `"6.18.44-foo"` -> `(6, 18)`.

@@ -1,0 +1,605 @@
+//! The io_uring event loop: the same listeners, sessions and TX queues as
+//! the epoll loop, driven by completions. Each loop turn is one
+//! `io_uring_enter` that submits every connection's new sends and receive
+//! re-arms and waits for completions; receives are multishot into the
+//! provided-buffer ring (pool slots), accepts are multishot, and a
+//! connection has at most one send in flight (every reply queued meanwhile
+//! goes out in the next one, gathered).
+//!
+//! UDP endpoints are watched with a multishot poll on the ring and served
+//! with the same `recvmmsg`/`sendmmsg` batches as on epoll.
+
+use super::ring::{self, split, user_data, Cqe, Op, Ring};
+use crate::datapath::Datapath;
+use crate::rx::RxBuffer;
+use crate::server::{
+    ConnIo, DatagramHandler, ServerConfig, ServerStats, Service, Session, WorkerParts,
+};
+use crate::sys::Waker;
+use crate::tx::TxQueue;
+use crate::udp::{UdpRx, UdpTx, MAX_DATAGRAM};
+use granola::{Buf, Pool};
+use std::io::{self, IoSlice};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Receive buffers per worker, and their size.
+const RECV_BUFS: u16 = 64;
+const RECV_BUF_LEN: usize = 16 << 10;
+/// Submission queue entries.
+const RING_ENTRIES: u32 = 256;
+
+/// Poll indexes: 0 is the waker, 1.. the UDP endpoints.
+const POLL_WAKER: usize = 0;
+
+struct Conn {
+    stream: TcpStream,
+    rx: RxBuffer,
+    tx: TxQueue,
+    session: Box<dyn Session>,
+    peer: SocketAddr,
+    service: usize,
+    gen: u32,
+    /// A multishot receive is active.
+    recv_armed: bool,
+    /// A cancel of the receive was asked for (back-pressure or close).
+    recv_cancelling: bool,
+    /// Set when the session or the peer ended the connection: no more
+    /// input is handled; it closes once its replies are out.
+    closing: Option<String>,
+    closing_since: Option<Instant>,
+    /// Shut down: waiting for the receive and the send to finish before
+    /// the slot is reused.
+    dead: bool,
+    /// The session stopped early because of back-pressure.
+    paused: bool,
+}
+
+struct UdpEndpoint {
+    sock: UdpSocket,
+    rx: UdpRx,
+    tx: UdpTx,
+    handler: Box<dyn DatagramHandler>,
+}
+
+/// One io_uring worker.
+pub(crate) struct Worker {
+    pool: Pool,
+    cfg: ServerConfig,
+    ring: Ring,
+    tcp: Vec<(TcpListener, Arc<dyn Service>)>,
+    udp: Vec<UdpEndpoint>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    next_gen: u32,
+    dirty: Vec<usize>,
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<ServerStats>,
+    cqes: Vec<Cqe>,
+    /// Multishot accepts and polls that are armed.
+    armed_other: usize,
+}
+
+impl Worker {
+    /// Sets up the ring and arms the listeners; gives the parts back (for
+    /// the epoll fallback) if the ring cannot be set up.
+    pub(crate) fn new(parts: WorkerParts) -> Result<Worker, Box<(WorkerParts, io::Error)>> {
+        let ring = match Ring::new(&parts.pool, RING_ENTRIES, RECV_BUFS, RECV_BUF_LEN) {
+            Ok(r) => r,
+            Err(e) => return Err(Box::new((parts, e))),
+        };
+        let WorkerParts {
+            pool,
+            cfg,
+            tcp,
+            udp,
+            waker,
+            stop,
+            stats,
+        } = parts;
+        let udp = udp
+            .into_iter()
+            .map(|(sock, svc)| UdpEndpoint {
+                rx: UdpRx::new(pool.clone(), cfg.udp_batch, MAX_DATAGRAM + 1),
+                // Zero-copy on UDP stays with the epoll loop.
+                tx: UdpTx::new(
+                    pool.clone(),
+                    crate::tx::TxConfig {
+                        zerocopy: false,
+                        ..cfg.tx
+                    },
+                    cfg.udp_max_datagram,
+                ),
+                handler: svc.handler(),
+                sock,
+            })
+            .collect();
+        let mut w = Worker {
+            pool,
+            cfg,
+            ring,
+            tcp,
+            udp,
+            conns: Vec::new(),
+            free: Vec::new(),
+            next_gen: 0,
+            dirty: Vec::new(),
+            waker,
+            stop,
+            stats,
+            cqes: Vec::with_capacity(1024),
+            armed_other: 0,
+        };
+        if let Err(e) = w.arm_all() {
+            log::error!("io_uring worker: arming listeners failed: {e}");
+        }
+        Ok(w)
+    }
+
+    fn arm_all(&mut self) -> io::Result<()> {
+        let waker_fd = self.waker.fd();
+        self.ring
+            .poll_multi(waker_fd, user_data(Op::Poll, POLL_WAKER, 0))?;
+        self.armed_other += 1;
+        for i in 0..self.tcp.len() {
+            self.ring
+                .accept_multi(self.tcp[i].0.as_fd(), user_data(Op::Accept, i, 0))?;
+            self.armed_other += 1;
+        }
+        for i in 0..self.udp.len() {
+            self.ring
+                .poll_multi(self.udp[i].sock.as_fd(), user_data(Op::Poll, i + 1, 0))?;
+            self.armed_other += 1;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run(&mut self) {
+        let mut enters_seen = 0;
+        while !self.stop.load(Ordering::Relaxed) {
+            self.cqes.clear();
+            let mut cqes = std::mem::take(&mut self.cqes);
+            if let Err(e) = self.ring.enter(Duration::from_millis(100), &mut cqes) {
+                log::error!("io_uring_enter failed: {e}; worker exits");
+                self.cqes = cqes;
+                break;
+            }
+            for c in &cqes {
+                self.complete(c);
+            }
+            self.cqes = cqes;
+            self.turn_end();
+            let enters = self.ring.enters;
+            self.stats
+                .wait_calls
+                .fetch_add(enters - enters_seen, Ordering::Relaxed);
+            enters_seen = enters;
+        }
+        self.shutdown();
+    }
+
+    fn complete(&mut self, c: &Cqe) {
+        let (op, idx, tag) = split(c.user_data);
+        match op {
+            Some(Op::Accept) => self.on_accept(idx, c),
+            Some(Op::Recv) => self.on_recv(idx, tag, c),
+            Some(Op::Send) | Some(Op::SendZc) => self.on_send(idx, tag, c),
+            Some(Op::Poll) => self.on_poll(idx, c),
+            Some(Op::Cancel) | None => {}
+        }
+    }
+
+    fn on_poll(&mut self, idx: usize, c: &Cqe) {
+        if !c.more() {
+            self.armed_other -= 1;
+        }
+        if idx == POLL_WAKER {
+            self.waker.drain();
+        } else if let Some(ep) = self.udp.get_mut(idx - 1) {
+            udp_ready(ep, &self.cfg, &self.stats);
+        }
+        if !c.more() && !self.stop.load(Ordering::Relaxed) {
+            let fd = if idx == POLL_WAKER {
+                self.waker.fd()
+            } else {
+                self.udp[idx - 1].sock.as_fd()
+            };
+            if self.ring.poll_multi(fd, c.user_data).is_ok() {
+                self.armed_other += 1;
+            }
+        }
+    }
+
+    fn on_accept(&mut self, li: usize, c: &Cqe) {
+        if !c.more() {
+            self.armed_other -= 1;
+            if !self.stop.load(Ordering::Relaxed)
+                && self
+                    .ring
+                    .accept_multi(self.tcp[li].0.as_fd(), c.user_data)
+                    .is_ok()
+            {
+                self.armed_other += 1;
+            }
+        }
+        if c.result < 0 {
+            let e = io::Error::from_raw_os_error(-c.result);
+            if c.result != -libc::ECANCELED {
+                log::warn!("{}: accept failed: {e}", self.tcp[li].1.name());
+            }
+            return;
+        }
+        let stream = ring::accepted(c.result);
+        let peer = match stream.peer_addr() {
+            Ok(p) => p,
+            Err(e) => {
+                log::warn!("accepted socket without a peer: {e}");
+                return;
+            }
+        };
+        if self.stats.conns_open.load(Ordering::Relaxed) as usize >= self.cfg.max_conns {
+            self.stats.conns_refused.fetch_add(1, Ordering::Relaxed);
+            log::warn!(
+                "{}: refusing {peer}: {} connections open (max_conns)",
+                self.tcp[li].1.name(),
+                self.cfg.max_conns
+            );
+            return;
+        }
+        if let Err(e) = stream.set_nodelay(true) {
+            log::warn!("{peer}: socket setup failed: {e}");
+            return;
+        }
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let gen = self.next_gen;
+        if let Err(e) = self
+            .ring
+            .recv_multi(stream.as_fd(), user_data(Op::Recv, idx, gen))
+        {
+            log::warn!("{peer}: arming the receive failed: {e}");
+            self.free.push(idx);
+            return;
+        }
+        let conn = Conn {
+            stream,
+            rx: RxBuffer::new(self.pool.clone(), self.cfg.rx_chunk, self.cfg.rx_max),
+            tx: TxQueue::new(self.pool.clone(), self.cfg.tx),
+            session: self.tcp[li].1.session(peer),
+            peer,
+            service: li,
+            gen,
+            recv_armed: true,
+            recv_cancelling: false,
+            closing: None,
+            closing_since: None,
+            dead: false,
+            paused: false,
+        };
+        self.conns[idx] = Some(conn);
+        self.stats.conns_open.fetch_add(1, Ordering::Relaxed);
+        self.stats.conns_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_recv(&mut self, idx: usize, gen: u32, c: &Cqe) {
+        let bp = self.cfg.backpressure_bytes;
+        let bid = c.buffer();
+        let Some(conn) = self
+            .conns
+            .get_mut(idx)
+            .and_then(Option::as_mut)
+            .filter(|conn| conn.gen == gen)
+        else {
+            // A stale completion (cannot happen while the slot waits for
+            // its receive to end, but never keep a buffer).
+            if let Some(bid) = bid {
+                let _ = self.ring.received(bid, 0);
+                self.ring.recycle(bid);
+            }
+            return;
+        };
+        self.stats.recv_calls.fetch_add(1, Ordering::Relaxed);
+        if !c.more() {
+            conn.recv_armed = false;
+            conn.recv_cancelling = false;
+        }
+        if c.result > 0 {
+            let bid = bid.expect("a receive with data names its buffer");
+            let bytes = self.ring.received(bid, c.result as usize);
+            if conn.closing.is_none() && !conn.dead {
+                if let Err(e) = feed(conn, bytes, bp) {
+                    conn.closing = Some(format!("read: {e}"));
+                }
+            }
+            self.ring.recycle(bid);
+        } else if c.result == 0 {
+            if conn.closing.is_none() {
+                conn.closing = Some(String::new());
+            }
+        } else {
+            match -c.result {
+                // Out of receive buffers, or our cancel: re-armed below
+                // when wanted.
+                libc::ENOBUFS | libc::ECANCELED => {}
+                e => {
+                    if conn.closing.is_none() && !conn.dead {
+                        conn.closing = Some(format!("read: {}", io::Error::from_raw_os_error(e)));
+                    }
+                }
+            }
+        }
+        self.dirty.push(idx);
+    }
+
+    fn on_send(&mut self, idx: usize, tag: u32, c: &Cqe) {
+        if c.notif() {
+            // A zero-copy send's notification: its references go.
+            let released = self.ring.zc_complete(tag);
+            self.stats
+                .zc_completed
+                .fetch_add(released, Ordering::Relaxed);
+            return;
+        }
+        self.ring.send_done(idx, c);
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.result >= 0 {
+            conn.tx.complete_send(c.result as usize);
+        } else if conn.closing.is_none() && !conn.dead {
+            conn.closing = Some(format!(
+                "write: {}",
+                io::Error::from_raw_os_error(-c.result)
+            ));
+            conn.tx.clear();
+        } else {
+            conn.tx.clear();
+        }
+        self.dirty.push(idx);
+    }
+
+    /// After a turn's completions: sends, re-arms, closes.
+    fn turn_end(&mut self) {
+        let bp = self.cfg.backpressure_bytes;
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for &idx in &dirty {
+            self.settle(idx, bp);
+        }
+        dirty.clear();
+        self.dirty = dirty;
+        self.expire_closing();
+    }
+
+    fn settle(&mut self, idx: usize, bp: usize) {
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        // A session paused on back-pressure goes on once the queue drained.
+        if conn.paused && conn.closing.is_none() && !conn.dead && conn.tx.queued_bytes() <= bp {
+            run_session(conn, bp);
+        }
+        let busy = self.ring.send_busy(idx);
+        if !busy && !conn.dead && !conn.tx.is_empty() {
+            let mut bufs: Vec<Buf> = Vec::new();
+            let head = conn.tx.stage(&mut bufs);
+            let zc = conn.tx.config().zerocopy;
+            if let Err(e) = self
+                .ring
+                .send(idx, conn.stream.as_fd(), bufs, head, zc, conn.gen)
+            {
+                conn.closing.get_or_insert(format!("write: {e}"));
+            }
+        }
+        let tx_stats = conn.tx.take_stats();
+        crate::server::account(&self.stats, &tx_stats);
+        let busy = self.ring.send_busy(idx);
+        if let Some(reason) = conn.closing.clone() {
+            if !conn.dead && (conn.tx.is_empty() || reason.starts_with("write")) && !busy {
+                self.shut(idx, reason);
+                return self.maybe_free(idx);
+            }
+            if conn.closing_since.is_none() {
+                conn.closing_since = Some(Instant::now());
+            }
+        }
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        let want_read = conn.closing.is_none() && !conn.dead && conn.tx.queued_bytes() <= bp;
+        if want_read && !conn.recv_armed {
+            match self
+                .ring
+                .recv_multi(conn.stream.as_fd(), user_data(Op::Recv, idx, conn.gen))
+            {
+                Ok(()) => conn.recv_armed = true,
+                Err(e) => conn.closing = Some(format!("read: {e}")),
+            }
+        } else if !want_read && conn.recv_armed && !conn.recv_cancelling && !conn.dead {
+            conn.recv_cancelling = true;
+            let _ = self.ring.cancel(
+                user_data(Op::Recv, idx, conn.gen),
+                user_data(Op::Cancel, idx, 0),
+            );
+        }
+        self.maybe_free(idx);
+    }
+
+    /// Ends a connection: shut the socket (its receive completes) and log.
+    fn shut(&mut self, idx: usize, reason: String) {
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        conn.dead = true;
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+        if conn.recv_armed && !conn.recv_cancelling {
+            conn.recv_cancelling = true;
+            let _ = self.ring.cancel(
+                user_data(Op::Recv, idx, conn.gen),
+                user_data(Op::Cancel, idx, 0),
+            );
+        }
+        if !reason.is_empty() {
+            self.stats.conns_errored.fetch_add(1, Ordering::Relaxed);
+            log::warn!(
+                "{}: closing connection from {}: {reason}",
+                self.tcp[conn.service].1.name(),
+                conn.peer
+            );
+        }
+    }
+
+    /// Frees a dead connection's slot once nothing in the kernel refers to
+    /// it.
+    fn maybe_free(&mut self, idx: usize) {
+        let done = self.conns[idx]
+            .as_ref()
+            .is_some_and(|c| c.dead && !c.recv_armed)
+            && !self.ring.send_busy(idx);
+        if done {
+            let conn = self.conns[idx].take().expect("checked");
+            crate::server::account(&self.stats, &conn.tx.stats());
+            self.stats.conns_open.fetch_sub(1, Ordering::Relaxed);
+            self.free.push(idx);
+        }
+    }
+
+    fn expire_closing(&mut self) {
+        let now = Instant::now();
+        for idx in 0..self.conns.len() {
+            let expired = self.conns[idx].as_ref().is_some_and(|c| {
+                !c.dead
+                    && c.closing_since
+                        .is_some_and(|t| now.duration_since(t) > crate::server::CLOSE_LINGER)
+            });
+            if expired {
+                let queued = self.conns[idx].as_ref().map_or(0, |c| c.tx.queued_bytes());
+                self.shut(
+                    idx,
+                    format!("peer did not read its last {queued} reply bytes"),
+                );
+                self.maybe_free(idx);
+            }
+        }
+    }
+
+    /// Closes every connection and waits (bounded) for the kernel to finish
+    /// every request; leaks the ring's memory if it does not.
+    fn shutdown(&mut self) {
+        for idx in 0..self.conns.len() {
+            if self.conns[idx].as_ref().is_some_and(|c| !c.dead) {
+                self.shut(idx, String::new());
+            }
+        }
+        let _ = self.ring.cancel_all();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.clear();
+            let _ = self.ring.enter(Duration::from_millis(10), &mut cqes);
+            for c in &cqes {
+                self.complete(c);
+            }
+            self.cqes = cqes;
+            for idx in 0..self.conns.len() {
+                self.maybe_free(idx);
+            }
+            let busy = self.conns.iter().any(Option::is_some)
+                || self.armed_other > 0
+                || self.ring.zc_in_flight() > 0;
+            if !busy {
+                return;
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+            let _ = self.ring.cancel_all();
+        }
+        self.ring.leak_on_drop();
+    }
+}
+
+/// Copies received bytes into the connection's receive buffer and runs the
+/// session after each fill.
+fn feed(conn: &mut Conn, mut bytes: &[u8], bp: usize) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let mut src = SliceSource { bytes };
+        conn.rx.read_from(&mut src)?;
+        bytes = src.bytes;
+        run_session(conn, bp);
+        if conn.closing.is_some() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// A [`Datapath`] that "receives" from a byte slice (a provided buffer).
+struct SliceSource<'a> {
+    bytes: &'a [u8],
+}
+
+impl Datapath for SliceSource<'_> {
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+
+    fn send_gather(&mut self, _iov: &[IoSlice<'_>]) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+fn run_session(conn: &mut Conn, backpressure: usize) {
+    let mut io = ConnIo {
+        rx: &mut conn.rx,
+        tx: &mut conn.tx,
+        peer: conn.peer,
+        backpressure,
+    };
+    if let Err(c) = conn.session.on_input(&mut io) {
+        conn.closing = Some(c.reason);
+    }
+    conn.paused = conn.closing.is_none()
+        && conn.tx.queued_bytes() > backpressure
+        && !conn.rx.data().is_empty();
+}
+
+/// A UDP socket is readable: the epoll loop's batches.
+fn udp_ready(ep: &mut UdpEndpoint, cfg: &ServerConfig, stats: &ServerStats) {
+    let mut batch = Vec::with_capacity(cfg.udp_batch);
+    for _ in 0..8 {
+        batch.clear();
+        match ep.rx.recv_batch(&ep.sock, &mut batch) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => {
+                log::warn!("udp receive failed: {e}");
+                break;
+            }
+        }
+        for d in &batch {
+            ep.handler.on_datagram(d, &mut ep.tx);
+        }
+        if let Err(e) = ep.tx.flush(&ep.sock) {
+            log::warn!("udp send failed: {e}");
+        }
+        crate::server::account(stats, &ep.tx.take_stats());
+        if batch.len() < cfg.udp_batch {
+            break;
+        }
+    }
+}
