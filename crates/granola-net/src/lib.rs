@@ -36,6 +36,7 @@ pub mod tx;
 pub mod udp;
 #[allow(unsafe_code)]
 mod uring;
+pub mod xdp;
 
 pub use backend::{DatapathKind, XdpConfig};
 pub use datapath::{Datapath, TcpDatapath};
