@@ -143,10 +143,8 @@ fn start(svc: Arc<dyn DatagramService>, pool: &Pool) -> Option<(Veth, ServerHand
     };
     let kind = DatapathKind::Xdp(xcfg);
     let ip = veth.server_ip.clone();
-    let started = in_ns(&veth.server_ns, || {
-        if let Err(why) = kind.probe() {
-            return Err(why);
-        }
+    let started: Result<ServerHandle, String> = in_ns(&veth.server_ns, || {
+        kind.probe()?;
         let cfg = ServerConfig {
             threads: 1,
             datapath: kind.clone(),
