@@ -30,13 +30,24 @@ use std::str::FromStr;
 /// kind from their configuration only.
 pub const DATAPATH_ENV: &str = "GRANOLA_DATAPATH";
 
-/// AF_XDP settings: which interface and queue the socket binds.
+/// AF_XDP settings: which interface and queue the socket binds, and the
+/// static neighbour configuration (there is no ARP on this datapath).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct XdpConfig {
     /// Network interface name (e.g. `veth0`).
     pub interface: String,
     /// Receive queue id on that interface.
     pub queue_id: u32,
+    /// Bind in copy mode only (otherwise zero-copy is tried first).
+    pub force_copy: bool,
+    /// Entries per ring (0: [`crate::xdp::DEFAULT_RING_SIZE`]).
+    pub ring_size: u32,
+    /// Source address of replies (default: the address the first request
+    /// was sent to).
+    pub local_ip: Option<std::net::Ipv4Addr>,
+    /// Static neighbours: peer IPv4 address -> MAC. Peers not listed get
+    /// replies at the MAC their requests came from.
+    pub neighbours: Vec<(std::net::Ipv4Addr, [u8; 6])>,
 }
 
 /// The event-loop backend of a server.
@@ -80,7 +91,7 @@ impl DatapathKind {
         match self {
             DatapathKind::Epoll => Ok(()),
             DatapathKind::Uring => crate::uring::probe(),
-            DatapathKind::Xdp(_) => Err("the AF_XDP datapath is not built in".into()),
+            DatapathKind::Xdp(cfg) => crate::xdp::probe(cfg),
         }
     }
 }

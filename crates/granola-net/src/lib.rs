@@ -40,6 +40,7 @@ pub mod tx;
 pub mod udp;
 #[allow(unsafe_code)]
 mod uring;
+pub mod xdp;
 
 pub use backend::{DatapathKind, XdpConfig};
 pub use datapath::{Datapath, TcpDatapath};

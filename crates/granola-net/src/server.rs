@@ -196,6 +196,10 @@ pub struct ServerHandle {
     /// The backend that runs (the configured one, or epoll after a failed
     /// probe).
     pub datapath: DatapathKind,
+    /// The AF_XDP worker's mode, when the datapath is xdp.
+    pub xdp: Option<crate::xdp::XdpInfo>,
+    /// The AF_XDP worker's counters.
+    pub xdp_stats: Arc<crate::xdp::XdpStats>,
     stop: Arc<AtomicBool>,
     wakers: Vec<Arc<Waker>>,
     threads: Vec<JoinHandle<()>>,
@@ -307,6 +311,42 @@ impl Server {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<bool>();
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
+        let mut xdp = None;
+        let xdp_stats = Arc::new(crate::xdp::XdpStats::default());
+        if let DatapathKind::Xdp(x) = &datapath {
+            // UDP services move to one AF_XDP worker (TCP stays on epoll);
+            // it keeps clones of the first thread's sockets to hold the ports.
+            let waker = Arc::new(Waker::new()?);
+            let udp = per_thread_udp[0]
+                .iter()
+                .map(|(s, svc)| Ok((s.try_clone()?, svc.clone())))
+                .collect::<io::Result<Vec<_>>>()?;
+            let parts = WorkerParts {
+                pool: self.pool.clone(),
+                cfg: self.cfg.clone(),
+                tcp: Vec::new(),
+                udp,
+                waker: waker.clone(),
+                stop: stop.clone(),
+                stats: stats.clone(),
+            };
+            match crate::xdp::start(parts, x, xdp_stats.clone()) {
+                Ok((info, run)) => {
+                    wakers.push(waker);
+                    handles.push(
+                        std::thread::Builder::new()
+                            .name("granola-xdp".into())
+                            .spawn(run)?,
+                    );
+                    per_thread_udp.iter_mut().for_each(Vec::clear);
+                    xdp = Some(info);
+                }
+                Err(e) => {
+                    log::warn!("datapath xdp unavailable ({e}); falling back to epoll");
+                    datapath = DatapathKind::Epoll;
+                }
+            }
+        }
         for (i, (tcp, udp)) in per_thread_tcp.into_iter().zip(per_thread_udp).enumerate() {
             let waker = Arc::new(Waker::new()?);
             wakers.push(waker.clone());
@@ -373,6 +413,8 @@ impl Server {
             udp_addrs,
             stats,
             datapath,
+            xdp,
+            xdp_stats,
             stop,
             wakers,
             threads: handles,

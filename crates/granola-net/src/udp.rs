@@ -412,6 +412,29 @@ impl UdpTx {
         }
     }
 
+    /// Hands each queued datagram (destination, pieces as shared pool
+    /// `Buf`s, in order) to `sink` and forgets it: for datapaths that frame
+    /// and transmit from pool memory themselves (AF_XDP), which then hold
+    /// the pieces until their own completion.
+    pub(crate) fn drain_pieces(&mut self, mut sink: impl FnMut(SocketAddr, Vec<Buf>)) {
+        self.gather.seal();
+        while let Some(d) = self.pending.pop_front() {
+            let mut pieces = Vec::with_capacity(d.segs);
+            for _ in 0..d.segs {
+                match self.gather.pop_front() {
+                    Some(Seg::Shared(b)) => {
+                        self.stats.iovecs += 1;
+                        self.stats.bytes_sent += b.len() as u64;
+                        pieces.push(b);
+                    }
+                    // seal() above turned every chunk range into a Buf.
+                    Some(Seg::Chunk { .. }) | None => {}
+                }
+            }
+            sink(d.to, pieces);
+        }
+    }
+
     /// Reads zero-copy completions and releases what they cover.
     pub fn poll_completions(&mut self, sock: &UdpSocket) -> io::Result<()> {
         if self.zc.is_empty() {
