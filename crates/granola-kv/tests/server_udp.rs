@@ -127,24 +127,40 @@ fn large_replies_with_a_raised_factor() {
     }
 }
 
+/// What memcached serves over UDP is served; what one spoofed datagram
+/// could multiply (re-timing keys, flushing) is refused.
 #[test]
-fn only_gets_over_udp() {
+fn udp_commands() {
     let srv = Server::default_config();
     let s = udp_client(srv.mc_udp());
-    let only = b"SERVER_ERROR only get and gets are served over UDP\r\n";
-    for (id, body) in [
-        (1u16, &b"set k 0 0 1\r\nx\r\n"[..]),
-        (2, b"delete k\r\n"),
-        (3, b"flush_all\r\n"),
-        (4, b"mg k v\r\n"),
+    for (id, body, want) in [
+        (1u16, &b"set k 0 0 1\r\nx\r\n"[..], &b"STORED\r\n"[..]),
+        (2, b"mg k v\r\n", b"VA 1\r\nx\r\n"),
+        (3, b"incr n 1\r\n", b"NOT_FOUND\r\n"),
+        (4, b"delete k\r\n", b"DELETED\r\n"),
+        (5, b"version\r\n", b"VERSION 1.6.21\r\n"),
+        (6, b"mn\r\n", b"MN\r\n"),
     ] {
         let (reply, _) = udp_call(&s, id, body);
-        assert_bytes(&reply, only, &show(body));
+        assert_bytes(&reply, want, &show(body));
     }
-    // Nothing was stored by the refused set.
-    let (reply, _) = udp_call(&s, 5, b"get k\r\n");
-    assert_bytes(&reply, b"END\r\n", "refused set stored nothing");
-    let (reply, _) = udp_call(&s, 6, b"bogus\r\n");
+    tcp_set(&srv, "t", b"v");
+    let refused = b"SERVER_ERROR command not served over UDP\r\n";
+    for (id, body) in [
+        (10u16, &b"gat 100 t\r\n"[..]),
+        (11, b"gats 100 t\r\n"),
+        (12, b"touch t 100\r\n"),
+        (13, b"flush_all\r\n"),
+        (14, b"mg t v T100\r\n"),
+        (15, b"shutdown\r\n"),
+    ] {
+        let (reply, _) = udp_call(&s, id, body);
+        assert_bytes(&reply, refused, &show(body));
+    }
+    // Nothing was flushed or re-timed.
+    let (reply, _) = udp_call(&s, 20, b"mg t v t\r\n");
+    assert_bytes(&reply, b"VA 1 t-1\r\nv\r\n", "t untouched");
+    let (reply, _) = udp_call(&s, 21, b"bogus\r\n");
     assert_bytes(&reply, b"ERROR\r\n", "unknown command");
 }
 
