@@ -212,7 +212,11 @@ fn native_reply(s: &UdpSocket, k: u16, id: u32) -> Vec<u8> {
 
 #[test]
 fn native_udp_round_trip_and_too_large() {
-    let srv = Server::default_config();
+    // Replies here exceed the default amplification factor (10): raised,
+    // so this test sees the datagram limit; the cap is tested below.
+    let mut cfg = common::config();
+    cfg.udp_amplification = 100_000;
+    let srv = Server::start(cfg);
     let ctx = native_ctx();
     let s = udp_client(srv.native_udp());
     let put = |s: &UdpSocket, id: u32, key: &[u8], value: &[u8]| {
@@ -260,4 +264,27 @@ fn native_udp_round_trip_and_too_large() {
         kv::Ack::decode(&ctx, &r).unwrap().get_status(),
         status::BAD_REQUEST
     );
+}
+
+/// Native UDP keeps the amplification cap too: a small request for a large
+/// value gets TOO_LARGE, not the value.
+#[test]
+fn native_udp_amplification_cap() {
+    let srv = Server::default_config();
+    let ctx = native_ctx();
+    let s = udp_client(srv.native_udp());
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(&mc_set_cmd(b"small", 0, b"tiny"), b"STORED\r\n");
+    c.roundtrip(&mc_set_cmd(b"amp", 0, &pattern(3, 4000)), b"STORED\r\n");
+    for (id, key, want) in [
+        (1, &b"small"[..], status::OK),
+        (2, b"amp", status::TOO_LARGE),
+    ] {
+        let mut g = kv::GetReq::new(&ctx);
+        g.set_key(key);
+        s.send(&native_dgram(kind::GET, id, &g)).unwrap();
+        let r = native_reply(&s, kind::GET, id);
+        let g = kv::GetResp::decode(&ctx, &r).unwrap();
+        assert_eq!(g.get_status(), want, "{}", show(key));
+    }
 }
