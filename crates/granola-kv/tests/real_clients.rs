@@ -284,3 +284,30 @@ fn redis_cli_commands() {
     // 3 + s1 + 1000 + pl
     assert_eq!(cli(port, &["dbsize"], b""), "1005\n");
 }
+
+/// libmemcached's `memccapable -a` (Debian libmemcached-tools): every ASCII
+/// protocol check memcached 1.6 passes. (Its binary-protocol checks need
+/// the binary protocol, which granola-kv does not speak.)
+#[test]
+fn memccapable_ascii() {
+    let ok = Command::new("memccapable")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        skip("memccapable not on PATH (Debian package libmemcached-tools)");
+        return;
+    }
+    let srv = Server::default_config();
+    let mut cmd = Command::new("memccapable");
+    cmd.args(["-h", "127.0.0.1", "-p"])
+        .arg(srv.mc().port().to_string())
+        .arg("-a");
+    let out = run(cmd, b"");
+    check("memccapable -a", &out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("All tests passed"), "{text}");
+    assert!(!text.contains("[FAIL]"), "{text}");
+}

@@ -382,3 +382,29 @@ pub fn execute(
         }
     }
 }
+
+/// Bytes of stored values a response carries (what an amplification cap
+/// compares with the request's size).
+pub fn value_bytes(resp: &Response<Buf>) -> usize {
+    match resp {
+        Response::Value { value, .. } => value.as_ref().map_or(0, Buf::len),
+        Response::Values { values, .. } => values.iter().flatten().map(Buf::len).sum(),
+        Response::List { values, .. } => values.iter().map(Buf::len).sum(),
+        Response::Ack { .. } => 0,
+    }
+}
+
+/// Over UDP, a response whose values exceed `factor` times the request's
+/// size becomes TOO_LARGE: the source address is unverified, so a small
+/// spoofed request must not draw a large reply at someone else (0 = no
+/// cap).
+pub fn cap_amplification(resp: Response<Buf>, request_len: usize, factor: usize) -> Response<Buf> {
+    if factor > 0 && value_bytes(&resp) > factor.saturating_mul(request_len) {
+        Response::Ack {
+            status: status::TOO_LARGE,
+            count: 0,
+        }
+    } else {
+        resp
+    }
+}

@@ -90,8 +90,9 @@ pub struct Config {
     #[arg(long = "no-huge-pages")]
     pub no_huge_pages: bool,
 
-    /// Maximum UDP reply bytes per request byte for memcached UDP (replies
-    /// to unverified sources are bounded to limit amplification).
+    /// Maximum UDP reply bytes per request byte, memcached and native UDP
+    /// alike (replies to unverified sources are bounded to limit
+    /// amplification; 0 = no cap).
     #[arg(long = "udp-amplification", default_value_t = 10)]
     pub udp_amplification: usize,
 

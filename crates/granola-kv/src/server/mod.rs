@@ -174,8 +174,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(Svc {
                 name: "memcached",
-                make: move |_| {
-                    Box::new(Driver::new(memcache::Memcache::new(s.clone()))) as Box<dyn Session>
+                make: move |peer| {
+                    Box::new(Driver::new(memcache::Memcache::new(s.clone(), peer)))
+                        as Box<dyn Session>
                 },
             }),
         );

@@ -2,7 +2,7 @@
 
 use super::{set_mode, store_result, Ctx};
 use crate::protocol::memcache::{self as mc, Store, StoreMode};
-use crate::store::Meta;
+use crate::store::{Meta, StoreError};
 use std::sync::atomic::Ordering;
 
 /// Stores the data block; `STORED`/`NOT_STORED`/`EXISTS`/`NOT_FOUND`.
@@ -25,6 +25,15 @@ pub fn execute(ctx: &mut Ctx<'_>, s: Store<'_>) {
         }
     }
     let r = ctx.db.set(s.key, s.data, meta, set_mode(s.mode, s.cas));
+    let c = &ctx.shared.memcache;
+    match (&r, s.mode) {
+        (Ok(_), StoreMode::Cas) => super::bump(&c.cas_hits),
+        (Err(StoreError::NotFound), StoreMode::Cas) => super::bump(&c.cas_misses),
+        (Err(StoreError::Exists), StoreMode::Cas) => super::bump(&c.cas_badval),
+        (Err(StoreError::TooLarge), _) => super::bump(&c.store_too_large),
+        (Err(StoreError::OutOfMemory), _) => super::bump(&c.store_no_memory),
+        _ => {}
+    }
     if s.noreply {
         return;
     }

@@ -119,6 +119,8 @@ impl<C: ServerCodec> DatagramHandler for BaselineDatagrams<C> {
             &mut self.spare,
             self.shared.config.max_item_size,
         );
+        let amp = self.shared.config.udp_amplification;
+        let resp = native::cap_amplification(resp, data.len(), amp);
         let mut o = UdpOut {
             tx: out,
             to: dgram.from,
