@@ -15,8 +15,11 @@
 //!   rx       RxBuffer: pool receive buffer, frames as shared Bufs
 //!   udp      UDP: one datagram per message, recvmmsg/sendmmsg batches
 //!   server   epoll event loop: listeners, connections, sessions
+//!   limits   connection limits: RLIMIT_NOFILE, accept back-off, refusals
+//!   listen   claiming a port before the workers share it (no 2nd instance)
 //!   calibrate  measure the copy-vs-gather threshold on this machine
-//!   sys      the syscalls (the crate's only unsafe code)
+//!   sys      the syscalls (with limits' rlimit calls, the crate's only
+//!            unsafe code)
 //! ```
 #![deny(unsafe_code)]
 
@@ -24,6 +27,9 @@ pub mod calibrate;
 pub mod datapath;
 pub mod frame;
 pub mod gather;
+#[allow(unsafe_code)]
+pub mod limits;
+pub mod listen;
 pub mod mem;
 pub mod rx;
 pub mod server;

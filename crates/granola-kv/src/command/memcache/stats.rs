@@ -46,7 +46,10 @@ fn general(ctx: &mut Ctx<'_>) {
     mc::write_stat_u64(sink, b"evictions", s.evictions);
     mc::write_stat_u64(sink, b"curr_items", s.items as u64);
     mc::write_stat_u64(sink, b"bytes", s.bytes as u64);
-    mc::write_stat_u64(sink, b"limit_maxbytes", s.limit as u64);
+    mc::write_stat_u64(sink, b"limit_maxbytes", shared.config.memory_bytes() as u64);
+    for (name, bytes) in shared.memory_parts() {
+        mc::write_stat_u64(sink, name.as_bytes(), bytes);
+    }
     mc::write_stat_u64(
         sink,
         b"reply_bytes_copied",

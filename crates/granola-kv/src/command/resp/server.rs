@@ -50,10 +50,14 @@ fn info_text(ctx: &Ctx<'_>) -> String {
     let load = |f: fn(&granola_net::server::ServerStats) -> &std::sync::atomic::AtomicU64| {
         net.map_or(0, |n| f(n).load(Ordering::Relaxed))
     };
+    let mut parts = String::new();
+    for (name, bytes) in shared.memory_parts() {
+        parts.push_str(&format!("{name}:{bytes}\r\n"));
+    }
     format!(
         "# Server\r\nredis_version:7.0.15\r\ngranola_kv_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\
          \r\n# Clients\r\nconnected_clients:{}\r\n\
-         \r\n# Memory\r\nused_memory:{}\r\nmaxmemory:{}\r\n\
+         \r\n# Memory\r\nused_memory:{}\r\nmaxmemory:{}\r\n{parts}\
          \r\n# Stats\r\ntotal_connections_received:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
          reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
          \r\n# Keyspace\r\ndb0:keys={},expires=0,avg_ttl=0\r\n",
@@ -62,7 +66,7 @@ fn info_text(ctx: &Ctx<'_>) -> String {
         shared.started.elapsed().as_secs(),
         load(|n| &n.conns_open),
         s.bytes,
-        s.limit,
+        shared.config.memory_bytes(),
         load(|n| &n.conns_total),
         s.hits,
         s.misses,
