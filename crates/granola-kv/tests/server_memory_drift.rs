@@ -99,7 +99,12 @@ fn every_size(c: &mut Client, tag: &str, max: usize) -> usize {
         let v = value(&key, 7, len);
         c.send(&mc_set_cmd(key.as_bytes(), 0, &v));
         let line = c.read_line();
-        assert_eq!(line, b"STORED\r\n", "{tag}: set of {len} B: {}", show(&line));
+        assert_eq!(
+            line,
+            b"STORED\r\n",
+            "{tag}: set of {len} B: {}",
+            show(&line)
+        );
         c.send(format!("get {key}\r\n").as_bytes());
         let (_, got) = mc_read_get(c).unwrap_or_else(|| panic!("{key} missing right after set"));
         verify(&key, 7, len, &got);
@@ -159,7 +164,10 @@ fn size_drift_at_five_times_the_limit() {
             s["item_pool_bytes"].parse::<usize>().unwrap() >> 20,
             s["segment_evictions"],
         );
-        assert!(found >= 40, "phase {phase}: only {found} of the newest 50 keys");
+        assert!(
+            found >= 40,
+            "phase {phase}: only {found} of the newest 50 keys"
+        );
         let num = |k: &str| -> usize { s[k].parse().unwrap() };
         assert_eq!(num("limit_maxbytes"), limit);
         assert!(num("bytes") <= num("item_pool_limit"));
