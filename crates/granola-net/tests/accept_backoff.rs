@@ -123,7 +123,7 @@ fn emfile_backs_off_then_accepts() {
     // Descriptors again: the waiting connections are accepted.
     limits::set_nofile_soft(soft0).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while handle.stats.conns_open.load(Ordering::Relaxed) < clients as u64 {
+    while handle.stats.conns_open.load(Ordering::Relaxed) < clients {
         assert!(
             Instant::now() < deadline,
             "waiting connections not accepted"
