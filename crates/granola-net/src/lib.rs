@@ -18,8 +18,11 @@
 //!   backend  which event loop runs (epoll, io_uring, AF_XDP), probed at start
 //!   server   epoll event loop: listeners, connections, sessions
 //!   uring    io_uring event loop
+//!   limits   connection limits: RLIMIT_NOFILE, accept back-off, refusals
+//!   listen   claiming a port before the workers share it (no 2nd instance)
 //!   calibrate  measure the copy-vs-gather threshold on this machine
-//!   sys      the syscalls (private; with uring/, the crate's only unsafe code)
+//!   sys      the syscalls (private; with uring/ and limits' rlimit calls,
+//!            the crate's only unsafe code)
 //!   os       the safe OS helpers other crates use (epoll, prefetch)
 //! ```
 #![deny(unsafe_code)]
@@ -30,6 +33,9 @@ pub mod datapath;
 pub mod frame;
 pub mod gather;
 pub mod inflight;
+#[allow(unsafe_code)]
+pub mod limits;
+pub mod listen;
 pub mod mem;
 pub mod os;
 pub mod rx;

@@ -5,7 +5,11 @@
 //!
 //! Memory is bounded by what the peer actually sent, never by what it
 //! claims: the buffer grows by doubling only when it is full of unconsumed
-//! bytes, up to a cap, whatever length a header announces.
+//! bytes, up to a cap, whatever length a header announces. And it is held
+//! only while it holds input: once everything is consumed a grown buffer
+//! goes back to the pool (a connection that once sent a 1 MiB request does
+//! not keep 1 MiB), and a read that finds nothing gives back even the first
+//! chunk, so an idle connection holds no receive memory at all.
 
 use crate::datapath::Datapath;
 use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
@@ -109,11 +113,21 @@ impl RxBuffer {
         self.start += n;
         if let Some(b) = self.buf.as_mut() {
             if self.start == b.len() {
-                // All consumed: rewind in place.
-                b.set_len(0);
                 self.start = 0;
+                if b.capacity() > self.chunk {
+                    // All consumed after a large request: shrink back.
+                    self.buf = None;
+                } else {
+                    // All consumed: rewind in place.
+                    b.set_len(0);
+                }
             }
         }
+    }
+
+    /// Pool bytes this buffer holds (0 when idle).
+    pub fn held_bytes(&self) -> usize {
+        self.buf.as_ref().map_or(0, |b| b.capacity())
     }
 
     /// The largest amount of unconsumed input the buffer holds.
@@ -163,7 +177,17 @@ impl RxBuffer {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         let b = self.buf.as_mut().expect("make_room allocated");
         let len = b.len();
-        let n = dp.recv(b.spare_mut())?;
+        let n = match dp.recv(b.spare_mut()) {
+            Ok(n) => n,
+            Err(e) => {
+                if len == 0 {
+                    // Nothing pending: an idle connection holds no buffer.
+                    self.buf = None;
+                    self.start = 0;
+                }
+                return Err(e);
+            }
+        };
         b.set_len(len + n);
         Ok(ReadStatus {
             bytes: n,

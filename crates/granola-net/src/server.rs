@@ -85,6 +85,12 @@ pub trait Service: Send + Sync {
     fn name(&self) -> &str;
     /// A session for a new connection from `peer`.
     fn session(&self, peer: SocketAddr) -> Box<dyn Session>;
+    /// The line a connection over the connection limit gets before it is
+    /// closed (memcached: `ERROR Too many open connections`); `None` closes
+    /// it silently.
+    fn refusal(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// A UDP protocol's per-thread handler.
@@ -113,8 +119,9 @@ pub struct ServerConfig {
     /// Most unconsumed input per connection (a request larger than this
     /// closes the connection).
     pub rx_max: usize,
-    /// Most open connections (over all threads); more are accepted and
-    /// closed at once with a log line.
+    /// Most open connections (over all threads); more are accepted,
+    /// answered with [`Service::refusal`] and closed. Lowered at start to
+    /// what `RLIMIT_NOFILE` allows (see `limits`).
     pub max_conns: usize,
     /// Stop reading a connection while more than this many reply bytes are
     /// queued for it.
@@ -277,8 +284,13 @@ impl Server {
 
     /// Binds every address (one socket per worker thread) and starts the
     /// workers.
-    pub fn start(self) -> io::Result<ServerHandle> {
+    pub fn start(mut self) -> io::Result<ServerHandle> {
         let threads = self.cfg.threads.max(1);
+        let per_thread_fds = self.tcp.len() + self.udp.len() + 2;
+        self.cfg.max_conns = crate::limits::fit_conn_limit(
+            self.cfg.max_conns,
+            crate::limits::RESERVED_FDS + threads * per_thread_fds,
+        );
         let mut per_thread_tcp: Vec<Vec<(TcpListener, Arc<dyn Service>)>> =
             (0..threads).map(|_| Vec::new()).collect();
         let mut per_thread_udp: Vec<Vec<(UdpSocket, Arc<dyn DatagramService>)>> =
@@ -286,6 +298,7 @@ impl Server {
         let mut tcp_addrs = Vec::new();
         let mut udp_addrs = Vec::new();
         for (addr, svc) in &self.tcp {
+            let addr = &crate::listen::claim(*addr, crate::listen::Transport::Tcp)?;
             let first = tcp_listener(*addr)?;
             let bound = first.local_addr()?;
             tcp_addrs.push(bound);
@@ -295,6 +308,7 @@ impl Server {
             }
         }
         for (addr, svc) in &self.udp {
+            let addr = &crate::listen::claim(*addr, crate::listen::Transport::Udp)?;
             let first = crate::udp::bind(*addr, true)?;
             let bound = first.local_addr()?;
             udp_addrs.push(bound);
@@ -475,6 +489,10 @@ struct Worker {
     lingering: Vec<(TcpDatapath, TxQueue)>,
     /// Connections with `closing_since` set.
     closing_pending: usize,
+    /// Accepting paused after running out of descriptors; the listeners
+    /// taken out of epoll meanwhile.
+    accept_backoff: crate::limits::AcceptBackoff,
+    paused_listeners: Vec<usize>,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
     stats: Arc<ServerStats>,
@@ -538,6 +556,8 @@ impl Worker {
             free: Vec::new(),
             lingering: Vec::new(),
             closing_pending: 0,
+            accept_backoff: Default::default(),
+            paused_listeners: Vec::new(),
             waker,
             stop,
             stats,
@@ -563,6 +583,9 @@ impl Worker {
             }
             if self.closing_pending > 0 {
                 self.expire_closing();
+            }
+            if self.accept_backoff.paused() {
+                self.resume_accepting();
             }
         }
         for i in 0..self.conns.len() {
@@ -612,24 +635,53 @@ impl Worker {
         }
     }
 
+    /// Puts listeners paused by the accept back-off back into epoll once
+    /// the pause is over.
+    fn resume_accepting(&mut self) {
+        if !self.accept_backoff.resume_due(std::time::Instant::now()) {
+            return;
+        }
+        for li in std::mem::take(&mut self.paused_listeners) {
+            let fd = self.tcp[li].0.as_fd();
+            if let Err(e) = self.epoll.add(fd, TOKEN_TCP_BASE + li as u64, true, false) {
+                log::error!("{}: cannot resume accepting: {e}", self.tcp[li].1.name());
+            }
+        }
+    }
+
     fn accept(&mut self, li: usize) {
         // Bounded per wake-up; the level-triggered listener fires again.
         for _ in 0..64 {
             let (stream, peer) = match self.tcp[li].0.accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if crate::limits::is_resource_error(&e) => {
+                    // Out of descriptors: retrying now would fail again and
+                    // spin. Take the listener out of epoll for a pause.
+                    let name = self.tcp[li].1.name().to_string();
+                    self.accept_backoff
+                        .failed(&name, &e, std::time::Instant::now());
+                    if !self.paused_listeners.contains(&li) {
+                        let _ = self.epoll.delete(self.tcp[li].0.as_fd());
+                        self.paused_listeners.push(li);
+                    }
+                    return;
+                }
                 Err(e) => {
                     log::warn!("{}: accept failed: {e}", self.tcp[li].1.name());
                     return;
                 }
             };
             if self.stats.conns_open.load(Ordering::Relaxed) as usize >= self.cfg.max_conns {
-                self.stats.conns_refused.fetch_add(1, Ordering::Relaxed);
-                log::warn!(
-                    "{}: refusing {peer}: {} connections open (max_conns)",
-                    self.tcp[li].1.name(),
-                    self.cfg.max_conns
-                );
+                let refused = self.stats.conns_refused.fetch_add(1, Ordering::Relaxed) + 1;
+                if refused.is_power_of_two() {
+                    log::warn!(
+                        "{}: refusing {peer}: {} connections open (max_conns); {refused} refused so far",
+                        self.tcp[li].1.name(),
+                        self.cfg.max_conns
+                    );
+                }
+                crate::limits::refuse(stream, self.tcp[li].1.refusal());
                 continue;
             }
             let mut dp = match TcpDatapath::new(stream) {

@@ -139,6 +139,8 @@ pub struct ServerSpec {
     pub udp: bool,
     /// Largest item (`-I`), e.g. "1m".
     pub max_item: Option<String>,
+    /// More command-line arguments (e.g. memcached `-o slab_automove=0`).
+    pub extra_args: Vec<String>,
 }
 
 impl ServerSpec {
@@ -153,6 +155,7 @@ impl ServerSpec {
             serializer: None,
             udp: false,
             max_item: None,
+            extra_args: Vec::new(),
         }
     }
 
@@ -359,6 +362,7 @@ impl Server {
             }
             None => (Command::new(bin), false),
         };
+        args.extend(spec.extra_args.iter().cloned());
         cmd.args(&args).stdin(Stdio::null()).stdout(out).stderr(err);
         if spec.kind == Kind::Granola {
             cmd.env("RUST_LOG", "info");

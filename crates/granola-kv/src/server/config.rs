@@ -41,10 +41,21 @@ pub struct Config {
     #[arg(short = 'l', long = "listen", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub listen: IpAddr,
 
-    /// Memory limit in MiB for items (keys, values, metadata and index);
-    /// least recently used items are evicted (CLOCK) to stay under it.
+    /// Memory limit in MiB for everything the server holds: items (keys,
+    /// values, metadata, index), values pinned by replies in flight, and
+    /// connection buffers (their share is `--conn-memory`). Least recently
+    /// used items are evicted (CLOCK, and whole cold segments when a size
+    /// class needs memory) to stay under it.
     #[arg(short = 'm', long = "memory-limit", default_value_t = 64)]
     pub memory_mb: usize,
+
+    /// The share of `-m`, in MiB, for connection receive/transmit buffers
+    /// and UDP buffers (0 = auto: an eighth of `-m`, at least 8 MiB, plus
+    /// 2.5 MiB per UDP port and worker thread for its receive batch; at
+    /// most half of `-m`). A connection that cannot get buffer memory is
+    /// closed with a log line; the items' memory is never used for it.
+    #[arg(long = "conn-memory", default_value_t = 0)]
+    pub conn_memory_mb: usize,
 
     /// Worker threads (default: one per core).
     #[arg(short = 't', long = "threads")]
@@ -117,6 +128,13 @@ pub struct Config {
     pub ephemeral_ports: bool,
 }
 
+/// Pool segment size: the memory shares are whole segments.
+const SEGMENT: usize = granola::SEGMENT_SIZE;
+
+/// Segments the item pool has beyond the item share (16 MiB): room for
+/// the partly filled segments of the size classes in use.
+pub const CLASS_SLACK_SEGMENTS: usize = 8;
+
 /// Parses `1048576`, `1m`, `512k`, `2g`.
 fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
@@ -174,12 +192,46 @@ impl Config {
         self.memory_mb.saturating_mul(1 << 20)
     }
 
-    /// Address space reserved for the pool: the item limit plus room for
-    /// connection buffers. It is reserved, not committed: only touched
-    /// pages count.
-    pub fn pool_capacity(&self) -> usize {
-        self.memory_bytes()
-            .saturating_mul(2)
-            .max(self.memory_bytes() + (1 << 30))
+    /// The connection buffers' share of the memory limit (`--conn-memory`,
+    /// whole pool segments).
+    pub fn conn_memory_bytes(&self) -> usize {
+        let m = self.memory_bytes();
+        let want = match self.conn_memory_mb {
+            0 => {
+                let udp_ports = [self.udp_port, self.native_udp_port]
+                    .iter()
+                    .filter(|&&p| p != 0)
+                    .count();
+                let threads = self
+                    .threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+                // A UDP receive batch: 32 slots of 80 KiB (64 KiB datagrams).
+                let udp = udp_ports * threads * ((32 * 80) << 10);
+                ((m / 8).max(8 << 20) + udp).min(m / 2)
+            }
+            mb => mb
+                .saturating_mul(1 << 20)
+                .min(m.saturating_sub(2 * SEGMENT)),
+        };
+        (want / SEGMENT).max(2) * SEGMENT
+    }
+
+    /// The items' share of the memory limit: what is left after the
+    /// connection buffers, in whole pool segments (at least two). This is
+    /// the capacity of the item pool, which bounds the resident item
+    /// memory (stored items and values pinned by replies).
+    pub fn item_memory_bytes(&self) -> usize {
+        let rest = self.memory_bytes().saturating_sub(self.conn_memory_bytes());
+        (rest / SEGMENT).max(2) * SEGMENT
+    }
+
+    /// Capacity of the item pool: the item share plus
+    /// [`CLASS_SLACK_SEGMENTS`] segments, so that the size classes in use
+    /// each have a partly filled segment even when the share is smaller
+    /// than one segment per class (a 64 MiB limit is 32 segments; there
+    /// are 46 classes). The store keeps the items' slot bytes within the
+    /// share; the slack is part of the documented fixed overhead.
+    pub fn item_pool_capacity(&self) -> usize {
+        self.item_memory_bytes() + CLASS_SLACK_SEGMENTS * SEGMENT
     }
 }

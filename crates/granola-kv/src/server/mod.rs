@@ -50,11 +50,43 @@ pub struct Shared {
     pub memcache: crate::command::memcache::McCounters,
     /// Keeps other RESP commands out while an EXEC runs.
     pub resp_gate: crate::command::resp::gate::Gate,
+    /// The pool of connection buffers (the `--conn-memory` share).
+    pub conn_pool: Pool,
+}
+
+impl Shared {
+    /// Where the memory limit goes, part by part, for `stats` and `INFO`:
+    /// (name, bytes). `memory_limit` is `-m`; the item share holds stored
+    /// items (`item_bytes`, plus `index_bytes` of heap) and values pinned
+    /// by replies in flight (`pinned_bytes`), resident as `item_pool_bytes`
+    /// of at most `item_pool_limit`; connection receive/transmit and UDP
+    /// buffers are resident as `conn_buffer_bytes` of at most
+    /// `conn_buffer_limit`.
+    pub fn memory_parts(&self) -> [(&'static str, u64); 9] {
+        let s = self.store.stats();
+        let c = self.conn_pool.stats();
+        [
+            ("memory_limit", self.config.memory_bytes() as u64),
+            ("item_bytes", s.item_bytes as u64),
+            ("index_bytes", s.index_bytes as u64),
+            ("pinned_bytes", s.pinned_bytes as u64),
+            ("item_pool_bytes", s.pool_bytes as u64),
+            ("item_pool_limit", s.pool_capacity as u64),
+            (
+                "conn_buffer_bytes",
+                (c.segments_in_use * granola::SEGMENT_SIZE) as u64,
+            ),
+            ("conn_buffer_limit", c.capacity as u64),
+            ("segment_evictions", s.segment_evictions),
+        ]
+    }
 }
 
 struct Svc<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> {
     name: &'static str,
     make: F,
+    /// What a connection over `-c` is told before it is closed.
+    refusal: Option<&'static [u8]>,
 }
 
 impl<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> Service for Svc<F> {
@@ -63,6 +95,9 @@ impl<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> Service for Svc<F> {
     }
     fn session(&self, peer: SocketAddr) -> Box<dyn Session> {
         (self.make)(peer)
+    }
+    fn refusal(&self) -> Option<&[u8]> {
+        self.refusal
     }
 }
 
@@ -108,14 +143,20 @@ pub struct Addrs {
 /// Starts the server described by `config` (a port of 0 turns that
 /// protocol off; [`Config::for_tests`] binds kernel-chosen ports).
 pub fn start(config: Config) -> std::io::Result<Running> {
+    // Two pools, one memory limit: items (and the values replies pin) in
+    // one, connection buffers in the other, each capped at its share.
     let pool = Pool::new(PoolConfig {
-        capacity: config.pool_capacity(),
+        capacity: config.item_pool_capacity(),
+        huge_pages: !config.no_huge_pages,
+    })?;
+    let conn_pool = Pool::new(PoolConfig {
+        capacity: config.conn_memory_bytes(),
         huge_pages: !config.no_huge_pages,
     })?;
     let store = Arc::new(Store::new(
         pool.clone(),
         StoreConfig {
-            memory_limit: config.memory_bytes(),
+            memory_limit: config.item_memory_bytes(),
             // memcached values are bounded by -I in the parser; Redis
             // values by --proto-max-bulk-len.
             max_item_size: config.max_bulk() + 1024,
@@ -144,6 +185,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         threads: handle_threads(&config),
         memcache: crate::command::memcache::McCounters::default(),
         resp_gate: Default::default(),
+        conn_pool: conn_pool.clone(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,
@@ -166,7 +208,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         ..ServerConfig::default()
     };
     let ip: IpAddr = config.listen;
-    let mut server = Server::new(pool.clone(), net_cfg);
+    let mut server = Server::new(conn_pool.clone(), net_cfg);
     let mut order = Vec::new();
     if let Some(port) = config.bind_port(config.port) {
         let s = shared.clone();
@@ -174,6 +216,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(Svc {
                 name: "memcached",
+                refusal: Some(b"ERROR Too many open connections\r\n"),
                 make: move |peer| {
                     Box::new(Driver::new(memcache::Memcache::new(s.clone(), peer)))
                         as Box<dyn Session>
@@ -188,6 +231,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(Svc {
                 name: "resp",
+                refusal: Some(b"-ERR max number of clients reached\r\n"),
                 make: move |peer| {
                     Box::new(Driver::new(resp::Resp::new(s.clone(), peer))) as Box<dyn Session>
                 },
@@ -201,6 +245,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             SocketAddr::new(ip, port),
             Arc::new(Svc {
                 name: "native",
+                refusal: None,
                 // `--serializer`: native itself or a baseline codec.
                 make: move |_| baselines::session(s.clone()),
             }),
@@ -250,7 +295,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         }
     }
     log::info!(
-        "granola-kv listening: memcached tcp {} udp {}, resp {}, native tcp {} udp {} ({}); {} threads; memory limit {} MiB; copy threshold {} B; prefetch {}; MSG_ZEROCOPY {}; huge pages {:?}",
+        "granola-kv listening: memcached tcp {} udp {}, resp {}, native tcp {} udp {} ({}); {} threads; memory limit {} MiB ({} MiB connection buffers); copy threshold {} B; prefetch {}; MSG_ZEROCOPY {}; huge pages {:?}",
         show(addrs.memcache),
         show(addrs.memcache_udp),
         show(addrs.resp),
@@ -259,6 +304,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         config.serializer,
         handle_threads(&config),
         config.memory_mb,
+        config.conn_memory_bytes() >> 20,
         threshold,
         if config.no_prefetch { "off" } else { "on" },
         if config.zerocopy { "requested" } else { "off" },

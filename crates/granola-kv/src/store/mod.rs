@@ -33,8 +33,17 @@
 //!   referenced entries lose their bit, unreferenced ones are evicted,
 //!   expired ones are dropped. The hand never blocks on a shard lock (it
 //!   skips busy shards), so writers may evict while holding their own.
-//!   Replaced items that replies still hold are no longer counted: give the
-//!   pool a capacity above the limit for them (e.g. limit + 25 %).
+//! - **Segments move between size classes.** The pool's capacity is the
+//!   hard bound on resident item memory (stored items *and* values that
+//!   replies in flight still hold). When a write needs a slot of a size
+//!   class that has none free and the pool has no free segment, the store
+//!   drains the pool's coldest segment (least recently allocated from or
+//!   read): it evicts every item stored there, and the segment goes to the
+//!   starved class as soon as the last reply holding one of its values
+//!   drops it (`evict_segment`). So a workload whose value sizes drift
+//!   does not calcify memory in old classes; `docs/memory.md` has the
+//!   design and why it was chosen. Give the pool the same capacity as the
+//!   limit: the limit bounds the stored items, the capacity everything.
 //! - **Expiry** is absolute Unix milliseconds (0 = never), checked on read
 //!   (an expired item is a miss and is dropped if its shard is free) and by
 //!   the sweep. Converting memcached exptimes / Redis EX/PX is the caller's
@@ -177,6 +186,16 @@ pub struct StoreStats {
     pub expired: u64,
     /// Successful writes (set modes, incr/decr, list writes).
     pub sets: u64,
+    /// Segments drained to give their memory to another size class.
+    pub segment_evictions: u64,
+    /// Pool memory in use: segments handed to size classes or large
+    /// items (what the store holds resident, at most the pool capacity).
+    pub pool_bytes: usize,
+    /// The pool capacity: the hard bound on `pool_bytes`.
+    pub pool_capacity: usize,
+    /// Pool slot bytes live but no longer stored: held only by replies in
+    /// flight (or writes in progress).
+    pub pinned_bytes: usize,
 }
 
 /// Hits/misses are counted per thread stripe so reads on different cores do
@@ -198,6 +217,11 @@ fn stripe() -> usize {
 
 /// Buckets the CLOCK hand visits per step (per lock acquisition).
 const SWEEP_BUCKETS: usize = 4;
+
+/// Segments one write may drain before it gives up (more than one when
+/// the coldest segments are pinned by replies in flight or their shards
+/// are busy).
+const MAX_SEGMENT_EVICTIONS: usize = 8;
 
 /// Where the CLOCK hand points.
 #[derive(Default)]
@@ -240,6 +264,7 @@ pub struct Store {
     hand: Mutex<Hand>,
     stripes: [Stripe; STRIPES],
     evictions: AtomicU64,
+    segment_evictions: AtomicU64,
     expired: AtomicU64,
     sets: AtomicU64,
 }
@@ -293,6 +318,7 @@ impl Store {
             hand: Mutex::new(Hand::default()),
             stripes: Default::default(),
             evictions: AtomicU64::new(0),
+            segment_evictions: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             sets: AtomicU64::new(0),
         }
@@ -352,6 +378,7 @@ impl Store {
                     return None;
                 }
                 shard.touch_ref(pos, e);
+                self.pool.touch(item.buf());
                 stripe.hits.fetch_add(1, Ordering::Relaxed);
                 Some(item)
             }
@@ -579,12 +606,14 @@ impl Store {
         });
         let strings = self.strings.load(Ordering::Relaxed);
         let lists = self.lists.load(Ordering::Relaxed);
+        let pool = self.pool.stats();
+        let item_bytes = self.item_bytes.load(Ordering::Relaxed);
         StoreStats {
             items: strings + lists,
             strings,
             lists,
             bytes: self.accounted.load(Ordering::Relaxed),
-            item_bytes: self.item_bytes.load(Ordering::Relaxed),
+            item_bytes,
             index_bytes: self.index_bytes.load(Ordering::Relaxed),
             limit: self.config.memory_limit,
             hits,
@@ -592,6 +621,10 @@ impl Store {
             evictions: self.evictions.load(Ordering::Relaxed),
             expired: self.expired.load(Ordering::Relaxed),
             sets: self.sets.load(Ordering::Relaxed),
+            segment_evictions: self.segment_evictions.load(Ordering::Relaxed),
+            pool_bytes: pool.segments_in_use * granola::SEGMENT_SIZE,
+            pool_capacity: pool.capacity,
+            pinned_bytes: pool.live_bytes.saturating_sub(item_bytes),
         }
     }
 
@@ -713,8 +746,10 @@ impl Store {
         Ok(new)
     }
 
-    /// Allocates and writes the item; on pool exhaustion, evicts a little
-    /// and retries before giving up.
+    /// Allocates and writes the item. When the pool has no slot of the
+    /// item's size and no free segment, drains the coldest segment
+    /// (evicting its items; see `evict_segment`) and retries, up to
+    /// [`MAX_SEGMENT_EVICTIONS`] segments; then a little CLOCK sweeping.
     fn build(
         &self,
         l: &Locked<'_>,
@@ -722,13 +757,57 @@ impl Store {
         content: &Content<'_>,
         hdr: Header,
     ) -> Option<Item> {
-        for _ in 0..64 {
+        for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
             if let Some(item) = item::build(&self.pool, key, content, hdr) {
                 return Some(item);
             }
-            self.sweep_step(Some(l));
+            if round < MAX_SEGMENT_EVICTIONS {
+                self.evict_segment(l);
+            } else {
+                self.sweep_step(Some(l));
+            }
         }
         None
+    }
+
+    /// Drains the pool's coldest segment: evicts every item stored in it
+    /// (skipping shards whose lock is busy, never waiting), so the segment
+    /// returns to the shared allocator — at once, or when the last reply
+    /// still sending one of its items drops it. True if it evicted
+    /// something or a segment came free.
+    fn evict_segment(&self, held: &Locked<'_>) -> bool {
+        let Some(seg) = self.pool.coldest_segment() else {
+            return false;
+        };
+        self.segment_evictions.fetch_add(1, Ordering::Relaxed);
+        let released = self.pool.stats().segments_released;
+        let mut evicted = false;
+        for handle in self.pool.drain_segment(seg) {
+            let Some(item) = self.pool.try_acquire(handle).and_then(Item::parse) else {
+                continue;
+            };
+            let h = self.hash(item.key());
+            let own;
+            let l: &Locked<'_> = if held.index == h.shard {
+                held
+            } else {
+                match self.shards[h.shard].try_lock(h.shard) {
+                    Some(g) => {
+                        own = g;
+                        &own
+                    }
+                    None => continue,
+                }
+            };
+            if let Some(f) = l.find(&self.pool, &h, item.key()) {
+                if entry_handle(f.entry) == handle {
+                    self.remove(l, f.pos, &f.item);
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                    evicted = true;
+                }
+            }
+        }
+        evicted || self.pool.stats().segments_released != released
     }
 
     /// Accounts `bytes` against the limit, running the CLOCK hand until

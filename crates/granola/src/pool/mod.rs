@@ -59,9 +59,30 @@
 //! safe: a stale or foreign handle yields `None`/`false` or another live,
 //! frozen slot, never freed memory.
 //!
-//! Slots of small classes stay with their class once carved (as memcached's
-//! slabs do); runs of large objects go back to the segment allocator and
-//! their pages back to the kernel when freed.
+//! ## Segments move between classes
+//!
+//! A segment whose last slot is freed goes back to the shared segment
+//! allocator, so another class can take it: memory a class no longer needs does not stay with it. A cache
+//! that is full (every segment in use) makes room for a starved class by
+//! *draining* a whole segment ([`Pool::drain_segment`]): the segment stops
+//! serving allocations, its free slots leave the class's free list, the
+//! caller drops the references it owns (a cache evicts the items), and the
+//! segment returns to the allocator when its last live slot is freed, i.e.
+//! only when every in-flight reference (a reply being sent) has dropped.
+//! [`Pool::coldest_segment`] picks the segment to drain: the one whose
+//! slots were least recently allocated or [touched](Pool::touch). The
+//! design and its reasons are in `docs/memory.md`.
+//!
+//! Free-list entries carry the generation of their segment; releasing or
+//! draining a segment bumps the generation, so its old entries are dropped
+//! lazily when popped (and compacted away once they are the majority),
+//! which keeps both operations O(1) in the size of the free list.
+//!
+//! Released small-class segments keep their pages (the next class to take
+//! one writes over them); runs of large objects give their pages back to
+//! the kernel when freed. Either way the resident data never exceeds the
+//! capacity, which is therefore the hard memory bound of everything
+//! allocated from the pool.
 
 mod buf;
 mod buf_mut;
@@ -74,7 +95,7 @@ pub use region::HugePages;
 use region::Region;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// log2 of the segment size (2 MiB, one x86-64 huge page).
@@ -191,6 +212,11 @@ pub struct PoolStats {
     pub live_slots: usize,
     /// Sum of the slot sizes of live slots.
     pub live_bytes: usize,
+    /// Segments being drained (waiting for their last live slot).
+    pub segments_draining: usize,
+    /// Small-class segments returned to the shared allocator since start
+    /// (emptied or drained), i.e. moved away from their class.
+    pub segments_released: u64,
 }
 
 /// A thread-safe pool of registered memory. Cloning is cheap (a handle).
@@ -233,15 +259,47 @@ pub(crate) struct PoolInner {
     live_slots: AtomicUsize,
     live_bytes: AtomicUsize,
     segments_in_use: AtomicUsize,
+    /// Per small-class segment: live slots (changed under the class lock).
+    seg_live: Box<[AtomicU32]>,
+    /// Per segment: generation, bumped when its free-list entries become
+    /// invalid (released or draining). Changed under the class lock.
+    seg_gen: Box<[AtomicU32]>,
+    /// Per segment: the [`epoch`](Self::epoch) of its last allocation or
+    /// touch (for [`Pool::coldest_segment`]).
+    seg_touch: Box<[AtomicU32]>,
+    /// Per segment: being drained (no allocations; released when empty).
+    seg_draining: Box<[AtomicBool]>,
+    /// Advances once per segment handed out: a coarse clock of allocation.
+    epoch: AtomicU32,
+    segments_draining: AtomicUsize,
+    segments_released: AtomicU64,
 }
 
 #[derive(Default)]
 struct ClassState {
-    /// Freed slot ids, reused LIFO (the most recently freed slot is the most
-    /// likely to be cached).
-    free: Vec<u32>,
+    /// Freed slots (`slot | generation << 32`), reused LIFO (the most
+    /// recently freed slot is the most likely to be cached). Entries whose
+    /// generation is not their segment's current one are stale.
+    free: Vec<u64>,
+    /// How many entries of `free` are (at most) stale.
+    stale: usize,
     /// Segment being carved, if any, and the next never-used slot in it.
     carving: Option<(u32, u32)>,
+}
+
+impl ClassState {
+    /// Notes `n` more stale free-list entries; compacts the list once they
+    /// are the majority (amortised O(1) per entry).
+    fn add_stale(&mut self, n: usize, seg_gen: &[AtomicU32]) {
+        self.stale += n;
+        if self.stale > 64 && self.stale * 2 > self.free.len() {
+            self.free.retain(|&e| {
+                let seg = (e as u32 >> SLOTS_SHIFT) as usize;
+                seg_gen[seg].load(Ordering::Relaxed) == (e >> 32) as u32
+            });
+            self.stale = 0;
+        }
+    }
 }
 
 struct SegmentAllocator {
@@ -350,6 +408,13 @@ impl Pool {
             live_slots: AtomicUsize::new(0),
             live_bytes: AtomicUsize::new(0),
             segments_in_use: AtomicUsize::new(0),
+            seg_live: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
+            seg_gen: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
+            seg_touch: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
+            seg_draining: (0..num_segments).map(|_| AtomicBool::new(false)).collect(),
+            epoch: AtomicU32::new(0),
+            segments_draining: AtomicUsize::new(0),
+            segments_released: AtomicU64::new(0),
         };
         Ok(Pool {
             inner: Arc::new(inner),
@@ -418,7 +483,118 @@ impl Pool {
             segments_in_use: self.inner.segments_in_use.load(Ordering::Relaxed),
             live_slots: self.inner.live_slots.load(Ordering::Relaxed),
             live_bytes: self.inner.live_bytes.load(Ordering::Relaxed),
+            segments_draining: self.inner.segments_draining.load(Ordering::Relaxed),
+            segments_released: self.inner.segments_released.load(Ordering::Relaxed),
         }
+    }
+
+    /// Notes that `buf`'s slot was used now (a cache read): its segment
+    /// becomes the most recently used for [`coldest_segment`](Self::coldest_segment).
+    /// One relaxed load, and a store only when the segment's stamp changes.
+    #[inline]
+    pub fn touch(&self, buf: &Buf) {
+        if buf.pool_ptr() == Arc::as_ptr(&self.inner) {
+            let seg = (self.inner.slot_from_rc(buf.rc_ptr()) >> SLOTS_SHIFT) as usize;
+            self.inner.touch_segment(seg);
+        }
+    }
+
+    /// The segment whose slots were least recently allocated or touched,
+    /// among segments in use and not draining (for a large run: its first
+    /// segment). `None` if there is none. O(segments); meant for the rare
+    /// moment a full pool cannot serve an allocation.
+    pub fn coldest_segment(&self) -> Option<u32> {
+        let inner = &self.inner;
+        let used = inner
+            .segments
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next as usize;
+        let now = inner.epoch.load(Ordering::Relaxed);
+        let mut best: Option<(u32, u32)> = None;
+        for seg in 0..used {
+            let class = inner.seg_class[seg].load(Ordering::Acquire);
+            if class == SEG_UNASSIGNED
+                || inner.seg_draining[seg].load(Ordering::Relaxed)
+                || (class == SEG_LARGE && inner.seg_head[seg].load(Ordering::Relaxed) != seg as u32)
+            {
+                continue;
+            }
+            let age = now.wrapping_sub(inner.seg_touch[seg].load(Ordering::Relaxed));
+            if best.is_none_or(|(_, a)| age > a) {
+                best = Some((seg as u32, age));
+            }
+        }
+        best.map(|(s, _)| s)
+    }
+
+    /// Starts draining segment `seg` and returns the raw handles
+    /// ([`into_handle`](Self::into_handle)) of its slots, which their owner
+    /// should release. From now on no allocation is served from the
+    /// segment; it goes back to the shared allocator (for any class) when
+    /// its last live slot is freed — after the handles are released and
+    /// every other reference (a send in flight) has dropped. Draining a
+    /// large run returns its handle (the run is freed with its object).
+    /// Calling it again on a draining segment lists the handles left.
+    ///
+    /// Slots still owned by a [`BufMut`] are not listed: the segment waits
+    /// for them too.
+    pub fn drain_segment(&self, seg: u32) -> Vec<u32> {
+        let inner = &self.inner;
+        let mut handles = Vec::new();
+        let Some(class) = (seg as usize)
+            .lt(&inner.num_segments)
+            .then(|| inner.seg_class[seg as usize].load(Ordering::Acquire))
+        else {
+            return handles;
+        };
+        let with_handle = |slot: u32| {
+            // SAFETY: slot ids below num_segments << SLOTS_SHIFT are in
+            // bounds of the refcount region.
+            let c = unsafe { inner.rc(slot).as_ref() }.load(Ordering::Relaxed);
+            c & HANDLE != 0 && c & WRITER == 0
+        };
+        match class {
+            SEG_UNASSIGNED => {}
+            SEG_LARGE => {
+                let head = inner.seg_head[seg as usize].load(Ordering::Acquire);
+                if with_handle(head << SLOTS_SHIFT) {
+                    handles.push(head << SLOTS_SHIFT);
+                }
+            }
+            c => {
+                let mut st = inner.classes[c as usize]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if inner.seg_class[seg as usize].load(Ordering::Acquire) != c {
+                    return handles; // released meanwhile
+                }
+                let per_segment = CLASSES[c as usize].per_segment;
+                let carved = match st.carving {
+                    Some((s, next)) if s == seg => {
+                        st.carving = None;
+                        next
+                    }
+                    _ => per_segment,
+                };
+                if !inner.seg_draining[seg as usize].swap(true, Ordering::Relaxed) {
+                    inner.segments_draining.fetch_add(1, Ordering::Relaxed);
+                    let live = inner.seg_live[seg as usize].load(Ordering::Relaxed);
+                    inner.seg_gen[seg as usize].fetch_add(1, Ordering::Relaxed);
+                    st.add_stale((carved - live) as usize, &inner.seg_gen);
+                    if live == 0 {
+                        inner.release_segment(seg);
+                        return handles;
+                    }
+                }
+                for i in 0..carved {
+                    if with_handle(seg << SLOTS_SHIFT | i) {
+                        handles.push(seg << SLOTS_SHIFT | i);
+                    }
+                }
+            }
+        }
+        handles
     }
 
     /// The slot size an allocation of `size` bytes would get (what it costs
@@ -671,23 +847,58 @@ impl PoolInner {
         let mut st = self.classes[class]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if let Some(slot) = st.free.pop() {
+        while let Some(e) = st.free.pop() {
+            let slot = e as u32;
+            let seg = (slot >> SLOTS_SHIFT) as usize;
+            if self.seg_gen[seg].load(Ordering::Relaxed) != (e >> 32) as u32 {
+                st.stale = st.stale.saturating_sub(1);
+                continue; // its segment was released or is draining
+            }
+            self.seg_live[seg].fetch_add(1, Ordering::Relaxed);
+            self.touch_segment(seg);
             return Some(slot);
         }
         let per_segment = CLASSES[class].per_segment;
         if let Some((seg, next)) = st.carving {
             st.carving = (next + 1 < per_segment).then_some((seg, next + 1));
+            self.seg_live[seg as usize].fetch_add(1, Ordering::Relaxed);
+            self.touch_segment(seg as usize);
             return Some(seg << SLOTS_SHIFT | next);
         }
         let seg = {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
             segs.take(1, self.num_segments as u32)?
         };
+        self.seg_live[seg as usize].store(1, Ordering::Relaxed);
         self.seg_class[seg as usize].store(class as u8, Ordering::Release);
         self.seg_head[seg as usize].store(seg, Ordering::Release);
         self.segments_in_use.fetch_add(1, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+        self.touch_segment(seg as usize);
         st.carving = (per_segment > 1).then_some((seg, 1));
         Some(seg << SLOTS_SHIFT)
+    }
+
+    #[inline]
+    fn touch_segment(&self, seg: usize) {
+        let now = self.epoch.load(Ordering::Relaxed);
+        if self.seg_touch[seg].load(Ordering::Relaxed) != now {
+            self.seg_touch[seg].store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Gives an empty small-class segment back to the shared allocator.
+    /// Called with its class lock held, after its free-list entries were
+    /// invalidated (generation bumped).
+    fn release_segment(&self, seg: u32) {
+        if self.seg_draining[seg as usize].swap(false, Ordering::Relaxed) {
+            self.segments_draining.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.seg_class[seg as usize].store(SEG_UNASSIGNED, Ordering::Release);
+        self.segments_in_use.fetch_sub(1, Ordering::Relaxed);
+        self.segments_released.fetch_add(1, Ordering::Relaxed);
+        let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
+        segs.give_back(seg, 1);
     }
 
     fn alloc_large(&self, size: usize) -> Option<(u32, usize)> {
@@ -700,6 +911,8 @@ impl PoolInner {
             self.seg_class[seg as usize].store(SEG_LARGE, Ordering::Release);
             self.seg_head[seg as usize].store(start, Ordering::Release);
         }
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+        self.touch_segment(start as usize);
         self.seg_run_len[start as usize].store(n, Ordering::Release);
         self.segments_in_use
             .fetch_add(n as usize, Ordering::Relaxed);
@@ -726,7 +939,31 @@ impl PoolInner {
             let mut st = self.classes[class as usize]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            st.free.push(slot);
+            let s = seg as usize;
+            let live = self.seg_live[s].load(Ordering::Relaxed) - 1;
+            self.seg_live[s].store(live, Ordering::Relaxed);
+            if self.seg_draining[s].load(Ordering::Relaxed) {
+                // Its free slots left the free list when draining began.
+                if live == 0 {
+                    self.release_segment(seg);
+                }
+            } else if live == 0 {
+                // Empty: every other carved slot of it is in the free list;
+                // drop them (lazily) and let any class take the segment.
+                let carved = match st.carving {
+                    Some((c, next)) if c == seg => {
+                        st.carving = None;
+                        next
+                    }
+                    _ => CLASSES[class as usize].per_segment,
+                };
+                self.seg_gen[s].fetch_add(1, Ordering::Relaxed);
+                st.add_stale(carved as usize - 1, &self.seg_gen);
+                self.release_segment(seg);
+            } else {
+                let gen = self.seg_gen[s].load(Ordering::Relaxed);
+                st.free.push(u64::from(slot) | u64::from(gen) << 32);
+            }
             CLASSES[class as usize].size as usize
         };
         self.live_slots.fetch_sub(1, Ordering::Relaxed);

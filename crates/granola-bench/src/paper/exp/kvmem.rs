@@ -7,6 +7,10 @@
 //! count. The servers' own accounting is reported beside it (granola-kv and
 //! memcached `stats` `bytes`, Redis `used_memory` growth), and the item
 //! counts and evictions are checked.
+//!
+//! Then (`kvmem_drift`) RSS against the limit over time under size drift
+//! and a Zipf mix of sizes, beside memcached with and without its slab
+//! automover.
 
 use std::time::{Duration, Instant};
 
@@ -157,7 +161,12 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
         "source": "issue 4 target; MEASUREMENTS.md on this machine: memcached 1.6.18 206 B/item, Redis 7.0.15 220 B/item",
         "memcached_b_per_item": 206, "redis_b_per_item": 220,
     });
-    doc.extra = json!({ "memory": rows });
+    let drift = if s.want("drift") {
+        super::kvmem_drift::run(s, &mut doc)?
+    } else {
+        serde_json::Value::Null
+    };
+    doc.extra = json!({ "memory": rows, "drift": drift });
     let fig = Figure::Bars {
         title: format!("Memory per item, {items} items of 20 B key + 100 B value"),
         y_label: "RSS growth per item (bytes)".into(),

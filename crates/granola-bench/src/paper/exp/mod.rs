@@ -6,6 +6,7 @@ pub mod fused;
 pub mod google;
 pub mod hybrid;
 pub mod kvmem;
+pub mod kvmem_drift;
 pub mod large;
 pub mod memcached;
 pub mod redis;

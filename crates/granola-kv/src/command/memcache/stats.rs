@@ -160,7 +160,10 @@ fn general(ctx: &mut Ctx<'_>) {
     u(sink, "store_no_memory", load(&c.store_no_memory));
     u(sink, "auth_cmds", 0);
     u(sink, "auth_errors", 0);
-    u(sink, "limit_maxbytes", s.limit as u64);
+    u(sink, "limit_maxbytes", shared.config.memory_bytes() as u64);
+    for (name, bytes) in shared.memory_parts() {
+        u(sink, name, bytes);
+    }
     u(sink, "accepting_conns", 1);
     u(sink, "threads", shared.threads as u64);
     u(sink, "bytes", s.bytes as u64);

@@ -119,15 +119,24 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             load(|n| &n.conns_open),
             cfg.max_conns,
         ),
-        "memory" => write!(
-            t,
-            "# Memory\r\nused_memory:{}\r\nused_memory_human:{:.2}M\r\nmaxmemory:{}\r\nmaxmemory_human:{:.2}M\r\n\
-             maxmemory_policy:allkeys-lru\r\nmem_allocator:granola-pool\r\n",
-            s.bytes,
-            s.bytes as f64 / (1 << 20) as f64,
-            s.limit,
-            s.limit as f64 / (1 << 20) as f64,
-        ),
+        "memory" => {
+            let limit = cfg.memory_bytes();
+            let _ = write!(
+                t,
+                "# Memory\r\nused_memory:{}\r\nused_memory_human:{:.2}M\r\nmaxmemory:{}\r\nmaxmemory_human:{:.2}M\r\n\
+                 maxmemory_policy:allkeys-lru\r\nmem_allocator:granola-pool\r\n",
+                s.bytes,
+                s.bytes as f64 / (1 << 20) as f64,
+                limit,
+                limit as f64 / (1 << 20) as f64,
+            );
+            // Where -m goes, part by part (items, pinned replies,
+            // connection buffers).
+            for (name, bytes) in shared.memory_parts() {
+                let _ = write!(t, "{name}:{bytes}\r\n");
+            }
+            Ok(())
+        }
         "persistence" => write!(
             t,
             "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n\
