@@ -527,20 +527,6 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         decode(f, &ty(f), assign)
     });
     let m_mut = bm_mut.clone();
-    // One walk over the present fields (fields this schema does not know
-    // are skipped by the `_` arm).
-    let walk = if m.fields.is_empty() {
-        quote!()
-    } else {
-        quote! {
-            for (n, s) in h.present() {
-                match n {
-                    #(#decode,)*
-                    _ => {}
-                }
-            }
-        }
-    };
     let unused = if m.fields.is_empty() {
         quote!(let _ = (&cx, &h);)
     } else {
@@ -738,7 +724,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             ) -> ::core::result::Result<Self, ::granola::DecodeError> {
                 #unused
                 let #m_mut m = #name::new(ctx);
-                #walk
+                #(#decode)*
                 ::core::result::Result::Ok(m)
             }
         }
@@ -1280,8 +1266,6 @@ fn encode(f: &Field, access: &TokenStream) -> TokenStream {
     }
 }
 
-/// One arm of the decoder's `match` over present fields: `s` is the
-/// field's raw slot.
 fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStream) -> TokenStream {
     let num = Literal::u32_unsuffixed(f.number);
     let from_bytes = |b: TokenStream| -> TokenStream {
@@ -1292,25 +1276,34 @@ fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStrea
             _ => quote!(::granola::HybridBytes::decoded(#b, ctx)),
         }
     };
-    let body = match (&f.kind, f.repeated) {
+    match (&f.kind, f.repeated) {
         (Kind::Scalar(_), false) => {
-            let set = assign(quote!(<#t as ::granola::__private::WireScalar>::from_slot(s)));
-            quote!({ #set })
+            let set = assign(quote!(v));
+            quote! {
+                if let ::core::option::Option::Some(v) = h.scalar::<#t>(#num) {
+                    #set
+                }
+            }
         }
         (Kind::Bytes | Kind::String, false) => {
-            let set = assign(from_bytes(quote!(h.bytes_in(s, #num)?)));
-            quote!({ #set })
+            let set = assign(from_bytes(quote!(b)));
+            quote! {
+                if let ::core::option::Option::Some(b) = h.bytes(#num)? {
+                    #set
+                }
+            }
         }
         (Kind::Message(_), false) => {
             let set = assign(quote!(::granola::__private::ArenaBox::new_in(
                 v,
                 ctx.arena()
             )));
-            quote!({
-                let n = h.nested_in::<#t>(cx, s, #num)?;
-                let v = <#t as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                #set
-            })
+            quote! {
+                if let ::core::option::Option::Some(n) = h.nested::<#t>(cx, #num)? {
+                    let v = <#t as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    #set
+                }
+            }
         }
         (kind, true) => {
             let (width, push) = match kind {
@@ -1331,15 +1324,15 @@ fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStrea
                 ),
             };
             let set = assign(quote!(v));
-            quote!({
-                let l = h.list_in::<#t>(cx, s, #num, #width)?;
-                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                for i in 0..l.len() {
-                    #push
+            quote! {
+                if let ::core::option::Option::Some(l) = h.list::<#t>(cx, #num, #width)? {
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        #push
+                    }
+                    #set
                 }
-                #set
-            })
+            }
         }
-    };
-    quote!(#num => #body)
+    }
 }

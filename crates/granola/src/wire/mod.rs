@@ -39,7 +39,7 @@ mod reader;
 mod scalar;
 mod writer;
 
-pub use reader::{DecodeCx, HeaderReader, ListReader, Present};
+pub use reader::{DecodeCx, HeaderReader, ListReader};
 pub use scalar::WireScalar;
 pub use writer::{EncodedSizes, Encoder};
 
