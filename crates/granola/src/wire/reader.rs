@@ -253,6 +253,64 @@ impl<'a> HeaderReader<'a> {
     }
 }
 
+impl<'a> HeaderReader<'a> {
+    /// For read-only views: checks the root header of `obj` under `opts`.
+    pub fn view_root(
+        obj: &'a [u8],
+        opts: &'a DecodeOptions,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        let mut cx = DecodeCx::new(obj, opts)?;
+        cx.root()
+    }
+
+    /// For read-only views: a nested message's header, validated (bounds,
+    /// stated length, depth), if present. A view allocates nothing, so no
+    /// budget is charged: its work is what the caller asks for.
+    #[inline]
+    pub fn view_nested(
+        &self,
+        opts: &'a DecodeOptions,
+        number: u32,
+    ) -> Result<Option<HeaderReader<'a>>, DecodeError> {
+        match self.slot(number) {
+            None => Ok(None),
+            Some(v) => {
+                let mut cx = DecodeCx::new(self.obj, opts)?;
+                let (len, off) = ((v & 0xffff_ffff) as usize, (v >> 32) as usize);
+                nested_at(&mut cx, off, len, self.depth + 1, number).map(Some)
+            }
+        }
+    }
+
+    /// For read-only views: a repeated field's entry array, if present
+    /// (bounds and `max_list_len` checked; nothing charged).
+    #[inline]
+    pub fn view_list(
+        &self,
+        opts: &'a DecodeOptions,
+        number: u32,
+        width: usize,
+    ) -> Result<Option<ListReader<'a>>, DecodeError> {
+        let mut cx = DecodeCx::new(self.obj, opts)?;
+        cx.budget = usize::MAX;
+        self.list::<()>(&mut cx, number, width)
+    }
+}
+
+impl<'a> ListReader<'a> {
+    /// For read-only views: element `i`'s header, validated (`i <
+    /// len()`).
+    #[inline]
+    pub fn view_nested(
+        &self,
+        opts: &'a DecodeOptions,
+        i: usize,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        let mut cx = DecodeCx::new(self.obj, opts)?;
+        self.nested(&mut cx, i)
+    }
+}
+
 #[inline]
 fn range(obj: &[u8], off: usize, len: usize, field: u32) -> Result<&[u8], DecodeError> {
     off.checked_add(len)
