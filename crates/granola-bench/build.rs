@@ -13,6 +13,7 @@ fn main() {
     std::fs::create_dir_all(&out).expect("create OUT_DIR/granola");
     if let Err(e) = granola_build::Config::new()
         .out_dir(&out)
+        .views(true)
         .compile_protos(&[proto], &["schemas"])
     {
         panic!("granola-build failed:\n{e}");

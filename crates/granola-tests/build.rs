@@ -8,7 +8,11 @@ fn main() {
         .collect();
     protos.sort();
     println!("cargo:rerun-if-changed=schemas");
-    if let Err(e) = granola_build::compile_protos(&protos, &["schemas"]) {
+    // Read-only views too (`Config::views`), tested in tests/views.rs.
+    if let Err(e) = granola_build::Config::new()
+        .views(true)
+        .compile_protos(&protos, &["schemas"])
+    {
         panic!("granola-build failed:\n{e}");
     }
     // `lang.proto` again with the Config options prost users expect: the

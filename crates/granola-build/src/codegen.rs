@@ -527,20 +527,6 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         decode(f, &ty(f), assign)
     });
     let m_mut = bm_mut.clone();
-    // One walk over the present fields (fields this schema does not know
-    // are skipped by the `_` arm).
-    let walk = if m.fields.is_empty() {
-        quote!()
-    } else {
-        quote! {
-            for (n, s) in h.present() {
-                match n {
-                    #(#decode,)*
-                    _ => {}
-                }
-            }
-        }
-    };
     let unused = if m.fields.is_empty() {
         quote!(let _ = (&cx, &h);)
     } else {
@@ -666,6 +652,11 @@ fn message(model: &Model, m: &Message) -> TokenStream {
         quote!()
     };
 
+    let view = if model.views {
+        view(model, m)
+    } else {
+        quote!()
+    };
     quote! {
         #msg_doc
         #allow
@@ -738,7 +729,7 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             ) -> ::core::result::Result<Self, ::granola::DecodeError> {
                 #unused
                 let #m_mut m = #name::new(ctx);
-                #walk
+                #(#decode)*
                 ::core::result::Result::Ok(m)
             }
         }
@@ -761,7 +752,159 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             }
         }
 
+        #view
+
         #nested
+    }
+}
+
+/// The read-only view of a message (see `Config::views`).
+fn view(model: &Model, m: &Message) -> TokenStream {
+    let allow = allows();
+    let name = format_ident!("{}View", m.rust_name);
+    let d = doc(&format!(
+        "Read-only view of `{}` over received bytes: nothing is allocated or copied; each accessor reads its field from the bytes (bounds-checked).",
+        m.full_name
+    ));
+    let view_of = |t: &str| -> TokenStream {
+        let tp = &model.types[t];
+        let mut vp = tp.clone();
+        vp.name = format!("{}View", tp.name);
+        type_path(&m.scope, &vp)
+    };
+    let mut acc = TokenStream::new();
+    for f in &m.fields {
+        let num = Literal::u32_unsuffixed(f.number);
+        let x = ident(&f.rust_name);
+        let has = format_ident!("has_{}", f.rust_name);
+        let fd = doc(&format!("`{}`", f.decl));
+        acc.extend(quote! {
+            /// Whether the field is present.
+            pub fn #has(&self) -> bool {
+                self.h.has(#num)
+            }
+        });
+        let body = match (&f.kind, f.repeated) {
+            (Kind::Scalar(t), false) => {
+                let t = Ident::new(t, Span::call_site());
+                match &f.enum_type {
+                    Some(e) => {
+                        let e = type_path(&m.scope, &model.types[e]);
+                        let raw = format_ident!("{}_raw", f.rust_name);
+                        quote! {
+                            #fd
+                            pub fn #x(&self) -> #e {
+                                #e::from_i32(self.#raw()).unwrap_or_default()
+                            }
+                            /// The raw number (unknown values kept), or 0.
+                            pub fn #raw(&self) -> i32 {
+                                self.h.scalar::<i32>(#num).unwrap_or_default()
+                            }
+                        }
+                    }
+                    None => quote! {
+                        #fd
+                        pub fn #x(&self) -> #t {
+                            self.h.scalar::<#t>(#num).unwrap_or_default()
+                        }
+                    },
+                }
+            }
+            (Kind::Bytes, false) => quote! {
+                #fd
+                pub fn #x(&self) -> ::core::result::Result<&'a [u8], ::granola::DecodeError> {
+                    ::core::result::Result::Ok(self.h.bytes(#num)?.unwrap_or(&[]))
+                }
+            },
+            (Kind::String, false) => {
+                let xb = format_ident!("{}_bytes", f.rust_name);
+                quote! {
+                    #fd
+                    pub fn #x(&self) -> ::core::result::Result<&'a str, ::granola::DecodeError> {
+                        ::core::str::from_utf8(self.#xb()?).map_err(|_| ::granola::DecodeError {
+                            kind: ::granola::DecodeErrorKind::InvalidUtf8,
+                            field: #num,
+                        })
+                    }
+                    /// The string's bytes, not checked as UTF-8.
+                    pub fn #xb(&self) -> ::core::result::Result<&'a [u8], ::granola::DecodeError> {
+                        ::core::result::Result::Ok(self.h.bytes(#num)?.unwrap_or(&[]))
+                    }
+                }
+            }
+            (Kind::Message(t), false) => {
+                let v = view_of(t);
+                quote! {
+                    #fd
+                    pub fn #x(&self) -> ::core::result::Result<::core::option::Option<#v<'a>>, ::granola::DecodeError> {
+                        ::core::result::Result::Ok(
+                            self.h.view_nested(self.opts, #num)?.map(|h| #v::__from_header(h, self.opts)),
+                        )
+                    }
+                }
+            }
+            (kind, true) => {
+                let width = match kind {
+                    Kind::Scalar(t) => {
+                        let t = Ident::new(t, Span::call_site());
+                        quote!(<#t as ::granola::__private::WireScalar>::WIDTH)
+                    }
+                    _ => quote!(::granola::__private::ENTRY_LEN),
+                };
+                let get = if let Kind::Message(t) = kind {
+                    let v = view_of(t);
+                    let xg = format_ident!("{}_get", f.rust_name);
+                    quote! {
+                        /// Element `i`, if the list has one.
+                        pub fn #xg(&self, i: usize) -> ::core::result::Result<::core::option::Option<#v<'a>>, ::granola::DecodeError> {
+                            match self.#x()? {
+                                ::core::option::Option::Some(l) if i < l.len() => ::core::result::Result::Ok(
+                                    ::core::option::Option::Some(#v::__from_header(l.view_nested(self.opts, i)?, self.opts)),
+                                ),
+                                _ => ::core::result::Result::Ok(::core::option::Option::None),
+                            }
+                        }
+                    }
+                } else {
+                    quote!()
+                };
+                quote! {
+                    #fd
+                    pub fn #x(&self) -> ::core::result::Result<::core::option::Option<::granola::wire::ListReader<'a>>, ::granola::DecodeError> {
+                        self.h.view_list(self.opts, #num, #width)
+                    }
+                    #get
+                }
+            }
+        };
+        acc.extend(body);
+    }
+    quote! {
+        #d
+        #allow
+        #[derive(Clone, Copy)]
+        pub struct #name<'a> {
+            h: ::granola::__private::HeaderReader<'a>,
+            opts: &'a ::granola::DecodeOptions,
+        }
+
+        #allow
+        impl<'a> #name<'a> {
+            /// Checks the root header of `bytes` (only that) under `opts`.
+            pub fn new(bytes: &'a [u8], opts: &'a ::granola::DecodeOptions) -> ::core::result::Result<Self, ::granola::DecodeError> {
+                ::core::result::Result::Ok(#name {
+                    h: ::granola::__private::HeaderReader::view_root(bytes, opts)?,
+                    opts,
+                })
+            }
+
+            #[doc(hidden)]
+            pub fn __from_header(h: ::granola::__private::HeaderReader<'a>, opts: &'a ::granola::DecodeOptions) -> Self {
+                #name { h, opts }
+            }
+
+            #acc
+        }
     }
 }
 
@@ -1280,8 +1423,6 @@ fn encode(f: &Field, access: &TokenStream) -> TokenStream {
     }
 }
 
-/// One arm of the decoder's `match` over present fields: `s` is the
-/// field's raw slot.
 fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStream) -> TokenStream {
     let num = Literal::u32_unsuffixed(f.number);
     let from_bytes = |b: TokenStream| -> TokenStream {
@@ -1292,25 +1433,34 @@ fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStrea
             _ => quote!(::granola::HybridBytes::decoded(#b, ctx)),
         }
     };
-    let body = match (&f.kind, f.repeated) {
+    match (&f.kind, f.repeated) {
         (Kind::Scalar(_), false) => {
-            let set = assign(quote!(<#t as ::granola::__private::WireScalar>::from_slot(s)));
-            quote!({ #set })
+            let set = assign(quote!(v));
+            quote! {
+                if let ::core::option::Option::Some(v) = h.scalar::<#t>(#num) {
+                    #set
+                }
+            }
         }
         (Kind::Bytes | Kind::String, false) => {
-            let set = assign(from_bytes(quote!(h.bytes_in(s, #num)?)));
-            quote!({ #set })
+            let set = assign(from_bytes(quote!(b)));
+            quote! {
+                if let ::core::option::Option::Some(b) = h.bytes(#num)? {
+                    #set
+                }
+            }
         }
         (Kind::Message(_), false) => {
             let set = assign(quote!(::granola::__private::ArenaBox::new_in(
                 v,
                 ctx.arena()
             )));
-            quote!({
-                let n = h.nested_in::<#t>(cx, s, #num)?;
-                let v = <#t as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                #set
-            })
+            quote! {
+                if let ::core::option::Option::Some(n) = h.nested::<#t>(cx, #num)? {
+                    let v = <#t as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                    #set
+                }
+            }
         }
         (kind, true) => {
             let (width, push) = match kind {
@@ -1331,15 +1481,15 @@ fn decode(f: &Field, t: &TokenStream, assign: impl Fn(TokenStream) -> TokenStrea
                 ),
             };
             let set = assign(quote!(v));
-            quote!({
-                let l = h.list_in::<#t>(cx, s, #num, #width)?;
-                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                for i in 0..l.len() {
-                    #push
+            quote! {
+                if let ::core::option::Option::Some(l) = h.list::<#t>(cx, #num, #width)? {
+                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                    for i in 0..l.len() {
+                        #push
+                    }
+                    #set
                 }
-                #set
-            })
+            }
         }
-    };
-    quote!(#num => #body)
+    }
 }

@@ -260,6 +260,7 @@ pub struct Config {
     type_attrs: Vec<(String, String)>,
     field_attrs: Vec<(String, String)>,
     include_file: Option<PathBuf>,
+    views: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -272,6 +273,7 @@ impl std::fmt::Debug for Config {
             .field("type_attrs", &self.type_attrs)
             .field("field_attrs", &self.field_attrs)
             .field("include_file", &self.include_file)
+            .field("views", &self.views)
             .finish()
     }
 }
@@ -294,7 +296,18 @@ impl Config {
             type_attrs: Vec::new(),
             field_attrs: Vec::new(),
             include_file: None,
+            views: false,
         }
+    }
+
+    /// Also generates, for each message `M`, a read-only view `MView<'a>`
+    /// over received bytes (default off): `MView::new(bytes, &options)`
+    /// checks the root header only; every accessor then reads its field
+    /// straight from the bytes (O(1) per field, bounds-checked, nothing
+    /// allocated or copied, strings checked on access).
+    pub fn views(&mut self, yes: bool) -> &mut Self {
+        self.views = yes;
+        self
     }
 
     /// Uses an existing Rust type for the proto type or package
@@ -531,6 +544,7 @@ impl Config {
         model::apply_externs(&mut model, &self.extern_paths);
         model.type_attrs = self.type_attrs.clone();
         model.field_attrs = self.field_attrs.clone();
+        model.views = self.views;
         let files = model
             .packages
             .iter()

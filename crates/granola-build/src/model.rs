@@ -39,6 +39,8 @@ pub(crate) struct Model {
     /// `Config::type_attribute` / `field_attribute`: (proto path, attribute).
     pub type_attrs: Vec<(String, String)>,
     pub field_attrs: Vec<(String, String)>,
+    /// Generate a read-only `<Name>View<'a>` per message.
+    pub views: bool,
 }
 
 /// Whether a proto path given to `Config` (`.pkg.Msg`, `.pkg`, or `.` for
@@ -452,6 +454,7 @@ pub(crate) fn build(
             types,
             type_attrs: Vec::new(),
             field_attrs: Vec::new(),
+            views: false,
         });
     }
     // Report in file order, then source order within each file.

@@ -1,4 +1,6 @@
-//! granola's variants: hybrid (default threshold), only-copy, only-reference.
+//! granola's variants: hybrid (default threshold), only-copy, only-reference,
+//! and `granola-view` (hybrid serialize; decode through the generated
+//! read-only view, which builds no struct and takes no references).
 //!
 //! Code generated at build time by granola-build from the same
 //! `schemas/shapes.proto` the prost baseline uses.
@@ -40,6 +42,7 @@ pub fn libs() -> Vec<Box<dyn SerLib>> {
         Box::new(Granola::new("granola-hybrid", DEFAULT_COPY_THRESHOLD)),
         Box::new(Granola::new("granola-copy", usize::MAX)),
         Box::new(Granola::new("granola-ref", 0)),
+        Box::new(Granola::new("granola-view", DEFAULT_COPY_THRESHOLD).with_view()),
     ]
 }
 
@@ -59,6 +62,8 @@ pub struct Granola {
     iovecs: Vec<(usize, usize)>,
     /// References held for the zero-copy entries "in flight".
     in_flight: Vec<Buf>,
+    /// Decode through `<Msg>View` instead of `Decode::decode`.
+    view: bool,
 }
 
 impl Granola {
@@ -79,6 +84,48 @@ impl Granola {
             head: Vec::new(),
             iovecs: Vec::new(),
             in_flight: Vec::new(),
+            view: false,
+        }
+    }
+
+    fn with_view(mut self) -> Granola {
+        self.view = true;
+        self
+    }
+
+    /// Decode-and-touch through the read-only views: the root header is
+    /// checked, then each field is read in place.
+    fn view_touch(&self, buf: &[u8]) -> u64 {
+        let opts = self.ctx.decode_options();
+        let list = |l: Option<granola::wire::ListReader<'_>>| -> u64 {
+            let Some(l) = l else { return 0 };
+            (0..l.len()).fold(0u64, |a, i| {
+                a.wrapping_add(touch(l.bytes(i).expect("decode")))
+            })
+        };
+        match self.kind.expect("prepared") {
+            MsgKind::StringMsg => {
+                let v = gr::StringMsgView::new(buf, opts).expect("decode");
+                touch(v.value_bytes().expect("decode"))
+            }
+            MsgKind::IdPair => {
+                let v = gr::IdPairView::new(buf, opts).expect("decode");
+                u64::from(v.id())
+                    .wrapping_add(touch(v.first().expect("decode")))
+                    .wrapping_add(touch(v.second().expect("decode")))
+            }
+            MsgKind::ValueList => {
+                let v = gr::ValueListView::new(buf, opts).expect("decode");
+                list(v.values().expect("decode"))
+            }
+            MsgKind::KeyValues => {
+                let v = gr::KeyValuesView::new(buf, opts).expect("decode");
+                list(v.keys().expect("decode")).wrapping_add(list(v.values().expect("decode")))
+            }
+            MsgKind::Blob => {
+                let v = gr::BlobView::new(buf, opts).expect("decode");
+                touch(v.data().expect("decode"))
+            }
         }
     }
 
@@ -190,6 +237,9 @@ impl SerLib for Granola {
     }
 
     fn decode_touch(&mut self, wire_index: usize) -> u64 {
+        if self.view {
+            return self.view_touch(&self.wire[wire_index]);
+        }
         self.ctx.reset();
         let ctx = &self.ctx;
         let buf = &self.wire[wire_index];

@@ -638,89 +638,57 @@ impl<'a> ::granola::Decode<'a> for Shape<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Shape::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.kind = ::core::option::Option::Some(
-                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    m.color = ::core::option::Option::Some(
-                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                3 => {
-                    let l = h
-                        .list_in::<
-                            i32,
-                        >(cx, s, 3, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i32>(i));
-                    }
-                    m.palette = ::core::option::Option::Some(v);
-                }
-                4 => {
-                    m.body = ::core::option::Option::Some(
-                        shape::Body::Radius(
-                            <f64 as ::granola::__private::WireScalar>::from_slot(s),
-                        ),
-                    );
-                }
-                5 => {
-                    m.body = ::core::option::Option::Some(
-                        shape::Body::Label(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(h.bytes_in(s, 5)?, ctx),
-                            ),
-                        ),
-                    );
-                }
-                6 => {
-                    m.body = ::core::option::Option::Some(
-                        shape::Body::Blob(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 6)?, ctx),
-                        ),
-                    );
-                }
-                7 => {
-                    let n = h.nested_in::<Shape<'a>>(cx, s, 7)?;
-                    let v = <Shape<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.body = ::core::option::Option::Some(
-                        shape::Body::Inner(
-                            ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                        ),
-                    );
-                }
-                8 => {
-                    m.body = ::core::option::Option::Some(
-                        shape::Body::Tint(
-                            <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                        ),
-                    );
-                }
-                9 => {
-                    m.flag = ::core::option::Option::Some(
-                        shape::Flag::On(
-                            <bool as ::granola::__private::WireScalar>::from_slot(s),
-                        ),
-                    );
-                }
-                10 => {
-                    m.flag = ::core::option::Option::Some(
-                        shape::Flag::Level(
-                            <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                        ),
-                    );
-                }
-                11 => {
-                    m.id = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                _ => {}
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(1) {
+            m.kind = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(2) {
+            m.color = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i32>(cx, 3, <i32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i32>(i));
             }
+            m.palette = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<f64>(4) {
+            m.body = ::core::option::Option::Some(shape::Body::Radius(v));
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(5)? {
+            m.body = ::core::option::Option::Some(
+                shape::Body::Label(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(b, ctx),
+                    ),
+                ),
+            );
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(6)? {
+            m.body = ::core::option::Option::Some(
+                shape::Body::Blob(::granola::HybridBytes::decoded(b, ctx)),
+            );
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Shape<'a>>(cx, 7)? {
+            let v = <Shape<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.body = ::core::option::Option::Some(
+                shape::Body::Inner(
+                    ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                ),
+            );
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(8) {
+            m.body = ::core::option::Option::Some(shape::Body::Tint(v));
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<bool>(9) {
+            m.flag = ::core::option::Option::Some(shape::Flag::On(v));
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(10) {
+            m.flag = ::core::option::Option::Some(shape::Flag::Level(v));
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(11) {
+            m.id = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -1361,74 +1329,59 @@ impl<'a> ::granola::Decode<'a> for Maps<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Maps::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    let l = h
-                        .list_in::<
-                            maps::SSEntry<'a>,
-                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <maps::SSEntry<
-                                'a,
-                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.s_s = ::core::option::Option::Some(v);
-                }
-                2 => {
-                    let l = h
-                        .list_in::<
-                            maps::I32BEntry<'a>,
-                        >(cx, s, 2, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <maps::I32BEntry<
-                                'a,
-                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.i32_b = ::core::option::Option::Some(v);
-                }
-                3 => {
-                    let l = h
-                        .list_in::<
-                            maps::I64MEntry<'a>,
-                        >(cx, s, 3, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <maps::I64MEntry<
-                                'a,
-                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.i64_m = ::core::option::Option::Some(v);
-                }
-                4 => {
-                    let l = h
-                        .list_in::<
-                            maps::U32EEntry<'a>,
-                        >(cx, s, 4, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <maps::U32EEntry<
-                                'a,
-                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.u32_e = ::core::option::Option::Some(v);
-                }
-                _ => {}
+        if let ::core::option::Option::Some(l) = h
+            .list::<maps::SSEntry<'a>>(cx, 1, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(
+                    <maps::SSEntry<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                );
             }
+            m.s_s = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<maps::I32BEntry<'a>>(cx, 2, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(
+                    <maps::I32BEntry<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                );
+            }
+            m.i32_b = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<maps::I64MEntry<'a>>(cx, 3, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(
+                    <maps::I64MEntry<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                );
+            }
+            m.i64_m = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<maps::U32EEntry<'a>>(cx, 4, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(
+                    <maps::U32EEntry<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                );
+            }
+            m.u32_e = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -1718,24 +1671,19 @@ pub mod maps {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = SSEntry::new(ctx);
-            for (n, s) in h.present() {
-                match n {
-                    1 => {
-                        m.key = ::core::option::Option::Some(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                            ),
-                        );
-                    }
-                    2 => {
-                        m.value = ::core::option::Option::Some(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(h.bytes_in(s, 2)?, ctx),
-                            ),
-                        );
-                    }
-                    _ => {}
-                }
+            if let ::core::option::Option::Some(b) = h.bytes(1)? {
+                m.key = ::core::option::Option::Some(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(b, ctx),
+                    ),
+                );
+            }
+            if let ::core::option::Option::Some(b) = h.bytes(2)? {
+                m.value = ::core::option::Option::Some(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(b, ctx),
+                    ),
+                );
             }
             ::core::result::Result::Ok(m)
         }
@@ -1966,20 +1914,13 @@ pub mod maps {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = I32BEntry::new(ctx);
-            for (n, s) in h.present() {
-                match n {
-                    1 => {
-                        m.key = ::core::option::Option::Some(
-                            <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                        );
-                    }
-                    2 => {
-                        m.value = ::core::option::Option::Some(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 2)?, ctx),
-                        );
-                    }
-                    _ => {}
-                }
+            if let ::core::option::Option::Some(v) = h.scalar::<i32>(1) {
+                m.key = ::core::option::Option::Some(v);
+            }
+            if let ::core::option::Option::Some(b) = h.bytes(2)? {
+                m.value = ::core::option::Option::Some(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                );
             }
             ::core::result::Result::Ok(m)
         }
@@ -2203,24 +2144,17 @@ pub mod maps {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = I64MEntry::new(ctx);
-            for (n, s) in h.present() {
-                match n {
-                    1 => {
-                        m.key = ::core::option::Option::Some(
-                            <i64 as ::granola::__private::WireScalar>::from_slot(s),
-                        );
-                    }
-                    2 => {
-                        let n = h.nested_in::<super::Shape<'a>>(cx, s, 2)?;
-                        let v = <super::Shape<
-                            'a,
-                        > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                        m.value = ::core::option::Option::Some(
-                            ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                        );
-                    }
-                    _ => {}
-                }
+            if let ::core::option::Option::Some(v) = h.scalar::<i64>(1) {
+                m.key = ::core::option::Option::Some(v);
+            }
+            if let ::core::option::Option::Some(n) = h.nested::<super::Shape<'a>>(cx, 2)?
+            {
+                let v = <super::Shape<
+                    'a,
+                > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                m.value = ::core::option::Option::Some(
+                    ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                );
             }
             ::core::result::Result::Ok(m)
         }
@@ -2434,20 +2368,11 @@ pub mod maps {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = U32EEntry::new(ctx);
-            for (n, s) in h.present() {
-                match n {
-                    1 => {
-                        m.key = ::core::option::Option::Some(
-                            <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                        );
-                    }
-                    2 => {
-                        m.value = ::core::option::Option::Some(
-                            <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                        );
-                    }
-                    _ => {}
-                }
+            if let ::core::option::Option::Some(v) = h.scalar::<u32>(1) {
+                m.key = ::core::option::Option::Some(v);
+            }
+            if let ::core::option::Option::Some(v) = h.scalar::<i32>(2) {
+                m.value = ::core::option::Option::Some(v);
             }
             ::core::result::Result::Ok(m)
         }
@@ -2654,17 +2579,12 @@ impl<'a> ::granola::Decode<'a> for Old<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Old::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.note = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                        ),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(b) = h.bytes(1)? {
+            m.note = ::core::option::Option::Some(
+                ::granola::HybridStr::from_bytes_unchecked(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                ),
+            );
         }
         ::core::result::Result::Ok(m)
     }

@@ -476,63 +476,45 @@ impl<'a> ::granola::Decode<'a> for Option<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Option::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.r#type = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                        ),
-                    );
-                }
-                2 => {
-                    m.r#fn = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                3 => {
-                    m.r#match = ::core::option::Option::Some(
-                        <bool as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                4 => {
-                    m.self_ = ::core::option::Option::Some(
-                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                5 => {
-                    m.r#async = ::core::option::Option::Some(
-                        ::granola::HybridBytes::decoded(h.bytes_in(s, 5)?, ctx),
-                    );
-                }
-                6 => {
-                    let n = h.nested_in::<Result<'a>>(cx, s, 6)?;
-                    let v = <Result<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.result = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                7 => {
-                    let l = h
-                        .list_in::<Vec<'a>>(cx, s, 7, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <Vec<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.vec = ::core::option::Option::Some(v);
-                }
-                8 => {
-                    m.camel_case_field = ::core::option::Option::Some(
-                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                _ => {}
+        if let ::core::option::Option::Some(b) = h.bytes(1)? {
+            m.r#type = ::core::option::Option::Some(
+                ::granola::HybridStr::from_bytes_unchecked(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                ),
+            );
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(2) {
+            m.r#fn = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<bool>(3) {
+            m.r#match = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(4) {
+            m.self_ = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(5)? {
+            m.r#async = ::core::option::Option::Some(
+                ::granola::HybridBytes::decoded(b, ctx),
+            );
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Result<'a>>(cx, 6)? {
+            let v = <Result<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.result = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<Vec<'a>>(cx, 7, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(<Vec<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
             }
+            m.vec = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u64>(8) {
+            m.camel_case_field = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -807,24 +789,18 @@ impl<'a> ::granola::Decode<'a> for Result<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Result::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.string = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                        ),
-                    );
-                }
-                2 => {
-                    let n = h.nested_in::<Box<'a>>(cx, s, 2)?;
-                    let v = <Box<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.r#box = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(b) = h.bytes(1)? {
+            m.string = ::core::option::Option::Some(
+                ::granola::HybridStr::from_bytes_unchecked(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                ),
+            );
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Box<'a>>(cx, 2)? {
+            let v = <Box<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.r#box = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -1032,25 +1008,18 @@ impl<'a> ::granola::Decode<'a> for Vec<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Vec::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    let l = h
-                        .list_in::<
-                            ::granola::HybridStr<'a>,
-                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
-                            ),
-                        );
-                    }
-                    m.r#loop = ::core::option::Option::Some(v);
-                }
-                _ => {}
+        if let ::core::option::Option::Some(l) = h
+            .list::<::granola::HybridStr<'a>>(cx, 1, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
+                    ),
+                );
             }
+            m.r#loop = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -1266,24 +1235,14 @@ impl<'a> ::granola::Decode<'a> for Box<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Box::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.r#yield = ::core::option::Option::Some(
-                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    let n = h.nested_in::<String<'a>>(cx, s, 2)?;
-                    let v = <String<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.string = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(v) = h.scalar::<f64>(1) {
+            m.r#yield = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<String<'a>>(cx, 2)? {
+            let v = <String<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.string = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -1481,15 +1440,10 @@ impl<'a> ::granola::Decode<'a> for String<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = String::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.vec = ::core::option::Option::Some(
-                        ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(b) = h.bytes(1)? {
+            m.vec = ::core::option::Option::Some(
+                ::granola::HybridBytes::decoded(b, ctx),
+            );
         }
         ::core::result::Result::Ok(m)
     }

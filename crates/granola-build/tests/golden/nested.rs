@@ -211,29 +211,17 @@ impl<'a> ::granola::Decode<'a> for Point<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Point::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.x = ::core::option::Option::Some(
-                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    m.y = ::core::option::Option::Some(
-                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                3 => {
-                    let n = h.nested_in::<point::Meta<'a>>(cx, s, 3)?;
-                    let v = <point::Meta<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.meta = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(v) = h.scalar::<f64>(1) {
+            m.x = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<f64>(2) {
+            m.y = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<point::Meta<'a>>(cx, 3)? {
+            let v = <point::Meta<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.meta = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -510,36 +498,21 @@ pub mod point {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = Meta::new(ctx);
-            for (n, s) in h.present() {
-                match n {
-                    1 => {
-                        m.label = ::core::option::Option::Some(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                            ),
-                        );
-                    }
-                    2 => {
-                        let l = h
-                            .list_in::<
-                                u32,
-                            >(
-                                cx,
-                                s,
-                                2,
-                                <u32 as ::granola::__private::WireScalar>::WIDTH,
-                            )?;
-                        let mut v = ::granola::List::with_capacity_in(
-                            l.len(),
-                            ctx.arena(),
-                        );
-                        for i in 0..l.len() {
-                            v.push(l.scalar::<u32>(i));
-                        }
-                        m.tags = ::core::option::Option::Some(v);
-                    }
-                    _ => {}
+            if let ::core::option::Option::Some(b) = h.bytes(1)? {
+                m.label = ::core::option::Option::Some(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(b, ctx),
+                    ),
+                );
+            }
+            if let ::core::option::Option::Some(l) = h
+                .list::<u32>(cx, 2, <u32 as ::granola::__private::WireScalar>::WIDTH)?
+            {
+                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                for i in 0..l.len() {
+                    v.push(l.scalar::<u32>(i));
                 }
+                m.tags = ::core::option::Option::Some(v);
             }
             ::core::result::Result::Ok(m)
         }
@@ -931,51 +904,40 @@ impl<'a> ::granola::Decode<'a> for Shape<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Shape::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    let l = h
-                        .list_in::<
-                            shape::Vertex<'a>,
-                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <shape::Vertex<
-                                'a,
-                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.vertices = ::core::option::Option::Some(v);
-                }
-                2 => {
-                    let n = h.nested_in::<super::common::point::Meta<'a>>(cx, s, 2)?;
-                    let v = <super::common::point::Meta<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.meta = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                3 => {
-                    let n = h.nested_in::<shape::Vertex<'a>>(cx, s, 3)?;
-                    let v = <shape::Vertex<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.first = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                4 => {
-                    m.name = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 4)?, ctx),
-                        ),
-                    );
-                }
-                _ => {}
+        if let ::core::option::Option::Some(l) = h
+            .list::<shape::Vertex<'a>>(cx, 1, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(
+                    <shape::Vertex<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                );
             }
+            m.vertices = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(n) = h
+            .nested::<super::common::point::Meta<'a>>(cx, 2)?
+        {
+            let v = <super::common::point::Meta<
+                'a,
+            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.meta = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<shape::Vertex<'a>>(cx, 3)? {
+            let v = <shape::Vertex<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.first = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(4)? {
+            m.name = ::core::option::Option::Some(
+                ::granola::HybridStr::from_bytes_unchecked(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                ),
+            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -1301,44 +1263,32 @@ pub mod shape {
         ) -> ::core::result::Result<Self, ::granola::DecodeError> {
             let _ = &cx;
             let mut m = Vertex::new(ctx);
-            for (n, s) in h.present() {
-                match n {
-                    1 => {
-                        let n = h
-                            .nested_in::<super::super::common::Point<'a>>(cx, s, 1)?;
-                        let v = <super::super::common::Point<
+            if let ::core::option::Option::Some(n) = h
+                .nested::<super::super::common::Point<'a>>(cx, 1)?
+            {
+                let v = <super::super::common::Point<
+                    'a,
+                > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+                m.p = ::core::option::Option::Some(
+                    ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+                );
+            }
+            if let ::core::option::Option::Some(v) = h.scalar::<u32>(2) {
+                m.idx = ::core::option::Option::Some(v);
+            }
+            if let ::core::option::Option::Some(l) = h
+                .list::<vertex::Tag<'a>>(cx, 3, ::granola::__private::ENTRY_LEN)?
+            {
+                let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+                for i in 0..l.len() {
+                    let n = l.nested(cx, i)?;
+                    v.push(
+                        <vertex::Tag<
                             'a,
-                        > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                        m.p = ::core::option::Option::Some(
-                            ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                        );
-                    }
-                    2 => {
-                        m.idx = ::core::option::Option::Some(
-                            <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                        );
-                    }
-                    3 => {
-                        let l = h
-                            .list_in::<
-                                vertex::Tag<'a>,
-                            >(cx, s, 3, ::granola::__private::ENTRY_LEN)?;
-                        let mut v = ::granola::List::with_capacity_in(
-                            l.len(),
-                            ctx.arena(),
-                        );
-                        for i in 0..l.len() {
-                            let n = l.nested(cx, i)?;
-                            v.push(
-                                <vertex::Tag<
-                                    'a,
-                                > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                            );
-                        }
-                        m.tags = ::core::option::Option::Some(v);
-                    }
-                    _ => {}
+                        > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                    );
                 }
+                m.tags = ::core::option::Option::Some(v);
             }
             ::core::result::Result::Ok(m)
         }
@@ -1562,17 +1512,12 @@ pub mod shape {
             ) -> ::core::result::Result<Self, ::granola::DecodeError> {
                 let _ = &cx;
                 let mut m = Tag::new(ctx);
-                for (n, s) in h.present() {
-                    match n {
-                        1 => {
-                            m.name = ::core::option::Option::Some(
-                                ::granola::HybridStr::from_bytes_unchecked(
-                                    ::granola::HybridBytes::decoded(h.bytes_in(s, 1)?, ctx),
-                                ),
-                            );
-                        }
-                        _ => {}
-                    }
+                if let ::core::option::Option::Some(b) = h.bytes(1)? {
+                    m.name = ::core::option::Option::Some(
+                        ::granola::HybridStr::from_bytes_unchecked(
+                            ::granola::HybridBytes::decoded(b, ctx),
+                        ),
+                    );
                 }
                 ::core::result::Result::Ok(m)
             }
@@ -1925,49 +1870,39 @@ impl<'a> ::granola::Decode<'a> for Canvas<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Canvas::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    let l = h
-                        .list_in::<
-                            Shape<'a>,
-                        >(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <Shape<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.shapes = ::core::option::Option::Some(v);
-                }
-                2 => {
-                    let n = h.nested_in::<shape::vertex::Tag<'a>>(cx, s, 2)?;
-                    let v = <shape::vertex::Tag<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.tag = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                3 => {
-                    let l = h
-                        .list_in::<
-                            super::common::Point<'a>,
-                        >(cx, s, 3, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <super::common::Point<
-                                'a,
-                            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.points = ::core::option::Option::Some(v);
-                }
-                _ => {}
+        if let ::core::option::Option::Some(l) = h
+            .list::<Shape<'a>>(cx, 1, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(<Shape<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
             }
+            m.shapes = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(n) = h
+            .nested::<shape::vertex::Tag<'a>>(cx, 2)?
+        {
+            let v = <shape::vertex::Tag<
+                'a,
+            > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.tag = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<super::common::Point<'a>>(cx, 3, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(
+                    <super::common::Point<
+                        'a,
+                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
+                );
+            }
+            m.points = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }

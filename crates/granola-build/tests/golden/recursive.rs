@@ -303,41 +303,30 @@ impl<'a> ::granola::Decode<'a> for Node<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Node::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.value = ::core::option::Option::Some(
-                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    let n = h.nested_in::<Node<'a>>(cx, s, 2)?;
-                    let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.left = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                3 => {
-                    let n = h.nested_in::<Node<'a>>(cx, s, 3)?;
-                    let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.right = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                4 => {
-                    let l = h
-                        .list_in::<Node<'a>>(cx, s, 4, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.children = ::core::option::Option::Some(v);
-                }
-                _ => {}
+        if let ::core::option::Option::Some(v) = h.scalar::<i64>(1) {
+            m.value = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Node<'a>>(cx, 2)? {
+            let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.left = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Node<'a>>(cx, 3)? {
+            let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.right = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<Node<'a>>(cx, 4, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(<Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
             }
+            m.children = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -579,26 +568,17 @@ impl<'a> ::granola::Decode<'a> for Tree<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Tree::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    let n = h.nested_in::<Node<'a>>(cx, s, 1)?;
-                    let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.root = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                2 => {
-                    let n = h.nested_in::<Forest<'a>>(cx, s, 2)?;
-                    let v = <Forest<
-                        'a,
-                    > as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.forest = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(n) = h.nested::<Node<'a>>(cx, 1)? {
+            let v = <Node<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.root = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Forest<'a>>(cx, 2)? {
+            let v = <Forest<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.forest = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -820,22 +800,15 @@ impl<'a> ::granola::Decode<'a> for Forest<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Forest::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    let l = h
-                        .list_in::<Tree<'a>>(cx, s, 1, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <Tree<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.trees = ::core::option::Option::Some(v);
-                }
-                _ => {}
+        if let ::core::option::Option::Some(l) = h
+            .list::<Tree<'a>>(cx, 1, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(<Tree<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
             }
+            m.trees = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }

@@ -185,20 +185,13 @@ impl<'a> ::granola::Decode<'a> for Inner<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Inner::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.a = ::core::option::Option::Some(
-                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    m.payload = ::core::option::Option::Some(
-                        ::granola::HybridBytes::decoded(h.bytes_in(s, 2)?, ctx),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(v) = h.scalar::<u64>(1) {
+            m.a = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(2)? {
+            m.payload = ::core::option::Option::Some(
+                ::granola::HybridBytes::decoded(b, ctx),
+            );
         }
         ::core::result::Result::Ok(m)
     }
@@ -874,95 +867,73 @@ impl<'a> ::granola::Decode<'a> for Sample<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Sample::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.id = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    m.name = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 2)?, ctx),
-                        ),
-                    );
-                }
-                3 => {
-                    m.data = ::core::option::Option::Some(
-                        ::granola::HybridBytes::decoded(h.bytes_in(s, 3)?, ctx),
-                    );
-                }
-                4 => {
-                    let l = h
-                        .list_in::<
-                            ::granola::HybridBytes<'a>,
-                        >(cx, s, 4, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
-                    }
-                    m.vals = ::core::option::Option::Some(v);
-                }
-                5 => {
-                    let l = h
-                        .list_in::<
-                            ::granola::HybridStr<'a>,
-                        >(cx, s, 5, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
-                            ),
-                        );
-                    }
-                    m.keys = ::core::option::Option::Some(v);
-                }
-                6 => {
-                    let l = h
-                        .list_in::<
-                            i32,
-                        >(cx, s, 6, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i32>(i));
-                    }
-                    m.nums = ::core::option::Option::Some(v);
-                }
-                7 => {
-                    let n = h.nested_in::<Inner<'a>>(cx, s, 7)?;
-                    let v = <Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
-                    m.inner = ::core::option::Option::Some(
-                        ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
-                    );
-                }
-                8 => {
-                    let l = h
-                        .list_in::<
-                            Inner<'a>,
-                        >(cx, s, 8, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        let n = l.nested(cx, i)?;
-                        v.push(
-                            <Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?,
-                        );
-                    }
-                    m.items = ::core::option::Option::Some(v);
-                }
-                9 => {
-                    m.flag = ::core::option::Option::Some(
-                        <bool as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                10 => {
-                    m.ratio = ::core::option::Option::Some(
-                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                _ => {}
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(1) {
+            m.id = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(2)? {
+            m.name = ::core::option::Option::Some(
+                ::granola::HybridStr::from_bytes_unchecked(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                ),
+            );
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(3)? {
+            m.data = ::core::option::Option::Some(
+                ::granola::HybridBytes::decoded(b, ctx),
+            );
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<::granola::HybridBytes<'a>>(cx, 4, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
             }
+            m.vals = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<::granola::HybridStr<'a>>(cx, 5, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
+                    ),
+                );
+            }
+            m.keys = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i32>(cx, 6, <i32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i32>(i));
+            }
+            m.nums = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(n) = h.nested::<Inner<'a>>(cx, 7)? {
+            let v = <Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?;
+            m.inner = ::core::option::Option::Some(
+                ::granola::__private::ArenaBox::new_in(v, ctx.arena()),
+            );
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<Inner<'a>>(cx, 8, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                let n = l.nested(cx, i)?;
+                v.push(<Inner<'a> as ::granola::Decode<'a>>::__decode(ctx, cx, &n)?);
+            }
+            m.items = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<bool>(9) {
+            m.flag = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<f64>(10) {
+            m.ratio = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }

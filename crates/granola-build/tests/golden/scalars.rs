@@ -1540,271 +1540,203 @@ impl<'a> ::granola::Decode<'a> for AllScalars<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = AllScalars::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.i32 = ::core::option::Option::Some(
-                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                2 => {
-                    m.i64 = ::core::option::Option::Some(
-                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                3 => {
-                    m.u32 = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                4 => {
-                    m.u64 = ::core::option::Option::Some(
-                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                5 => {
-                    m.s32 = ::core::option::Option::Some(
-                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                6 => {
-                    m.s64 = ::core::option::Option::Some(
-                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                7 => {
-                    m.f32 = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                8 => {
-                    m.f64 = ::core::option::Option::Some(
-                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                9 => {
-                    m.sf32 = ::core::option::Option::Some(
-                        <i32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                10 => {
-                    m.sf64 = ::core::option::Option::Some(
-                        <i64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                11 => {
-                    m.flag = ::core::option::Option::Some(
-                        <bool as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                12 => {
-                    m.fl = ::core::option::Option::Some(
-                        <f32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                13 => {
-                    m.db = ::core::option::Option::Some(
-                        <f64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                14 => {
-                    m.text = ::core::option::Option::Some(
-                        ::granola::HybridStr::from_bytes_unchecked(
-                            ::granola::HybridBytes::decoded(h.bytes_in(s, 14)?, ctx),
-                        ),
-                    );
-                }
-                15 => {
-                    m.blob = ::core::option::Option::Some(
-                        ::granola::HybridBytes::decoded(h.bytes_in(s, 15)?, ctx),
-                    );
-                }
-                32 => {
-                    m.opt = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                33 => {
-                    m.high = ::core::option::Option::Some(
-                        <u64 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                101 => {
-                    let l = h
-                        .list_in::<
-                            i32,
-                        >(cx, s, 101, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i32>(i));
-                    }
-                    m.r_i32 = ::core::option::Option::Some(v);
-                }
-                102 => {
-                    let l = h
-                        .list_in::<
-                            i64,
-                        >(cx, s, 102, <i64 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i64>(i));
-                    }
-                    m.r_i64 = ::core::option::Option::Some(v);
-                }
-                103 => {
-                    let l = h
-                        .list_in::<
-                            u32,
-                        >(cx, s, 103, <u32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<u32>(i));
-                    }
-                    m.r_u32 = ::core::option::Option::Some(v);
-                }
-                104 => {
-                    let l = h
-                        .list_in::<
-                            u64,
-                        >(cx, s, 104, <u64 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<u64>(i));
-                    }
-                    m.r_u64 = ::core::option::Option::Some(v);
-                }
-                105 => {
-                    let l = h
-                        .list_in::<
-                            i32,
-                        >(cx, s, 105, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i32>(i));
-                    }
-                    m.r_s32 = ::core::option::Option::Some(v);
-                }
-                106 => {
-                    let l = h
-                        .list_in::<
-                            i64,
-                        >(cx, s, 106, <i64 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i64>(i));
-                    }
-                    m.r_s64 = ::core::option::Option::Some(v);
-                }
-                107 => {
-                    let l = h
-                        .list_in::<
-                            u32,
-                        >(cx, s, 107, <u32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<u32>(i));
-                    }
-                    m.r_f32 = ::core::option::Option::Some(v);
-                }
-                108 => {
-                    let l = h
-                        .list_in::<
-                            u64,
-                        >(cx, s, 108, <u64 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<u64>(i));
-                    }
-                    m.r_f64 = ::core::option::Option::Some(v);
-                }
-                109 => {
-                    let l = h
-                        .list_in::<
-                            i32,
-                        >(cx, s, 109, <i32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i32>(i));
-                    }
-                    m.r_sf32 = ::core::option::Option::Some(v);
-                }
-                110 => {
-                    let l = h
-                        .list_in::<
-                            i64,
-                        >(cx, s, 110, <i64 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<i64>(i));
-                    }
-                    m.r_sf64 = ::core::option::Option::Some(v);
-                }
-                111 => {
-                    let l = h
-                        .list_in::<
-                            bool,
-                        >(
-                            cx,
-                            s,
-                            111,
-                            <bool as ::granola::__private::WireScalar>::WIDTH,
-                        )?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<bool>(i));
-                    }
-                    m.r_flag = ::core::option::Option::Some(v);
-                }
-                112 => {
-                    let l = h
-                        .list_in::<
-                            f32,
-                        >(cx, s, 112, <f32 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<f32>(i));
-                    }
-                    m.r_fl = ::core::option::Option::Some(v);
-                }
-                113 => {
-                    let l = h
-                        .list_in::<
-                            f64,
-                        >(cx, s, 113, <f64 as ::granola::__private::WireScalar>::WIDTH)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(l.scalar::<f64>(i));
-                    }
-                    m.r_db = ::core::option::Option::Some(v);
-                }
-                114 => {
-                    let l = h
-                        .list_in::<
-                            ::granola::HybridStr<'a>,
-                        >(cx, s, 114, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(
-                            ::granola::HybridStr::from_bytes_unchecked(
-                                ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
-                            ),
-                        );
-                    }
-                    m.r_text = ::core::option::Option::Some(v);
-                }
-                115 => {
-                    let l = h
-                        .list_in::<
-                            ::granola::HybridBytes<'a>,
-                        >(cx, s, 115, ::granola::__private::ENTRY_LEN)?;
-                    let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
-                    for i in 0..l.len() {
-                        v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
-                    }
-                    m.r_blob = ::core::option::Option::Some(v);
-                }
-                _ => {}
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(1) {
+            m.i32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i64>(2) {
+            m.i64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(3) {
+            m.u32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u64>(4) {
+            m.u64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(5) {
+            m.s32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i64>(6) {
+            m.s64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(7) {
+            m.f32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u64>(8) {
+            m.f64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i32>(9) {
+            m.sf32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<i64>(10) {
+            m.sf64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<bool>(11) {
+            m.flag = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<f32>(12) {
+            m.fl = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<f64>(13) {
+            m.db = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(14)? {
+            m.text = ::core::option::Option::Some(
+                ::granola::HybridStr::from_bytes_unchecked(
+                    ::granola::HybridBytes::decoded(b, ctx),
+                ),
+            );
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(15)? {
+            m.blob = ::core::option::Option::Some(
+                ::granola::HybridBytes::decoded(b, ctx),
+            );
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(32) {
+            m.opt = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(v) = h.scalar::<u64>(33) {
+            m.high = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i32>(cx, 101, <i32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i32>(i));
             }
+            m.r_i32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i64>(cx, 102, <i64 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i64>(i));
+            }
+            m.r_i64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<u32>(cx, 103, <u32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<u32>(i));
+            }
+            m.r_u32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<u64>(cx, 104, <u64 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<u64>(i));
+            }
+            m.r_u64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i32>(cx, 105, <i32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i32>(i));
+            }
+            m.r_s32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i64>(cx, 106, <i64 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i64>(i));
+            }
+            m.r_s64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<u32>(cx, 107, <u32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<u32>(i));
+            }
+            m.r_f32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<u64>(cx, 108, <u64 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<u64>(i));
+            }
+            m.r_f64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i32>(cx, 109, <i32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i32>(i));
+            }
+            m.r_sf32 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<i64>(cx, 110, <i64 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<i64>(i));
+            }
+            m.r_sf64 = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<bool>(cx, 111, <bool as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<bool>(i));
+            }
+            m.r_flag = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<f32>(cx, 112, <f32 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<f32>(i));
+            }
+            m.r_fl = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<f64>(cx, 113, <f64 as ::granola::__private::WireScalar>::WIDTH)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(l.scalar::<f64>(i));
+            }
+            m.r_db = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<::granola::HybridStr<'a>>(cx, 114, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(
+                    ::granola::HybridStr::from_bytes_unchecked(
+                        ::granola::HybridBytes::decoded(l.bytes(i)?, ctx),
+                    ),
+                );
+            }
+            m.r_text = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(l) = h
+            .list::<
+                ::granola::HybridBytes<'a>,
+            >(cx, 115, ::granola::__private::ENTRY_LEN)?
+        {
+            let mut v = ::granola::List::with_capacity_in(l.len(), ctx.arena());
+            for i in 0..l.len() {
+                v.push(::granola::HybridBytes::decoded(l.bytes(i)?, ctx));
+            }
+            m.r_blob = ::core::option::Option::Some(v);
         }
         ::core::result::Result::Ok(m)
     }
@@ -2292,20 +2224,13 @@ impl<'a> ::granola::Decode<'a> for Sparse<'a> {
     ) -> ::core::result::Result<Self, ::granola::DecodeError> {
         let _ = &cx;
         let mut m = Sparse::new(ctx);
-        for (n, s) in h.present() {
-            match n {
-                1 => {
-                    m.first = ::core::option::Option::Some(
-                        <u32 as ::granola::__private::WireScalar>::from_slot(s),
-                    );
-                }
-                32768 => {
-                    m.last = ::core::option::Option::Some(
-                        ::granola::HybridBytes::decoded(h.bytes_in(s, 32768)?, ctx),
-                    );
-                }
-                _ => {}
-            }
+        if let ::core::option::Option::Some(v) = h.scalar::<u32>(1) {
+            m.first = ::core::option::Option::Some(v);
+        }
+        if let ::core::option::Option::Some(b) = h.bytes(32768)? {
+            m.last = ::core::option::Option::Some(
+                ::granola::HybridBytes::decoded(b, ctx),
+            );
         }
         ::core::result::Result::Ok(m)
     }

@@ -39,7 +39,7 @@ mod reader;
 mod scalar;
 mod writer;
 
-pub use reader::{DecodeCx, HeaderReader, ListReader, Present};
+pub use reader::{DecodeCx, HeaderReader, ListReader};
 pub use scalar::WireScalar;
 pub use writer::{EncodedSizes, Encoder};
 
@@ -149,6 +149,8 @@ pub enum DecodeErrorKind {
     MessageTooLarge,
     /// A nested header's stated length disagrees with its bitmap.
     BadHeaderLen,
+    /// A string field is not UTF-8 (read-only views check on access).
+    InvalidUtf8,
     /// Decoded structs and lists would take more memory than the budget
     /// ([`DecodeOptions::decoded_bytes_limit`]) allows.
     DecodedTooLarge,
@@ -183,6 +185,7 @@ impl std::fmt::Display for DecodeError {
             DecodeErrorKind::MessageTooLarge => "message too large",
             DecodeErrorKind::BadHeaderLen => "nested header length mismatch",
             DecodeErrorKind::DecodedTooLarge => "decoded message exceeds the memory budget",
+            DecodeErrorKind::InvalidUtf8 => "string field is not UTF-8",
         };
         if self.field == 0 {
             write!(f, "granola decode: {what}")

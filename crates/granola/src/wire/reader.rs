@@ -188,36 +188,19 @@ impl<'a> HeaderReader<'a> {
         self.slot(number).map(T::from_slot)
     }
 
+    #[inline]
+    fn pair(&self, number: u32) -> Option<(usize, usize)> {
+        self.slot(number)
+            .map(|v| ((v & 0xffff_ffff) as usize, (v >> 32) as usize))
+    }
+
     /// A bytes/string field's data, if present.
     #[inline]
     pub fn bytes(&self, number: u32) -> Result<Option<&'a [u8]>, DecodeError> {
-        match self.slot(number) {
+        match self.pair(number) {
             None => Ok(None),
-            Some(slot) => self.bytes_in(slot, number).map(Some),
+            Some((len, off)) => range(self.obj, off, len, number).map(Some),
         }
-    }
-
-    /// The present fields in increasing number, each with its raw slot:
-    /// one pass over the bitmap (each word walked with `trailing_zeros`)
-    /// and the slots, instead of a popcount per field looked up.
-    #[inline]
-    pub fn present(&self) -> Present<'a> {
-        Present {
-            obj: self.obj,
-            bitmap_at: self.bitmap_at,
-            words: self.words,
-            word: 0,
-            bits: if self.words > 0 { self.word(0) } else { 0 },
-            slot_at: self.slots_at,
-        }
-    }
-
-    /// The data a bytes/string slot (from [`present`](Self::present))
-    /// points at.
-    #[inline]
-    pub fn bytes_in(&self, slot: u64, number: u32) -> Result<&'a [u8], DecodeError> {
-        let (len, off) = split(slot);
-        range(self.obj, off, len, number)
     }
 
     /// A repeated field's entry array (`width` bytes per entry), if
@@ -230,23 +213,9 @@ impl<'a> HeaderReader<'a> {
         number: u32,
         width: usize,
     ) -> Result<Option<ListReader<'a>>, DecodeError> {
-        match self.slot(number) {
-            None => Ok(None),
-            Some(slot) => self.list_in::<T>(cx, slot, number, width).map(Some),
-        }
-    }
-
-    /// The entry array a repeated field's slot points at; charged like
-    /// [`list`](Self::list).
-    #[inline]
-    pub fn list_in<T>(
-        &self,
-        cx: &mut DecodeCx<'a>,
-        slot: u64,
-        number: u32,
-        width: usize,
-    ) -> Result<ListReader<'a>, DecodeError> {
-        let (count, off) = split(slot);
+        let Some((count, off)) = self.pair(number) else {
+            return Ok(None);
+        };
         if count > cx.opts.max_list_len as usize {
             return Err(DecodeError::new(K::ListTooLong, number));
         }
@@ -256,14 +225,14 @@ impl<'a> HeaderReader<'a> {
             .checked_mul(width)
             .ok_or(DecodeError::new(K::OutOfBounds, number))?;
         let entries = range(self.obj, off, bytes, number)?;
-        Ok(ListReader {
+        Ok(Some(ListReader {
             obj: self.obj,
             entries,
             count,
             width,
             depth: self.depth,
             field: number,
-        })
+        }))
     }
 
     /// A nested message's header, validated, if present; the decoded `T`
@@ -274,62 +243,71 @@ impl<'a> HeaderReader<'a> {
         cx: &mut DecodeCx<'a>,
         number: u32,
     ) -> Result<Option<HeaderReader<'a>>, DecodeError> {
+        match self.pair(number) {
+            None => Ok(None),
+            Some((len, off)) => {
+                cx.charge_bytes(std::mem::size_of::<T>(), number)?;
+                nested_at(cx, off, len, self.depth + 1, number).map(Some)
+            }
+        }
+    }
+}
+
+impl<'a> HeaderReader<'a> {
+    /// For read-only views: checks the root header of `obj` under `opts`.
+    pub fn view_root(
+        obj: &'a [u8],
+        opts: &'a DecodeOptions,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        let mut cx = DecodeCx::new(obj, opts)?;
+        cx.root()
+    }
+
+    /// For read-only views: a nested message's header, validated (bounds,
+    /// stated length, depth), if present. A view allocates nothing, so no
+    /// budget is charged: its work is what the caller asks for.
+    #[inline]
+    pub fn view_nested(
+        &self,
+        opts: &'a DecodeOptions,
+        number: u32,
+    ) -> Result<Option<HeaderReader<'a>>, DecodeError> {
         match self.slot(number) {
             None => Ok(None),
-            Some(slot) => self.nested_in::<T>(cx, slot, number).map(Some),
-        }
-    }
-
-    /// The nested header a message slot points at, validated; the decoded
-    /// `T` is charged to the budget.
-    #[inline]
-    pub fn nested_in<T>(
-        &self,
-        cx: &mut DecodeCx<'a>,
-        slot: u64,
-        number: u32,
-    ) -> Result<HeaderReader<'a>, DecodeError> {
-        let (len, off) = split(slot);
-        cx.charge_bytes(std::mem::size_of::<T>(), number)?;
-        nested_at(cx, off, len, self.depth + 1, number)
-    }
-}
-
-/// A `(len or count, offset)` slot.
-#[inline]
-fn split(slot: u64) -> (usize, usize) {
-    ((slot & 0xffff_ffff) as usize, (slot >> 32) as usize)
-}
-
-/// Iterator over a header's present fields: `(number, raw slot)`.
-pub struct Present<'a> {
-    obj: &'a [u8],
-    bitmap_at: usize,
-    words: usize,
-    word: usize,
-    bits: u32,
-    slot_at: usize,
-}
-
-impl Iterator for Present<'_> {
-    type Item = (u32, u64);
-
-    #[inline]
-    fn next(&mut self) -> Option<(u32, u64)> {
-        while self.bits == 0 {
-            self.word += 1;
-            if self.word >= self.words {
-                return None;
+            Some(v) => {
+                let mut cx = DecodeCx::new(self.obj, opts)?;
+                let (len, off) = ((v & 0xffff_ffff) as usize, (v >> 32) as usize);
+                nested_at(&mut cx, off, len, self.depth + 1, number).map(Some)
             }
-            // In bounds: new_checked validated the whole bitmap.
-            self.bits = read_u32(self.obj, self.bitmap_at + 4 * self.word).unwrap_or(0);
         }
-        let bit = self.bits.trailing_zeros();
-        self.bits &= self.bits - 1;
-        // In bounds: new_checked validated the slot area.
-        let slot = read_u64(self.obj, self.slot_at).unwrap_or(0);
-        self.slot_at += SLOT_LEN;
-        Some((self.word as u32 * 32 + bit + 1, slot))
+    }
+
+    /// For read-only views: a repeated field's entry array, if present
+    /// (bounds and `max_list_len` checked; nothing charged).
+    #[inline]
+    pub fn view_list(
+        &self,
+        opts: &'a DecodeOptions,
+        number: u32,
+        width: usize,
+    ) -> Result<Option<ListReader<'a>>, DecodeError> {
+        let mut cx = DecodeCx::new(self.obj, opts)?;
+        cx.budget = usize::MAX;
+        self.list::<()>(&mut cx, number, width)
+    }
+}
+
+impl<'a> ListReader<'a> {
+    /// For read-only views: element `i`'s header, validated (`i <
+    /// len()`).
+    #[inline]
+    pub fn view_nested(
+        &self,
+        opts: &'a DecodeOptions,
+        i: usize,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        let mut cx = DecodeCx::new(self.obj, opts)?;
+        self.nested(&mut cx, i)
     }
 }
 
