@@ -7,6 +7,9 @@
 #![deny(unsafe_code)]
 #![allow(missing_docs)]
 
+/// Network namespaces and a veth pair for datapath tests.
+pub mod netns;
+
 /// Hand-written reference of the generated code for `sample.proto`.
 pub mod reference;
 
