@@ -105,14 +105,29 @@ impl fmt::Display for DatapathKind {
 impl FromStr for DatapathKind {
     type Err = String;
 
-    /// `epoll` or `uring` (`io_uring` too). AF_XDP needs an interface and a
-    /// queue, so it is built as [`DatapathKind::Xdp`] by the caller.
+    /// `epoll`, `uring` (`io_uring` too), `xdp` (interface and queue filled
+    /// in by the caller) or `xdp:IF[:QUEUE]`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "epoll" => Ok(DatapathKind::Epoll),
             "uring" | "io_uring" | "io-uring" => Ok(DatapathKind::Uring),
+            "xdp" | "af_xdp" => Ok(DatapathKind::Xdp(XdpConfig::default())),
+            x if x.starts_with("xdp:") => {
+                // xdp:IF or xdp:IF:QUEUE
+                let mut parts = s[4..].splitn(2, ':');
+                let interface = parts.next().unwrap_or_default().to_string();
+                let queue_id = match parts.next() {
+                    Some(q) => q.parse().map_err(|_| format!("bad queue id in {s:?}"))?,
+                    None => 0,
+                };
+                Ok(DatapathKind::Xdp(XdpConfig {
+                    interface,
+                    queue_id,
+                    ..XdpConfig::default()
+                }))
+            }
             other => Err(format!(
-                "unknown datapath {other:?} (expected epoll or uring)"
+                "unknown datapath {other:?} (expected epoll, uring, xdp or xdp:IF[:QUEUE])"
             )),
         }
     }

@@ -14,114 +14,14 @@ use granola::{Buf, Pool};
 use granola_net::server::{DatagramHandler, DatagramService, Server, ServerConfig, ServerHandle};
 use granola_net::udp::{Datagram, UdpTx};
 use granola_net::{DatapathKind, TxConfig, XdpConfig};
-use std::fs::File;
+use granola_tests::netns::{is_root, require_peers, Veth};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsFd;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn require_peers() -> bool {
-    std::env::var_os("GRANOLA_REQUIRE_PEERS").is_some()
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Two namespaces and a veth pair between them; deleted on drop.
-struct Veth {
-    server_ns: String,
-    client_ns: String,
-    server_if: String,
-    server_ip: String,
-    client_ip: String,
-}
-
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
-impl Veth {
-    fn create() -> Result<Veth, String> {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tag = format!("{}{n}", std::process::id() % 100_000);
-        let v = Veth {
-            server_ns: format!("gxs{tag}"),
-            client_ns: format!("gxc{tag}"),
-            server_if: format!("gxs{tag}"),
-            server_ip: format!("10.211.{}.1", n % 250),
-            client_ip: format!("10.211.{}.2", n % 250),
-        };
-        let client_if = format!("gxc{tag}");
-        ip(&["netns", "add", &v.server_ns])?;
-        // From here on Drop removes what exists.
-        ip(&["netns", "add", &v.client_ns])?;
-        ip(&[
-            "link",
-            "add",
-            &v.server_if,
-            "netns",
-            &v.server_ns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &client_if,
-            "netns",
-            &v.client_ns,
-        ])?;
-        for (ns, dev, addr) in [
-            (&v.server_ns, &v.server_if, &v.server_ip),
-            (&v.client_ns, &client_if, &v.client_ip),
-        ] {
-            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-        }
-        Ok(v)
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        // Deleting a namespace deletes its end of the veth, and so the pair.
-        let _ = ip(&["netns", "del", &self.server_ns]);
-        let _ = ip(&["netns", "del", &self.client_ns]);
-    }
-}
-
-/// Runs `f` on a thread inside namespace `ns` (threads it spawns and
-/// sockets it creates stay there).
 fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = File::open(format!("/run/netns/{ns}")).expect("netns file");
-            granola_net::xdp::enter_netns(file.as_fd()).expect("setns");
-            f()
-        })
-        .join()
-        .expect("namespace thread panicked")
-    })
+    Veth::in_ns(ns, granola_net::xdp::enter_netns, f)
 }
 
 /// Sets up the pair and starts `svc` on AF_XDP in the server namespace;

@@ -7,6 +7,9 @@
 #![deny(unsafe_code)]
 #![allow(missing_docs)]
 
+/// Network namespaces and a veth pair for datapath tests.
+pub mod netns;
+
 /// Generated from `schemas/sample.proto` (package `sample`).
 pub mod sample {
     include!(concat!(env!("OUT_DIR"), "/sample.rs"));

@@ -92,10 +92,29 @@ pub struct Config {
     #[arg(long = "zerocopy")]
     pub zerocopy: bool,
 
-    /// Event loop: `epoll` or `uring` (io_uring; falls back to epoll, with a
-    /// log line, where the kernel does not allow it).
+    /// Event loop: `epoll`, `uring` (io_uring) or `xdp` (AF_XDP for the UDP
+    /// protocols, with `--xdp-if`; TCP stays on epoll). Falls back to epoll,
+    /// with a log line, where the kernel or privileges do not allow it.
     #[arg(long = "datapath", default_value = "epoll")]
     pub datapath: granola_net::DatapathKind,
+
+    /// `--datapath xdp`: the network interface whose queue the AF_XDP socket
+    /// binds (the UDP ports are steered to it by an XDP program).
+    #[arg(long = "xdp-if")]
+    pub xdp_if: Option<String>,
+
+    /// `--datapath xdp`: the receive queue id.
+    #[arg(long = "xdp-queue", default_value_t = 0)]
+    pub xdp_queue: u32,
+
+    /// `--datapath xdp`: bind in copy mode (do not try zero-copy).
+    #[arg(long = "xdp-copy")]
+    pub xdp_copy: bool,
+
+    /// `--datapath xdp`: a static neighbour `IP=MAC` (repeatable); other
+    /// peers get replies at the MAC their requests came from.
+    #[arg(long = "xdp-neighbour", value_parser = parse_neighbour)]
+    pub xdp_neighbours: Vec<(Ipv4Addr, [u8; 6])>,
 
     /// Do not ask for transparent huge pages for the value pool.
     #[arg(long = "no-huge-pages")]
@@ -135,6 +154,10 @@ const SEGMENT: usize = granola::SEGMENT_SIZE;
 /// the partly filled segments of the size classes in use.
 pub const CLASS_SLACK_SEGMENTS: usize = 8;
 
+fn parse_neighbour(s: &str) -> Result<(Ipv4Addr, [u8; 6]), String> {
+    granola_net::xdp::parse_neighbour(s).ok_or_else(|| format!("not IP=MAC: {s:?}"))
+}
+
 /// Parses `1048576`, `1m`, `512k`, `2g`.
 fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
@@ -168,6 +191,23 @@ impl Config {
             );
         }
         c
+    }
+
+    /// The datapath with the `--xdp-*` flags filled in.
+    pub fn datapath_kind(&self) -> granola_net::DatapathKind {
+        match &self.datapath {
+            granola_net::DatapathKind::Xdp(x) => {
+                let mut x = x.clone();
+                if let Some(i) = &self.xdp_if {
+                    x.interface = i.clone();
+                    x.queue_id = self.xdp_queue;
+                }
+                x.force_copy |= self.xdp_copy;
+                x.neighbours.extend(self.xdp_neighbours.iter().copied());
+                granola_net::DatapathKind::Xdp(x)
+            }
+            other => other.clone(),
+        }
     }
 
     /// The port to bind for a protocol configured with `port` (None = off).

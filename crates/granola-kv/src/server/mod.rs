@@ -204,7 +204,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         tx,
         max_conns: config.max_conns,
         rx_max: (config.max_bulk() + (64 << 10)).max(1 << 20),
-        datapath: config.datapath.clone(),
+        datapath: config.datapath_kind(),
         ..ServerConfig::default()
     };
     let ip: IpAddr = config.listen;

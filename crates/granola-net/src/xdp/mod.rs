@@ -117,6 +117,15 @@ pub struct XdpStats {
     pub tx_completed: AtomicU64,
     /// Replies dropped (no neighbour, too large, no pool memory, backlog).
     pub tx_dropped: AtomicU64,
+    /// Kernel: frames dropped before the RX ring (`XDP_STATISTICS`,
+    /// refreshed when the worker is idle).
+    pub kernel_rx_dropped: AtomicU64,
+    /// Kernel: frames lost to a full RX ring.
+    pub kernel_rx_ring_full: AtomicU64,
+    /// Kernel: times the fill ring was empty.
+    pub kernel_fill_ring_empty: AtomicU64,
+    /// Kernel: invalid RX/TX descriptors.
+    pub kernel_invalid_descs: AtomicU64,
 }
 
 struct Endpoint {
@@ -164,6 +173,9 @@ pub(crate) fn start(
     xstats: Arc<XdpStats>,
 ) -> io::Result<(XdpInfo, Box<dyn FnOnce() + Send>)> {
     let mut w = Worker::new(parts, cfg, xstats)?;
+    // Fill before the server is reported started: a request that arrives
+    // before the worker thread's first turn finds frames to land in.
+    w.refill();
     let info = XdpInfo {
         mode: w.xsk.mode,
         attach: w._steering.attach,
@@ -269,6 +281,9 @@ impl Worker {
             if ready.get(1) == Some(&true) {
                 self.waker.drain();
             }
+            if !ready.iter().any(|&r| r) {
+                self.kernel_statistics();
+            }
             self.receive(&mut descs);
             self.transmit();
             self.complete(&mut addrs);
@@ -285,6 +300,19 @@ impl Worker {
             for b in q {
                 std::mem::forget(b);
             }
+        }
+    }
+
+    fn kernel_statistics(&self) {
+        if let Ok(st) = self.xsk.statistics() {
+            let x = &self.xstats;
+            x.kernel_rx_dropped.store(st.rx_dropped, Ordering::Relaxed);
+            x.kernel_rx_ring_full
+                .store(st.rx_ring_full, Ordering::Relaxed);
+            x.kernel_fill_ring_empty
+                .store(st.rx_fill_ring_empty_descs, Ordering::Relaxed);
+            x.kernel_invalid_descs
+                .store(st.rx_invalid_descs + st.tx_invalid_descs, Ordering::Relaxed);
         }
     }
 
@@ -421,10 +449,13 @@ impl Worker {
         })
     }
 
+    /// Moves backlog packets onto the TX ring and kicks the kernel until the
+    /// ring is drained or stops draining (copy mode sends a bounded batch
+    /// per kick; the loop's next turn continues).
     fn push_backlog(&mut self) {
         let mut descs: Vec<sys::Desc> = Vec::with_capacity(frame::MAX_PIECES_PER_PACKET);
-        let mut sent_any = false;
-        loop {
+        let mut addrs = Vec::new();
+        for _ in 0..64 {
             while let Some(pkt) = self.backlog.front() {
                 if (self.xsk.tx_free() as usize) < pkt.len() {
                     break;
@@ -447,23 +478,21 @@ impl Worker {
                     self.in_flight.entry(d.addr).or_default().push_back(b);
                     self.in_flight_count += 1;
                 }
-                sent_any = true;
             }
-            if !sent_any {
+            if self.xsk.tx_pending() == 0 && self.backlog.is_empty() {
                 return;
             }
+            let before = self.xsk.tx_pending();
             if let Err(e) = self.xsk.kick() {
                 log::warn!("AF_XDP transmit: {e}");
                 return;
             }
             self.stats.send_calls.fetch_add(1, Ordering::Relaxed);
-            let mut addrs = Vec::new();
             self.complete(&mut addrs);
-            // Keep going only while the kernel makes room.
-            if self.backlog.is_empty() || self.xsk.tx_free() == 0 {
+            if self.xsk.tx_pending() >= before && self.backlog.is_empty() {
+                // The kernel took nothing this time: try again next turn.
                 return;
             }
-            sent_any = false;
         }
     }
 

@@ -601,6 +601,25 @@ impl Xsk {
         }
     }
 
+    /// The kernel's counters for this socket (`XDP_STATISTICS`): receive
+    /// drops, full RX ring, empty fill ring, invalid descriptors.
+    pub(crate) fn statistics(&self) -> io::Result<libc::xdp_statistics> {
+        // SAFETY: xdp_statistics is plain data.
+        let mut st: libc::xdp_statistics = unsafe { zeroed() };
+        let mut len = size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: `st` is writable for `len` bytes.
+        cvt(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut st as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(st)
+    }
+
     /// Whether the fill ring wants a wakeup (only with `XDP_USE_NEED_WAKEUP`).
     #[allow(dead_code)]
     pub(crate) fn fill_needs_wakeup(&self) -> bool {
