@@ -139,7 +139,7 @@ fn memcached_udp_gets_over_af_xdp() {
 
 #[test]
 fn native_udp_over_af_xdp() {
-    let Some(srv) = start_xdp(10) else {
+    let Some(srv) = start_xdp(100_000) else {
         return;
     };
     let ctx = native_ctx();

@@ -247,7 +247,14 @@ impl Config {
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 // A UDP receive batch: 32 slots of 80 KiB (64 KiB datagrams).
                 let udp = udp_ports * threads * ((32 * 80) << 10);
-                ((m / 8).max(8 << 20) + udp).min(m / 2)
+                // AF_XDP: the fill ring holds a ring of pool frames for
+                // the kernel, and replies are framed in pool buffers.
+                let xdp = if matches!(self.datapath, granola_net::DatapathKind::Xdp(_)) {
+                    2 * granola_net::xdp::DEFAULT_RING_SIZE as usize * granola_net::xdp::FRAME_SIZE
+                } else {
+                    0
+                };
+                ((m / 8).max(8 << 20) + udp + xdp).min(m / 2)
             }
             mb => mb
                 .saturating_mul(1 << 20)
