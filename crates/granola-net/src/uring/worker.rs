@@ -82,6 +82,11 @@ pub(crate) struct Worker {
     cqes: Vec<Cqe>,
     /// Multishot accepts and polls that are armed.
     armed_other: usize,
+    /// Pauses accepting while the process is out of descriptors.
+    accept_backoff: crate::limits::AcceptBackoff,
+    /// Listeners whose multishot accept ended on EMFILE/ENFILE, re-armed
+    /// when the back-off is over.
+    paused_listeners: Vec<usize>,
 }
 
 impl Worker {
@@ -133,6 +138,8 @@ impl Worker {
             stats,
             cqes: Vec::with_capacity(1024),
             armed_other: 0,
+            accept_backoff: Default::default(),
+            paused_listeners: Vec::new(),
         };
         if let Err(e) = w.arm_all() {
             log::error!("io_uring worker: arming listeners failed: {e}");
@@ -215,9 +222,22 @@ impl Worker {
     }
 
     fn on_accept(&mut self, li: usize, c: &Cqe) {
+        let out_of_fds = c.result < 0
+            && crate::limits::is_resource_error(&io::Error::from_raw_os_error(-c.result));
+        if out_of_fds {
+            // Re-arming now would fail again at once and spin: pause, and
+            // let `turn_end` re-arm once the back-off is over.
+            let name = self.tcp[li].1.name().to_string();
+            let e = io::Error::from_raw_os_error(-c.result);
+            self.accept_backoff.failed(&name, &e, Instant::now());
+        }
         if !c.more() {
             self.armed_other -= 1;
-            if !self.stop.load(Ordering::Relaxed)
+            if out_of_fds {
+                if !self.paused_listeners.contains(&li) {
+                    self.paused_listeners.push(li);
+                }
+            } else if !self.stop.load(Ordering::Relaxed)
                 && self
                     .ring
                     .accept_multi(self.tcp[li].0.as_fd(), c.user_data)
@@ -228,7 +248,7 @@ impl Worker {
         }
         if c.result < 0 {
             let e = io::Error::from_raw_os_error(-c.result);
-            if c.result != -libc::ECANCELED {
+            if c.result != -libc::ECANCELED && !out_of_fds {
                 log::warn!("{}: accept failed: {e}", self.tcp[li].1.name());
             }
             return;
@@ -242,12 +262,15 @@ impl Worker {
             }
         };
         if self.stats.conns_open.load(Ordering::Relaxed) as usize >= self.cfg.max_conns {
-            self.stats.conns_refused.fetch_add(1, Ordering::Relaxed);
-            log::warn!(
-                "{}: refusing {peer}: {} connections open (max_conns)",
-                self.tcp[li].1.name(),
-                self.cfg.max_conns
-            );
+            let refused = self.stats.conns_refused.fetch_add(1, Ordering::Relaxed) + 1;
+            if refused.is_power_of_two() {
+                log::warn!(
+                    "{}: refusing {peer}: {} connections open (max_conns); {refused} refused so far",
+                    self.tcp[li].1.name(),
+                    self.cfg.max_conns
+                );
+            }
+            crate::limits::refuse(stream, self.tcp[li].1.refusal());
             return;
         }
         if let Err(e) = stream.set_nodelay(true) {
@@ -370,6 +393,22 @@ impl Worker {
 
     /// After a turn's completions: sends, re-arms, closes.
     fn turn_end(&mut self) {
+        if !self.paused_listeners.is_empty()
+            && self.accept_backoff.resume_due(Instant::now())
+            && !self.stop.load(Ordering::Relaxed)
+        {
+            for li in std::mem::take(&mut self.paused_listeners) {
+                match self
+                    .ring
+                    .accept_multi(self.tcp[li].0.as_fd(), user_data(Op::Accept, li, 0))
+                {
+                    Ok(()) => self.armed_other += 1,
+                    Err(e) => {
+                        log::error!("{}: cannot resume accepting: {e}", self.tcp[li].1.name())
+                    }
+                }
+            }
+        }
         let bp = self.cfg.backpressure_bytes;
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
