@@ -46,7 +46,7 @@ start_server() { # name -> sets PID, MC, RESP
       taskset -c 0 $NOOP --datapath "${name#noop-}" --port $MC --value "$size" >"$LOG/$name.log" 2>&1 & PID=$!
       RESP=$MC ;;
     memcached)
-      taskset -c 0 memcached -t 1 -m 512 -l 127.0.0.1 -p $MC -U 0 >"$LOG/$name.log" 2>&1 & PID=$!
+      taskset -c 0 memcached -u root -t 1 -m 512 -l 127.0.0.1 -p $MC -U 0 >"$LOG/$name.log" 2>&1 & PID=$!
       RESP= ;;
     redis|valkey)
       local bin=redis-server; [ $name = valkey ] && bin=$VALKEY
@@ -163,8 +163,9 @@ for s in "${servers[@]}"; do
   sleep 0.2
   kill -INT $spid; wait $spid 2>/dev/null || true
   read -r _ reqs <<<"$out"
-  calls=$(awk '$NF=="total" {print $(NF-2)}' "$LOG/strace-$s.txt")
-  [ -n "$calls" ] || calls=$(awk '/total/ {print $4}' "$LOG/strace-$s.txt")
+  # Sum of the calls column (the total row's columns shift when no call
+  # failed).
+  calls=$(awk 'NR>2 && $1 !~ /^-/ && $NF!="total" {c+=$4} END {print c}' "$LOG/strace-$s.txt")
   top=$(awk 'NR>2 && $NF!="total" && $NF!~/^-/ {print $NF":"$4}' "$LOG/strace-$s.txt" | head -4 | tr '\n' ' ')
   record "$s" "syscalls-get-20B-P1" 0 "$calls" "$reqs" "0"
   echo "syscalls $s: $calls for $reqs requests ($top)" >&2

@@ -475,3 +475,51 @@ fn unpipelined_request_syscall_budget() {
         }
     }
 }
+
+/// A worker whose io_uring setup fails after the probe passed (here: the
+/// pool has no room for its receive-buffer ring) runs epoll instead, and
+/// the handle says so; the server serves either way.
+#[test]
+fn uring_worker_setup_failure_falls_back_to_epoll() {
+    let pool = pool(4 << 20);
+    // Take every slot of the receive buffers' size class: the ring's setup
+    // cannot get its buffers.
+    let mut hog = Vec::new();
+    while let Some(b) = pool.alloc(16 << 10) {
+        hog.push(b);
+    }
+    let echo = Arc::new(Echo {
+        pool: pool.clone(),
+        max_frame: 1 << 16,
+    });
+    let cfg = ServerConfig {
+        threads: 1,
+        datapath: DatapathKind::Uring,
+        ..ServerConfig::default()
+    };
+    let h = Server::new(pool.clone(), cfg)
+        .tcp("127.0.0.1:0".parse().unwrap(), echo)
+        .start()
+        .expect("server starts");
+    if let Err(why) = DatapathKind::Uring.probe() {
+        eprintln!("NOTE: io_uring unavailable here ({why}): the probe fell back");
+    }
+    assert_eq!(
+        h.datapath,
+        DatapathKind::Epoll,
+        "no room for the ring's buffers"
+    );
+    drop(hog);
+    let mut s = connect(&h);
+    // The client's buffers come from a pool of its own (the server's has
+    // only 16 KiB slots now: its receive buffer and TX chunk size).
+    let client_pool = crate::common::pool(4 << 20);
+    let ctx = context(&client_pool);
+    let sp = Spec::new(7, 20, vec![]);
+    s.write_all(&sp.frame_bytes(&client_pool, 3)).unwrap();
+    let (hd, p) = read_frame(&mut s).expect("reply");
+    assert_eq!(hd.id, 7);
+    sp.check(&Sample::decode(&ctx, &p).expect("reply decodes"));
+    drop(s);
+    shutdown_promptly(h);
+}
