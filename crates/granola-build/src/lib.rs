@@ -128,6 +128,15 @@
 //! | `map<K, V>` | a repeated message of the entry type `m::XEntry` (`key`, `value` fields, accessors as above) |
 //! | `oneof o` | `has_o`, `get_o -> Option<&m::O>`, `set_o(m::O)`, `clear_o`, and per member `y` a `set_y(value)` |
 //!
+//! With [`Config::views`], each message `M` also gets `MView<'a>`: a
+//! read-only view over received bytes (`MView::new(&bytes, &options)`
+//! checks the root header only) with `x()` / `has_x()` per field — scalars
+//! by value, bytes as `&'a [u8]`, strings as `&'a str` (checked on access)
+//! or `x_bytes()`, nested messages as views, repeated fields as
+//! `granola::wire::ListReader<'a>` (plus `x_get(i)` for message lists).
+//! Nothing is allocated; each access is bounds-checked and O(1) in the
+//! message's bitmap words.
+//!
 //! For each enum `E`, a `#[repr(i32)]` Rust enum (variants in upper camel
 //! case, the enum's own name stripped as a prefix: `COLOR_RED` in `Color`
 //! is `Color::Red`; aliases map to the first variant of their number) with

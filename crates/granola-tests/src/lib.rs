@@ -88,3 +88,20 @@ pub mod evo {
 pub mod ext {
     include!(concat!(env!("OUT_DIR"), "/ext/mod.rs"));
 }
+
+/// The realistic corpus (`schemas/corpus_*.proto`): APIs in the shape of
+/// common public ones, with services, enums, maps, oneofs, nested messages
+/// and well-known types.
+pub mod corpus {
+    /// Package `corpus.pubsub.v1`.
+    pub mod pubsub {
+        /// Version 1.
+        pub mod v1 {
+            include!(concat!(env!("OUT_DIR"), "/corpus.pubsub.v1.rs"));
+        }
+    }
+    /// Package `corpus.store`.
+    pub mod store {
+        include!(concat!(env!("OUT_DIR"), "/corpus.store.rs"));
+    }
+}
