@@ -2,9 +2,11 @@
 //!
 //! One [`store`] (values in granola pool memory, lock-free reads, CLOCK
 //! eviction) behind three protocols: native granola frames, memcached
-//! (text + meta, UDP GET) and RESP2. Replies are gathered: protocol headers
-//! are copied into a TX buffer, values above the copy threshold go to the
-//! socket as references to the stored bytes.
+//! (text + meta, TCP and UDP) and Redis (RESP2/RESP3). [`protocol`] parses
+//! requests and composes replies, [`command`] runs them (one file per
+//! command family), [`server`] drives the connections. Replies are
+//! gathered: protocol headers are copied into a TX buffer, values above
+//! the copy threshold go to the socket as references to the stored bytes.
 #![deny(unsafe_code)]
 
 pub mod command;

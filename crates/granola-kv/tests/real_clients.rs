@@ -311,3 +311,54 @@ fn memccapable_ascii() {
     assert!(text.contains("All tests passed"), "{text}");
     assert!(!text.contains("[FAIL]"), "{text}");
 }
+
+/// `redis-benchmark -q -n 2000` over its whole default test list: every
+/// test completes and none reports an error.
+#[test]
+fn redis_benchmark_default_tests() {
+    let ok = Command::new("redis-benchmark")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        skip("redis-benchmark not on PATH (Debian package redis-tools)");
+        return;
+    }
+    let srv = Server::default_config();
+    let mut cmd = Command::new("redis-benchmark");
+    cmd.args(["-h", "127.0.0.1", "-p"])
+        .arg(srv.resp().port().to_string())
+        .args(["-q", "-n", "2000", "--csv"]);
+    let out = run(cmd, b"");
+    check("redis-benchmark", &out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !text.contains("ERR") && !stderr.contains("ERR"),
+        "{text}\n{stderr}"
+    );
+    for test in [
+        "PING_INLINE",
+        "SET",
+        "GET",
+        "INCR",
+        "LPUSH",
+        "RPUSH",
+        "LPOP",
+        "RPOP",
+        "SADD",
+        "HSET",
+        "SPOP",
+        "ZADD",
+        "ZPOPMIN",
+        "LRANGE_600",
+        "MSET",
+    ] {
+        assert!(
+            text.contains(&format!("\"{test}")),
+            "{test} missing from:\n{text}"
+        );
+    }
+}

@@ -1473,3 +1473,163 @@ fn memcache_stats_and_admin_transcript() {
     assert_eq!(mc_stats(srv.mc())["delete_hits"], "0");
     c.roundtrip(b"stats nonsense\r\n", b"ERROR\r\n");
 }
+
+/// Lists (complete), hashes, sets and sorted sets: exact replies.
+#[test]
+fn resp_collections_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    // lists
+    rt(&mut c, &["RPUSH", "l", "a", "b", "c", "b"], b":4\r\n");
+    rt(&mut c, &["LPOP", "l"], b"$1\r\na\r\n");
+    rt(&mut c, &["RPOP", "l", "2"], b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    rt(&mut c, &["RPUSH", "l", "x", "b", "y"], b":4\r\n");
+    rt(&mut c, &["LSET", "l", "-1", "z"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["LSET", "l", "9", "z"],
+        b"-ERR index out of range\r\n",
+    );
+    rt(&mut c, &["LSET", "nol", "0", "z"], b"-ERR no such key\r\n");
+    rt(&mut c, &["LPOS", "l", "b"], b":0\r\n");
+    rt(&mut c, &["LPOS", "l", "b", "RANK", "2"], b":2\r\n");
+    rt(
+        &mut c,
+        &["LPOS", "l", "b", "COUNT", "0"],
+        b"*2\r\n:0\r\n:2\r\n",
+    );
+    rt(&mut c, &["LREM", "l", "1", "b"], b":1\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l", "0", "-1"],
+        b"*3\r\n$1\r\nx\r\n$1\r\nb\r\n$1\r\nz\r\n",
+    );
+    rt(&mut c, &["LINSERT", "l", "BEFORE", "b", "new"], b":4\r\n");
+    rt(
+        &mut c,
+        &["LINSERT", "l", "AFTER", "missing", "new"],
+        b":-1\r\n",
+    );
+    rt(&mut c, &["LTRIM", "l", "1", "2"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l", "0", "-1"],
+        b"*2\r\n$3\r\nnew\r\n$1\r\nb\r\n",
+    );
+    rt(
+        &mut c,
+        &["LMOVE", "l", "l2", "LEFT", "RIGHT"],
+        b"$3\r\nnew\r\n",
+    );
+    rt(&mut c, &["RPOPLPUSH", "l", "l2"], b"$1\r\nb\r\n");
+    rt(&mut c, &["EXISTS", "l"], b":0\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l2", "0", "-1"],
+        b"*2\r\n$1\r\nb\r\n$3\r\nnew\r\n",
+    );
+    rt(&mut c, &["LPOP", "l"], b"$-1\r\n");
+    rt(&mut c, &["LPOP", "l", "2"], b"*-1\r\n");
+    rt(&mut c, &["RPUSHX", "l", "a"], b":0\r\n");
+    // hashes
+    rt(&mut c, &["HSET", "h", "f1", "v1", "f2", "v2"], b":2\r\n");
+    rt(&mut c, &["HSET", "h", "f1", "w1"], b":0\r\n");
+    rt(&mut c, &["HGET", "h", "f1"], b"$2\r\nw1\r\n");
+    rt(&mut c, &["HGET", "h", "nope"], b"$-1\r\n");
+    rt(
+        &mut c,
+        &["HMGET", "h", "f2", "nope"],
+        b"*2\r\n$2\r\nv2\r\n$-1\r\n",
+    );
+    rt(
+        &mut c,
+        &["HGETALL", "h"],
+        b"*4\r\n$2\r\nf1\r\n$2\r\nw1\r\n$2\r\nf2\r\n$2\r\nv2\r\n",
+    );
+    rt(&mut c, &["HLEN", "h"], b":2\r\n");
+    rt(&mut c, &["HEXISTS", "h", "f2"], b":1\r\n");
+    rt(&mut c, &["HSTRLEN", "h", "f2"], b":2\r\n");
+    rt(&mut c, &["HSETNX", "h", "f2", "x"], b":0\r\n");
+    rt(&mut c, &["HINCRBY", "h", "n", "5"], b":5\r\n");
+    rt(
+        &mut c,
+        &["HINCRBY", "h", "f1", "5"],
+        b"-ERR hash value is not an integer\r\n",
+    );
+    rt(&mut c, &["HINCRBYFLOAT", "h", "n", "0.5"], b"$3\r\n5.5\r\n");
+    rt(
+        &mut c,
+        &["HKEYS", "h"],
+        b"*3\r\n$2\r\nf1\r\n$2\r\nf2\r\n$1\r\nn\r\n",
+    );
+    rt(&mut c, &["HDEL", "h", "f1", "n", "zz"], b":2\r\n");
+    rt(&mut c, &["HVALS", "h"], b"*1\r\n$2\r\nv2\r\n");
+    rt(
+        &mut c,
+        &["HSCAN", "h", "0", "MATCH", "f*"],
+        b"*2\r\n$1\r\n0\r\n*2\r\n$2\r\nf2\r\n$2\r\nv2\r\n",
+    );
+    rt(&mut c, &["TYPE", "h"], b"+hash\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "h", "0", "-1"],
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    rt(
+        &mut c,
+        &["RPUSH", "h", "x"],
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    rt(&mut c, &["HDEL", "h", "f2"], b":1\r\n");
+    rt(&mut c, &["EXISTS", "h"], b":0\r\n");
+    // sets
+    rt(&mut c, &["SADD", "s", "a", "b", "a"], b":2\r\n");
+    rt(&mut c, &["SADD", "t", "b", "c"], b":2\r\n");
+    rt(&mut c, &["SCARD", "s"], b":2\r\n");
+    rt(&mut c, &["SISMEMBER", "s", "a"], b":1\r\n");
+    rt(
+        &mut c,
+        &["SMISMEMBER", "s", "a", "z"],
+        b"*2\r\n:1\r\n:0\r\n",
+    );
+    rt(&mut c, &["SMEMBERS", "s"], b"*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    rt(&mut c, &["SINTER", "s", "t"], b"*1\r\n$1\r\nb\r\n");
+    rt(
+        &mut c,
+        &["SUNION", "s", "t"],
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    rt(&mut c, &["SDIFF", "s", "t"], b"*1\r\n$1\r\na\r\n");
+    rt(&mut c, &["SREM", "s", "a", "z"], b":1\r\n");
+    rt(&mut c, &["SPOP", "s"], b"$1\r\nb\r\n");
+    rt(&mut c, &["SPOP", "s"], b"$-1\r\n");
+    rt(&mut c, &["SRANDMEMBER", "t", "5"], b"*2\r\n");
+    c.read_until(b"\r\n");
+    c.read_until(b"\r\n");
+    c.read_until(b"\r\n");
+    c.read_until(b"\r\n");
+    rt(&mut c, &["TYPE", "t"], b"+set\r\n");
+    // sorted sets
+    rt(
+        &mut c,
+        &["ZADD", "z", "2", "b", "1", "a", "3", "c"],
+        b":3\r\n",
+    );
+    rt(&mut c, &["ZADD", "z", "CH", "5", "a"], b":1\r\n");
+    rt(&mut c, &["ZSCORE", "z", "a"], b"$1\r\n5\r\n");
+    rt(&mut c, &["ZCARD", "z"], b":3\r\n");
+    rt(
+        &mut c,
+        &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+        b"*6\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\na\r\n$1\r\n5\r\n",
+    );
+    rt(&mut c, &["ZINCRBY", "z", "0.5", "b"], b"$3\r\n2.5\r\n");
+    rt(&mut c, &["ZPOPMIN", "z"], b"*2\r\n$1\r\nb\r\n$3\r\n2.5\r\n");
+    rt(&mut c, &["ZPOPMAX", "z"], b"*2\r\n$1\r\na\r\n$1\r\n5\r\n");
+    rt(&mut c, &["ZREM", "z", "c"], b":1\r\n");
+    rt(&mut c, &["EXISTS", "z"], b":0\r\n");
+}

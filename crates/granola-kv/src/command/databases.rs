@@ -5,7 +5,7 @@
 //! land in database `n` — documented, not prevented.
 
 use super::Storage;
-use crate::store::{Item, Meta, SetMode, Store, StoreError, StoreStats};
+use crate::store::{Item, ListEdit, Meta, SetMode, Store, StoreError, StoreStats};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const MAGIC: [u8; 3] = [0xff, 0xfe, b'D'];
@@ -130,6 +130,14 @@ impl Storage for Db<'_> {
     }
     fn stats(&self) -> StoreStats {
         self.store.stats()
+    }
+    fn update_list(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
+    ) -> Result<(), StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.update_list(k, |i| (f(i), ())))
     }
     fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64 {
         self.store.scan(cursor, count, |item| {

@@ -287,7 +287,7 @@ pub fn execute(
         }
         Request::GetFromList { key, index } => {
             let (status, value) = match store.get(key) {
-                Some(item) if item.kind() == Kind::List => match item.list_get(index) {
+                Some(item) if is_list(&item) => match item.list_get(index) {
                     Some(v) => (status::OK, Some(v)),
                     None => (status::NOT_FOUND, None),
                 },
@@ -339,7 +339,7 @@ pub fn execute(
         } => {
             let mut values = std::mem::take(&mut spare.list);
             let status = match store.get(key) {
-                Some(item) if item.kind() == Kind::List => {
+                Some(item) if is_list(&item) => {
                     let (start, end) = if all { (0, -1) } else { (start, end) };
                     values.extend(item.list_range(start, end));
                     status::OK
@@ -407,4 +407,10 @@ pub fn cap_amplification(resp: Response<Buf>, request_len: usize, factor: usize)
     } else {
         resp
     }
+}
+
+/// A plain list (not a hash or set stored as one).
+fn is_list(item: &crate::store::Item) -> bool {
+    use crate::command::resp::collections::{ctype, CType};
+    item.kind() == Kind::List && ctype(item) == Some(CType::List)
 }

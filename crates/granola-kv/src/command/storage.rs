@@ -1,6 +1,6 @@
 //! The storage the commands run against.
 
-use crate::store::{Item, Meta, SetMode, Store, StoreError, StoreStats};
+use crate::store::{Item, ListEdit, Meta, SetMode, Store, StoreError, StoreStats};
 
 /// What commands need from the store. [`Store`] implements it; commands
 /// take `&dyn Storage`, so a command file depends on this interface only.
@@ -35,6 +35,13 @@ pub trait Storage: Send + Sync {
     /// `f(key, item)` for each live item; returns the next cursor (0 =
     /// done). See [`Store::scan`].
     fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64;
+    /// Runs `f` on the item at `key` under the key's writer lock and
+    /// applies the list edit it returns (see [`Store::update_list`]).
+    fn update_list(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
+    ) -> Result<(), StoreError>;
 }
 
 impl Storage for Store {
@@ -73,5 +80,12 @@ impl Storage for Store {
     }
     fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64 {
         Store::scan(self, cursor, count, |i| f(i.key(), i))
+    }
+    fn update_list(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
+    ) -> Result<(), StoreError> {
+        Store::update_list(self, key, |i| (f(i), ()))
     }
 }

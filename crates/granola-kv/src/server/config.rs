@@ -5,7 +5,7 @@ use super::baselines::Serializer;
 use clap::Parser;
 use std::net::{IpAddr, Ipv4Addr};
 
-/// granola-kv: a cache server (memcached, Redis/RESP2 and native granola
+/// granola-kv: a cache server (memcached, Redis RESP2/RESP3 and native granola
 /// protocols) whose replies reference stored values instead of copying them.
 #[derive(Parser, Clone, Debug)]
 #[command(name = "granola-kv", version, about, long_about = None)]
@@ -19,7 +19,7 @@ pub struct Config {
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,
 
-    /// RESP2 (Redis protocol) TCP port (0 = off).
+    /// Redis protocol (RESP2/RESP3) TCP port (0 = off).
     #[arg(long = "resp-port", default_value_t = 6379)]
     pub resp_port: u16,
 

@@ -145,7 +145,8 @@ impl ReplySink for Recorded {
 /// memcached over UDP: one request per datagram, replies split into
 /// datagrams of at most 1400 bytes with the 8-byte frame header. The
 /// commands memcached serves over UDP are served, except those whose
-/// effect one spoofed datagram could multiply ([`udp_refuses`]).
+/// effect one spoofed datagram could multiply (`gat`, `gats`, `touch`,
+/// `flush_all`, `mg` with `T` or `N`, `shutdown`, `cache_memlimit`).
 ///
 /// Anti-amplification: a reply is never more than `--udp-amplification`
 /// times the request's size (an unverified source could be spoofed);

@@ -32,10 +32,9 @@ pub fn exists(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// The Redis type name of an item.
 pub fn type_name(item: Option<&Item>) -> &'static str {
-    match item.map(Item::kind) {
+    match item {
         None => "none",
-        Some(Kind::String) => "string",
-        Some(Kind::List) => "list",
+        Some(i) => super::collections::ctype(i).map_or("string", |t| t.name()),
     }
 }
 

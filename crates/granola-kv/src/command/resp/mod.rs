@@ -6,16 +6,20 @@
 //! helpers (which speak RESP2 or RESP3, whichever the connection chose).
 
 pub mod clients;
+pub mod collections;
 mod connection;
 mod expiry;
 pub mod gate;
 mod glob;
+mod hashes;
 mod keys;
 mod lists;
 mod server;
+mod sets;
 mod strings;
 pub mod table;
 pub mod transaction;
+mod zsets;
 
 use super::{Step, Storage};
 use crate::protocol::resp::{self, Command, Version};
@@ -180,7 +184,11 @@ impl Ctx<'_> {
     }
     fn typed(&mut self, key: &[u8], kind: Kind) -> Result<Option<Item>, Replied> {
         match self.db.get(key) {
-            Some(i) if i.kind() != kind => {
+            Some(i)
+                if i.kind() != kind
+                    || (kind == Kind::List
+                        && collections::ctype(&i) != Some(collections::CType::List)) =>
+            {
                 self.raw(resp::ERR_WRONGTYPE);
                 Err(Replied)
             }

@@ -4,7 +4,7 @@
 //! that runs it. Adding a command: write its function, add one line here.
 
 use super::gate::my_slot;
-use super::{connection, keys, lists, server, strings, transaction, Ctx};
+use super::{connection, hashes, keys, lists, server, sets, strings, transaction, zsets, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::Command;
 use std::collections::HashMap;
@@ -120,6 +120,55 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("list", "lrange", 4, RS, KEY1, lists::lrange),
     cmd!("list", "llen", 2, R, KEY1, lists::llen),
     cmd!("list", "lindex", 3, RS, KEY1, lists::lindex),
+    cmd!("list", "rpushx", -3, W, KEY1, lists::rpushx),
+    cmd!("list", "lpushx", -3, W, KEY1, lists::lpushx),
+    cmd!("list", "lpop", -2, W, KEY1, lists::lpop),
+    cmd!("list", "rpop", -2, W, KEY1, lists::rpop),
+    cmd!("list", "lset", 4, WS, KEY1, lists::lset),
+    cmd!("list", "lrem", 4, WD, KEY1, lists::lrem),
+    cmd!("list", "ltrim", 4, WD, KEY1, lists::ltrim),
+    cmd!("list", "linsert", 5, WS, KEY1, lists::linsert),
+    cmd!("list", "lpos", -3, RS, KEY1, lists::lpos),
+    cmd!("list", "lmove", 5, WS, KEY12, lists::lmove),
+    cmd!("list", "rpoplpush", 3, WS, KEY12, lists::rpoplpush),
+    // hashes
+    cmd!("hash", "hset", -4, W, KEY1, hashes::hset),
+    cmd!("hash", "hmset", -4, W, KEY1, hashes::hmset),
+    cmd!("hash", "hsetnx", 4, W, KEY1, hashes::hsetnx),
+    cmd!("hash", "hget", 3, R, KEY1, hashes::hget),
+    cmd!("hash", "hmget", -3, R, KEY1, hashes::hmget),
+    cmd!("hash", "hgetall", 2, RS, KEY1, hashes::hgetall),
+    cmd!("hash", "hkeys", 2, RS, KEY1, hashes::hkeys),
+    cmd!("hash", "hvals", 2, RS, KEY1, hashes::hvals),
+    cmd!("hash", "hdel", -3, W, KEY1, hashes::hdel),
+    cmd!("hash", "hlen", 2, R, KEY1, hashes::hlen),
+    cmd!("hash", "hexists", 3, R, KEY1, hashes::hexists),
+    cmd!("hash", "hstrlen", 3, R, KEY1, hashes::hstrlen),
+    cmd!("hash", "hincrby", 4, W, KEY1, hashes::hincrby),
+    cmd!("hash", "hincrbyfloat", 4, W, KEY1, hashes::hincrbyfloat),
+    cmd!("hash", "hscan", -3, RS, KEY1, hashes::hscan),
+    // sets
+    cmd!("set", "sadd", -3, W, KEY1, sets::sadd),
+    cmd!("set", "srem", -3, W, KEY1, sets::srem),
+    cmd!("set", "smembers", 2, RS, KEY1, sets::smembers),
+    cmd!("set", "sismember", 3, R, KEY1, sets::sismember),
+    cmd!("set", "smismember", -3, R, KEY1, sets::smismember),
+    cmd!("set", "scard", 2, R, KEY1, sets::scard),
+    cmd!("set", "spop", -2, W, KEY1, sets::spop),
+    cmd!("set", "srandmember", -2, RS, KEY1, sets::srandmember),
+    cmd!("set", "sinter", -2, RS, ALLKEYS, sets::sinter),
+    cmd!("set", "sunion", -2, RS, ALLKEYS, sets::sunion),
+    cmd!("set", "sdiff", -2, RS, ALLKEYS, sets::sdiff),
+    cmd!("set", "sscan", -3, RS, KEY1, sets::sscan),
+    // sorted sets
+    cmd!("sorted-set", "zadd", -4, W, KEY1, zsets::zadd),
+    cmd!("sorted-set", "zincrby", 4, W, KEY1, zsets::zincrby),
+    cmd!("sorted-set", "zscore", 3, R, KEY1, zsets::zscore),
+    cmd!("sorted-set", "zcard", 2, R, KEY1, zsets::zcard),
+    cmd!("sorted-set", "zrem", -3, W, KEY1, zsets::zrem),
+    cmd!("sorted-set", "zrange", -4, RS, KEY1, zsets::zrange),
+    cmd!("sorted-set", "zpopmin", -2, W, KEY1, zsets::zpopmin),
+    cmd!("sorted-set", "zpopmax", -2, W, KEY1, zsets::zpopmax),
     // server
     cmd!("connection", "ping", -1, C, NOKEY, server::ping),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),
