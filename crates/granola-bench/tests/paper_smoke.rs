@@ -218,5 +218,16 @@ fn kvmem_against_peers() {
         let per_item = r[4].as_f64().unwrap();
         assert!(per_item > 100.0 && per_item < 2000.0, "{r:?}");
     }
+    // The drift part: granola-kv stored every set and every size after the
+    // drift, and returned no wrong value.
+    let drift = v["extra"]["drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 6, "2 workloads x 3 servers");
+    for r in drift.iter().filter(|r| r["system"] == "granola-kv") {
+        assert_eq!(r["sets_failed"], 0, "{r}");
+        assert_eq!(r["sweep_ok"], r["sweep_total"], "{r}");
+        assert_eq!(r["sweep_after_flush_ok"], r["sweep_total"], "{r}");
+        assert_eq!(r["wrong_values"], 0, "{r}");
+        assert!(r["rss_max_mib"].as_f64().unwrap() > 0.0, "{r}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -411,21 +411,23 @@ fn recover_cost() {
 #[test]
 fn emptied_segments_move_to_another_class() {
     let p = pool(2 * SEGMENT_SIZE);
-    let per = SEGMENT_SIZE / 4096;
+    // Large slots keep the test quick under Miri.
+    let a = 64 << 10;
+    let per = SEGMENT_SIZE / a;
     let small: Vec<Buf> = (0..2 * per)
-        .map(|i| p.alloc_copy(&[i as u8; 4096]).unwrap())
+        .map(|i| p.alloc_copy(&vec![i as u8; a]).unwrap())
         .collect();
-    assert!(p.alloc(4096).is_none(), "full");
+    assert!(p.alloc(a).is_none(), "full");
     assert!(p.alloc(100).is_none(), "no segment for another class");
     drop(small);
     // The carving segment stays with its class; the other one is free.
     assert!(p.stats().segments_released >= 1);
-    let n = 2 * (SEGMENT_SIZE / 160);
+    let n = 2 * (SEGMENT_SIZE / (32 << 10));
     let other: Vec<Buf> = (0..n)
-        .map(|i| p.alloc_copy(&[i as u8; 150]).unwrap())
+        .map(|i| p.alloc_copy(&vec![i as u8; 30_000]).unwrap())
         .collect();
     for (i, b) in other.iter().enumerate() {
-        assert_eq!(&b[..], &[i as u8; 150][..]);
+        assert_eq!(&b[..], &vec![i as u8; 30_000][..]);
     }
     assert_eq!(p.stats().segments_in_use, 2);
 }
@@ -436,9 +438,10 @@ fn emptied_segments_move_to_another_class() {
 #[test]
 fn drained_segment_is_reused_only_after_the_last_reference() {
     let p = pool(2 * SEGMENT_SIZE);
-    let per = SEGMENT_SIZE / 4096;
+    let a = 64 << 10;
+    let per = SEGMENT_SIZE / a;
     let mut held: Vec<Buf> = (0..per)
-        .map(|i| p.alloc_copy(&[i as u8; 4096]).unwrap())
+        .map(|i| p.alloc_copy(&vec![i as u8; a]).unwrap())
         .collect();
     // A second class fills the other segment.
     let keep = p.alloc_copy(&[7u8; 100]).unwrap();
@@ -455,7 +458,7 @@ fn drained_segment_is_reused_only_after_the_last_reference() {
     assert_eq!(listed.len(), per - 1, "every remaining handle is listed");
     assert_eq!(p.stats().segments_draining, 1);
     // The freed slot of the draining segment is not handed out again.
-    assert!(p.alloc(4096).is_none());
+    assert!(p.alloc(a).is_none());
     for h in listed {
         assert!(p.release_handle(h));
     }
@@ -466,7 +469,7 @@ fn drained_segment_is_reused_only_after_the_last_reference() {
         let (base, _) = p.region();
         (b.as_slice().as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE != seg0 as usize
     }));
-    assert_eq!(&in_flight[..], &[3u8; 4096][..]);
+    assert_eq!(&in_flight[..], &vec![3u8; a][..]);
     drop(in_flight);
     assert_eq!(p.stats().segments_draining, 0);
     // Now another class gets the segment.
