@@ -165,7 +165,12 @@ fn echo_over_af_xdp() {
         assert_eq!(got.len(), n);
         assert!(got.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
     }
+    // A request larger than the MTU arrives as IP fragments: the program
+    // passes it to the kernel, and the port's kernel socket answers it.
+    let big: Vec<u8> = (0..3000).map(|i| (i % 253) as u8).collect();
+    assert_eq!(call(&sock, to, &big), big, "fragmented request");
     let x = &h.xdp_stats;
+    assert!(x.kernel_path_delivered.load(Ordering::Relaxed) >= 1);
     assert!(x.rx_delivered.load(Ordering::Relaxed) >= 13);
     // Every fragment was a packet of its own (IP payload 1480 at MTU 1500).
     let mtu = h.xdp.as_ref().unwrap().mtu as usize;

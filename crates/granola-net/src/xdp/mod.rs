@@ -35,6 +35,11 @@
 //! request came from, or to the entry given in [`XdpConfig::neighbours`].
 //! There is no ARP; the kernel keeps answering ARP for the interface's
 //! address (the program passes everything but the service ports).
+//!
+//! **The kernel path stays open.** The service ports stay bound to kernel
+//! UDP sockets (that reserves them and resolves port 0); what the program
+//! passes to the kernel for them — packets on other queues, fragmented
+//! requests — is answered on those sockets by the same worker.
 
 mod frame;
 mod prog;
@@ -47,7 +52,7 @@ pub use sys::{enter_netns, XskMode};
 use crate::backend::XdpConfig;
 use crate::server::{DatagramHandler, ServerStats, WorkerParts};
 use crate::sys::Waker;
-use crate::udp::{Datagram, UdpTx};
+use crate::udp::{Datagram, UdpRx, UdpTx, MAX_DATAGRAM};
 use frame::Station;
 use granola::{Buf, BufMut, Pool};
 use std::collections::{HashMap, VecDeque};
@@ -117,6 +122,9 @@ pub struct XdpStats {
     pub tx_completed: AtomicU64,
     /// Replies dropped (no neighbour, too large, no pool memory, backlog).
     pub tx_dropped: AtomicU64,
+    /// Datagrams that reached the service ports' kernel sockets instead
+    /// (other queues, fragmented requests) and were served there.
+    pub kernel_path_delivered: AtomicU64,
     /// Kernel: frames dropped before the RX ring (`XDP_STATISTICS`,
     /// refreshed when the worker is idle).
     pub kernel_rx_dropped: AtomicU64,
@@ -160,8 +168,17 @@ pub(crate) struct Worker {
     stats: Arc<ServerStats>,
     xstats: Arc<XdpStats>,
     /// The kernel sockets bound to the service ports: they reserve the
-    /// ports (and resolve port 0) so nothing else on the host takes them.
-    _ports: Vec<UdpSocket>,
+    /// ports (and resolve port 0), and serve what the XDP program passes to
+    /// the kernel (packets on other queues, fragmented requests).
+    kernel: Vec<KernelPort>,
+}
+
+/// A service port's kernel socket, served beside the AF_XDP socket.
+struct KernelPort {
+    sock: UdpSocket,
+    rx: UdpRx,
+    tx: UdpTx,
+    handler: Box<dyn DatagramHandler>,
 }
 
 /// Starts the AF_XDP worker for `parts.udp`; returns what runs and the
@@ -194,6 +211,25 @@ pub(crate) fn start(
     Ok((info, Box::new(move || w.run())))
 }
 
+impl KernelPort {
+    /// Answers what waits on the kernel socket; returns datagrams served.
+    fn serve(&mut self) -> usize {
+        let mut got = Vec::new();
+        if let Err(e) = self.rx.recv_batch(&self.sock, &mut got) {
+            if e.kind() != io::ErrorKind::WouldBlock {
+                log::warn!("udp receive on the kernel path: {e}");
+            }
+        }
+        for d in &got {
+            self.handler.on_datagram(d, &mut self.tx);
+        }
+        if let Err(e) = self.tx.flush(&self.sock) {
+            log::warn!("udp send on the kernel path: {e}");
+        }
+        got.len()
+    }
+}
+
 impl Worker {
     fn new(parts: WorkerParts, cfg: &XdpConfig, xstats: Arc<XdpStats>) -> io::Result<Worker> {
         let WorkerParts {
@@ -209,7 +245,7 @@ impl Worker {
         let (local_mac, mtu) = sys::if_mac_mtu(&cfg.interface)?;
         let mut ports = Vec::new();
         let mut endpoints = Vec::new();
-        let mut socks = Vec::new();
+        let mut kernel = Vec::new();
         for (sock, svc) in udp {
             let port = sock.local_addr()?.port();
             ports.push(port);
@@ -220,7 +256,12 @@ impl Worker {
                 tx: UdpTx::new(pool.clone(), txcfg, scfg.udp_max_datagram),
                 handler: svc.handler(),
             });
-            socks.push(sock);
+            kernel.push(KernelPort {
+                sock,
+                rx: UdpRx::new(pool.clone(), scfg.udp_batch, MAX_DATAGRAM + 1),
+                tx: UdpTx::new(pool.clone(), txcfg, scfg.udp_max_datagram),
+                handler: svc.handler(),
+            });
         }
         let ring = if cfg.ring_size == 0 {
             DEFAULT_RING_SIZE
@@ -259,7 +300,7 @@ impl Worker {
             waker,
             stats,
             xstats,
-            _ports: socks,
+            kernel,
         })
     }
 
@@ -277,9 +318,25 @@ impl Worker {
             } else {
                 100
             };
-            sys::poll_readable(&[self.xsk.fd(), self.waker.fd()], timeout, &mut ready);
+            {
+                let mut fds = vec![self.xsk.fd(), self.waker.fd()];
+                fds.extend(self.kernel.iter().map(|k| k.sock.as_fd()));
+                sys::poll_readable(&fds, timeout, &mut ready);
+            }
             if ready.get(1) == Some(&true) {
                 self.waker.drain();
+            }
+            for (k, _) in self
+                .kernel
+                .iter_mut()
+                .zip(ready.iter().skip(2))
+                .filter(|(_, r)| **r)
+            {
+                let n = k.serve();
+                self.xstats
+                    .kernel_path_delivered
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                crate::server::account(&self.stats, &k.tx.take_stats());
             }
             if !ready.iter().any(|&r| r) {
                 self.kernel_statistics();
