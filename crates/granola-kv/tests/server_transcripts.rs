@@ -1472,6 +1472,32 @@ fn memcache_stats_and_admin_transcript() {
     c.roundtrip(b"stats reset\r\n", b"RESET\r\n");
     assert_eq!(mc_stats(srv.mc())["delete_hits"], "0");
     c.roundtrip(b"stats nonsense\r\n", b"ERROR\r\n");
+    // ma C<cas>: only the item with that CAS; T: a hit takes the new TTL.
+    c.send(b"ms num 1 c\r\n5\r\n");
+    let line = String::from_utf8(c.read_until(b"\r\n")).unwrap();
+    let cas: u64 = line
+        .trim_end()
+        .strip_prefix("HD c")
+        .unwrap()
+        .parse()
+        .unwrap();
+    c.roundtrip(
+        format!("ma num C{} v\r\n", cas + 1000).as_bytes(),
+        b"EX\r\n",
+    );
+    c.roundtrip(
+        format!("ma num C{cas} v T100\r\n").as_bytes(),
+        b"VA 1\r\n6\r\n",
+    );
+    c.send(b"mg num v t\r\n");
+    let hit = String::from_utf8(c.read_until(b"6\r\n")).unwrap();
+    let ttl: u64 = hit
+        .strip_prefix("VA 1 t")
+        .and_then(|r| r.split("\r\n").next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("mg reply {hit:?}"));
+    assert!((95..=100).contains(&ttl), "TTL after ma T100: {ttl}");
+    c.roundtrip(b"ma nothere C5\r\n", b"NF\r\n");
 }
 
 /// Lists (complete), hashes, sets and sorted sets: exact replies.

@@ -94,7 +94,19 @@ pub fn arith(ctx: &mut Ctx<'_>, m: MetaArith<'_>) {
     let mut kb = [0u8; KEY_BUF_LEN];
     let key = m.key.bytes(&mut kb);
     let incr = m.mode == ArithMode::Incr;
+    // C<cas>: apply only to the item with that CAS unique.
+    if let Some(c) = m.compare_cas {
+        match string_item(ctx.db.get(key)) {
+            Some(item) if item.cas() != c => return m.write_miss(ctx.out, MissResult::Exists),
+            None if m.vivify.is_none() => return m.write_miss(ctx.out, MissResult::NotFound),
+            _ => {}
+        }
+    }
     let mut r = ctx.db.incr_decr(key, m.delta, incr);
+    // T<ttl>: a hit also takes the new TTL.
+    if let (Ok(_), Some(t)) = (&r, m.ttl) {
+        ctx.db.touch(key, ctx.expires_ms(i64::from(t)));
+    }
     if r == Err(StoreError::NotFound) {
         if let Some(t) = m.vivify {
             let meta = Meta {
