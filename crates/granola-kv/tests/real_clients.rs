@@ -133,18 +133,23 @@ fn pymemcache_script() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
 }
 
+/// redis-py with its defaults (RESP3 in redis-py 8: HELLO 3 on connect,
+/// `pipeline()` a MULTI/EXEC transaction), then with `protocol=2`.
 #[test]
 fn redis_py_script() {
     let Some(py) = python_with("redis") else {
         return;
     };
     let srv = Server::default_config();
-    let mut cmd = Command::new(py);
-    cmd.arg(clients_dir().join("redis_client.py"))
-        .arg(srv.resp().port().to_string());
-    let out = run(cmd, b"");
-    check("redis_client.py", &out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+    for protocol in [None, Some("2")] {
+        let mut cmd = Command::new(&py);
+        cmd.arg(clients_dir().join("redis_client.py"))
+            .arg(srv.resp().port().to_string());
+        cmd.args(protocol);
+        let out = run(cmd, b"");
+        check(&format!("redis_client.py protocol {protocol:?}"), &out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+    }
 }
 
 /// pymemcache `get_many` of 1,000 keys (one `get k1 k2 ...` line), values
@@ -232,6 +237,24 @@ fn redis_cli_commands() {
         "WRONGTYPE Operation against a key holding the wrong kind of value\n\n"
     );
 
+    // RESP2 and RESP3 (`-3` sends HELLO 3): a transaction and typed
+    // replies.
+    for proto in ["-2", "-3"] {
+        assert_eq!(cli(port, &[proto, "get", "missing"], b""), "\n");
+        let out = cli(
+            port,
+            &[proto],
+            b"multi\nset t 1\nincr t\nexec\nclient setname cli\nclient getname\n",
+        );
+        assert_eq!(
+            out, "OK\nQUEUED\nQUEUED\nOK\n2\nOK\ncli\n",
+            "redis-cli {proto}"
+        );
+        let id = cli(port, &[proto, "client", "id"], b"");
+        assert!(id.trim().parse::<u64>().is_ok(), "client id: {id:?}");
+        assert_eq!(cli(port, &[proto, "del", "t"], b""), "1\n");
+    }
+
     // Commands read from stdin, one per line.
     let out = cli(
         port,
@@ -260,4 +283,82 @@ fn redis_cli_commands() {
     assert_eq!(cli(port, &["lrange", "pl", "0", "-1"], b""), "x\ny\n");
     // 3 + s1 + 1000 + pl
     assert_eq!(cli(port, &["dbsize"], b""), "1005\n");
+}
+
+/// libmemcached's `memccapable -a` (Debian libmemcached-tools): every ASCII
+/// protocol check memcached 1.6 passes. (Its binary-protocol checks need
+/// the binary protocol, which granola-kv does not speak.)
+#[test]
+fn memccapable_ascii() {
+    let ok = Command::new("memccapable")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        skip("memccapable not on PATH (Debian package libmemcached-tools)");
+        return;
+    }
+    let srv = Server::default_config();
+    let mut cmd = Command::new("memccapable");
+    cmd.args(["-h", "127.0.0.1", "-p"])
+        .arg(srv.mc().port().to_string())
+        .arg("-a");
+    let out = run(cmd, b"");
+    check("memccapable -a", &out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("All tests passed"), "{text}");
+    assert!(!text.contains("[FAIL]"), "{text}");
+}
+
+/// `redis-benchmark -q -n 2000` over its whole default test list: every
+/// test completes and none reports an error.
+#[test]
+fn redis_benchmark_default_tests() {
+    let ok = Command::new("redis-benchmark")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        skip("redis-benchmark not on PATH (Debian package redis-tools)");
+        return;
+    }
+    let srv = Server::default_config();
+    let mut cmd = Command::new("redis-benchmark");
+    cmd.args(["-h", "127.0.0.1", "-p"])
+        .arg(srv.resp().port().to_string())
+        .args(["-q", "-n", "2000", "--csv"]);
+    let out = run(cmd, b"");
+    check("redis-benchmark", &out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !text.contains("ERR") && !stderr.contains("ERR"),
+        "{text}\n{stderr}"
+    );
+    for test in [
+        "PING_INLINE",
+        "SET",
+        "GET",
+        "INCR",
+        "LPUSH",
+        "RPUSH",
+        "LPOP",
+        "RPOP",
+        "SADD",
+        "HSET",
+        "SPOP",
+        "ZADD",
+        "ZPOPMIN",
+        "LRANGE_600",
+        "MSET",
+    ] {
+        assert!(
+            text.contains(&format!("\"{test}")),
+            "{test} missing from:\n{text}"
+        );
+    }
 }

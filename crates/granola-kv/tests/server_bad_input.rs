@@ -27,6 +27,7 @@ fn bystander_ok(c: &mut Client, tag: &str) {
 fn oversized_keys_and_values() {
     let mut cfg = config();
     cfg.max_item_size = 64 << 10;
+    cfg.proto_max_bulk_len = 64 << 10;
     let srv = Server::start(cfg);
     let mut c = Client::connect(srv.mc());
     let k250 = "k".repeat(250);
@@ -68,7 +69,10 @@ fn oversized_keys_and_values() {
     );
     c.send(&over);
     c.roundtrip(b"\r\nget over\r\n", b"END\r\n");
-    // The old value survived the refused replacement.
+    // The refused replacement removed the old value, as memcached does
+    // (a reader must not get the value the client meant to replace).
+    c.roundtrip(b"get max\r\n", b"END\r\n");
+    c.roundtrip(&mc_set_cmd(b"max", 0, &max), b"STORED\r\n");
     let mut want = mc_value_reply(b"max", 0, &max, None);
     want.extend_from_slice(b"END\r\n");
     c.roundtrip(b"get max\r\n", &want);

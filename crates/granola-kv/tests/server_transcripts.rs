@@ -15,7 +15,9 @@ use std::net::SocketAddr;
 
 /// The version line `version` answers.
 fn version_line() -> Vec<u8> {
-    format!("VERSION {}-granola-kv\r\n", env!("CARGO_PKG_VERSION")).into_bytes()
+    // memcached's form (clients' feature checks read it); granola-kv's own
+    // version is in `stats`.
+    b"VERSION 1.6.21\r\n".to_vec()
 }
 
 /// `gets <key>` → the CAS unique (asserting the rest of the reply).
@@ -248,6 +250,152 @@ fn memcache_errors_keep_the_connection() {
     c.roundtrip(b"version\r\n", &version_line());
 }
 
+/// RESP3 after HELLO 3, typed replies; MULTI/EXEC/DISCARD/WATCH; SELECT.
+#[test]
+fn resp3_transactions_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let mut other = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    rt(
+        &mut c,
+        &["HELLO", "4"],
+        b"-NOPROTO unsupported protocol version\r\n",
+    );
+    c.send(&resp_cmd(&["HELLO", "3", "SETNAME", "t1"]));
+    let hello = c.read_until(b"$7\r\nmodules\r\n*0\r\n");
+    assert!(
+        hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+        "{}",
+        show(&hello)
+    );
+    assert!(
+        find(&hello, b"$5\r\nproto\r\n:3\r\n").is_some(),
+        "{}",
+        show(&hello)
+    );
+    rt(&mut c, &["CLIENT", "GETNAME"], b"$2\r\nt1\r\n");
+    rt(&mut c, &["GET", "nope"], b"_\r\n");
+    rt(
+        &mut c,
+        &["CONFIG", "GET", "appendonly"],
+        b"%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n",
+    );
+    rt(&mut c, &["SET", "k", "1"], b"+OK\r\n");
+    // MULTI / EXEC
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["MULTI"],
+        b"-ERR MULTI calls can not be nested\r\n",
+    );
+    rt(&mut c, &["INCR", "k"], b"+QUEUED\r\n");
+    rt(&mut c, &["GET", "k"], b"+QUEUED\r\n");
+    rt(&mut c, &["GET", "nope"], b"+QUEUED\r\n");
+    rt(&mut other, &["GET", "k"], b"$1\r\n1\r\n"); // nothing applied yet
+    rt(&mut c, &["EXEC"], b"*3\r\n:2\r\n$1\r\n2\r\n_\r\n");
+    rt(&mut c, &["EXEC"], b"-ERR EXEC without MULTI\r\n");
+    // A refused command aborts the transaction: nothing applies.
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["SET", "k", "lost"], b"+QUEUED\r\n");
+    rt(
+        &mut c,
+        &["GET"],
+        b"-ERR wrong number of arguments for 'get' command\r\n",
+    );
+    rt(
+        &mut c,
+        &["EXEC"],
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    rt(&mut c, &["GET", "k"], b"$1\r\n2\r\n");
+    // DISCARD
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["SET", "k", "lost"], b"+QUEUED\r\n");
+    rt(&mut c, &["DISCARD"], b"+OK\r\n");
+    rt(&mut c, &["DISCARD"], b"-ERR DISCARD without MULTI\r\n");
+    rt(&mut c, &["GET", "k"], b"$1\r\n2\r\n");
+    // WATCH: another client's write aborts EXEC (null), nothing applies.
+    rt(&mut c, &["WATCH", "k", "absent"], b"+OK\r\n");
+    rt(&mut other, &["SET", "k", "theirs"], b"+OK\r\n");
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["WATCH", "x"],
+        b"-ERR WATCH inside MULTI is not allowed\r\n",
+    );
+    rt(&mut c, &["SET", "k", "mine"], b"+QUEUED\r\n");
+    rt(&mut c, &["EXEC"], b"_\r\n");
+    rt(&mut c, &["GET", "k"], b"$6\r\ntheirs\r\n");
+    // Creating a watched absent key counts as a change too.
+    rt(&mut c, &["WATCH", "absent"], b"+OK\r\n");
+    rt(&mut other, &["SET", "absent", "now"], b"+OK\r\n");
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["DEL", "absent"], b"+QUEUED\r\n");
+    rt(&mut c, &["EXEC"], b"_\r\n");
+    // UNWATCH: EXEC applies.
+    rt(&mut c, &["WATCH", "k"], b"+OK\r\n");
+    rt(&mut other, &["SET", "k", "again"], b"+OK\r\n");
+    rt(&mut c, &["UNWATCH"], b"+OK\r\n");
+    rt(&mut c, &["MULTI"], b"+OK\r\n");
+    rt(&mut c, &["SET", "k", "mine"], b"+QUEUED\r\n");
+    rt(&mut c, &["EXEC"], b"*1\r\n+OK\r\n");
+    // SELECT: separate keyspaces; FLUSHDB flushes one.
+    rt(&mut c, &["SELECT", "3"], b"+OK\r\n");
+    rt(&mut c, &["GET", "k"], b"_\r\n");
+    rt(&mut c, &["SET", "k", "db3"], b"+OK\r\n");
+    rt(&mut c, &["DBSIZE"], b":1\r\n");
+    rt(&mut other, &["GET", "k"], b"$4\r\nmine\r\n");
+    rt(&mut c, &["FLUSHDB"], b"+OK\r\n");
+    rt(&mut c, &["DBSIZE"], b":0\r\n");
+    rt(&mut other, &["GET", "k"], b"$4\r\nmine\r\n");
+    rt(&mut c, &["SELECT", "0"], b"+OK\r\n");
+    // HELLO 2 goes back to RESP2.
+    c.send(&resp_cmd(&["HELLO", "2"]));
+    let hello = c.read_until(b"$7\r\nmodules\r\n*0\r\n");
+    assert!(hello.starts_with(b"*14\r\n"), "{}", show(&hello));
+    rt(&mut c, &["GET", "nope"], b"$-1\r\n");
+    rt(&mut c, &["RESET"], b"+RESET\r\n");
+    rt(&mut c, &["CLIENT", "GETNAME"], b"$-1\r\n");
+}
+
+/// `--requirepass`: NOAUTH until AUTH or HELLO AUTH; wrong passwords.
+#[test]
+fn resp_requirepass() {
+    let mut cfg = common::config();
+    cfg.requirepass = Some("s3cret".into());
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    rt(
+        &mut c,
+        &["GET", "k"],
+        b"-NOAUTH Authentication required.\r\n",
+    );
+    rt(
+        &mut c,
+        &["AUTH", "wrong"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    rt(&mut c, &["AUTH", "s3cret"], b"+OK\r\n");
+    rt(&mut c, &["GET", "k"], b"$-1\r\n");
+    let mut h = Client::connect(srv.resp());
+    rt(
+        &mut h,
+        &["HELLO", "3", "AUTH", "default", "nope"],
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    h.send(&resp_cmd(&["HELLO", "3", "AUTH", "default", "s3cret"]));
+    h.read_until(b"$7\r\nmodules\r\n*0\r\n");
+    rt(&mut h, &["GET", "k"], b"_\r\n");
+}
+
 #[test]
 fn resp_transcript() {
     let srv = Server::default_config();
@@ -263,7 +411,7 @@ fn resp_transcript() {
     rt(&mut c, &["SELECT", "0"], b"+OK\r\n");
     rt(
         &mut c,
-        &["SELECT", "1"],
+        &["SELECT", "16"],
         b"-ERR DB index is out of range\r\n",
     );
     rt(&mut c, &["DBSIZE"], b":0\r\n");
@@ -399,8 +547,19 @@ fn resp_transcript() {
         &["CONFIG", "GET", "appendonly"],
         b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n",
     );
-    rt(&mut c, &["COMMAND"], b"*0\r\n");
-    rt(&mut c, &["COMMAND", "DOCS"], b"*0\r\n");
+    let count = match c.resp(&["COMMAND", "COUNT"]) {
+        Resp::Int(n) => n as usize,
+        r => panic!("COMMAND COUNT: {r:?}"),
+    };
+    match c.resp(&["COMMAND"]) {
+        Resp::Array(Some(all)) => assert_eq!(all.len(), count),
+        r => panic!("COMMAND: {r:?}"),
+    }
+    rt(
+        &mut c,
+        &["COMMAND", "DOCS", "get"],
+        b"*2\r\n$3\r\nget\r\n*4\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n",
+    );
     rt(
         &mut c,
         &["NOSUCHCOMMAND", "a", "b"],
@@ -851,4 +1010,626 @@ fn large_values_pipelined() {
     });
     resp.expect(&rwant);
     t.join().unwrap();
+}
+
+/// EXEC is isolated: a reader on another connection (another worker
+/// thread) never sees a transaction half applied.
+#[test]
+fn exec_is_not_interleaved() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let writer = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        let mut req = resp_cmd(&["MULTI"]);
+        for _ in 0..50 {
+            req.extend_from_slice(&resp_cmd(&["INCR", "x"]));
+        }
+        req.extend_from_slice(&resp_cmd(&["EXEC"]));
+        for round in 1..=40 {
+            c.send(&req);
+            // +OK, 50 +QUEUED, then the EXEC array ending with the total.
+            let end = format!(":{}\r\n", round * 50);
+            c.read_until(end.as_bytes());
+        }
+    });
+    let mut r = Client::connect(addr);
+    let mut seen = 0;
+    while !writer.is_finished() || seen == 0 {
+        match r.resp(&["GET", "x"]) {
+            Resp::Bulk(Some(v)) => {
+                let n: u64 = String::from_utf8(v).unwrap().parse().unwrap();
+                assert_eq!(n % 50, 0, "saw a transaction half applied: {n}");
+                seen += 1;
+            }
+            Resp::Bulk(None) => {}
+            other => panic!("GET x: {other:?}"),
+        }
+    }
+    writer.join().unwrap();
+    assert_eq!(r.resp(&["GET", "x"]), Resp::Bulk(Some(b"2000".to_vec())));
+}
+
+/// The strings, keyspace and expiry commands, exact replies.
+#[test]
+fn resp_strings_keys_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    // SET options
+    rt(&mut c, &["SET", "a", "hello"], b"+OK\r\n");
+    rt(&mut c, &["SET", "a", "world", "GET"], b"$5\r\nhello\r\n");
+    rt(&mut c, &["SET", "new", "v", "NX", "GET"], b"$-1\r\n");
+    rt(&mut c, &["SET", "new", "w", "NX", "GET"], b"$1\r\nv\r\n");
+    rt(&mut c, &["GET", "new"], b"$1\r\nv\r\n");
+    rt(
+        &mut c,
+        &["SET", "a", "v", "EX", "100", "PX", "5"],
+        b"-ERR syntax error\r\n",
+    );
+    rt(
+        &mut c,
+        &["SET", "a", "v", "EX", "100", "KEEPTTL"],
+        b"-ERR syntax error\r\n",
+    );
+    rt(
+        &mut c,
+        &["SET", "a", "v", "EX", "-1"],
+        b"-ERR invalid expire time in 'set' command\r\n",
+    );
+    rt(
+        &mut c,
+        &["SET", "a", "v", "EX", "9223372036854775"],
+        b"-ERR invalid expire time in 'set' command\r\n",
+    );
+    rt(
+        &mut c,
+        &["SET", "a", "v", "EX", "abc"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+    rt(&mut c, &["SET", "a", "world", "EX", "100"], b"+OK\r\n");
+    rt(&mut c, &["SET", "a", "kept", "KEEPTTL"], b"+OK\r\n");
+    match c.resp(&["TTL", "a"]) {
+        Resp::Int(t) => assert!((90..=100).contains(&t), "KEEPTTL kept {t}"),
+        r => panic!("TTL: {r:?}"),
+    }
+    rt(&mut c, &["SET", "a", "gone", "PXAT", "1"], b"+OK\r\n");
+    rt(&mut c, &["GET", "a"], b"$-1\r\n");
+    rt(&mut c, &["RPUSH", "l", "x"], b":1\r\n");
+    rt(
+        &mut c,
+        &["SET", "l", "v", "GET"],
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    // SETNX SETEX PSETEX GETSET GETDEL GETEX MSETNX
+    rt(&mut c, &["SETNX", "s", "1"], b":1\r\n");
+    rt(&mut c, &["SETNX", "s", "2"], b":0\r\n");
+    rt(
+        &mut c,
+        &["SETEX", "s", "0", "v"],
+        b"-ERR invalid expire time in 'setex' command\r\n",
+    );
+    rt(&mut c, &["SETEX", "s", "100", "v"], b"+OK\r\n");
+    rt(&mut c, &["PSETEX", "p", "100000", "v"], b"+OK\r\n");
+    rt(&mut c, &["GETSET", "s", "w"], b"$1\r\nv\r\n");
+    rt(&mut c, &["TTL", "s"], b":-1\r\n");
+    rt(&mut c, &["GETDEL", "s"], b"$1\r\nw\r\n");
+    rt(&mut c, &["GETDEL", "s"], b"$-1\r\n");
+    rt(&mut c, &["SET", "g", "v"], b"+OK\r\n");
+    rt(&mut c, &["GETEX", "g", "EX", "50"], b"$1\r\nv\r\n");
+    rt(&mut c, &["TTL", "g"], b":50\r\n");
+    rt(&mut c, &["GETEX", "g", "PERSIST"], b"$1\r\nv\r\n");
+    rt(&mut c, &["TTL", "g"], b":-1\r\n");
+    rt(&mut c, &["GETEX", "g", "EX"], b"-ERR syntax error\r\n");
+    rt(&mut c, &["MSETNX", "m1", "1", "m2", "2"], b":1\r\n");
+    rt(&mut c, &["MSETNX", "m2", "x", "m3", "3"], b":0\r\n");
+    rt(&mut c, &["EXISTS", "m3"], b":0\r\n");
+    // APPEND STRLEN GETRANGE SETRANGE INCRBYFLOAT
+    rt(&mut c, &["APPEND", "ap", "abc"], b":3\r\n");
+    rt(&mut c, &["APPEND", "ap", "def"], b":6\r\n");
+    rt(&mut c, &["STRLEN", "ap"], b":6\r\n");
+    rt(&mut c, &["STRLEN", "none"], b":0\r\n");
+    rt(&mut c, &["GETRANGE", "ap", "1", "3"], b"$3\r\nbcd\r\n");
+    rt(&mut c, &["GETRANGE", "ap", "-2", "-1"], b"$2\r\nef\r\n");
+    rt(&mut c, &["GETRANGE", "ap", "10", "20"], b"$0\r\n\r\n");
+    rt(&mut c, &["SETRANGE", "ap", "1", "XY"], b":6\r\n");
+    rt(&mut c, &["SETRANGE", "sr", "2", "z"], b":3\r\n");
+    rt(&mut c, &["GET", "sr"], b"$3\r\n\0\0z\r\n");
+    rt(&mut c, &["GET", "ap"], b"$6\r\naXYdef\r\n");
+    rt(
+        &mut c,
+        &["SETRANGE", "ap", "-1", "x"],
+        b"-ERR offset is out of range\r\n",
+    );
+    rt(&mut c, &["INCRBYFLOAT", "f", "10.5"], b"$4\r\n10.5\r\n");
+    rt(&mut c, &["INCRBYFLOAT", "f", "0.1"], b"$4\r\n10.6\r\n");
+    rt(
+        &mut c,
+        &["INCRBYFLOAT", "f", "x"],
+        b"-ERR value is not a valid float\r\n",
+    );
+    rt(
+        &mut c,
+        &["INCRBYFLOAT", "ap", "1"],
+        b"-ERR value is not a valid float\r\n",
+    );
+    // EXPIRE options, range checks, PERSIST, EXPIRETIME, TYPE
+    rt(&mut c, &["SET", "e", "v"], b"+OK\r\n");
+    rt(&mut c, &["EXPIRE", "e", "100", "XX"], b":0\r\n");
+    rt(&mut c, &["EXPIRE", "e", "100", "NX"], b":1\r\n");
+    rt(&mut c, &["EXPIRE", "e", "200", "NX"], b":0\r\n");
+    rt(&mut c, &["EXPIRE", "e", "50", "GT"], b":0\r\n");
+    rt(&mut c, &["EXPIRE", "e", "500", "GT"], b":1\r\n");
+    rt(&mut c, &["EXPIRE", "e", "50", "LT"], b":1\r\n");
+    rt(&mut c, &["TTL", "e"], b":50\r\n");
+    rt(
+        &mut c,
+        &["EXPIRE", "e", "50", "NX", "GT"],
+        b"-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+    );
+    rt(
+        &mut c,
+        &["EXPIRE", "e", "9999999999999999"],
+        b"-ERR invalid expire time in 'expire' command\r\n",
+    );
+    rt(
+        &mut c,
+        &["PEXPIRE", "e", "9223372036854775807"],
+        b"-ERR invalid expire time in 'pexpire' command\r\n",
+    );
+    rt(&mut c, &["TTL", "e"], b":50\r\n");
+    rt(&mut c, &["PERSIST", "e"], b":1\r\n");
+    rt(&mut c, &["PERSIST", "e"], b":0\r\n");
+    rt(&mut c, &["EXPIRETIME", "e"], b":-1\r\n");
+    rt(&mut c, &["EXPIREAT", "e", "4102444800"], b":1\r\n");
+    rt(&mut c, &["EXPIRETIME", "e"], b":4102444800\r\n");
+    rt(&mut c, &["PEXPIRETIME", "e"], b":4102444800000\r\n");
+    rt(&mut c, &["EXPIRETIME", "missing"], b":-2\r\n");
+    rt(&mut c, &["PEXPIREAT", "e", "1"], b":1\r\n");
+    rt(&mut c, &["EXISTS", "e"], b":0\r\n");
+    rt(&mut c, &["EXPIRE", "g", "-5"], b":1\r\n");
+    rt(&mut c, &["EXISTS", "g"], b":0\r\n");
+    rt(&mut c, &["TYPE", "l"], b"+list\r\n");
+    rt(&mut c, &["TYPE", "ap"], b"+string\r\n");
+    rt(&mut c, &["TYPE", "nothing"], b"+none\r\n");
+    // RENAME RENAMENX COPY OBJECT
+    rt(&mut c, &["RENAME", "nothing", "x"], b"-ERR no such key\r\n");
+    rt(&mut c, &["RENAME", "m1", "r1"], b"+OK\r\n");
+    rt(&mut c, &["GET", "r1"], b"$1\r\n1\r\n");
+    rt(&mut c, &["EXISTS", "m1"], b":0\r\n");
+    rt(&mut c, &["RENAMENX", "r1", "m2"], b":0\r\n");
+    rt(&mut c, &["RENAMENX", "r1", "r2"], b":1\r\n");
+    rt(&mut c, &["COPY", "l", "l2"], b":1\r\n");
+    rt(&mut c, &["COPY", "l", "l2"], b":0\r\n");
+    rt(&mut c, &["COPY", "r2", "l2", "REPLACE"], b":1\r\n");
+    rt(&mut c, &["GET", "l2"], b"$1\r\n1\r\n");
+    rt(&mut c, &["COPY", "r2", "r2", "DB", "2"], b":1\r\n");
+    rt(&mut c, &["OBJECT", "ENCODING", "r2"], b"$3\r\nint\r\n");
+    rt(&mut c, &["OBJECT", "ENCODING", "ap"], b"$6\r\nembstr\r\n");
+    rt(&mut c, &["OBJECT", "ENCODING", "nope"], b"$-1\r\n");
+    // KEYS SCAN RANDOMKEY over a fresh database
+    rt(&mut c, &["SELECT", "4"], b"+OK\r\n");
+    rt(&mut c, &["KEYS", "*"], b"*0\r\n");
+    rt(&mut c, &["RANDOMKEY"], b"$-1\r\n");
+    rt(
+        &mut c,
+        &["MSET", "user:1", "a", "user:2", "b", "other", "c"],
+        b"+OK\r\n",
+    );
+    rt(&mut c, &["RPUSH", "user:list", "x"], b":1\r\n");
+    match c.resp(&["KEYS", "user:[0-9]"]) {
+        Resp::Array(Some(keys)) => {
+            let mut k: Vec<Resp> = keys;
+            k.sort_by_key(|r| format!("{r:?}"));
+            assert_eq!(
+                k,
+                vec![
+                    Resp::Bulk(Some(b"user:1".to_vec())),
+                    Resp::Bulk(Some(b"user:2".to_vec()))
+                ]
+            );
+        }
+        r => panic!("KEYS: {r:?}"),
+    }
+    // A full SCAN with MATCH and TYPE finds each key once or more.
+    let mut cursor = "0".to_string();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        match c.resp(&[
+            "SCAN", &cursor, "MATCH", "user:*", "COUNT", "2", "TYPE", "string",
+        ]) {
+            Resp::Array(Some(mut parts)) if parts.len() == 2 => {
+                let Resp::Array(Some(keys)) = parts.pop().unwrap() else {
+                    panic!()
+                };
+                for k in keys {
+                    let Resp::Bulk(Some(k)) = k else { panic!() };
+                    seen.insert(String::from_utf8(k).unwrap());
+                }
+                let Resp::Bulk(Some(next)) = parts.pop().unwrap() else {
+                    panic!()
+                };
+                cursor = String::from_utf8(next).unwrap();
+            }
+            r => panic!("SCAN: {r:?}"),
+        }
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["user:1", "user:2"]);
+    match c.resp(&["RANDOMKEY"]) {
+        Resp::Bulk(Some(k)) => {
+            assert!([&b"user:1"[..], b"user:2", b"other", b"user:list"].contains(&&k[..]))
+        }
+        r => panic!("RANDOMKEY: {r:?}"),
+    }
+    rt(&mut c, &["SCAN", "x"], b"-ERR invalid cursor\r\n");
+    // INFO sections, CONFIG, COMMAND
+    match c.resp(&["INFO", "keyspace"]) {
+        Resp::Bulk(Some(t)) => {
+            let t = String::from_utf8(t).unwrap();
+            assert!(t.starts_with("# Keyspace\r\n"), "{t}");
+            assert!(t.contains("db4:keys=4,expires=0"), "{t}");
+            assert!(!t.contains("# Server"), "{t}");
+        }
+        r => panic!("INFO: {r:?}"),
+    }
+    match c.resp(&["INFO"]) {
+        Resp::Bulk(Some(t)) => {
+            let t = String::from_utf8(t).unwrap();
+            for field in [
+                "redis_version:7.2.4",
+                "granola_kv_version:",
+                "role:master",
+                "connected_clients:",
+                "used_memory:",
+                "maxmemory:",
+            ] {
+                assert!(t.contains(field), "INFO lacks {field}");
+            }
+            assert!(
+                !t.contains("cmdstat_"),
+                "commandstats is not in the default INFO"
+            );
+        }
+        r => panic!("INFO: {r:?}"),
+    }
+    match c.resp(&["INFO", "commandstats"]) {
+        Resp::Bulk(Some(t)) => {
+            let t = String::from_utf8(t).unwrap();
+            assert!(t.contains("cmdstat_set:calls="), "{t}");
+        }
+        r => panic!("INFO commandstats: {r:?}"),
+    }
+    rt(
+        &mut c,
+        &["CONFIG", "GET", "maxmemory"],
+        format!(
+            "*2\r\n$9\r\nmaxmemory\r\n${}\r\n{}\r\n",
+            (64u64 << 20).to_string().len(),
+            64u64 << 20
+        )
+        .as_bytes(),
+    );
+    rt(&mut c, &["CONFIG", "GET", "nosuch"], b"*0\r\n");
+    rt(&mut c, &["CONFIG", "SET", "appendonly", "no"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["CONFIG", "SET", "nosuch", "1"],
+        b"-ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'\r\n",
+    );
+    rt(
+        &mut c,
+        &["COMMAND", "INFO", "get"],
+        b"*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
+    );
+    rt(&mut c, &["COMMAND", "INFO", "nosuch"], b"*1\r\n*-1\r\n");
+    match c.resp(&["COMMAND", "COUNT"]) {
+        Resp::Int(n) => assert!(n > 50, "COMMAND COUNT {n}"),
+        r => panic!("COMMAND COUNT: {r:?}"),
+    }
+    match c.resp(&["TIME"]) {
+        Resp::Array(Some(v)) => assert_eq!(v.len(), 2),
+        r => panic!("TIME: {r:?}"),
+    }
+    // Bulk values above memcached's -I (1 MiB here), up to
+    // proto-max-bulk-len (capped by -m, 64 MiB): a 3 MiB value.
+    let big: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+    c.roundtrip(&resp_cmd(&[&b"SET"[..], b"big", &big]), b"+OK\r\n");
+    c.roundtrip(&resp_cmd(&["GET", "big"]), &resp_bulk(&big));
+    rt(&mut c, &["STRLEN", "big"], b":3145728\r\n");
+}
+
+/// Queued reply bytes of one server (copied + referenced).
+fn queued_total(srv: &Server) -> u64 {
+    let net = srv.shared.net.get().unwrap();
+    net.bytes_copied.load(std::sync::atomic::Ordering::Relaxed)
+        + net
+            .bytes_referenced
+            .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Waits until the queued total stops growing; returns it.
+fn settled(srv: &Server) -> u64 {
+    let mut last = queued_total(srv);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let now = queued_total(srv);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// A multi-key get / MGET whose reply (60 MB) is far above the
+/// back-pressure mark, from a client that does not read: the command stops
+/// producing (the server queues about the mark plus socket buffers, not
+/// the reply), then completes, whole and in order, once the client reads.
+#[test]
+fn long_replies_are_bounded_while_built() {
+    let srv = Server::default_config();
+    let value = pattern_bytes(4000);
+    let n = 15_000;
+    let full = (n * value.len()) as u64;
+    // memcached
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(&mc_set_cmd(b"v", 0, &value), b"STORED\r\n");
+    let before = queued_total(&srv);
+    let mut line = b"get".to_vec();
+    for _ in 0..n {
+        line.extend_from_slice(b" v");
+    }
+    line.extend_from_slice(b"\r\n");
+    c.send(&line);
+    let queued = settled(&srv) - before;
+    assert!(
+        queued < full / 2,
+        "get queued {queued} of {full} bytes before the client read"
+    );
+    let one = mc_value_reply(b"v", 0, &value, None);
+    let whole = {
+        let mut w = one.repeat(n);
+        w.extend_from_slice(b"END\r\n");
+        w
+    };
+    assert_eq!(c.read_n(whole.len()), whole);
+    // RESP MGET
+    let mut r = Client::connect(srv.resp());
+    let before = queued_total(&srv);
+    let mut args: Vec<&str> = vec!["MGET"];
+    args.extend(std::iter::repeat_n("v", n));
+    r.send(&resp_cmd(&args));
+    let queued = settled(&srv) - before;
+    assert!(
+        queued < full / 2,
+        "MGET queued {queued} of {full} bytes before the client read"
+    );
+    let mut want = format!("*{n}\r\n").into_bytes();
+    want.extend_from_slice(&resp_bulk(&value).repeat(n));
+    assert_eq!(r.read_n(want.len()), want);
+    r.roundtrip(&resp_cmd(&["PING"]), b"+PONG\r\n");
+}
+
+fn pattern_bytes(n: usize) -> Vec<u8> {
+    (0..n).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// memcached's `stats` families, `shutdown`, `cache_memlimit`, `ms ... s`.
+#[test]
+fn memcache_stats_and_admin_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n");
+    c.roundtrip(b"cache_memlimit 64\r\n", b"OK\r\n");
+    c.roundtrip(
+        b"cache_memlimit 4\r\n",
+        b"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n",
+    );
+    c.roundtrip(
+        b"cache_memlimit 128\r\n",
+        b"SERVER_ERROR granola-kv sets its memory limit at start (-m)\r\n",
+    );
+    c.roundtrip(b"ms sk 3 s c\r\nabc\r\n", b"HD s3 c1\r\n");
+    c.roundtrip(b"delete sk\r\n", b"DELETED\r\n");
+    c.roundtrip(b"delete sk\r\n", b"NOT_FOUND\r\n");
+    c.roundtrip(b"incr nope 1\r\n", b"NOT_FOUND\r\n");
+    let stats = mc_stats(srv.mc());
+    assert_eq!(stats["version"], "1.6.21");
+    assert_eq!(stats["granola_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(stats["delete_hits"], "1");
+    assert_eq!(stats["delete_misses"], "1");
+    assert_eq!(stats["incr_misses"], "1");
+    assert_eq!(stats["cmd_meta"], "1");
+    for field in [
+        "rusage_user",
+        "max_connections",
+        "total_items",
+        "pointer_size",
+    ] {
+        assert!(stats.contains_key(field), "stats lacks {field}");
+    }
+    c.send(b"stats settings\r\n");
+    let settings = String::from_utf8(c.read_until(b"END\r\n")).unwrap();
+    assert!(
+        settings.contains("STAT maxbytes 67108864\r\n"),
+        "{settings}"
+    );
+    assert!(
+        settings.contains("STAT item_size_max 1048576\r\n"),
+        "{settings}"
+    );
+    c.roundtrip(b"stats sizes\r\n", b"STAT sizes_status disabled\r\nEND\r\n");
+    c.send(b"stats items\r\n");
+    let items = String::from_utf8(c.read_until(b"END\r\n")).unwrap();
+    assert!(items.starts_with("STAT items:1:number "), "{items}");
+    c.send(b"stats conns\r\n");
+    let conns = String::from_utf8(c.read_until(b"END\r\n")).unwrap();
+    assert!(conns.contains(":addr tcp:127.0.0.1:"), "{conns}");
+    c.roundtrip(b"stats reset\r\n", b"RESET\r\n");
+    assert_eq!(mc_stats(srv.mc())["delete_hits"], "0");
+    c.roundtrip(b"stats nonsense\r\n", b"ERROR\r\n");
+}
+
+/// Lists (complete), hashes, sets and sorted sets: exact replies.
+#[test]
+fn resp_collections_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let rt = |c: &mut Client, args: &[&str], want: &[u8]| {
+        let req = resp_cmd(args);
+        c.roundtrip(&req, want);
+    };
+    // lists
+    rt(&mut c, &["RPUSH", "l", "a", "b", "c", "b"], b":4\r\n");
+    rt(&mut c, &["LPOP", "l"], b"$1\r\na\r\n");
+    rt(&mut c, &["RPOP", "l", "2"], b"*2\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    rt(&mut c, &["RPUSH", "l", "x", "b", "y"], b":4\r\n");
+    rt(&mut c, &["LSET", "l", "-1", "z"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["LSET", "l", "9", "z"],
+        b"-ERR index out of range\r\n",
+    );
+    rt(&mut c, &["LSET", "nol", "0", "z"], b"-ERR no such key\r\n");
+    rt(&mut c, &["LPOS", "l", "b"], b":0\r\n");
+    rt(&mut c, &["LPOS", "l", "b", "RANK", "2"], b":2\r\n");
+    rt(
+        &mut c,
+        &["LPOS", "l", "b", "COUNT", "0"],
+        b"*2\r\n:0\r\n:2\r\n",
+    );
+    rt(&mut c, &["LREM", "l", "1", "b"], b":1\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l", "0", "-1"],
+        b"*3\r\n$1\r\nx\r\n$1\r\nb\r\n$1\r\nz\r\n",
+    );
+    rt(&mut c, &["LINSERT", "l", "BEFORE", "b", "new"], b":4\r\n");
+    rt(
+        &mut c,
+        &["LINSERT", "l", "AFTER", "missing", "new"],
+        b":-1\r\n",
+    );
+    rt(&mut c, &["LTRIM", "l", "1", "2"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l", "0", "-1"],
+        b"*2\r\n$3\r\nnew\r\n$1\r\nb\r\n",
+    );
+    rt(
+        &mut c,
+        &["LMOVE", "l", "l2", "LEFT", "RIGHT"],
+        b"$3\r\nnew\r\n",
+    );
+    rt(&mut c, &["RPOPLPUSH", "l", "l2"], b"$1\r\nb\r\n");
+    rt(&mut c, &["EXISTS", "l"], b":0\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "l2", "0", "-1"],
+        b"*2\r\n$1\r\nb\r\n$3\r\nnew\r\n",
+    );
+    rt(&mut c, &["LPOP", "l"], b"$-1\r\n");
+    rt(&mut c, &["LPOP", "l", "2"], b"*-1\r\n");
+    rt(&mut c, &["RPUSHX", "l", "a"], b":0\r\n");
+    // hashes
+    rt(&mut c, &["HSET", "h", "f1", "v1", "f2", "v2"], b":2\r\n");
+    rt(&mut c, &["HSET", "h", "f1", "w1"], b":0\r\n");
+    rt(&mut c, &["HGET", "h", "f1"], b"$2\r\nw1\r\n");
+    rt(&mut c, &["HGET", "h", "nope"], b"$-1\r\n");
+    rt(
+        &mut c,
+        &["HMGET", "h", "f2", "nope"],
+        b"*2\r\n$2\r\nv2\r\n$-1\r\n",
+    );
+    rt(
+        &mut c,
+        &["HGETALL", "h"],
+        b"*4\r\n$2\r\nf1\r\n$2\r\nw1\r\n$2\r\nf2\r\n$2\r\nv2\r\n",
+    );
+    rt(&mut c, &["HLEN", "h"], b":2\r\n");
+    rt(&mut c, &["HEXISTS", "h", "f2"], b":1\r\n");
+    rt(&mut c, &["HSTRLEN", "h", "f2"], b":2\r\n");
+    rt(&mut c, &["HSETNX", "h", "f2", "x"], b":0\r\n");
+    rt(&mut c, &["HINCRBY", "h", "n", "5"], b":5\r\n");
+    rt(
+        &mut c,
+        &["HINCRBY", "h", "f1", "5"],
+        b"-ERR hash value is not an integer\r\n",
+    );
+    rt(&mut c, &["HINCRBYFLOAT", "h", "n", "0.5"], b"$3\r\n5.5\r\n");
+    rt(
+        &mut c,
+        &["HKEYS", "h"],
+        b"*3\r\n$2\r\nf1\r\n$2\r\nf2\r\n$1\r\nn\r\n",
+    );
+    rt(&mut c, &["HDEL", "h", "f1", "n", "zz"], b":2\r\n");
+    rt(&mut c, &["HVALS", "h"], b"*1\r\n$2\r\nv2\r\n");
+    rt(
+        &mut c,
+        &["HSCAN", "h", "0", "MATCH", "f*"],
+        b"*2\r\n$1\r\n0\r\n*2\r\n$2\r\nf2\r\n$2\r\nv2\r\n",
+    );
+    rt(&mut c, &["TYPE", "h"], b"+hash\r\n");
+    rt(
+        &mut c,
+        &["LRANGE", "h", "0", "-1"],
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    rt(
+        &mut c,
+        &["RPUSH", "h", "x"],
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    rt(&mut c, &["HDEL", "h", "f2"], b":1\r\n");
+    rt(&mut c, &["EXISTS", "h"], b":0\r\n");
+    // sets
+    rt(&mut c, &["SADD", "s", "a", "b", "a"], b":2\r\n");
+    rt(&mut c, &["SADD", "t", "b", "c"], b":2\r\n");
+    rt(&mut c, &["SCARD", "s"], b":2\r\n");
+    rt(&mut c, &["SISMEMBER", "s", "a"], b":1\r\n");
+    rt(
+        &mut c,
+        &["SMISMEMBER", "s", "a", "z"],
+        b"*2\r\n:1\r\n:0\r\n",
+    );
+    rt(&mut c, &["SMEMBERS", "s"], b"*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    rt(&mut c, &["SINTER", "s", "t"], b"*1\r\n$1\r\nb\r\n");
+    rt(
+        &mut c,
+        &["SUNION", "s", "t"],
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    rt(&mut c, &["SDIFF", "s", "t"], b"*1\r\n$1\r\na\r\n");
+    rt(&mut c, &["SREM", "s", "a", "z"], b":1\r\n");
+    rt(&mut c, &["SPOP", "s"], b"$1\r\nb\r\n");
+    rt(&mut c, &["SPOP", "s"], b"$-1\r\n");
+    rt(&mut c, &["SRANDMEMBER", "t", "5"], b"*2\r\n");
+    c.read_until(b"\r\n");
+    c.read_until(b"\r\n");
+    c.read_until(b"\r\n");
+    c.read_until(b"\r\n");
+    rt(&mut c, &["TYPE", "t"], b"+set\r\n");
+    // sorted sets
+    rt(
+        &mut c,
+        &["ZADD", "z", "2", "b", "1", "a", "3", "c"],
+        b":3\r\n",
+    );
+    rt(&mut c, &["ZADD", "z", "CH", "5", "a"], b":1\r\n");
+    rt(&mut c, &["ZSCORE", "z", "a"], b"$1\r\n5\r\n");
+    rt(&mut c, &["ZCARD", "z"], b":3\r\n");
+    rt(
+        &mut c,
+        &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
+        b"*6\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\na\r\n$1\r\n5\r\n",
+    );
+    rt(&mut c, &["ZINCRBY", "z", "0.5", "b"], b"$3\r\n2.5\r\n");
+    rt(&mut c, &["ZPOPMIN", "z"], b"*2\r\n$1\r\nb\r\n$3\r\n2.5\r\n");
+    rt(&mut c, &["ZPOPMAX", "z"], b"*2\r\n$1\r\na\r\n$1\r\n5\r\n");
+    rt(&mut c, &["ZREM", "z", "c"], b":1\r\n");
+    rt(&mut c, &["EXISTS", "z"], b":0\r\n");
 }

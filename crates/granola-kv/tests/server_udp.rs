@@ -127,24 +127,40 @@ fn large_replies_with_a_raised_factor() {
     }
 }
 
+/// What memcached serves over UDP is served; what one spoofed datagram
+/// could multiply (re-timing keys, flushing) is refused.
 #[test]
-fn only_gets_over_udp() {
+fn udp_commands() {
     let srv = Server::default_config();
     let s = udp_client(srv.mc_udp());
-    let only = b"SERVER_ERROR only get and gets are served over UDP\r\n";
-    for (id, body) in [
-        (1u16, &b"set k 0 0 1\r\nx\r\n"[..]),
-        (2, b"delete k\r\n"),
-        (3, b"flush_all\r\n"),
-        (4, b"mg k v\r\n"),
+    for (id, body, want) in [
+        (1u16, &b"set k 0 0 1\r\nx\r\n"[..], &b"STORED\r\n"[..]),
+        (2, b"mg k v\r\n", b"VA 1\r\nx\r\n"),
+        (3, b"incr n 1\r\n", b"NOT_FOUND\r\n"),
+        (4, b"delete k\r\n", b"DELETED\r\n"),
+        (5, b"version\r\n", b"VERSION 1.6.21\r\n"),
+        (6, b"mn\r\n", b"MN\r\n"),
     ] {
         let (reply, _) = udp_call(&s, id, body);
-        assert_bytes(&reply, only, &show(body));
+        assert_bytes(&reply, want, &show(body));
     }
-    // Nothing was stored by the refused set.
-    let (reply, _) = udp_call(&s, 5, b"get k\r\n");
-    assert_bytes(&reply, b"END\r\n", "refused set stored nothing");
-    let (reply, _) = udp_call(&s, 6, b"bogus\r\n");
+    tcp_set(&srv, "t", b"v");
+    let refused = b"SERVER_ERROR command not served over UDP\r\n";
+    for (id, body) in [
+        (10u16, &b"gat 100 t\r\n"[..]),
+        (11, b"gats 100 t\r\n"),
+        (12, b"touch t 100\r\n"),
+        (13, b"flush_all\r\n"),
+        (14, b"mg t v T100\r\n"),
+        (15, b"shutdown\r\n"),
+    ] {
+        let (reply, _) = udp_call(&s, id, body);
+        assert_bytes(&reply, refused, &show(body));
+    }
+    // Nothing was flushed or re-timed.
+    let (reply, _) = udp_call(&s, 20, b"mg t v t\r\n");
+    assert_bytes(&reply, b"VA 1 t-1\r\nv\r\n", "t untouched");
+    let (reply, _) = udp_call(&s, 21, b"bogus\r\n");
     assert_bytes(&reply, b"ERROR\r\n", "unknown command");
 }
 
@@ -196,7 +212,11 @@ fn native_reply(s: &UdpSocket, k: u16, id: u32) -> Vec<u8> {
 
 #[test]
 fn native_udp_round_trip_and_too_large() {
-    let srv = Server::default_config();
+    // Replies here exceed the default amplification factor (10): raised,
+    // so this test sees the datagram limit; the cap is tested below.
+    let mut cfg = common::config();
+    cfg.udp_amplification = 100_000;
+    let srv = Server::start(cfg);
     let ctx = native_ctx();
     let s = udp_client(srv.native_udp());
     let put = |s: &UdpSocket, id: u32, key: &[u8], value: &[u8]| {
@@ -244,4 +264,27 @@ fn native_udp_round_trip_and_too_large() {
         kv::Ack::decode(&ctx, &r).unwrap().get_status(),
         status::BAD_REQUEST
     );
+}
+
+/// Native UDP keeps the amplification cap too: a small request for a large
+/// value gets TOO_LARGE, not the value.
+#[test]
+fn native_udp_amplification_cap() {
+    let srv = Server::default_config();
+    let ctx = native_ctx();
+    let s = udp_client(srv.native_udp());
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(&mc_set_cmd(b"small", 0, b"tiny"), b"STORED\r\n");
+    c.roundtrip(&mc_set_cmd(b"amp", 0, &pattern(3, 4000)), b"STORED\r\n");
+    for (id, key, want) in [
+        (1, &b"small"[..], status::OK),
+        (2, b"amp", status::TOO_LARGE),
+    ] {
+        let mut g = kv::GetReq::new(&ctx);
+        g.set_key(key);
+        s.send(&native_dgram(kind::GET, id, &g)).unwrap();
+        let r = native_reply(&s, kind::GET, id);
+        let g = kv::GetResp::decode(&ctx, &r).unwrap();
+        assert_eq!(g.get_status(), want, "{}", show(key));
+    }
 }

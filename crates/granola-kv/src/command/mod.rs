@@ -19,6 +19,7 @@
 //!
 //! [`ReplySink::full`]: crate::protocol::ReplySink::full
 
+pub mod databases;
 pub mod memcache;
 pub mod native;
 pub mod resp;

@@ -254,7 +254,28 @@ impl Spare {
 }
 
 /// Runs `req` against `store`.
-pub fn execute(store: &dyn Storage, req: &Request<'_>, spare: &mut Spare) -> Response<Buf> {
+/// Values (and list elements) above `max_value` bytes (`-I`) are refused
+/// with TOO_LARGE, as memcached refuses them.
+pub fn execute(
+    store: &dyn Storage,
+    req: &Request<'_>,
+    spare: &mut Spare,
+    max_value: usize,
+) -> Response<Buf> {
+    let too_large = |v: &[u8]| v.len() > max_value;
+    let refuse = match *req {
+        Request::Put { value, .. } | Request::AppendToList { value, .. } => too_large(value),
+        Request::PutM { values, .. } | Request::PutList { values, .. } => {
+            values.iter().any(|v| too_large(v))
+        }
+        _ => false,
+    };
+    if refuse {
+        return Response::Ack {
+            status: status::TOO_LARGE,
+            count: 0,
+        };
+    }
     match *req {
         Request::Get { key } => {
             let (status, value) = match store.get(key) {
@@ -266,7 +287,7 @@ pub fn execute(store: &dyn Storage, req: &Request<'_>, spare: &mut Spare) -> Res
         }
         Request::GetFromList { key, index } => {
             let (status, value) = match store.get(key) {
-                Some(item) if item.kind() == Kind::List => match item.list_get(index) {
+                Some(item) if is_list(&item) => match item.list_get(index) {
                     Some(v) => (status::OK, Some(v)),
                     None => (status::NOT_FOUND, None),
                 },
@@ -318,7 +339,7 @@ pub fn execute(store: &dyn Storage, req: &Request<'_>, spare: &mut Spare) -> Res
         } => {
             let mut values = std::mem::take(&mut spare.list);
             let status = match store.get(key) {
-                Some(item) if item.kind() == Kind::List => {
+                Some(item) if is_list(&item) => {
                     let (start, end) = if all { (0, -1) } else { (start, end) };
                     values.extend(item.list_range(start, end));
                     status::OK
@@ -360,4 +381,36 @@ pub fn execute(store: &dyn Storage, req: &Request<'_>, spare: &mut Spare) -> Res
             }
         }
     }
+}
+
+/// Bytes of stored values a response carries (what an amplification cap
+/// compares with the request's size).
+pub fn value_bytes(resp: &Response<Buf>) -> usize {
+    match resp {
+        Response::Value { value, .. } => value.as_ref().map_or(0, Buf::len),
+        Response::Values { values, .. } => values.iter().flatten().map(Buf::len).sum(),
+        Response::List { values, .. } => values.iter().map(Buf::len).sum(),
+        Response::Ack { .. } => 0,
+    }
+}
+
+/// Over UDP, a response whose values exceed `factor` times the request's
+/// size becomes TOO_LARGE: the source address is unverified, so a small
+/// spoofed request must not draw a large reply at someone else (0 = no
+/// cap).
+pub fn cap_amplification(resp: Response<Buf>, request_len: usize, factor: usize) -> Response<Buf> {
+    if factor > 0 && value_bytes(&resp) > factor.saturating_mul(request_len) {
+        Response::Ack {
+            status: status::TOO_LARGE,
+            count: 0,
+        }
+    } else {
+        resp
+    }
+}
+
+/// A plain list (not a hash or set stored as one).
+fn is_list(item: &crate::store::Item) -> bool {
+    use crate::command::resp::collections::{ctype, CType};
+    item.kind() == Kind::List && ctype(item) == Some(CType::List)
 }

@@ -1,6 +1,6 @@
 //! The storage the commands run against.
 
-use crate::store::{Item, Meta, SetMode, Store, StoreError, StoreStats};
+use crate::store::{Item, ListEdit, Meta, SetMode, Store, StoreError, StoreStats};
 
 /// What commands need from the store. [`Store`] implements it; commands
 /// take `&dyn Storage`, so a command file depends on this interface only.
@@ -31,6 +31,17 @@ pub trait Storage: Send + Sync {
     fn now_ms(&self) -> u64;
     /// Counters.
     fn stats(&self) -> StoreStats;
+    /// Visits about `count` index buckets from `cursor` (0 = start), calling
+    /// `f(key, item)` for each live item; returns the next cursor (0 =
+    /// done). See [`Store::scan`].
+    fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64;
+    /// Runs `f` on the item at `key` under the key's writer lock and
+    /// applies the list edit it returns (see [`Store::update_list`]).
+    fn update_list(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
+    ) -> Result<(), StoreError>;
 }
 
 impl Storage for Store {
@@ -66,5 +77,15 @@ impl Storage for Store {
     }
     fn stats(&self) -> StoreStats {
         Store::stats(self)
+    }
+    fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64 {
+        Store::scan(self, cursor, count, |i| f(i.key(), i))
+    }
+    fn update_list(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
+    ) -> Result<(), StoreError> {
+        Store::update_list(self, key, |i| (f(i), ()))
     }
 }

@@ -149,6 +149,15 @@ pub enum Command<'a> {
         /// Send no reply.
         noreply: bool,
     },
+    /// `shutdown [graceful]`: refused unless the server enables it.
+    Shutdown,
+    /// `cache_memlimit <megabytes> [noreply]`.
+    CacheMemlimit {
+        /// The new limit in MiB.
+        mb: u32,
+        /// Send no reply.
+        noreply: bool,
+    },
     /// `quit`: close the connection (after flushing earlier replies).
     Quit,
     /// `mg`.
@@ -369,7 +378,8 @@ pub(crate) fn client_error(msg: &'static str, skip: usize) -> ProtocolError {
 }
 
 pub(crate) const BAD_FORMAT: &str = "bad command line format";
-pub(crate) const TOO_LARGE: &str = "object too large for cache";
+/// `SERVER_ERROR object too large for cache`: a data block above the limit.
+pub const TOO_LARGE: &str = "object too large for cache";
 pub(crate) const BAD_CHUNK: &str = "bad data chunk";
 
 fn invalid<T>(e: ProtocolError) -> Parsed<T> {
@@ -495,6 +505,18 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
         b"stats" => cmd(Command::Stats { args: tokens }),
         b"version" => cmd(Command::Version),
         b"quit" => cmd(Command::Quit),
+        b"shutdown" => cmd(Command::Shutdown),
+        b"cache_memlimit" => {
+            let mut t = Tokens::new(line);
+            t.next();
+            match (t.next().and_then(parse_u32), t.next(), t.next()) {
+                (Some(mb), None, None) => cmd(Command::CacheMemlimit { mb, noreply: false }),
+                (Some(mb), Some(b"noreply"), None) => {
+                    cmd(Command::CacheMemlimit { mb, noreply: true })
+                }
+                _ => invalid(err(ErrorKind::McError, line_len)),
+            }
+        }
         b"verbosity" => parse_verbosity(line, line_len),
         b"mg" => meta::parse_mg(line, line_len, limits),
         b"ms" => meta::parse_ms(line, line_len, buf, limits),

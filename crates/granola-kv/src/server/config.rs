@@ -96,10 +96,26 @@ pub struct Config {
     #[arg(long = "no-huge-pages")]
     pub no_huge_pages: bool,
 
-    /// Maximum UDP reply bytes per request byte for memcached UDP (replies
-    /// to unverified sources are bounded to limit amplification).
+    /// Maximum UDP reply bytes per request byte, memcached and native UDP
+    /// alike (replies to unverified sources are bounded to limit
+    /// amplification; 0 = no cap).
     #[arg(long = "udp-amplification", default_value_t = 10)]
     pub udp_amplification: usize,
+
+    /// RESP: clients must authenticate (`AUTH <password>` or `HELLO 3 AUTH
+    /// default <password>`) before other commands, as Redis' `requirepass`.
+    #[arg(long = "requirepass")]
+    pub requirepass: Option<String>,
+
+    /// RESP: number of databases (`SELECT 0..n-1`), as Redis' `databases`.
+    #[arg(long = "databases", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub databases: u16,
+
+    /// RESP: largest bulk string in a request (Redis' `proto-max-bulk-len`,
+    /// 512 MiB), and so the largest value a Redis client can store; capped
+    /// at the memory limit (`-m`).
+    #[arg(long = "proto-max-bulk-len", default_value = "512m", value_parser = parse_size)]
+    pub proto_max_bulk_len: usize,
 
     /// Bind every enabled protocol to a kernel-chosen port instead of its
     /// configured one (tests; the ports are in `Running::addrs`).
@@ -148,6 +164,14 @@ impl Config {
             (_, true) => Some(0),
             (p, false) => Some(p),
         }
+    }
+
+    /// The largest RESP bulk string: `--proto-max-bulk-len`, at most the
+    /// memory limit, at least `-I`.
+    pub fn max_bulk(&self) -> usize {
+        self.proto_max_bulk_len
+            .min(self.memory_bytes())
+            .max(self.max_item_size)
     }
 
     /// The memory limit in bytes.

@@ -7,15 +7,16 @@
 //! threshold. Pipelined requests are all answered before the connection
 //! flushes, so they leave in one `sendmsg`.
 
-use crate::command::memcache::{dispatch, Ctx};
+use crate::command::memcache::{dispatch, stats, Ctx};
 use crate::command::Step;
 use crate::protocol::memcache::{self as mc, Command, Parser, UdpHeader};
-use crate::protocol::{Limits, Parsed, ReplySink};
+use crate::protocol::{ErrorKind, Limits, Parsed, ReplySink};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
 use granola::Buf;
 use granola_net::server::DatagramHandler;
 use granola_net::udp::{Datagram, UdpTx};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use crate::command::memcache::{McCounters, VERSION};
@@ -32,17 +33,49 @@ pub struct Memcache {
     shared: Arc<Shared>,
     limits: Limits,
     parser: Parser,
+    id: u64,
 }
 
 impl Memcache {
-    /// A connection over the shared state.
-    pub fn new(shared: Arc<Shared>) -> Memcache {
+    /// A connection from `peer` over the shared state (listed by `stats
+    /// conns` while it lives).
+    pub fn new(shared: Arc<Shared>, peer: std::net::SocketAddr) -> Memcache {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let limits = limits(&shared);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        stats::register(id, peer.to_string());
         Memcache {
             shared,
             limits,
             parser: Parser::default(),
+            id,
         }
+    }
+}
+
+impl Drop for Memcache {
+    fn drop(&mut self) {
+        stats::forget(self.id);
+    }
+}
+
+/// A storage command refused as larger than `-I` removes the key's old
+/// value, as memcached does (a reader must not get the value the client
+/// meant to replace). Its key is the second token of the request line.
+fn drop_refused_key(shared: &Shared, input: &[u8]) {
+    let line_end = memchr::memchr(b'\n', input).unwrap_or(input.len());
+    let mut tokens = mc::Tokens::new(input.get(..line_end).unwrap_or_default());
+    let is_store = matches!(
+        tokens.next(),
+        Some(b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" | b"ms")
+    );
+    if let (true, Some(key)) = (is_store, tokens.next()) {
+        let key = key.strip_suffix(b"\r").unwrap_or(key);
+        shared.store.delete(key);
+        shared
+            .memcache
+            .store_too_large
+            .fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -51,7 +84,13 @@ impl Protocol for Memcache {
     const NAME: &'static str = "memcached";
 
     fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<Command<'a>> {
-        self.parser.parse(input, &self.limits)
+        let r = self.parser.parse(input, &self.limits);
+        if let Parsed::Invalid(e) = &r {
+            if e.kind() == ErrorKind::McServerError(mc::TOO_LARGE) {
+                drop_refused_key(&self.shared, input);
+            }
+        }
+        r
     }
 
     fn execute(&mut self, cmd: Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
@@ -103,9 +142,10 @@ impl ReplySink for Recorded {
     }
 }
 
-/// memcached over UDP: `get`/`gets` only (as the issue and memcached's own
-/// guidance limit it), one request per datagram, replies split into
-/// datagrams of at most 1400 bytes with the 8-byte frame header.
+/// memcached over UDP: one request per datagram, replies split into
+/// datagrams of at most 1400 bytes with the 8-byte frame header. The
+/// commands memcached serves over UDP are served, except those whose
+/// effect one spoofed datagram could multiply ([`udp_refuses`]).
 ///
 /// Anti-amplification: a reply is never more than `--udp-amplification`
 /// times the request's size (an unverified source could be spoofed);
@@ -136,10 +176,10 @@ impl DatagramHandler for MemcacheUdp {
         }
         let mut reply = Recorded::default();
         match mc::parse(body, &self.limits) {
-            Parsed::Done {
-                cmd: cmd @ Command::Get(_),
-                ..
-            } => {
+            Parsed::Done { cmd, .. } if udp_refuses(&cmd) => {
+                reply.copy(b"SERVER_ERROR command not served over UDP\r\n")
+            }
+            Parsed::Done { cmd, .. } => {
                 let mut ctx = Ctx {
                     shared: &self.shared,
                     db: &*self.shared.store,
@@ -149,11 +189,13 @@ impl DatagramHandler for MemcacheUdp {
                 // A recorded reply never fills: the command runs through.
                 let _ = dispatch(&mut ctx, cmd);
             }
-            Parsed::Done { .. } => {
-                reply.copy(b"SERVER_ERROR only get and gets are served over UDP\r\n")
-            }
             Parsed::Incomplete { .. } => reply.copy(mc::ERROR),
-            Parsed::Invalid(e) => e.write_reply(&mut reply),
+            Parsed::Invalid(e) => {
+                if e.kind() == ErrorKind::McServerError(mc::TOO_LARGE) {
+                    drop_refused_key(&self.shared, body);
+                }
+                e.write_reply(&mut reply)
+            }
         }
         let amp = self.shared.config.udp_amplification;
         if amp > 0 && reply.len > amp.saturating_mul(data.len()) {
@@ -161,6 +203,23 @@ impl DatagramHandler for MemcacheUdp {
             reply.copy(b"SERVER_ERROR reply too large for UDP\r\n");
         }
         send_udp_reply(header.request_id, &reply, dgram, out);
+    }
+}
+
+/// Commands refused over UDP, where the source address is unverified: a
+/// change whose reach is not bounded by the datagram itself — re-timing
+/// keys (`gat`, `gats`, `touch`, `mg` with `T`), flushing everything,
+/// shutting down — and `quit` (no connection to close).
+fn udp_refuses(cmd: &Command<'_>) -> bool {
+    match cmd {
+        Command::Get(g) => g.exptime.is_some(),
+        Command::Touch { .. }
+        | Command::FlushAll { .. }
+        | Command::Shutdown
+        | Command::CacheMemlimit { .. }
+        | Command::Quit => true,
+        Command::MetaGet(m) => m.ttl.is_some() || m.vivify.is_some(),
+        _ => false,
     }
 }
 

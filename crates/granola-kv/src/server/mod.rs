@@ -48,6 +48,8 @@ pub struct Shared {
     pub threads: usize,
     /// memcached command counters.
     pub memcache: crate::command::memcache::McCounters,
+    /// Keeps other RESP commands out while an EXEC runs.
+    pub resp_gate: crate::command::resp::gate::Gate,
     /// The pool of connection buffers (the `--conn-memory` share).
     pub conn_pool: Pool,
 }
@@ -155,7 +157,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         pool.clone(),
         StoreConfig {
             memory_limit: config.item_memory_bytes(),
-            max_item_size: config.max_item_size + 1024,
+            // memcached values are bounded by -I in the parser; Redis
+            // values by --proto-max-bulk-len.
+            max_item_size: config.max_bulk() + 1024,
             ..StoreConfig::default()
         },
     ));
@@ -181,6 +185,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         threads: handle_threads(&config),
         memcache: crate::command::memcache::McCounters::default(),
         conn_pool: conn_pool.clone(),
+        resp_gate: Default::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,
@@ -198,7 +203,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             .unwrap_or_else(|| ServerConfig::default().threads),
         tx,
         max_conns: config.max_conns,
-        rx_max: (config.max_item_size + (64 << 10)).max(1 << 20),
+        rx_max: (config.max_bulk() + (64 << 10)).max(1 << 20),
         ..ServerConfig::default()
     };
     let ip: IpAddr = config.listen;
@@ -211,8 +216,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "memcached",
                 refusal: Some(b"ERROR Too many open connections\r\n"),
-                make: move |_| {
-                    Box::new(Driver::new(memcache::Memcache::new(s.clone()))) as Box<dyn Session>
+                make: move |peer| {
+                    Box::new(Driver::new(memcache::Memcache::new(s.clone(), peer)))
+                        as Box<dyn Session>
                 },
             }),
         );

@@ -90,6 +90,7 @@ impl Protocol for Native {
             &h,
             payload,
             &mut o,
+            false,
         );
         self.ctx.reset();
         match r {
@@ -213,7 +214,15 @@ impl DatagramHandler for NativeDatagrams {
         };
         let payload = data.get(FRAME_HEADER_LEN..).unwrap_or_default();
         let spare = &mut self.spare;
-        if let Err(c) = handle(&self.shared, &self.ctx, spare, &header, payload, &mut o) {
+        if let Err(c) = handle(
+            &self.shared,
+            &self.ctx,
+            spare,
+            &header,
+            payload,
+            &mut o,
+            true,
+        ) {
             log::warn!("{}: {}", dgram.from, c.reason);
         }
         self.ctx.reset();
@@ -231,12 +240,19 @@ fn handle<O: NativeOut>(
     h: &FrameHeader,
     bytes: &[u8],
     io: &mut O,
+    udp: bool,
 ) -> Result<(), Close> {
     let store: &dyn Storage = &*shared.store;
     let resp = decode(ctx, h.kind, bytes, |req| match req {
-        Some(req) => native::execute(store, &req, &mut *spare),
+        Some(req) => native::execute(store, &req, &mut *spare, shared.config.max_item_size),
         None => native::bad_request(),
     });
+    let resp = if udp {
+        let amp = shared.config.udp_amplification;
+        native::cap_amplification(resp, bytes.len() + FRAME_HEADER_LEN, amp)
+    } else {
+        resp
+    };
     let sent = send_response(ctx, io, h, &resp);
     spare.recycle(resp);
     sent

@@ -8,10 +8,11 @@
 //! (Cornflakes' Redis integration, seed 000 §6.2). Pipelined commands are
 //! all answered before the flush.
 //!
-//! Differences from Redis, by design: one database (`SELECT 0` only);
-//! `MSET` is not atomic across keys; lists are copy-on-write (see
+//! Differences from Redis, by design: `MSET` is not atomic across keys
+//! (but a MULTI/EXEC is); lists are copy-on-write (see
 //! [`crate::store`]), so `RPUSH` on a long list costs O(length).
 
+use crate::command::databases::Db;
 use crate::command::resp::{dispatch, Conn, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Parser};
@@ -36,15 +37,15 @@ impl Resp {
     /// A connection from `peer` over the shared state.
     pub fn new(shared: Arc<Shared>, peer: std::net::SocketAddr) -> Resp {
         let limits = Limits {
-            max_bulk: shared.config.max_item_size,
-            max_value_len: shared.config.max_item_size,
+            max_bulk: shared.config.max_bulk(),
+            max_value_len: shared.config.max_bulk(),
             ..Limits::default()
         };
-        let conn = Conn {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            peer: peer.to_string(),
-            ..Conn::default()
-        };
+        let conn = Conn::new(
+            NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            peer.to_string(),
+            shared.config.requirepass.is_none(),
+        );
         Resp {
             shared,
             limits,
@@ -66,9 +67,10 @@ impl Protocol for Resp {
         if cmd.is_empty() {
             return Step::Done;
         }
+        let db = Db::new(&self.shared.store, self.conn.info.db);
         let mut ctx = Ctx {
             shared: &self.shared,
-            db: &*self.shared.store,
+            db: &db,
             conn: &mut self.conn,
             out,
             resume,

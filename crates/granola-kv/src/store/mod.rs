@@ -62,9 +62,12 @@
 mod clock;
 mod index;
 mod item;
+mod scan;
+mod update;
 
 pub use clock::{now_ms, Clock};
 pub use item::{Item, Kind};
+pub use update::ListEdit;
 
 use granola::Pool;
 use index::{entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, OCCUPIED, REF};

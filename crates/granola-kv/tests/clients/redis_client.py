@@ -1,7 +1,8 @@
 """Drives granola-kv's RESP port with redis-py (a real client).
 
-Usage: python redis_client.py PORT. Exits non-zero on the first wrong
-answer.
+Usage: python redis_client.py PORT [PROTOCOL]. PROTOCOL is 2 or 3; without
+it the client's default (RESP3 in redis-py 8). Exits non-zero on the first
+wrong answer.
 """
 import os
 import sys
@@ -27,7 +28,8 @@ def expect_error(what, fn, fragment):
 
 def main():
     port = int(sys.argv[1])
-    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+    kw = {"protocol": int(sys.argv[2])} if len(sys.argv) > 2 else {}
+    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, **kw)
     check("ping", r.ping(), True)
     check("echo", r.echo("hello"), b"hello")
     check("select 0", r.execute_command("SELECT", 0), True)
@@ -93,6 +95,64 @@ def main():
     for i in range(1000):
         check(f"pipeline get {i}", res[1000 + i], (f"v{i}" * (i % 50 + 1)).encode())
     check("dbsize", r.dbsize() >= 1000, True)
+
+    # connection commands
+    cid = r.client_id()
+    check("client id is an int", isinstance(cid, int) and cid > 0, True)
+    check("client getname unset", r.client_getname(), None)
+    check("client setname", r.client_setname("granola-test"), True)
+    check("client getname", r.client_getname() in ("granola-test", b"granola-test"), True)
+    names = [c.get("name") for c in r.client_list()]
+    check("client list shows the name", "granola-test" in names, True)
+    check("client info id", int(r.client_info()["id"]), cid)
+
+    # default pipeline(): MULTI/EXEC
+    p = r.pipeline()
+    p.set("tx", "1").incr("tx").get("tx")
+    check("transaction", p.execute(), [True, 2, b"2"])
+    # a command refused while queuing aborts the whole transaction
+    p = r.pipeline()
+    p.set("tx2", "applied?")
+    p.execute_command("NOSUCHCOMMAND")
+    try:
+        p.execute()
+        print("FAIL execabort: no error", file=sys.stderr)
+        sys.exit(1)
+    except redis.ResponseError as e:
+        check("execabort text", "EXECABORT" in str(e) or "unknown command" in str(e), True)
+    check("execabort applied nothing", r.get("tx2"), None)
+    # WATCH: a write by another client aborts EXEC
+    other = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, **kw)
+    r.set("w", "0")
+    with r.pipeline() as p:
+        p.watch("w")
+        p.multi()
+        p.set("w", "mine")
+        other.set("w", "theirs")
+        try:
+            p.execute()
+            print("FAIL watch: transaction applied", file=sys.stderr)
+            sys.exit(1)
+        except redis.WatchError:
+            pass
+    check("watch kept the other write", r.get("w"), b"theirs")
+    # WATCH with no interference: applies
+    with r.pipeline() as p:
+        p.watch("w")
+        cur = p.get("w")
+        p.multi()
+        p.set("w", cur + b"!")
+        check("watch untouched applies", p.execute(), [True])
+    check("watch result", r.get("w"), b"theirs!")
+    # SELECT: databases are separate keyspaces
+    r.set("shared-name", "db0")
+    check("select 5", r.execute_command("SELECT", 5), True)
+    check("db5 empty", r.get("shared-name"), None)
+    r.set("shared-name", "db5")
+    check("db5 dbsize", r.dbsize(), 1)
+    r.execute_command("SELECT", 0)
+    check("db0 value", r.get("shared-name"), b"db0")
+    expect_error("select out of range", lambda: r.execute_command("SELECT", 16), "out of range")
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
     print("redis client: all checks passed")

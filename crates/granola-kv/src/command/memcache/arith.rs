@@ -7,6 +7,13 @@ use crate::store::StoreError;
 /// The new value, or `NOT_FOUND`.
 pub fn execute(ctx: &mut Ctx<'_>, key: &[u8], decr: bool, delta: u64, noreply: bool) {
     let r = ctx.db.incr_decr(key, delta, !decr);
+    let c = &ctx.shared.memcache;
+    super::bump(match (decr, r.is_ok()) {
+        (false, true) => &c.incr_hits,
+        (false, false) => &c.incr_misses,
+        (true, true) => &c.decr_hits,
+        (true, false) => &c.decr_misses,
+    });
     if noreply {
         return;
     }

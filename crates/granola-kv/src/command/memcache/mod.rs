@@ -7,7 +7,7 @@ mod flush;
 mod get;
 mod meta;
 mod misc;
-mod stats;
+pub mod stats;
 mod store;
 mod touch;
 
@@ -21,12 +21,50 @@ use std::sync::Arc;
 
 pub use flush::DelayedFlush;
 
-/// Version string reported by `version` and `stats`.
-pub const VERSION: &[u8] = concat!(env!("CARGO_PKG_VERSION"), "-granola-kv").as_bytes();
+/// The version `version` answers, in memcached's form: clients (libmemcached
+/// among them) read it to decide which protocol features the server has,
+/// and granola-kv speaks memcached 1.6's. granola-kv's own version is
+/// `granola_version` in `stats`.
+pub const VERSION: &[u8] = b"1.6.21";
 
-/// Command counters shared by all memcached connections.
+/// granola-kv's own version (`stats`: `granola_version`).
+pub const GRANOLA_VERSION: &[u8] = env!("CARGO_PKG_VERSION").as_bytes();
+
+/// Command counters shared by all memcached connections (memcached's
+/// names; `stats reset` zeroes them).
 #[derive(Default, Debug)]
 pub struct McCounters {
+    /// `delete`/`md` that found the key.
+    pub delete_hits: AtomicU64,
+    /// `delete`/`md` that did not.
+    pub delete_misses: AtomicU64,
+    /// `incr` hits.
+    pub incr_hits: AtomicU64,
+    /// `incr` misses.
+    pub incr_misses: AtomicU64,
+    /// `decr` hits.
+    pub decr_hits: AtomicU64,
+    /// `decr` misses.
+    pub decr_misses: AtomicU64,
+    /// `cas` that stored.
+    pub cas_hits: AtomicU64,
+    /// `cas` on a missing key.
+    pub cas_misses: AtomicU64,
+    /// `cas` with a stale unique.
+    pub cas_badval: AtomicU64,
+    /// `touch`/`gat` hits.
+    pub touch_hits: AtomicU64,
+    /// `touch`/`gat` misses.
+    pub touch_misses: AtomicU64,
+    /// Meta commands.
+    pub cmd_meta: AtomicU64,
+    /// Sets refused as larger than `-I`.
+    pub store_too_large: AtomicU64,
+    /// Sets refused for lack of memory.
+    pub store_no_memory: AtomicU64,
+    /// Store counters (hits, misses, evictions, expired) at the last
+    /// `stats reset`, subtracted from what `stats` shows.
+    pub reset_base: std::sync::Mutex<crate::store::StoreStats>,
     /// Retrieval commands (one per key, as memcached counts `cmd_get`).
     pub cmd_get: AtomicU64,
     /// Storage commands.
@@ -110,6 +148,11 @@ fn set_mode(mode: StoreMode, cas: Option<u64>) -> SetMode {
     }
 }
 
+/// Counts one event.
+pub(crate) fn bump(c: &AtomicU64) {
+    c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Runs one command, writing its reply (if any).
 pub fn dispatch(ctx: &mut Ctx<'_>, cmd: Command<'_>) -> Step {
     match cmd {
@@ -132,11 +175,28 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: Command<'_>) -> Step {
         Command::Version => misc::version(ctx),
         Command::Verbosity { noreply, .. } => misc::verbosity(ctx, noreply),
         Command::Quit => return Step::Close(String::new()),
-        Command::MetaGet(m) => meta::get(ctx, m),
-        Command::MetaSet(m) => meta::set(ctx, m),
-        Command::MetaDelete(m) => meta::delete(ctx, m),
-        Command::MetaArith(m) => meta::arith(ctx, m),
-        Command::MetaDebug(m) => meta::debug(ctx, m),
+        Command::Shutdown => misc::shutdown(ctx),
+        Command::CacheMemlimit { mb, noreply } => misc::cache_memlimit(ctx, mb, noreply),
+        Command::MetaGet(m) => {
+            bump(&ctx.shared.memcache.cmd_meta);
+            meta::get(ctx, m)
+        }
+        Command::MetaSet(m) => {
+            bump(&ctx.shared.memcache.cmd_meta);
+            meta::set(ctx, m)
+        }
+        Command::MetaDelete(m) => {
+            bump(&ctx.shared.memcache.cmd_meta);
+            meta::delete(ctx, m)
+        }
+        Command::MetaArith(m) => {
+            bump(&ctx.shared.memcache.cmd_meta);
+            meta::arith(ctx, m)
+        }
+        Command::MetaDebug(m) => {
+            bump(&ctx.shared.memcache.cmd_meta);
+            meta::debug(ctx, m)
+        }
         Command::MetaNoop => misc::noop(ctx),
     }
     Step::Done

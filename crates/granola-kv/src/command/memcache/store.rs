@@ -1,8 +1,8 @@
 //! `set`, `add`, `replace`, `append`, `prepend`, `cas`.
 
 use super::{set_mode, store_result, Ctx};
-use crate::protocol::memcache::{self as mc, Store};
-use crate::store::Meta;
+use crate::protocol::memcache::{self as mc, Store, StoreMode};
+use crate::store::{Meta, StoreError};
 use std::sync::atomic::Ordering;
 
 /// Stores the data block; `STORED`/`NOT_STORED`/`EXISTS`/`NOT_FOUND`.
@@ -12,7 +12,28 @@ pub fn execute(ctx: &mut Ctx<'_>, s: Store<'_>) {
         flags: s.flags,
         expires_at_ms: ctx.expires_ms(i64::from(s.exptime)),
     };
+    // memcached's item limit (-I) holds for appends too (the store's own
+    // limit is the larger Redis bulk limit): key, header and value.
+    if matches!(s.mode, StoreMode::Append | StoreMode::Prepend) {
+        let max = ctx.shared.config.max_item_size + 1024;
+        let old = ctx.db.get(s.key).map_or(0, |i| i.value_len());
+        if 28 + s.key.len() + old + s.data.len() > max {
+            if !s.noreply {
+                ctx.store_error(crate::store::StoreError::TooLarge);
+            }
+            return;
+        }
+    }
     let r = ctx.db.set(s.key, s.data, meta, set_mode(s.mode, s.cas));
+    let c = &ctx.shared.memcache;
+    match (&r, s.mode) {
+        (Ok(_), StoreMode::Cas) => super::bump(&c.cas_hits),
+        (Err(StoreError::NotFound), StoreMode::Cas) => super::bump(&c.cas_misses),
+        (Err(StoreError::Exists), StoreMode::Cas) => super::bump(&c.cas_badval),
+        (Err(StoreError::TooLarge), _) => super::bump(&c.store_too_large),
+        (Err(StoreError::OutOfMemory), _) => super::bump(&c.store_no_memory),
+        _ => {}
+    }
     if s.noreply {
         return;
     }

@@ -14,6 +14,12 @@ pub fn execute(ctx: &mut Ctx<'_>, key: &[u8], exptime: i32, noreply: bool) {
         .db
         .touch(key, ctx.expires_ms(i64::from(exptime)))
         .is_some();
+    let c = &ctx.shared.memcache;
+    super::bump(if touched {
+        &c.touch_hits
+    } else {
+        &c.touch_misses
+    });
     if !noreply {
         ctx.out
             .copy(if touched { mc::TOUCHED } else { mc::NOT_FOUND });

@@ -1,5 +1,7 @@
-//! List commands: RPUSH LPUSH LRANGE LLEN LINDEX.
+//! List commands: RPUSH LPUSH RPUSHX LPUSHX LPOP RPOP LRANGE LLEN LINDEX
+//! LSET LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH.
 
+use super::collections::{update, CType};
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -19,6 +21,10 @@ pub fn lpush(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 fn push(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
+    // A hash or set is a list item too: refuse those first.
+    if ctx.list(arg(cmd, 1)).is_err() {
+        return Step::Done;
+    }
     let values: Vec<&[u8]> = cmd.args().skip(2).collect();
     match ctx.db.list_push(arg(cmd, 1), &values, front) {
         Ok(len) => ctx.int(len as i64),
@@ -90,6 +96,348 @@ pub fn lindex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             Some(v) => ctx.bulk(&v),
             None => ctx.null(),
         }
+    }
+    Step::Done
+}
+
+/// `RPUSHX key element...`: only onto an existing list.
+pub fn rpushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    pushx(ctx, cmd, false)
+}
+
+/// `LPUSHX key element...`.
+pub fn lpushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    pushx(ctx, cmd, true)
+}
+
+fn pushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
+    let values: Vec<&[u8]> = cmd.args().skip(2).collect();
+    if let Ok(n) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+        None => (None, 0),
+        Some(mut l) => {
+            for v in &values {
+                if front {
+                    l.insert(0, v.to_vec());
+                } else {
+                    l.push(v.to_vec());
+                }
+            }
+            let n = l.len();
+            (Some(l), n)
+        }
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `LPOP key [count]`.
+pub fn lpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    pop(ctx, cmd, true)
+}
+
+/// `RPOP key [count]`.
+pub fn rpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    pop(ctx, cmd, false)
+}
+
+fn pop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
+    let count = match cmd.arg(2) {
+        None => None,
+        Some(c) => match parse_i64(c) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => {
+                ctx.error(b"ERR value is out of range, must be positive");
+                return Step::Done;
+            }
+        },
+    };
+    let Ok(popped) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+        None => (None, None),
+        Some(mut l) => {
+            let n = count.unwrap_or(1).min(l.len());
+            let taken: Vec<Vec<u8>> = if front {
+                l.drain(..n).collect()
+            } else {
+                let mut t: Vec<Vec<u8>> = l.drain(l.len() - n..).collect();
+                t.reverse();
+                t
+            };
+            (Some(l), Some(taken))
+        }
+    }) else {
+        return Step::Done;
+    };
+    match (popped, count) {
+        (None, None) => ctx.null(),
+        (None, Some(_)) => ctx.null_array(),
+        (Some(t), None) => match t.first() {
+            Some(v) => ctx.bytes(v),
+            None => ctx.null(),
+        },
+        (Some(t), Some(_)) => {
+            ctx.array(t.len());
+            for v in &t {
+                ctx.bytes(v);
+            }
+        }
+    }
+    Step::Done
+}
+
+/// Redis' index: negative from the end; None if out of range.
+fn index(i: i64, len: usize) -> Option<usize> {
+    let i = if i < 0 { i + len as i64 } else { i };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+/// `LSET key index element`.
+pub fn lset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(i) = parse_i64(arg(cmd, 2)) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    };
+    let v = arg(cmd, 3);
+    match update(ctx, arg(cmd, 1), CType::List, |l| match l {
+        None => (None, Err(b"ERR no such key".as_slice())),
+        Some(mut l) => match index(i, l.len()) {
+            Some(i) => {
+                l[i] = v.to_vec();
+                (Some(l), Ok(()))
+            }
+            None => (None, Err(b"ERR index out of range".as_slice())),
+        },
+    }) {
+        Ok(Ok(())) => ctx.ok(),
+        Ok(Err(e)) => ctx.error(e),
+        Err(_) => {}
+    }
+    Step::Done
+}
+
+/// `LREM key count element`.
+pub fn lrem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(count) = parse_i64(arg(cmd, 2)) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    };
+    let v = arg(cmd, 3);
+    if let Ok(n) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+        None => (None, 0),
+        Some(mut l) => {
+            let limit = if count == 0 {
+                usize::MAX
+            } else {
+                count.unsigned_abs() as usize
+            };
+            let mut removed = 0;
+            if count >= 0 {
+                l.retain(|e| {
+                    let drop = removed < limit && e == v;
+                    removed += usize::from(drop);
+                    !drop
+                });
+            } else {
+                l.reverse();
+                l.retain(|e| {
+                    let drop = removed < limit && e == v;
+                    removed += usize::from(drop);
+                    !drop
+                });
+                l.reverse();
+            }
+            (Some(l).filter(|_| removed > 0), removed)
+        }
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `LTRIM key start stop`.
+pub fn ltrim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let (Some(a), Some(b)) = (parse_i64(arg(cmd, 2)), parse_i64(arg(cmd, 3))) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    };
+    if update(ctx, arg(cmd, 1), CType::List, |l| match l {
+        None => (None, ()),
+        Some(l) => {
+            let n = l.len() as i64;
+            let s = if a < 0 { (n + a).max(0) } else { a };
+            let e = if b < 0 { n + b } else { b.min(n - 1) };
+            let kept = if s > e || s >= n {
+                Vec::new()
+            } else {
+                l[s as usize..=e as usize].to_vec()
+            };
+            (Some(kept), ())
+        }
+    })
+    .is_ok()
+    {
+        ctx.ok();
+    }
+    Step::Done
+}
+
+/// `LINSERT key BEFORE|AFTER pivot element`.
+pub fn linsert(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let before = if arg(cmd, 2).eq_ignore_ascii_case(b"BEFORE") {
+        true
+    } else if arg(cmd, 2).eq_ignore_ascii_case(b"AFTER") {
+        false
+    } else {
+        ctx.raw(resp::ERR_SYNTAX);
+        return Step::Done;
+    };
+    let (pivot, v) = (arg(cmd, 3), arg(cmd, 4));
+    if let Ok(n) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+        None => (None, 0),
+        Some(mut l) => match l.iter().position(|e| e == pivot) {
+            Some(p) => {
+                l.insert(if before { p } else { p + 1 }, v.to_vec());
+                let n = l.len() as i64;
+                (Some(l), n)
+            }
+            None => (None, -1),
+        },
+    }) {
+        ctx.int(n);
+    }
+    Step::Done
+}
+
+/// `LPOS key element [RANK r] [COUNT n] [MAXLEN m]`.
+pub fn lpos(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let v = arg(cmd, 2);
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
+    let mut opts = cmd.args().skip(3);
+    while let Some(o) = opts.next() {
+        let Some(n) = opts.next().and_then(parse_i64) else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        };
+        if o.eq_ignore_ascii_case(b"RANK") {
+            if n == 0 || n == i64::MIN {
+                ctx.error(b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+                return Step::Done;
+            }
+            rank = n;
+        } else if o.eq_ignore_ascii_case(b"COUNT") && n >= 0 {
+            count = Some(n as usize);
+        } else if o.eq_ignore_ascii_case(b"MAXLEN") && n >= 0 {
+            maxlen = n as usize;
+        } else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    }
+    let Ok(item) = ctx.list(arg(cmd, 1)) else {
+        return Step::Done;
+    };
+    let elems: Vec<granola::Buf> = item
+        .map(|l| l.list_range(0, -1).collect())
+        .unwrap_or_default();
+    let n = elems.len();
+    let order: Box<dyn Iterator<Item = usize>> = if rank > 0 {
+        Box::new(0..n)
+    } else {
+        Box::new((0..n).rev())
+    };
+    let limit = if maxlen == 0 { n } else { maxlen.min(n) };
+    let want = match count {
+        Some(0) => usize::MAX,
+        Some(c) => c,
+        None => 1,
+    };
+    let mut skip = rank.unsigned_abs() as usize - 1;
+    let mut found = Vec::new();
+    for i in order.take(limit) {
+        if elems[i][..] == *v {
+            if skip > 0 {
+                skip -= 1;
+            } else {
+                found.push(i);
+                if found.len() >= want {
+                    break;
+                }
+            }
+        }
+    }
+    match count {
+        None => match found.first() {
+            Some(&i) => ctx.int(i as i64),
+            None => ctx.null(),
+        },
+        Some(_) => {
+            ctx.array(found.len());
+            for i in found {
+                ctx.int(i as i64);
+            }
+        }
+    }
+    Step::Done
+}
+
+/// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`.
+pub fn lmove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let side = |a: &[u8]| {
+        if a.eq_ignore_ascii_case(b"LEFT") {
+            Some(true)
+        } else if a.eq_ignore_ascii_case(b"RIGHT") {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let (Some(from_left), Some(to_left)) = (side(arg(cmd, 3)), side(arg(cmd, 4))) else {
+        ctx.raw(resp::ERR_SYNTAX);
+        return Step::Done;
+    };
+    move_one(ctx, arg(cmd, 1), arg(cmd, 2), from_left, to_left)
+}
+
+/// `RPOPLPUSH source destination`.
+pub fn rpoplpush(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    move_one(ctx, arg(cmd, 1), arg(cmd, 2), false, true)
+}
+
+/// Pops one element of `src` and pushes it on `dst` (the destination is
+/// type-checked first; the two keys are updated one after the other).
+fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Step {
+    if ctx.list(dst).is_err() {
+        return Step::Done;
+    }
+    let Ok(v) = update(ctx, src, CType::List, |l| match l {
+        None => (None, None),
+        Some(mut l) => {
+            let v = if from_left {
+                l.remove(0)
+            } else {
+                l.pop().unwrap_or_default()
+            };
+            (Some(l), Some(v))
+        }
+    }) else {
+        return Step::Done;
+    };
+    let Some(v) = v else {
+        ctx.null();
+        return Step::Done;
+    };
+    if update(ctx, dst, CType::List, |l| {
+        let mut l = l.unwrap_or_default();
+        if to_left {
+            l.insert(0, v.clone());
+        } else {
+            l.push(v.clone());
+        }
+        (Some(l), ())
+    })
+    .is_ok()
+    {
+        ctx.bytes(&v);
     }
     Step::Done
 }

@@ -5,12 +5,21 @@
 //! arguments come from the parser, the reply goes through the `Ctx`
 //! helpers (which speak RESP2 or RESP3, whichever the connection chose).
 
+pub mod clients;
+pub mod collections;
 mod connection;
+mod expiry;
+pub mod gate;
+mod glob;
+mod hashes;
 mod keys;
 mod lists;
 mod server;
+mod sets;
 mod strings;
 pub mod table;
+pub mod transaction;
+mod zsets;
 
 use super::{Step, Storage};
 use crate::protocol::resp::{self, Command, Version};
@@ -20,16 +29,54 @@ use crate::store::{Item, Kind, StoreError};
 use granola::Buf;
 
 /// Per-connection state of a RESP client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Conn {
-    /// `CLIENT ID`.
-    pub id: u64,
-    /// `CLIENT SETNAME`.
-    pub name: Vec<u8>,
+    /// Id, name, database... (what `CLIENT LIST` shows).
+    pub info: clients::ClientInfo,
     /// RESP2 or RESP3 (`HELLO`).
     pub version: Version,
-    /// Where the client connected from (`CLIENT LIST`).
-    pub peer: String,
+    /// Authenticated (always, without `--requirepass`).
+    pub authed: bool,
+    /// A transaction being queued (after MULTI).
+    pub multi: Option<transaction::Multi>,
+    /// WATCHed keys.
+    pub watched: Vec<transaction::Watched>,
+}
+
+impl Conn {
+    /// A new connection's state; registered for `CLIENT LIST` until
+    /// dropped.
+    pub fn new(id: u64, addr: String, authed: bool) -> Conn {
+        let info = clients::ClientInfo {
+            id,
+            addr,
+            name: Vec::new(),
+            db: 0,
+            lib_name: Vec::new(),
+            lib_ver: Vec::new(),
+            resp: 2,
+            since: std::time::Instant::now(),
+        };
+        clients::register(&info);
+        Conn {
+            info,
+            version: Version::Resp2,
+            authed,
+            multi: None,
+            watched: Vec::new(),
+        }
+    }
+
+    /// Publishes a change of `info` to `CLIENT LIST`.
+    pub fn publish(&self) {
+        clients::register(&self.info);
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        clients::unregister(self.info.id);
+    }
 }
 
 /// What a command sees: the shared server, the storage, its connection and
@@ -137,7 +184,11 @@ impl Ctx<'_> {
     }
     fn typed(&mut self, key: &[u8], kind: Kind) -> Result<Option<Item>, Replied> {
         match self.db.get(key) {
-            Some(i) if i.kind() != kind => {
+            Some(i)
+                if i.kind() != kind
+                    || (kind == Kind::List
+                        && collections::ctype(&i) != Some(collections::CType::List)) =>
+            {
                 self.raw(resp::ERR_WRONGTYPE);
                 Err(Replied)
             }
@@ -155,15 +206,61 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
-/// Runs one request (not empty): looks it up, checks arity, executes.
+/// Commands a client may send before authenticating.
+fn before_auth(name: &str) -> bool {
+    matches!(name, "auth" | "hello" | "quit" | "reset")
+}
+
+/// Commands that act at once inside MULTI instead of being queued.
+fn outside_queue(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset"
+    )
+}
+
+/// Runs one request (not empty): looks it up, checks arity and
+/// authentication, queues it inside MULTI, else executes it (inside the
+/// transaction gate, except EXEC, which takes the gate alone).
 pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Some(spec) = table::lookup(cmd.name()) else {
+        transaction::refuse(ctx);
         resp::write_unknown_command(ctx.out, cmd);
         return Step::Done;
     };
+    if !ctx.conn.authed && !before_auth(spec.name) {
+        ctx.error(b"NOAUTH Authentication required.");
+        return Step::Done;
+    }
     if !spec.arity_ok(cmd.len()) {
+        transaction::refuse(ctx);
         resp::write_wrong_arity(ctx.out, cmd.name());
         return Step::Done;
     }
+    if ctx.conn.multi.is_some() && !outside_queue(spec.name) {
+        transaction::queue(ctx, cmd);
+        return Step::Done;
+    }
+    if ctx.resume == 0 {
+        table::count(spec);
+    }
+    if spec.name == "exec" {
+        return (spec.run)(ctx, cmd);
+    }
+    let _entered = ctx.shared.resp_gate.shared();
     (spec.run)(ctx, cmd)
+}
+
+/// Runs a command queued by MULTI (EXEC holds the gate).
+pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    match table::lookup(cmd.name()) {
+        Some(spec) if spec.arity_ok(cmd.len()) => {
+            table::count(spec);
+            (spec.run)(ctx, cmd)
+        }
+        _ => {
+            resp::write_unknown_command(ctx.out, cmd);
+            Step::Done
+        }
+    }
 }

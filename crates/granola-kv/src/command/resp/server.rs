@@ -1,9 +1,13 @@
-//! Server commands: PING ECHO DBSIZE FLUSHALL/FLUSHDB INFO CONFIG COMMAND.
+//! Server commands: PING ECHO TIME DBSIZE FLUSHALL FLUSHDB INFO CONFIG
+//! COMMAND.
 
-use super::table::COMMANDS;
-use super::Ctx;
-use crate::command::Step;
+use super::connection::REDIS_VERSION;
+use super::table::{self, Spec, COMMANDS};
+use super::{glob, Ctx};
+use crate::command::databases::Db;
+use crate::command::{Step, Storage};
 use crate::protocol::resp::{self, Command};
+use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 /// `PING [message]`.
@@ -22,97 +26,362 @@ pub fn echo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// `TIME`: `[seconds, microseconds]`.
+pub fn time(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.array(2);
+    ctx.bytes(now.as_secs().to_string().as_bytes());
+    ctx.bytes(now.subsec_micros().to_string().as_bytes());
+    Step::Done
+}
+
 /// `DBSIZE`.
 pub fn dbsize(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.int(ctx.db.len() as i64);
     Step::Done
 }
 
-/// `FLUSHALL` / `FLUSHDB` (`ASYNC`/`SYNC` accepted; the flush is
-/// immediate either way).
+/// `FLUSHALL [ASYNC|SYNC]`: every database (the flush is immediate
+/// either way).
 pub fn flushall(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.shared.store.flush_all();
+    ctx.ok();
+    Step::Done
+}
+
+/// `FLUSHDB [ASYNC|SYNC]`: the selected database.
+pub fn flushdb(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.db.flush_all();
     ctx.ok();
     Step::Done
 }
 
-/// `INFO [section]`.
-pub fn info(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
-    let text = info_text(ctx);
+/// INFO's sections, in Redis' order, and whether `INFO` without arguments
+/// (`default`) includes them.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("commandstats", false),
+    ("keyspace", true),
+];
+
+/// `INFO [section ...]` (`default`, `all`, `everything` or names).
+pub fn info(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let args: Vec<Vec<u8>> = cmd.args().skip(1).map(|a| a.to_ascii_lowercase()).collect();
+    let all = args.iter().any(|a| a == b"all" || a == b"everything");
+    let default = args.is_empty() || args.iter().any(|a| a == b"default");
+    let mut text = String::new();
+    for &(name, in_default) in SECTIONS {
+        let wanted = all || (default && in_default) || args.iter().any(|a| a == name.as_bytes());
+        if wanted {
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            section(ctx, name, &mut text);
+        }
+    }
     ctx.verbatim(text.as_bytes());
     Step::Done
 }
 
-fn info_text(ctx: &Ctx<'_>) -> String {
+fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
     let shared = ctx.shared;
-    let s = ctx.db.stats();
+    let s = shared.store.stats();
     let net = shared.net.get();
     let load = |f: fn(&granola_net::server::ServerStats) -> &std::sync::atomic::AtomicU64| {
         net.map_or(0, |n| f(n).load(Ordering::Relaxed))
     };
-    let mut parts = String::new();
-    for (name, bytes) in shared.memory_parts() {
-        parts.push_str(&format!("{name}:{bytes}\r\n"));
-    }
-    format!(
-        "# Server\r\nredis_version:7.0.15\r\ngranola_kv_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\
-         \r\n# Clients\r\nconnected_clients:{}\r\n\
-         \r\n# Memory\r\nused_memory:{}\r\nmaxmemory:{}\r\n{parts}\
-         \r\n# Stats\r\ntotal_connections_received:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
-         reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
-         \r\n# Keyspace\r\ndb0:keys={},expires=0,avg_ttl=0\r\n",
-        env!("CARGO_PKG_VERSION"),
-        std::process::id(),
-        shared.started.elapsed().as_secs(),
-        load(|n| &n.conns_open),
-        s.bytes,
-        shared.config.memory_bytes(),
-        load(|n| &n.conns_total),
-        s.hits,
-        s.misses,
-        s.evictions,
-        s.expired,
-        load(|n| &n.bytes_copied),
-        load(|n| &n.bytes_referenced),
-        load(|n| &n.send_calls),
-        shared.copy_threshold,
-        s.items,
-    )
+    let cfg = &shared.config;
+    let uptime = shared.started.elapsed().as_secs();
+    let _ = match name {
+        "server" => write!(
+            t,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\ngranola_kv_version:{}\r\nredis_mode:standalone\r\n\
+             os:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
+             uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nexecutable:granola-kv\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            cfg.resp_port,
+            uptime / 86400,
+        ),
+        "clients" => write!(
+            t,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+            load(|n| &n.conns_open),
+            cfg.max_conns,
+        ),
+        "memory" => {
+            let max = cfg.memory_bytes();
+            let _ = write!(
+                t,
+                "# Memory\r\nused_memory:{}\r\nused_memory_human:{:.2}M\r\nmaxmemory:{}\r\nmaxmemory_human:{:.2}M\r\n\
+                 maxmemory_policy:allkeys-lru\r\nmem_allocator:granola-pool\r\n",
+                s.bytes,
+                s.bytes as f64 / (1 << 20) as f64,
+                max,
+                max as f64 / (1 << 20) as f64,
+            );
+            // Where -m goes (docs/memory.md).
+            for (name, bytes) in shared.memory_parts() {
+                let _ = write!(t, "{name}:{bytes}\r\n");
+            }
+            Ok(())
+        }
+        "persistence" => write!(
+            t,
+            "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n\
+             aof_enabled:0\r\naof_rewrite_in_progress:0\r\n"
+        ),
+        "stats" => write!(
+            t,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
+             keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
+             reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n",
+            load(|n| &n.conns_total),
+            table::total_calls(),
+            load(|n| &n.conns_refused),
+            s.hits,
+            s.misses,
+            s.evictions,
+            s.expired,
+            load(|n| &n.bytes_copied),
+            load(|n| &n.bytes_referenced),
+            load(|n| &n.send_calls),
+            shared.copy_threshold,
+        ),
+        "replication" => write!(
+            t,
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n"
+        ),
+        "cpu" => {
+            let (user, sys) = cpu_seconds();
+            write!(t, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n")
+        }
+        "commandstats" => {
+            let _ = write!(t, "# Commandstats\r\n");
+            for (spec, calls) in table::calls() {
+                // Calls only: timing every command would cost the hot path.
+                let _ = write!(
+                    t,
+                    "cmdstat_{}:calls={calls},usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n",
+                    spec.name
+                );
+            }
+            Ok(())
+        }
+        "keyspace" => {
+            let _ = write!(t, "# Keyspace\r\n");
+            for n in 0..cfg.databases.min(256) {
+                let db = Db::new(&shared.store, n as u8);
+                let (keys, expires) = count_keys(&db);
+                if keys > 0 {
+                    let _ = write!(t, "db{n}:keys={keys},expires={expires},avg_ttl=0\r\n");
+                }
+                if n == 0 && keys == s.items {
+                    break; // everything is in db0
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    };
 }
 
-/// `CONFIG GET param` / `CONFIG SET` / `CONFIG RESETSTAT`.
-pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let sub = cmd.arg(1).unwrap_or_default();
-    if !sub.eq_ignore_ascii_case(b"GET") || cmd.len() != 3 {
-        if sub.eq_ignore_ascii_case(b"SET") || sub.eq_ignore_ascii_case(b"RESETSTAT") {
-            ctx.ok();
-        } else {
-            ctx.error(b"ERR unsupported CONFIG subcommand");
+/// Keys and keys with an expiry in `db` (a walk over the index).
+fn count_keys(db: &Db<'_>) -> (usize, usize) {
+    let (mut keys, mut expires) = (0, 0);
+    let mut cursor = 0;
+    loop {
+        cursor = db.scan(cursor, 4096, &mut |_, item| {
+            keys += 1;
+            expires += usize::from(item.expires_at_ms() != 0);
+        });
+        if cursor == 0 {
+            return (keys, expires);
         }
-        return Step::Done;
     }
-    let param = cmd.arg(2).unwrap_or_default();
-    // What redis-benchmark and clients ask for at start.
-    let known: &[(&[u8], &[u8])] = &[(b"save", b""), (b"appendonly", b"no"), (b"databases", b"1")];
-    match known.iter().find(|(k, _)| param.eq_ignore_ascii_case(k)) {
-        Some((k, v)) => {
-            ctx.map(1);
-            ctx.bytes(k);
-            ctx.bytes(v);
+}
+
+/// User and system CPU seconds of the process, from `/proc/self/stat`
+/// (in clock ticks of 1/100 s, Linux's USER_HZ).
+fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the parenthesised command name; utime and stime are
+    // the 14th and 15th fields of the line.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (ticks(11), ticks(12))
+}
+
+/// The configuration parameters CONFIG GET answers, with their values.
+fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
+    let cfg = &ctx.shared.config;
+    vec![
+        ("maxmemory", cfg.memory_bytes().to_string()),
+        ("maxmemory-policy", "allkeys-lru".into()),
+        ("maxclients", cfg.max_conns.to_string()),
+        ("databases", cfg.databases.to_string()),
+        ("port", cfg.resp_port.to_string()),
+        ("bind", cfg.listen.to_string()),
+        ("proto-max-bulk-len", cfg.max_bulk().to_string()),
+        ("requirepass", cfg.requirepass.clone().unwrap_or_default()),
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+        ("timeout", "0".into()),
+        ("tcp-keepalive", "0".into()),
+        ("io-threads", ctx.shared.threads.to_string()),
+    ]
+}
+
+/// `CONFIG GET pattern...` / `CONFIG SET param value...` /
+/// `CONFIG RESETSTAT`.
+pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let sub = cmd.arg(1).unwrap_or_default().to_ascii_uppercase();
+    let params = parameters(ctx);
+    match &sub[..] {
+        b"GET" if cmd.len() >= 3 => {
+            let hits: Vec<&(&str, String)> = params
+                .iter()
+                .filter(|(k, _)| {
+                    cmd.args()
+                        .skip(2)
+                        .any(|p| glob::matches(p, k.as_bytes(), true))
+                })
+                .collect();
+            ctx.map(hits.len());
+            for (k, v) in hits {
+                ctx.bytes(k.as_bytes());
+                ctx.bytes(v.as_bytes());
+            }
         }
-        None => ctx.map(0),
+        b"SET" if cmd.len() >= 4 && cmd.len() % 2 == 0 => {
+            let mut args = cmd.args().skip(2);
+            while let (Some(k), Some(v)) = (args.next(), args.next()) {
+                let name = String::from_utf8_lossy(k).to_ascii_lowercase();
+                match params.iter().find(|(p, _)| *p == name) {
+                    // Setting a parameter to what it is, or persistence
+                    // off (there is none): accepted.
+                    Some((_, cur)) if cur.as_bytes() == v => {}
+                    Some(_)
+                        if (name == "save" && v.is_empty())
+                            || (name == "appendonly" && v == b"no") => {}
+                    Some(_) => {
+                        let text = format!(
+                            "ERR CONFIG SET failed (possibly related to argument '{name}') - granola-kv sets it at start only (command-line flag)"
+                        );
+                        ctx.error(text.as_bytes());
+                        return Step::Done;
+                    }
+                    None => {
+                        let text = format!(
+                            "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                        );
+                        ctx.error(text.as_bytes());
+                        return Step::Done;
+                    }
+                }
+            }
+            ctx.ok();
+        }
+        b"RESETSTAT" if cmd.len() == 2 => ctx.ok(),
+        _ => {
+            let text = format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
+                String::from_utf8_lossy(cmd.arg(1).unwrap_or_default())
+            );
+            ctx.error(text.as_bytes());
+        }
     }
     Step::Done
 }
 
-/// `COMMAND`, `COMMAND COUNT`: the command table.
+/// One `COMMAND INFO` entry: name, arity, flags, first/last key, step,
+/// ACL categories, tips, key specs, subcommands.
+fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
+    ctx.array(10);
+    ctx.bytes(spec.name.as_bytes());
+    ctx.int(i64::from(spec.arity));
+    ctx.set(spec.flags.len());
+    for f in spec.flags {
+        ctx.simple(f.as_bytes());
+    }
+    ctx.int(i64::from(spec.keys.0));
+    ctx.int(i64::from(spec.keys.1));
+    ctx.int(i64::from(spec.keys.2));
+    ctx.set(0);
+    ctx.set(0);
+    ctx.array(0);
+    ctx.array(0);
+}
+
+/// `COMMAND`, `COMMAND COUNT`, `COMMAND INFO name...`, `COMMAND DOCS
+/// [name...]`, `COMMAND LIST`.
 pub fn command(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if cmd.arg(1).is_some_and(|a| a.eq_ignore_ascii_case(b"COUNT")) {
-        ctx.int(COMMANDS.len() as i64);
-    } else {
-        // redis-cli asks for command docs at start; an empty listing makes
-        // it fall back to plain completion.
-        ctx.raw(resp::EMPTY_ARRAY);
+    let sub = cmd.arg(1).map(<[u8]>::to_ascii_uppercase);
+    match sub.as_deref() {
+        None => {
+            ctx.array(COMMANDS.len());
+            for spec in COMMANDS {
+                command_entry(ctx, spec);
+            }
+        }
+        Some(b"COUNT") => ctx.int(COMMANDS.len() as i64),
+        Some(b"LIST") => {
+            ctx.array(COMMANDS.len());
+            for spec in COMMANDS {
+                ctx.bytes(spec.name.as_bytes());
+            }
+        }
+        Some(b"INFO") => {
+            let names: Vec<&[u8]> = cmd.args().skip(2).collect();
+            if names.is_empty() {
+                ctx.array(COMMANDS.len());
+                for spec in COMMANDS {
+                    command_entry(ctx, spec);
+                }
+            } else {
+                ctx.array(names.len());
+                for n in names {
+                    match table::lookup(n) {
+                        Some(spec) => command_entry(ctx, spec),
+                        None => ctx.null_array(),
+                    }
+                }
+            }
+        }
+        Some(b"DOCS") => {
+            let names: Vec<&'static Spec> = if cmd.len() == 2 {
+                COMMANDS.iter().collect()
+            } else {
+                cmd.args().skip(2).filter_map(table::lookup).collect()
+            };
+            ctx.map(names.len());
+            for spec in names {
+                ctx.bytes(spec.name.as_bytes());
+                ctx.map(2);
+                ctx.bytes(b"since");
+                ctx.bytes(b"1.0.0");
+                ctx.bytes(b"group");
+                ctx.bytes(spec.group.as_bytes());
+            }
+        }
+        Some(_) => {
+            let text = format!(
+                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+                String::from_utf8_lossy(cmd.arg(1).unwrap_or_default())
+            );
+            ctx.error(text.as_bytes());
+        }
     }
     Step::Done
 }

@@ -1,8 +1,15 @@
-//! String commands: GET SET MGET MSET INCR DECR INCRBY DECRBY.
+//! String commands: GET SET (every option) SETNX SETEX PSETEX GETSET
+//! GETDEL GETEX MGET MSET MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR
+//! INCRBY DECRBY INCRBYFLOAT.
+//!
+//! Read-modify-write commands (APPEND, SETRANGE, INCR...) read the item and
+//! write it back with a CAS, retrying if another writer came in between.
 
+use super::expiry::{self, Bad, When};
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
+use crate::store::Item;
 use crate::store::{Kind, Meta, SetMode, StoreError};
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
@@ -59,56 +66,467 @@ pub fn mset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `SET key value [EX s | PX ms] [NX | XX]`.
+/// Writes the error for a refused expiry argument of `cmd`.
+pub fn bad_expire(ctx: &mut Ctx<'_>, bad: Bad, cmd: &str) {
+    match bad {
+        Bad::NotInteger => ctx.raw(resp::ERR_NOT_INTEGER),
+        Bad::Range => ctx.error(format!("ERR invalid expire time in '{cmd}' command").as_bytes()),
+    }
+}
+
+/// What SET does with the key's expiry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ttl {
+    /// No expiry.
+    None,
+    /// Keep the current one (KEEPTTL).
+    Keep,
+    /// This one.
+    Set(When),
+}
+
+/// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t |
+/// KEEPTTL]`.
 pub fn set(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let mut mode = SetMode::Set;
-    let mut expires = 0u64;
+    let mut cond = SetMode::Set;
+    let mut get = false;
+    let mut ttl = Ttl::None;
+    let now = ctx.db.now_ms();
     let mut opts = cmd.args().skip(3);
     while let Some(o) = opts.next() {
-        let ttl_unit = if o.eq_ignore_ascii_case(b"EX") {
-            Some(1000)
-        } else if o.eq_ignore_ascii_case(b"PX") {
-            Some(1)
-        } else {
-            None
-        };
-        if let Some(unit) = ttl_unit {
-            match opts.next().and_then(parse_i64) {
-                Some(t) if t > 0 && expires == 0 => {
-                    expires = ctx
-                        .db
-                        .now_ms()
-                        .saturating_add((t as u64).saturating_mul(unit));
-                }
-                Some(t) if t <= 0 => {
-                    ctx.error(b"ERR invalid expire time in 'set' command");
-                    return Step::Done;
-                }
-                _ => {
-                    ctx.raw(resp::ERR_SYNTAX);
+        let unit = [
+            (&b"EX"[..], 1000, false),
+            (b"PX", 1, false),
+            (b"EXAT", 1000, true),
+            (b"PXAT", 1, true),
+        ]
+        .into_iter()
+        .find(|(name, _, _)| o.eq_ignore_ascii_case(name));
+        if let Some((_, unit, absolute)) = unit {
+            if ttl != Ttl::None {
+                ctx.raw(resp::ERR_SYNTAX);
+                return Step::Done;
+            }
+            let Some(a) = opts.next() else {
+                ctx.raw(resp::ERR_SYNTAX);
+                return Step::Done;
+            };
+            match expiry::parse(a, unit, absolute, now) {
+                Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => ttl = Ttl::Set(w),
+                Ok(_) => return invalid_set_expire(ctx),
+                Err(Bad::Range) => return invalid_set_expire(ctx),
+                Err(Bad::NotInteger) => {
+                    ctx.raw(resp::ERR_NOT_INTEGER);
                     return Step::Done;
                 }
             }
-        } else if o.eq_ignore_ascii_case(b"NX") && mode == SetMode::Set {
-            mode = SetMode::Add;
-        } else if o.eq_ignore_ascii_case(b"XX") && mode == SetMode::Set {
-            mode = SetMode::Replace;
+        } else if o.eq_ignore_ascii_case(b"KEEPTTL") && ttl == Ttl::None {
+            ttl = Ttl::Keep;
+        } else if o.eq_ignore_ascii_case(b"NX") && cond == SetMode::Set {
+            cond = SetMode::Add;
+        } else if o.eq_ignore_ascii_case(b"XX") && cond == SetMode::Set {
+            cond = SetMode::Replace;
+        } else if o.eq_ignore_ascii_case(b"GET") {
+            get = true;
         } else {
             ctx.raw(resp::ERR_SYNTAX);
             return Step::Done;
         }
     }
-    let meta = Meta {
-        flags: 0,
-        expires_at_ms: expires,
-    };
-    // Redis SET replaces a list too; the store's Set mode does the same.
-    match ctx.db.set(arg(cmd, 1), arg(cmd, 2), meta, mode) {
-        Ok(_) => ctx.ok(),
-        Err(StoreError::NotStored | StoreError::NotFound | StoreError::Exists) => ctx.null(),
-        Err(e) => ctx.store_error(e),
+    let (key, value) = (arg(cmd, 1), arg(cmd, 2));
+    if let Ok((applied, old)) = set_string(ctx, key, value, cond, ttl, get) {
+        match (get, applied) {
+            (true, _) => match old {
+                Some(v) => ctx.bulk(&v.value()),
+                None => ctx.null(),
+            },
+            (false, true) => ctx.ok(),
+            (false, false) => ctx.null(),
+        }
     }
     Step::Done
+}
+
+fn invalid_set_expire(ctx: &mut Ctx<'_>) -> Step {
+    ctx.error(b"ERR invalid expire time in 'set' command");
+    Step::Done
+}
+
+/// Stores `value` at `key` under condition `cond` (Set/Add/Replace) with
+/// expiry `ttl`; returns whether it applied and, when `want_old`, the
+/// string it replaced. Errors are written (WRONGTYPE for GET on a
+/// non-string, store errors).
+fn set_string(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    value: &[u8],
+    cond: SetMode,
+    ttl: Ttl,
+    want_old: bool,
+) -> Result<(bool, Option<Item>), super::Replied> {
+    let now = ctx.db.now_ms();
+    let simple = !want_old && ttl != Ttl::Keep;
+    for _ in 0..64 {
+        let old = if simple { None } else { ctx.db.get(key) };
+        if want_old && old.as_ref().is_some_and(|i| i.kind() != Kind::String) {
+            ctx.raw(resp::ERR_WRONGTYPE);
+            return Err(super::Replied);
+        }
+        let expires_at_ms = match ttl {
+            Ttl::None => 0,
+            Ttl::Keep => old.as_ref().map_or(0, Item::expires_at_ms),
+            Ttl::Set(w) => w.at_ms(now).max(1) as u64,
+        };
+        let meta = Meta {
+            flags: 0,
+            expires_at_ms,
+        };
+        // With the old item read, write only over that very item.
+        let mode = match (&old, cond) {
+            (_, _) if simple => cond,
+            (Some(_), SetMode::Add) => return Ok((false, old)),
+            (None, SetMode::Replace) => return Ok((false, None)),
+            (Some(i), _) => SetMode::Cas(i.cas()),
+            (None, _) => SetMode::Add,
+        };
+        match ctx.db.set(key, value, meta, mode) {
+            Ok(_) => return Ok((true, old)),
+            Err(StoreError::NotStored | StoreError::NotFound | StoreError::Exists) if simple => {
+                return Ok((false, None))
+            }
+            // Changed in between: read again.
+            Err(StoreError::NotStored | StoreError::NotFound | StoreError::Exists) => {}
+            Err(e) => {
+                ctx.store_error(e);
+                return Err(super::Replied);
+            }
+        }
+    }
+    ctx.error(b"ERR too much contention on key");
+    Err(super::Replied)
+}
+
+/// `SETNX key value`: 1 if set.
+pub fn setnx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if let Ok((applied, _)) = set_string(
+        ctx,
+        arg(cmd, 1),
+        arg(cmd, 2),
+        SetMode::Add,
+        Ttl::None,
+        false,
+    ) {
+        ctx.int(i64::from(applied));
+    }
+    Step::Done
+}
+
+/// `SETEX key seconds value`.
+pub fn setex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    set_expiring(ctx, cmd, 1000, "setex")
+}
+
+/// `PSETEX key ms value`.
+pub fn psetex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    set_expiring(ctx, cmd, 1, "psetex")
+}
+
+fn set_expiring(ctx: &mut Ctx<'_>, cmd: &Command<'_>, unit: i64, name: &str) -> Step {
+    let now = ctx.db.now_ms();
+    match expiry::parse(arg(cmd, 2), unit, false, now) {
+        Ok(When::In(ms)) if ms > 0 => {
+            let ttl = Ttl::Set(When::In(ms));
+            if set_string(ctx, arg(cmd, 1), arg(cmd, 3), SetMode::Set, ttl, false).is_ok() {
+                ctx.ok();
+            }
+        }
+        Ok(_) => bad_expire(ctx, Bad::Range, name),
+        Err(b) => bad_expire(ctx, b, name),
+    }
+    Step::Done
+}
+
+/// `GETSET key value`.
+pub fn getset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if let Ok((_, old)) = set_string(ctx, arg(cmd, 1), arg(cmd, 2), SetMode::Set, Ttl::None, true) {
+        match old {
+            Some(v) => ctx.bulk(&v.value()),
+            None => ctx.null(),
+        }
+    }
+    Step::Done
+}
+
+/// `GETDEL key`.
+pub fn getdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if let Ok(item) = ctx.string(arg(cmd, 1)) {
+        match item {
+            Some(i) => {
+                ctx.db.delete(arg(cmd, 1));
+                ctx.bulk(&i.value());
+            }
+            None => ctx.null(),
+        }
+    }
+    Step::Done
+}
+
+/// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`.
+pub fn getex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let key = arg(cmd, 1);
+    let now = ctx.db.now_ms();
+    let mut change: Option<u64> = None;
+    let mut opts = cmd.args().skip(2);
+    while let Some(o) = opts.next() {
+        if o.eq_ignore_ascii_case(b"PERSIST") && change.is_none() {
+            change = Some(0);
+            continue;
+        }
+        let unit = [
+            (&b"EX"[..], 1000, false),
+            (b"PX", 1, false),
+            (b"EXAT", 1000, true),
+            (b"PXAT", 1, true),
+        ]
+        .into_iter()
+        .find(|(name, _, _)| o.eq_ignore_ascii_case(name));
+        let (Some((_, unit, absolute)), None, Some(a)) = (unit, change, opts.next()) else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        };
+        match expiry::parse(a, unit, absolute, now) {
+            Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => {
+                change = Some(w.at_ms(now).max(1) as u64)
+            }
+            Ok(_) => return bad_expire_done(ctx, Bad::Range, "getex"),
+            Err(b) => return bad_expire_done(ctx, b, "getex"),
+        }
+    }
+    let Ok(item) = ctx.string(key) else {
+        return Step::Done;
+    };
+    match item {
+        Some(i) => {
+            if let Some(at) = change {
+                if at != 0 && at <= now {
+                    ctx.db.delete(key);
+                } else {
+                    ctx.db.touch(key, at);
+                }
+            }
+            ctx.bulk(&i.value());
+        }
+        None => ctx.null(),
+    }
+    Step::Done
+}
+
+fn bad_expire_done(ctx: &mut Ctx<'_>, b: Bad, name: &str) -> Step {
+    bad_expire(ctx, b, name);
+    Step::Done
+}
+
+/// `MSETNX key value [key value ...]`: all or nothing (1), or nothing if
+/// any key exists (0).
+pub fn msetnx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if cmd.len() % 2 == 0 {
+        resp::write_wrong_arity(ctx.out, cmd.name());
+        return Step::Done;
+    }
+    let db = ctx.db;
+    if cmd.args().skip(1).step_by(2).any(|k| db.get(k).is_some()) {
+        ctx.int(0);
+        return Step::Done;
+    }
+    let mut args = cmd.args().skip(1);
+    let mut written: Vec<&[u8]> = Vec::new();
+    while let (Some(k), Some(v)) = (args.next(), args.next()) {
+        match db.set(k, v, Meta::default(), SetMode::Add) {
+            Ok(_) => written.push(k),
+            Err(e) => {
+                // Someone else created a key meanwhile (or no memory):
+                // undo ours, nothing applies.
+                for k in written {
+                    db.delete(k);
+                }
+                match e {
+                    StoreError::NotStored => ctx.int(0),
+                    e => ctx.store_error(e),
+                }
+                return Step::Done;
+            }
+        }
+    }
+    ctx.int(1);
+    Step::Done
+}
+
+/// `STRLEN key`.
+pub fn strlen(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if let Ok(item) = ctx.string(arg(cmd, 1)) {
+        ctx.int(item.map_or(0, |i| i.value_len() as i64));
+    }
+    Step::Done
+}
+
+/// Read-modify-write of a string: `f(old bytes or None)` gives the new
+/// value (or an error already written); CAS retry loop. Returns the new
+/// length.
+fn rewrite(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    mut f: impl FnMut(&mut Ctx<'_>, Option<&[u8]>) -> Option<Vec<u8>>,
+) -> Option<usize> {
+    for _ in 0..64 {
+        let old = match ctx.string(key) {
+            Ok(o) => o,
+            Err(super::Replied) => return None,
+        };
+        let new = f(ctx, old.as_ref().map(Item::value_bytes))?;
+        let (mode, meta) = match &old {
+            Some(i) => (
+                SetMode::Cas(i.cas()),
+                Meta {
+                    flags: i.flags(),
+                    expires_at_ms: i.expires_at_ms(),
+                },
+            ),
+            None => (SetMode::Add, Meta::default()),
+        };
+        match ctx.db.set(key, &new, meta, mode) {
+            Ok(_) => return Some(new.len()),
+            Err(StoreError::Exists | StoreError::NotStored | StoreError::NotFound) => {}
+            Err(e) => {
+                ctx.store_error(e);
+                return None;
+            }
+        }
+    }
+    ctx.error(b"ERR too much contention on key");
+    None
+}
+
+/// `APPEND key value`: the new length.
+pub fn append(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let tail = arg(cmd, 2);
+    if let Some(n) = rewrite(ctx, arg(cmd, 1), |_, old| {
+        let mut v = Vec::with_capacity(old.map_or(0, <[u8]>::len) + tail.len());
+        v.extend_from_slice(old.unwrap_or_default());
+        v.extend_from_slice(tail);
+        Some(v)
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `GETRANGE key start end` (negative offsets count from the end).
+pub fn getrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let (Some(a), Some(b)) = (parse_i64(arg(cmd, 2)), parse_i64(arg(cmd, 3))) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    };
+    let Ok(item) = ctx.string(arg(cmd, 1)) else {
+        return Step::Done;
+    };
+    let Some(item) = item else {
+        ctx.bytes(b"");
+        return Step::Done;
+    };
+    let len = item.value_len() as i64;
+    if len == 0 || (a < 0 && b < 0 && a > b) {
+        ctx.bytes(b"");
+        return Step::Done;
+    }
+    let s = if a < 0 { (len + a).max(0) } else { a };
+    let e = if b < 0 { (len + b).max(0) } else { b }.min(len - 1);
+    if s > e || s >= len {
+        ctx.bytes(b"");
+    } else {
+        let v = item.value();
+        ctx.bulk(&v.slice(s as usize..e as usize + 1));
+    }
+    Step::Done
+}
+
+/// `SETRANGE key offset value`: the new length.
+pub fn setrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(off) = parse_i64(arg(cmd, 2)).filter(|&o| o >= 0) else {
+        ctx.error(b"ERR offset is out of range");
+        return Step::Done;
+    };
+    let patch = arg(cmd, 3);
+    let off = off as usize;
+    let max = ctx.shared.config.max_bulk();
+    if patch.is_empty() {
+        // Redis: no change, the current length (0 if absent).
+        if let Ok(item) = ctx.string(arg(cmd, 1)) {
+            ctx.int(item.map_or(0, |i| i.value_len() as i64));
+        }
+        return Step::Done;
+    }
+    if off.saturating_add(patch.len()) > max {
+        ctx.error(b"ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return Step::Done;
+    }
+    if let Some(n) = rewrite(ctx, arg(cmd, 1), |_, old| {
+        let old = old.unwrap_or_default();
+        let mut v = old.to_vec();
+        if v.len() < off + patch.len() {
+            v.resize(off + patch.len(), 0);
+        }
+        v[off..off + patch.len()].copy_from_slice(patch);
+        Some(v)
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `INCRBYFLOAT key increment`.
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(delta) = parse_float(arg(cmd, 2)) else {
+        ctx.error(b"ERR value is not a valid float");
+        return Step::Done;
+    };
+    let mut result = String::new();
+    let done = rewrite(ctx, arg(cmd, 1), |ctx, old| {
+        let cur = match old {
+            None => 0.0,
+            Some(b) => match parse_float(b) {
+                Some(f) => f,
+                None => {
+                    ctx.error(b"ERR value is not a valid float");
+                    return None;
+                }
+            },
+        };
+        let next = cur + delta;
+        if !next.is_finite() {
+            ctx.error(b"ERR increment would produce NaN or Infinity");
+            return None;
+        }
+        result = resp::format_double(next);
+        Some(result.clone().into_bytes())
+    });
+    if done.is_some() {
+        ctx.bytes(result.as_bytes());
+    }
+    Step::Done
+}
+
+/// A float argument as Redis reads it (no NaN; `inf` allowed).
+pub fn parse_float(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let f: f64 = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => s.parse().ok()?,
+    };
+    (!f.is_nan()).then_some(f)
 }
 
 /// `INCR key`.

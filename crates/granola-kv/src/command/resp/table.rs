@@ -1,12 +1,14 @@
 //! Every Redis command granola-kv serves: name, arity (Redis' convention:
 //! `n` exactly n arguments with the name, `-n` at least n), flags and key
-//! positions (what `COMMAND INFO` reports), and the function that runs it.
-//! Adding a command: write its function, add one line here.
+//! positions (what `COMMAND INFO` reports), its group, and the function
+//! that runs it. Adding a command: write its function, add one line here.
 
-use super::{connection, keys, lists, server, strings, Ctx};
+use super::gate::my_slot;
+use super::{connection, hashes, keys, lists, server, sets, strings, transaction, zsets, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::Command;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// One command.
@@ -20,6 +22,8 @@ pub struct Spec {
     /// First key argument (0 = none), last key (-1 = the last argument),
     /// step between keys.
     pub keys: (i32, i32, i32),
+    /// Redis' command group (`string`, `generic`, `list`, ...).
+    pub group: &'static str,
     /// Runs it.
     pub run: fn(&mut Ctx<'_>, &Command<'_>) -> Step,
 }
@@ -40,17 +44,19 @@ impl Spec {
 const R: &[&str] = &["readonly", "fast"];
 const RS: &[&str] = &["readonly"];
 const W: &[&str] = &["write", "denyoom", "fast"];
+const WS: &[&str] = &["write", "denyoom"];
 const WD: &[&str] = &["write"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["admin", "loading", "stale"];
 
 macro_rules! cmd {
-    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $run:expr) => {
+    ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $run:expr) => {
         Spec {
             name: $name,
             arity: $arity,
             flags: $flags,
             keys: $keys,
+            group: $group,
             run: $run,
         }
     };
@@ -58,48 +64,180 @@ macro_rules! cmd {
 
 const NOKEY: (i32, i32, i32) = (0, 0, 0);
 const KEY1: (i32, i32, i32) = (1, 1, 1);
+const KEY12: (i32, i32, i32) = (1, 2, 1);
 const ALLKEYS: (i32, i32, i32) = (1, -1, 1);
 const PAIRS: (i32, i32, i32) = (1, -1, 2);
 
 /// The commands.
 pub static COMMANDS: &[Spec] = &[
     // strings
-    cmd!("get", 2, R, KEY1, strings::get),
-    cmd!("set", -3, &["write", "denyoom"], KEY1, strings::set),
-    cmd!("mget", -2, R, ALLKEYS, strings::mget),
-    cmd!("mset", -3, W, PAIRS, strings::mset),
-    cmd!("incr", 2, W, KEY1, strings::incr),
-    cmd!("decr", 2, W, KEY1, strings::decr),
-    cmd!("incrby", 3, W, KEY1, strings::incrby),
-    cmd!("decrby", 3, W, KEY1, strings::decrby),
+    cmd!("string", "get", 2, R, KEY1, strings::get),
+    cmd!("string", "set", -3, WS, KEY1, strings::set),
+    cmd!("string", "setnx", 3, W, KEY1, strings::setnx),
+    cmd!("string", "setex", 4, WS, KEY1, strings::setex),
+    cmd!("string", "psetex", 4, WS, KEY1, strings::psetex),
+    cmd!("string", "getset", 3, W, KEY1, strings::getset),
+    cmd!("string", "getdel", 2, W, KEY1, strings::getdel),
+    cmd!("string", "getex", -2, W, KEY1, strings::getex),
+    cmd!("string", "mget", -2, R, ALLKEYS, strings::mget),
+    cmd!("string", "mset", -3, WS, PAIRS, strings::mset),
+    cmd!("string", "msetnx", -3, WS, PAIRS, strings::msetnx),
+    cmd!("string", "append", 3, W, KEY1, strings::append),
+    cmd!("string", "strlen", 2, R, KEY1, strings::strlen),
+    cmd!("string", "getrange", 4, RS, KEY1, strings::getrange),
+    cmd!("string", "substr", 4, RS, KEY1, strings::getrange),
+    cmd!("string", "setrange", 4, WS, KEY1, strings::setrange),
+    cmd!("string", "incr", 2, W, KEY1, strings::incr),
+    cmd!("string", "decr", 2, W, KEY1, strings::decr),
+    cmd!("string", "incrby", 3, W, KEY1, strings::incrby),
+    cmd!("string", "decrby", 3, W, KEY1, strings::decrby),
+    cmd!("string", "incrbyfloat", 3, W, KEY1, strings::incrbyfloat),
     // keyspace
-    cmd!("del", -2, WD, ALLKEYS, keys::del),
-    cmd!("unlink", -2, W, ALLKEYS, keys::del),
-    cmd!("exists", -2, R, ALLKEYS, keys::exists),
-    cmd!("expire", 3, W, KEY1, keys::expire),
-    cmd!("pexpire", 3, W, KEY1, keys::pexpire),
-    cmd!("ttl", 2, R, KEY1, keys::ttl),
-    cmd!("pttl", 2, R, KEY1, keys::pttl),
+    cmd!("generic", "del", -2, WD, ALLKEYS, keys::del),
+    cmd!("generic", "unlink", -2, W, ALLKEYS, keys::del),
+    cmd!("generic", "exists", -2, R, ALLKEYS, keys::exists),
+    cmd!("generic", "touch", -2, R, ALLKEYS, keys::exists),
+    cmd!("generic", "type", 2, R, KEY1, keys::type_),
+    cmd!("generic", "expire", -3, W, KEY1, keys::expire),
+    cmd!("generic", "pexpire", -3, W, KEY1, keys::pexpire),
+    cmd!("generic", "expireat", -3, W, KEY1, keys::expireat),
+    cmd!("generic", "pexpireat", -3, W, KEY1, keys::pexpireat),
+    cmd!("generic", "persist", 2, W, KEY1, keys::persist),
+    cmd!("generic", "ttl", 2, R, KEY1, keys::ttl),
+    cmd!("generic", "pttl", 2, R, KEY1, keys::pttl),
+    cmd!("generic", "expiretime", 2, R, KEY1, keys::expiretime),
+    cmd!("generic", "pexpiretime", 2, R, KEY1, keys::pexpiretime),
+    cmd!("generic", "keys", 2, RS, NOKEY, keys::keys),
+    cmd!("generic", "scan", -2, RS, NOKEY, keys::scan),
+    cmd!("generic", "randomkey", 1, RS, NOKEY, keys::randomkey),
+    cmd!("generic", "rename", 3, WD, KEY12, keys::rename),
+    cmd!("generic", "renamenx", 3, W, KEY12, keys::renamenx),
+    cmd!("generic", "copy", -3, WS, KEY12, keys::copy),
+    cmd!("generic", "object", -2, RS, (2, 2, 1), keys::object),
     // lists
-    cmd!("rpush", -3, W, KEY1, lists::rpush),
-    cmd!("lpush", -3, W, KEY1, lists::lpush),
-    cmd!("lrange", 4, RS, KEY1, lists::lrange),
-    cmd!("llen", 2, R, KEY1, lists::llen),
-    cmd!("lindex", 3, RS, KEY1, lists::lindex),
+    cmd!("list", "rpush", -3, W, KEY1, lists::rpush),
+    cmd!("list", "lpush", -3, W, KEY1, lists::lpush),
+    cmd!("list", "lrange", 4, RS, KEY1, lists::lrange),
+    cmd!("list", "llen", 2, R, KEY1, lists::llen),
+    cmd!("list", "lindex", 3, RS, KEY1, lists::lindex),
+    cmd!("list", "rpushx", -3, W, KEY1, lists::rpushx),
+    cmd!("list", "lpushx", -3, W, KEY1, lists::lpushx),
+    cmd!("list", "lpop", -2, W, KEY1, lists::lpop),
+    cmd!("list", "rpop", -2, W, KEY1, lists::rpop),
+    cmd!("list", "lset", 4, WS, KEY1, lists::lset),
+    cmd!("list", "lrem", 4, WD, KEY1, lists::lrem),
+    cmd!("list", "ltrim", 4, WD, KEY1, lists::ltrim),
+    cmd!("list", "linsert", 5, WS, KEY1, lists::linsert),
+    cmd!("list", "lpos", -3, RS, KEY1, lists::lpos),
+    cmd!("list", "lmove", 5, WS, KEY12, lists::lmove),
+    cmd!("list", "rpoplpush", 3, WS, KEY12, lists::rpoplpush),
+    // hashes
+    cmd!("hash", "hset", -4, W, KEY1, hashes::hset),
+    cmd!("hash", "hmset", -4, W, KEY1, hashes::hmset),
+    cmd!("hash", "hsetnx", 4, W, KEY1, hashes::hsetnx),
+    cmd!("hash", "hget", 3, R, KEY1, hashes::hget),
+    cmd!("hash", "hmget", -3, R, KEY1, hashes::hmget),
+    cmd!("hash", "hgetall", 2, RS, KEY1, hashes::hgetall),
+    cmd!("hash", "hkeys", 2, RS, KEY1, hashes::hkeys),
+    cmd!("hash", "hvals", 2, RS, KEY1, hashes::hvals),
+    cmd!("hash", "hdel", -3, W, KEY1, hashes::hdel),
+    cmd!("hash", "hlen", 2, R, KEY1, hashes::hlen),
+    cmd!("hash", "hexists", 3, R, KEY1, hashes::hexists),
+    cmd!("hash", "hstrlen", 3, R, KEY1, hashes::hstrlen),
+    cmd!("hash", "hincrby", 4, W, KEY1, hashes::hincrby),
+    cmd!("hash", "hincrbyfloat", 4, W, KEY1, hashes::hincrbyfloat),
+    cmd!("hash", "hscan", -3, RS, KEY1, hashes::hscan),
+    // sets
+    cmd!("set", "sadd", -3, W, KEY1, sets::sadd),
+    cmd!("set", "srem", -3, W, KEY1, sets::srem),
+    cmd!("set", "smembers", 2, RS, KEY1, sets::smembers),
+    cmd!("set", "sismember", 3, R, KEY1, sets::sismember),
+    cmd!("set", "smismember", -3, R, KEY1, sets::smismember),
+    cmd!("set", "scard", 2, R, KEY1, sets::scard),
+    cmd!("set", "spop", -2, W, KEY1, sets::spop),
+    cmd!("set", "srandmember", -2, RS, KEY1, sets::srandmember),
+    cmd!("set", "sinter", -2, RS, ALLKEYS, sets::sinter),
+    cmd!("set", "sunion", -2, RS, ALLKEYS, sets::sunion),
+    cmd!("set", "sdiff", -2, RS, ALLKEYS, sets::sdiff),
+    cmd!("set", "sscan", -3, RS, KEY1, sets::sscan),
+    // sorted sets
+    cmd!("sorted-set", "zadd", -4, W, KEY1, zsets::zadd),
+    cmd!("sorted-set", "zincrby", 4, W, KEY1, zsets::zincrby),
+    cmd!("sorted-set", "zscore", 3, R, KEY1, zsets::zscore),
+    cmd!("sorted-set", "zcard", 2, R, KEY1, zsets::zcard),
+    cmd!("sorted-set", "zrem", -3, W, KEY1, zsets::zrem),
+    cmd!("sorted-set", "zrange", -4, RS, KEY1, zsets::zrange),
+    cmd!("sorted-set", "zpopmin", -2, W, KEY1, zsets::zpopmin),
+    cmd!("sorted-set", "zpopmax", -2, W, KEY1, zsets::zpopmax),
     // server
-    cmd!("ping", -1, C, NOKEY, server::ping),
-    cmd!("echo", 2, C, NOKEY, server::echo),
-    cmd!("dbsize", 1, R, NOKEY, server::dbsize),
-    cmd!("flushall", -1, WD, NOKEY, server::flushall),
-    cmd!("flushdb", -1, WD, NOKEY, server::flushall),
-    cmd!("info", -1, A, NOKEY, server::info),
-    cmd!("config", -2, A, NOKEY, server::config),
-    cmd!("command", -1, A, NOKEY, server::command),
+    cmd!("connection", "ping", -1, C, NOKEY, server::ping),
+    cmd!("connection", "echo", 2, C, NOKEY, server::echo),
+    cmd!("server", "time", 1, C, NOKEY, server::time),
+    cmd!("server", "dbsize", 1, R, NOKEY, server::dbsize),
+    cmd!("server", "flushall", -1, WD, NOKEY, server::flushall),
+    cmd!("server", "flushdb", -1, WD, NOKEY, server::flushdb),
+    cmd!("server", "info", -1, A, NOKEY, server::info),
+    cmd!("server", "config", -2, A, NOKEY, server::config),
+    cmd!("server", "command", -1, A, NOKEY, server::command),
     // connection
-    cmd!("select", 2, C, NOKEY, connection::select),
-    cmd!("client", -2, A, NOKEY, connection::client),
-    cmd!("quit", -1, C, NOKEY, connection::quit),
+    cmd!("connection", "select", 2, C, NOKEY, connection::select),
+    cmd!("connection", "client", -2, A, NOKEY, connection::client),
+    cmd!("connection", "quit", -1, C, NOKEY, connection::quit),
+    cmd!("connection", "hello", -1, C, NOKEY, connection::hello),
+    cmd!("connection", "auth", -2, C, NOKEY, connection::auth),
+    cmd!("connection", "reset", 1, C, NOKEY, connection::reset),
+    // transactions
+    cmd!("transactions", "multi", 1, C, NOKEY, transaction::multi),
+    cmd!(
+        "transactions",
+        "exec",
+        1,
+        &["noscript", "loading", "stale"],
+        NOKEY,
+        transaction::exec
+    ),
+    cmd!("transactions", "discard", 1, C, NOKEY, transaction::discard),
+    cmd!("transactions", "watch", -2, C, ALLKEYS, transaction::watch),
+    cmd!("transactions", "unwatch", 1, C, NOKEY, transaction::unwatch),
 ];
+
+/// Call counters (INFO commandstats), one row per command, striped over
+/// threads so concurrent calls do not share a cache line.
+struct Calls(Vec<[Stripe; STRIPES]>);
+
+const STRIPES: usize = 8;
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Stripe(AtomicU64);
+
+fn calls_table() -> &'static Calls {
+    static CALLS: OnceLock<Calls> = OnceLock::new();
+    CALLS.get_or_init(|| Calls(COMMANDS.iter().map(|_| Default::default()).collect()))
+}
+
+/// Counts one call of `spec`.
+pub fn count(spec: &'static Spec) {
+    let i =
+        (spec as *const Spec as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Spec>();
+    if let Some(row) = calls_table().0.get(i) {
+        row[my_slot() % STRIPES].0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Commands called at least once, with their call counts.
+pub fn calls() -> impl Iterator<Item = (&'static Spec, u64)> {
+    COMMANDS
+        .iter()
+        .zip(&calls_table().0)
+        .map(|(s, row)| (s, row.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()))
+        .filter(|&(_, n)| n > 0)
+}
+
+/// Every command call so far.
+pub fn total_calls() -> u64 {
+    calls().map(|(_, n)| n).sum()
+}
 
 /// The command called `name` (any case).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {

@@ -35,7 +35,7 @@ const MAX_TOKENS: usize = 19;
 const MAX_OPAQUE: usize = 32;
 
 const MG_FLAGS: &[u8] = b"bcfhklOqstuvENRT";
-const MS_FLAGS: &[u8] = b"bcCEFIkMOqT";
+const MS_FLAGS: &[u8] = b"bcCEFIkMOqsT";
 const MD_FLAGS: &[u8] = b"bCEIkOqT";
 const MA_FLAGS: &[u8] = b"bcCDEJkMNOqtTv";
 
@@ -232,9 +232,12 @@ impl MetaSet<'_> {
         };
         let mut line = Line::new(sink);
         line.push(code);
+        let size = self.data.len() as u64;
         echo_flags(&mut line, &self.flags, &self.key, |c, line| {
             if c == b'c' {
                 line.push(b" c").push_u64(cas);
+            } else if c == b's' {
+                line.push(b" s").push_u64(size);
             }
         });
         line.push(b"\r\n");

@@ -28,9 +28,10 @@ fn respond<C: ServerCodec>(
     header: &FrameHeader,
     payload: &[u8],
     spare: &mut Spare,
+    max_value: usize,
 ) -> Response<Buf> {
     codec.decode_request(header.kind, payload, |req| match req {
-        Some(req) => native::execute(store, &req, spare),
+        Some(req) => native::execute(store, &req, spare, max_value),
         None => bad_request(),
     })
 }
@@ -65,7 +66,8 @@ impl<C: ServerCodec> Protocol for BaselineSession<C> {
 
     fn execute(&mut self, (h, payload): (FrameHeader, &[u8]), _: usize, out: &mut Out<'_>) -> Step {
         let store: &dyn Storage = &*self.shared.store;
-        let resp = respond(store, &mut self.codec, &h, payload, &mut self.spare);
+        let max = self.shared.config.max_item_size;
+        let resp = respond(store, &mut self.codec, &h, payload, &mut self.spare, max);
         let sent = self
             .codec
             .send_response(reply_header(&h), &resp, &mut TcpOut(out.tx));
@@ -115,7 +117,10 @@ impl<C: ServerCodec> DatagramHandler for BaselineDatagrams<C> {
             &header,
             &data[FRAME_HEADER_LEN..],
             &mut self.spare,
+            self.shared.config.max_item_size,
         );
+        let amp = self.shared.config.udp_amplification;
+        let resp = native::cap_amplification(resp, data.len(), amp);
         let mut o = UdpOut {
             tx: out,
             to: dgram.from,

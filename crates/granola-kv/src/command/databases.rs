@@ -1,0 +1,149 @@
+//! Redis' numbered databases (`SELECT n`) over the one store: database 0 is
+//! the store's own keyspace (the one memcached and native clients see);
+//! database `n > 0` keeps its keys under a 4-byte prefix no text client
+//! types (`0xff 0xfe 'D' n`). Keys a binary client writes with that prefix
+//! land in database `n` — documented, not prevented.
+
+use super::Storage;
+use crate::store::{Item, ListEdit, Meta, SetMode, Store, StoreError, StoreStats};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const MAGIC: [u8; 3] = [0xff, 0xfe, b'D'];
+
+/// Set once any database but 0 is written: until then database 0 is the
+/// whole store and DBSIZE/FLUSHDB need no walk.
+static OTHERS_USED: AtomicBool = AtomicBool::new(false);
+
+/// Database `index` of `store`.
+#[derive(Clone, Copy)]
+pub struct Db<'a> {
+    store: &'a Store,
+    index: u8,
+}
+
+impl<'a> Db<'a> {
+    /// Database `index` (0..=255).
+    pub fn new(store: &'a Store, index: u8) -> Db<'a> {
+        Db { store, index }
+    }
+
+    /// The store key of `key`, handed to `f`.
+    fn with_key<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+        if self.index == 0 {
+            return f(key);
+        }
+        let mut small = [0u8; 260];
+        if key.len() + 4 <= small.len() {
+            small[..3].copy_from_slice(&MAGIC);
+            small[3] = self.index;
+            small[4..4 + key.len()].copy_from_slice(key);
+            f(&small[..4 + key.len()])
+        } else {
+            let mut v = Vec::with_capacity(key.len() + 4);
+            v.extend_from_slice(&MAGIC);
+            v.push(self.index);
+            v.extend_from_slice(key);
+            f(&v)
+        }
+    }
+
+    fn wrote(&self) {
+        if self.index != 0 && !OTHERS_USED.load(Ordering::Relaxed) {
+            OTHERS_USED.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The key of a stored key in this database, or None if it belongs to
+    /// another one.
+    fn own<'k>(&self, stored: &'k [u8]) -> Option<&'k [u8]> {
+        match stored.strip_prefix(&MAGIC[..]) {
+            Some(rest) => match rest.split_first() {
+                Some((&n, key)) if n == self.index && n != 0 => Some(key),
+                _ => None,
+            },
+            None if self.index == 0 => Some(stored),
+            None => None,
+        }
+    }
+
+    fn sole(&self) -> bool {
+        self.index == 0 && !OTHERS_USED.load(Ordering::Relaxed)
+    }
+}
+
+impl Storage for Db<'_> {
+    fn get(&self, key: &[u8]) -> Option<Item> {
+        self.with_key(key, |k| self.store.get(k))
+    }
+    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.set(k, value, meta, mode))
+    }
+    fn delete(&self, key: &[u8]) -> bool {
+        self.with_key(key, |k| self.store.delete(k))
+    }
+    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
+        self.with_key(key, |k| self.store.incr_decr(k, delta, incr))
+    }
+    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        self.with_key(key, |k| self.store.touch(k, expires_at_ms))
+    }
+    fn flush_all(&self) {
+        if self.sole() {
+            return self.store.flush_all();
+        }
+        let mut doomed = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = self.scan(cursor, 1024, &mut |k, _| doomed.push(k.to_vec()));
+            for k in doomed.drain(..) {
+                self.delete(&k);
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.list_push(k, values, front))
+    }
+    fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.put_list(k, values, meta))
+    }
+    fn len(&self) -> usize {
+        if self.sole() {
+            return self.store.len();
+        }
+        let mut n = 0;
+        let mut cursor = 0;
+        loop {
+            cursor = self.scan(cursor, 4096, &mut |_, _| n += 1);
+            if cursor == 0 {
+                return n;
+            }
+        }
+    }
+    fn now_ms(&self) -> u64 {
+        self.store.now_ms()
+    }
+    fn stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+    fn update_list(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
+    ) -> Result<(), StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.update_list(k, |i| (f(i), ())))
+    }
+    fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64 {
+        self.store.scan(cursor, count, |item| {
+            if let Some(k) = self.own(item.key()) {
+                f(k, item);
+            }
+        })
+    }
+}

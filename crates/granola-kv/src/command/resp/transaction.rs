@@ -1,0 +1,160 @@
+//! Transactions: MULTI EXEC DISCARD WATCH UNWATCH, with Redis' semantics:
+//! commands after MULTI are queued (`+QUEUED`); a command refused while
+//! queuing (unknown, wrong arity) makes EXEC answer `EXECABORT` and apply
+//! nothing; EXEC runs the queue with no other RESP command in between (see
+//! [`super::gate`]) and answers one reply per command; a WATCHed key
+//! modified (or created, or deleted) since WATCH makes EXEC answer a null
+//! array and apply nothing.
+
+use super::{dispatch_queued, Ctx};
+use crate::command::databases::Db;
+use crate::command::Step;
+use crate::protocol::resp::{self, Command};
+use crate::protocol::{Limits, Parsed, ReplySink};
+use granola::Buf;
+
+/// A transaction being queued.
+#[derive(Debug, Default)]
+pub struct Multi {
+    /// The queued commands, re-encoded as multibulk requests.
+    pub queued: Vec<u8>,
+    /// How many.
+    pub count: usize,
+    /// A command was refused while queuing: EXEC aborts.
+    pub aborted: bool,
+}
+
+/// A WATCHed key: its database, name, and CAS unique when watched (None =
+/// absent).
+#[derive(Debug, Clone)]
+pub struct Watched {
+    db: u8,
+    key: Vec<u8>,
+    cas: Option<u64>,
+}
+
+/// `MULTI`.
+pub fn multi(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    if ctx.conn.multi.is_some() {
+        ctx.error(b"ERR MULTI calls can not be nested");
+    } else {
+        ctx.conn.multi = Some(Multi::default());
+        ctx.ok();
+    }
+    Step::Done
+}
+
+/// `DISCARD`.
+pub fn discard(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    if ctx.conn.multi.take().is_some() {
+        ctx.conn.watched.clear();
+        ctx.ok();
+    } else {
+        ctx.error(b"ERR DISCARD without MULTI");
+    }
+    Step::Done
+}
+
+/// `WATCH key...`.
+pub fn watch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if ctx.conn.multi.is_some() {
+        ctx.error(b"ERR WATCH inside MULTI is not allowed");
+        return Step::Done;
+    }
+    for key in cmd.args().skip(1) {
+        let cas = ctx.db.get(key).map(|i| i.cas());
+        ctx.conn.watched.push(Watched {
+            db: ctx.conn.info.db,
+            key: key.to_vec(),
+            cas,
+        });
+    }
+    ctx.ok();
+    Step::Done
+}
+
+/// `UNWATCH`.
+pub fn unwatch(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.conn.watched.clear();
+    ctx.ok();
+    Step::Done
+}
+
+/// Queues a command inside MULTI.
+pub fn queue(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+    if let Some(m) = ctx.conn.multi.as_mut() {
+        let args: Vec<&[u8]> = cmd.args().collect();
+        resp::encode_command(&args, &mut m.queued);
+        m.count += 1;
+        ctx.out.copy(b"+QUEUED\r\n");
+    }
+}
+
+/// Marks the transaction aborted (a command was refused while queuing).
+pub fn refuse(ctx: &mut Ctx<'_>) {
+    if let Some(m) = ctx.conn.multi.as_mut() {
+        m.aborted = true;
+    }
+}
+
+/// Replies of a transaction are never paused: EXEC's reply is one array.
+struct NoPause<'a>(&'a mut dyn ReplySink);
+
+impl ReplySink for NoPause<'_> {
+    fn copy(&mut self, bytes: &[u8]) {
+        self.0.copy(bytes);
+    }
+    fn value(&mut self, value: &Buf) {
+        self.0.value(value);
+    }
+}
+
+/// `EXEC`.
+pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    let Some(m) = ctx.conn.multi.take() else {
+        ctx.error(b"ERR EXEC without MULTI");
+        return Step::Done;
+    };
+    let watched = std::mem::take(&mut ctx.conn.watched);
+    if m.aborted {
+        ctx.error(b"EXECABORT Transaction discarded because of previous errors.");
+        return Step::Done;
+    }
+    let shared = ctx.shared;
+    let store = &*shared.store;
+    let _alone = shared.resp_gate.exclusive();
+    let touched = watched.iter().any(|w| {
+        use crate::command::Storage;
+        Db::new(store, w.db).get(&w.key).map(|i| i.cas()) != w.cas
+    });
+    if touched {
+        ctx.null_array();
+        return Step::Done;
+    }
+    ctx.array(m.count);
+    let limits = Limits {
+        max_bulk: usize::MAX,
+        max_args: usize::MAX,
+        ..Limits::default()
+    };
+    let mut rest = &m.queued[..];
+    let mut out = NoPause(&mut *ctx.out);
+    for _ in 0..m.count {
+        let Parsed::Done { cmd, consumed } = resp::parse(rest, &limits) else {
+            // Unreachable: we encoded these requests ourselves.
+            resp::write_error(&mut out, b"ERR internal: queued command unreadable");
+            continue;
+        };
+        let db = Db::new(store, ctx.conn.info.db);
+        let mut inner = Ctx {
+            shared,
+            db: &db,
+            conn: &mut *ctx.conn,
+            out: &mut out,
+            resume: 0,
+        };
+        let _ = dispatch_queued(&mut inner, &cmd);
+        rest = rest.get(consumed..).unwrap_or_default();
+    }
+    Step::Done
+}
