@@ -145,7 +145,7 @@ impl ReplySink for Recorded {
 /// memcached over UDP: one request per datagram, replies split into
 /// datagrams of at most 1400 bytes with the 8-byte frame header. The
 /// commands memcached serves over UDP are served, except those whose
-/// effect one spoofed datagram could multiply ([`udp_refuses`]).
+/// effect one spoofed datagram could multiply (`udp_refuses`).
 ///
 /// Anti-amplification: a reply is never more than `--udp-amplification`
 /// times the request's size (an unverified source could be spoofed);
