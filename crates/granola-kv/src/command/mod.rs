@@ -22,6 +22,7 @@
 pub mod databases;
 pub mod memcache;
 pub mod native;
+pub(crate) mod process;
 pub mod resp;
 mod storage;
 

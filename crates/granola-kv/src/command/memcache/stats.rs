@@ -114,7 +114,7 @@ fn general(ctx: &mut Ctx<'_>) {
     let c = &shared.memcache;
     let net = shared.net.get();
     let now = ctx.now_unix();
-    let (user, sys) = cpu_seconds();
+    let (user, sys) = crate::command::process::cpu_seconds();
     let sink = &mut *ctx.out;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let netl = |a: Option<&AtomicU64>| a.map_or(0, |a| a.load(Ordering::Relaxed));
@@ -224,13 +224,4 @@ fn slabs(ctx: &mut Ctx<'_>) {
     mc::write_stat_u64(ctx.out, b"1:used_chunks", s.items as u64);
     mc::write_stat_u64(ctx.out, b"active_slabs", 1);
     mc::write_stat_u64(ctx.out, b"total_malloced", s.item_bytes as u64);
-}
-
-/// User and system CPU seconds, from `/proc/self/stat` (USER_HZ = 100).
-fn cpu_seconds() -> (f64, f64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
-    (ticks(11), ticks(12))
 }

@@ -164,7 +164,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n"
         ),
         "cpu" => {
-            let (user, sys) = cpu_seconds();
+            let (user, sys) = crate::command::process::cpu_seconds();
             write!(t, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n")
         }
         "commandstats" => {
@@ -210,18 +210,6 @@ fn count_keys(db: &Db<'_>) -> (usize, usize) {
             return (keys, expires);
         }
     }
-}
-
-/// User and system CPU seconds of the process, from `/proc/self/stat`
-/// (in clock ticks of 1/100 s, Linux's USER_HZ).
-fn cpu_seconds() -> (f64, f64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the parenthesised command name; utime and stime are
-    // the 14th and 15th fields of the line.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
-    (ticks(11), ticks(12))
 }
 
 /// The configuration parameters CONFIG GET answers, with their values.
