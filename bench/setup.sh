@@ -16,6 +16,7 @@ WANT=(
   "redis-tools:redis-cli"
   "libmemcached-tools:memcaslap"
   "nutcracker:nutcracker"
+  "iproute2:ip"             # network namespaces + veth for the AF_XDP tests
 )
 
 missing=()

@@ -40,6 +40,9 @@ pub struct XdpConfig {
     pub queue_id: u32,
     /// Bind in copy mode only (otherwise zero-copy is tried first).
     pub force_copy: bool,
+    /// Attach the XDP program in generic (skb) mode instead of trying the
+    /// driver first (on veth, generic mode has the lower latency here).
+    pub generic: bool,
     /// Entries per ring (0: [`crate::xdp::DEFAULT_RING_SIZE`]).
     pub ring_size: u32,
     /// Source address of replies (default: the address the first request

@@ -111,6 +111,10 @@ pub struct Config {
     #[arg(long = "xdp-copy")]
     pub xdp_copy: bool,
 
+    /// `--datapath xdp`: attach the XDP program in generic (skb) mode.
+    #[arg(long = "xdp-generic")]
+    pub xdp_generic: bool,
+
     /// `--datapath xdp`: a static neighbour `IP=MAC` (repeatable); other
     /// peers get replies at the MAC their requests came from.
     #[arg(long = "xdp-neighbour", value_parser = parse_neighbour)]
@@ -203,6 +207,7 @@ impl Config {
                     x.queue_id = self.xdp_queue;
                 }
                 x.force_copy |= self.xdp_copy;
+                x.generic |= self.xdp_generic;
                 x.neighbours.extend(self.xdp_neighbours.iter().copied());
                 granola_net::DatapathKind::Xdp(x)
             }

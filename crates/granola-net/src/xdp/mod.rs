@@ -268,7 +268,7 @@ impl Worker {
         } else {
             cfg.ring_size.next_power_of_two()
         };
-        let steering = prog::Steering::attach(ifindex, cfg.queue_id + 1, &ports)?;
+        let steering = prog::Steering::attach(ifindex, cfg.queue_id + 1, &ports, cfg.generic)?;
         let xsk = sys::Xsk::open(&sys::XskSetup {
             umem: pool.region(),
             chunk_size: FRAME_SIZE as u32,

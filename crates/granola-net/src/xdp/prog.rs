@@ -112,21 +112,34 @@ pub(crate) struct Steering {
 
 impl Steering {
     /// Creates the XSKMAP, loads the program for `ports` and attaches it to
-    /// `ifindex` (native mode first, then generic).
-    pub(crate) fn attach(ifindex: u32, queues: u32, ports: &[u16]) -> io::Result<Steering> {
+    /// `ifindex` (native mode first, then generic; only generic when
+    /// `generic`).
+    pub(crate) fn attach(
+        ifindex: u32,
+        queues: u32,
+        ports: &[u16],
+        generic: bool,
+    ) -> io::Result<Steering> {
         let map = super::sys::xskmap_create(queues)?;
         let insns = assemble(ports, map.as_raw_fd());
         let prog = super::sys::xdp_prog_load(&insns, "granola_xsk")?;
         const XDP_FLAGS_SKB_MODE: u32 = 2;
         const XDP_FLAGS_DRV_MODE: u32 = 4;
-        let (link, attach) =
-            match super::sys::xdp_link_create(prog.as_fd(), ifindex, XDP_FLAGS_DRV_MODE) {
-                Ok(l) => (l, "driver"),
-                Err(_) => (
-                    super::sys::xdp_link_create(prog.as_fd(), ifindex, XDP_FLAGS_SKB_MODE)?,
-                    "generic",
-                ),
-            };
+        let (link, attach) = match super::sys::xdp_link_create(
+            prog.as_fd(),
+            ifindex,
+            if generic {
+                XDP_FLAGS_SKB_MODE
+            } else {
+                XDP_FLAGS_DRV_MODE
+            },
+        ) {
+            Ok(l) => (l, if generic { "generic" } else { "driver" }),
+            Err(_) => (
+                super::sys::xdp_link_create(prog.as_fd(), ifindex, XDP_FLAGS_SKB_MODE)?,
+                "generic",
+            ),
+        };
         Ok(Steering {
             map,
             _prog: prog,

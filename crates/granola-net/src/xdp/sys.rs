@@ -191,7 +191,12 @@ pub(crate) fn xdp_prog_load(insns: &[u64], name: &str) -> io::Result<OwnedFd> {
     a.0[7] = log.len() as u32;
     a.0[8] = logp as u32;
     a.0[9] = (logp >> 32) as u32;
-    // kern_version (10), prog_flags (11), prog_name (12..16).
+    // kern_version (10), prog_flags (11), prog_name (12..16). The program
+    // reads only the linear head, so it is frags-aware: without
+    // BPF_F_XDP_HAS_FRAGS a driver-mode program makes a veth drop every
+    // frame larger than a page (TCP GSO segments passing by).
+    const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
+    a.0[11] = BPF_F_XDP_HAS_FRAGS;
     let mut nm = [0u8; 16];
     for (d, s) in nm.iter_mut().take(15).zip(name.bytes()) {
         *d = s;
