@@ -622,20 +622,49 @@ fn message(model: &Model, m: &Message) -> TokenStream {
             ));
             let d = docs(&d);
             let user_attrs = type_attrs(model, &format!("{}.{}", m.full_name, o.proto_name));
-            let variants = m.fields.iter().filter(|f| f.oneof == Some(i)).map(|f| {
+            let members: Vec<&Field> = m.fields.iter().filter(|f| f.oneof == Some(i)).collect();
+            let variants = members.iter().map(|f| {
                 let var = variant_name(f);
                 let st = storage_in(f, &inner_scope);
                 let vd = doc(&format!("`{}`", f.decl));
                 let dep = deprecated_attr(f.deprecated);
                 quote!(#vd #dep #var(#st),)
             });
+            // Equality as for message fields: floats by bit pattern, so a
+            // member holding NaN equals itself (decode -> encode -> decode
+            // gives an equal message).
+            let arms = members.iter().map(|f| {
+                let var = variant_name(f);
+                let same = if matches!(f.kind, Kind::Scalar("f32" | "f64")) {
+                    quote!(a.to_bits() == b.to_bits())
+                } else {
+                    quote!(a == b)
+                };
+                quote!((Self::#var(a), Self::#var(b)) => #same,)
+            });
+            let impl_lt = if lt.is_empty() {
+                quote!()
+            } else {
+                quote!(<'a>)
+            };
             quote! {
                 #d
                 #allow
                 #user_attrs
-                #[derive(Debug, PartialEq)]
+                #[derive(Debug)]
                 pub enum #t #lt {
                     #(#variants)*
+                }
+
+                #allow
+                impl #impl_lt ::core::cmp::PartialEq for #t #lt {
+                    fn eq(&self, other: &Self) -> bool {
+                        #[allow(unreachable_patterns)]
+                        match (self, other) {
+                            #(#arms)*
+                            _ => false,
+                        }
+                    }
                 }
             }
         });

@@ -877,7 +877,7 @@ pub mod shape {
         clippy::pedantic,
         clippy::nursery
     )]
-    #[derive(Debug, PartialEq)]
+    #[derive(Debug)]
     pub enum Body<'a> {
         /// `double radius = 4;`
         Radius(f64),
@@ -891,6 +891,29 @@ pub mod shape {
         Tint(i32),
     }
 
+    #[allow(
+        dead_code,
+        deprecated,
+        unused_parens,
+        non_camel_case_types,
+        clippy::all,
+        clippy::pedantic,
+        clippy::nursery
+    )]
+    impl<'a> ::core::cmp::PartialEq for Body<'a> {
+        fn eq(&self, other: &Self) -> bool {
+            #[allow(unreachable_patterns)]
+            match (self, other) {
+                (Self::Radius(a), Self::Radius(b)) => a.to_bits() == b.to_bits(),
+                (Self::Label(a), Self::Label(b)) => a == b,
+                (Self::Blob(a), Self::Blob(b)) => a == b,
+                (Self::Inner(a), Self::Inner(b)) => a == b,
+                (Self::Tint(a), Self::Tint(b)) => a == b,
+                _ => false,
+            }
+        }
+    }
+
     /// Proto `oneof flag` of `lang.Shape`: the member that is set.
     #[allow(
         dead_code,
@@ -901,12 +924,32 @@ pub mod shape {
         clippy::pedantic,
         clippy::nursery
     )]
-    #[derive(Debug, PartialEq)]
+    #[derive(Debug)]
     pub enum Flag {
         /// `bool on = 9;`
         On(bool),
         /// `uint32 level = 10;`
         Level(u32),
+    }
+
+    #[allow(
+        dead_code,
+        deprecated,
+        unused_parens,
+        non_camel_case_types,
+        clippy::all,
+        clippy::pedantic,
+        clippy::nursery
+    )]
+    impl ::core::cmp::PartialEq for Flag {
+        fn eq(&self, other: &Self) -> bool {
+            #[allow(unreachable_patterns)]
+            match (self, other) {
+                (Self::On(a), Self::On(b)) => a == b,
+                (Self::Level(a), Self::Level(b)) => a == b,
+                _ => false,
+            }
+        }
     }
 }
 
