@@ -100,4 +100,21 @@ mod tests {
         assert!(parse_extended("idle_timeout=soon").is_err());
         assert!(parse_extended("make_it_fast").is_err());
     }
+
+    #[test]
+    fn command_line_takes_memcached_syntax() {
+        use crate::server::config::Config;
+        use clap::Parser;
+        let c = Config::try_parse_from(["granola-kv", "-o", "modern,idle_timeout=5"]).unwrap();
+        assert_eq!(c.idle_timeout(), Some(Duration::from_secs(5)));
+        let c = Config::try_parse_from(["granola-kv", "--idle-timeout", "7"]).unwrap();
+        assert_eq!(c.idle_timeout(), Some(Duration::from_secs(7)));
+        let c = Config::try_parse_from(["granola-kv"]).unwrap();
+        assert_eq!(c.idle_timeout(), None);
+        assert_eq!(c.write_timeout(), Some(Duration::from_secs(30)));
+        let c = Config::try_parse_from(["granola-kv", "--write-timeout", "0"]).unwrap();
+        assert_eq!(c.write_timeout(), None);
+        let e = Config::try_parse_from(["granola-kv", "-o", "idle_timeout=5,bogus"]).unwrap_err();
+        assert!(e.to_string().contains("unknown -o option"), "{e}");
+    }
 }
