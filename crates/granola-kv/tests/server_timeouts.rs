@@ -32,6 +32,9 @@ fn client_that_stops_reading_is_closed_after_the_write_timeout() {
     // back-pressure mark hold; this client never reads a byte.
     let mut stalled = Client::connect(srv.mc());
     stalled.send(&b"get v\r\n".repeat(64));
+    // Both connections accepted (connect returns before the server's
+    // accept), so the close below is the stalled one's.
+    srv.wait_for("both connections accepted", |srv| srv.conns_open() == 2);
     let errored_before = net_errored(&srv);
     let started = Instant::now();
     let mut rounds = 0u64;
@@ -80,7 +83,9 @@ fn idle_timeout_closes_an_idle_connection_and_not_an_active_one() {
     // The idle one was closed (more than a second without input); reading
     // returns the close at once.
     idle.expect_closed();
-    assert_eq!(srv.conns_open(), 1);
+    srv.wait_for("only the active connection open", |srv| {
+        srv.conns_open() == 1
+    });
     active.send(b"version\r\n");
     assert!(active.read_line().starts_with(b"VERSION "));
 }
@@ -103,10 +108,20 @@ fn idle_connections_that_got_a_reply_hold_no_tx_buffer() {
         assert!(c.read_line().starts_with(b"VERSION "));
         idle.push(c);
     }
-    let right_after = srv.shared.conn_pool.stats().live_bytes - baseline;
+    let right_after = srv
+        .shared
+        .conn_pool
+        .stats()
+        .live_bytes
+        .saturating_sub(baseline);
     let mut now = right_after;
     srv.wait_for("idle connections give their TX buffers back", |srv| {
-        now = srv.shared.conn_pool.stats().live_bytes - baseline;
+        now = srv
+            .shared
+            .conn_pool
+            .stats()
+            .live_bytes
+            .saturating_sub(baseline);
         now < conns * 1024
     });
     println!(
