@@ -54,7 +54,7 @@ GRANOLA_DATAPATH=uring cargo test --locked -p granola-net --test net
 GRANOLA_DATAPATH=uring cargo test --locked -p granola-kv \
     --test real_clients --test server_bad_input --test server_baselines \
     --test server_concurrency --test server_memory --test server_transcripts \
-    --test server_udp
+    --test server_udp --test server_timeouts
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -326,6 +326,20 @@ impl Gather {
         Some(seg)
     }
 
+    /// Gives the chunk back to the pool when nothing is queued (an idle
+    /// connection holds no TX memory; the next copy allocates one again).
+    pub(crate) fn release_chunk(&mut self) {
+        if self.segs.is_empty() {
+            self.chunk = None;
+            self.chunk_first_seg = 0;
+        }
+    }
+
+    /// Whether a chunk is held.
+    pub(crate) fn holds_chunk(&self) -> bool {
+        self.chunk.is_some()
+    }
+
     /// Total queued bytes.
     pub(crate) fn queued_bytes(&self) -> usize {
         self.segs.iter().map(Seg::len).sum()

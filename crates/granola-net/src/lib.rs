@@ -42,6 +42,7 @@ pub mod rx;
 pub mod server;
 #[allow(unsafe_code)]
 mod sys;
+pub mod timeouts;
 pub mod tx;
 pub mod udp;
 #[allow(unsafe_code)]

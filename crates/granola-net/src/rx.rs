@@ -125,6 +125,16 @@ impl RxBuffer {
         }
     }
 
+    /// Gives the buffer back to the pool if it holds no unconsumed input
+    /// (for connections gone idle: a read that stopped after a short
+    /// receive, without a receive that found the socket empty, keeps it).
+    pub fn release_idle(&mut self) {
+        if self.data().is_empty() {
+            self.buf = None;
+            self.start = 0;
+        }
+    }
+
     /// Pool bytes this buffer holds (0 when idle).
     pub fn held_bytes(&self) -> usize {
         self.buf.as_ref().map_or(0, |b| b.capacity())

@@ -20,6 +20,7 @@ pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
+use crate::timeouts::{ConnTimer, Limits, Verdict, SWEEP_EVERY};
 use crate::tx::{Flushed, TxConfig, TxQueue};
 use crate::udp::{Datagram, UdpRx, UdpTx, MAX_DATAGRAM};
 use granola::Pool;
@@ -29,6 +30,7 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// Why a session wants its connection closed.
 #[derive(Debug, Clone)]
@@ -133,6 +135,12 @@ pub struct ServerConfig {
     /// The event-loop backend; one the kernel does not allow falls back to
     /// epoll with a log line (see [`crate::backend`]).
     pub datapath: DatapathKind,
+    /// Close a connection whose peer has read none of its queued replies
+    /// for this long (`None`: never). See [`crate::timeouts`].
+    pub write_timeout: Option<std::time::Duration>,
+    /// Close a connection that has sent no input for this long and has
+    /// nothing queued (`None`: never, memcached's default).
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 impl Default for ServerConfig {
@@ -149,6 +157,8 @@ impl Default for ServerConfig {
             udp_batch: 32,
             udp_max_datagram: MAX_DATAGRAM,
             datapath: DatapathKind::Epoll,
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
+            idle_timeout: None,
         }
     }
 }
@@ -436,6 +446,9 @@ impl Server {
     }
 }
 
+/// The default [`ServerConfig::write_timeout`].
+pub const DEFAULT_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long a closing connection may wait for its peer to read the last
 /// replies before it is dropped.
 pub const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_secs(5);
@@ -465,6 +478,8 @@ struct Conn {
     /// When closing began while replies were still queued (a peer that
     /// never reads them is dropped after [`CLOSE_LINGER`]).
     closing_since: Option<std::time::Instant>,
+    /// Write and idle timeouts, TX buffer release.
+    timer: ConnTimer,
 }
 
 struct UdpEndpoint {
@@ -496,6 +511,10 @@ struct Worker {
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
     stats: Arc<ServerStats>,
+    /// The time after the last `epoll_wait` (input timestamps).
+    now: Instant,
+    /// When the next timeout sweep is due.
+    next_sweep: Instant,
 }
 
 /// What every backend's worker starts from: its share of the listening
@@ -561,6 +580,8 @@ impl Worker {
             waker,
             stop,
             stats,
+            now: Instant::now(),
+            next_sweep: Instant::now() + SWEEP_EVERY,
         })
     }
 
@@ -575,8 +596,13 @@ impl Worker {
                 break;
             }
             self.stats.wait_calls.fetch_add(1, Ordering::Relaxed);
+            self.now = Instant::now();
             for ev in &events {
                 self.dispatch(*ev);
+            }
+            if self.now >= self.next_sweep {
+                self.next_sweep = self.now + SWEEP_EVERY;
+                self.sweep();
             }
             if self.cfg.tx.zerocopy {
                 self.poll_zerocopy();
@@ -622,6 +648,32 @@ impl Worker {
                     i,
                     Some(format!("peer did not read its last {queued} reply bytes")),
                 );
+            }
+        }
+    }
+
+    /// Applies the write and idle timeouts and takes idle connections' TX
+    /// buffers back (see [`crate::timeouts`]).
+    fn sweep(&mut self) {
+        let limits = Limits {
+            write: self.cfg.write_timeout,
+            idle: self.cfg.idle_timeout,
+        };
+        let now = self.now;
+        for i in 0..self.conns.len() {
+            let Some(conn) = self.conns[i].as_mut() else {
+                continue;
+            };
+            if conn.closing.is_some() {
+                continue; // CLOSE_LINGER applies
+            }
+            match conn.timer.sweep(&conn.tx, now, limits) {
+                Verdict::Keep => {}
+                Verdict::Release => {
+                    conn.rx.release_idle();
+                    conn.tx.release_idle_buffer();
+                }
+                Verdict::Close(reason) => self.close(i, Some(reason)),
             }
         }
     }
@@ -712,6 +764,7 @@ impl Worker {
                 closing: None,
                 paused: false,
                 closing_since: None,
+                timer: ConnTimer::new(self.now),
             };
             let idx = match self.free.pop() {
                 Some(i) => i,
@@ -742,6 +795,7 @@ impl Worker {
         };
         let mut fatal: Option<String> = None;
         let bp = self.cfg.backpressure_bytes;
+        let now = self.now;
         if ev.readable && conn.reading && conn.closing.is_none() && !conn.paused {
             // Bounded reads per wake-up for fairness. A short read emptied
             // the socket: stop there rather than pay a recv for EAGAIN (the
@@ -756,6 +810,7 @@ impl Worker {
                         break;
                     }
                     Ok(_) => {
+                        conn.timer.last_input = now;
                         run_session(conn, bp);
                         if conn.closing.is_some()
                             || conn.tx.queued_bytes() > bp

@@ -168,6 +168,9 @@ pub struct TxQueue {
     zc: InFlight,
     completions: Vec<ZcCompletion>,
     stats: TxStats,
+    /// Bytes the kernel accepted since the queue was made (never reset:
+    /// the write timeout watches it move).
+    sent_total: u64,
 }
 
 impl TxQueue {
@@ -180,6 +183,7 @@ impl TxQueue {
             zc: InFlight::new(),
             completions: Vec::new(),
             stats: TxStats::default(),
+            sent_total: 0,
         }
     }
 
@@ -222,6 +226,22 @@ impl TxQueue {
     /// Bytes queued and not yet accepted by the kernel.
     pub fn queued_bytes(&self) -> usize {
         self.gather.queued_bytes() - self.head_written
+    }
+
+    /// Bytes the kernel has accepted from this queue since it was made.
+    pub fn sent_total(&self) -> u64 {
+        self.sent_total
+    }
+
+    /// Gives the TX buffer back to the pool if nothing is queued (for
+    /// connections gone idle); the next reply allocates one again.
+    pub fn release_idle_buffer(&mut self) {
+        self.gather.release_chunk();
+    }
+
+    /// Whether the queue holds a TX buffer (queued or kept for reuse).
+    pub fn holds_buffer(&self) -> bool {
+        self.gather.holds_chunk()
     }
 
     /// True if nothing is waiting to be sent.
@@ -455,6 +475,7 @@ impl TxQueue {
             self.stats.syscalls += 1;
             self.stats.iovecs += n_iov as u64;
             self.stats.bytes_sent += sent as u64;
+            self.sent_total += sent as u64;
             self.advance(sent);
             if sent < offered {
                 // Short write: the socket buffer is full.
@@ -509,6 +530,7 @@ impl TxQueue {
     pub(crate) fn complete_send(&mut self, sent: usize) {
         self.stats.syscalls += 1;
         self.stats.bytes_sent += sent as u64;
+        self.sent_total += sent as u64;
         self.advance(sent);
     }
 

@@ -65,6 +65,27 @@ pub struct Config {
     #[arg(short = 'c', long = "conn-limit", default_value_t = 4096)]
     pub max_conns: usize,
 
+    /// Close a connection whose peer has read none of its queued replies
+    /// for this many seconds, with a log line (0 = never). A client that
+    /// stops reading otherwise holds its queued replies (and the values
+    /// they pin) for as long as it stays connected.
+    #[arg(long = "write-timeout", default_value_t = 30)]
+    pub write_timeout_secs: u64,
+
+    /// Close a connection that has sent nothing for this many seconds and
+    /// has no reply queued (0 = never, the default, as memcached's
+    /// `-o idle_timeout`).
+    #[arg(long = "idle-timeout", default_value_t = 0)]
+    pub idle_timeout_secs: u64,
+
+    /// memcached's extended options, comma-separated (`-o
+    /// idle_timeout=600,modern`): `idle_timeout=N` as `--idle-timeout`;
+    /// memcached's tuning options (hashpower, slab_reassign, lru_crawler,
+    /// modern, ...) are accepted with a log line saying they have no
+    /// effect here; anything else is an error.
+    #[arg(short = 'o', long = "extended", value_delimiter = ',', value_parser = super::extended::parse_extended)]
+    pub extended: Vec<super::extended::ExtendedOption>,
+
     /// Largest value in bytes (memcached's -I).
     #[arg(short = 'I', long = "max-item-size", default_value_t = 1 << 20, value_parser = parse_size)]
     pub max_item_size: usize,
@@ -230,6 +251,23 @@ impl Config {
         self.proto_max_bulk_len
             .min(self.memory_bytes())
             .max(self.max_item_size)
+    }
+
+    /// The write timeout (`--write-timeout`; None = off).
+    pub fn write_timeout(&self) -> Option<std::time::Duration> {
+        (self.write_timeout_secs > 0)
+            .then(|| std::time::Duration::from_secs(self.write_timeout_secs))
+    }
+
+    /// The idle timeout: `-o idle_timeout=N` if given (the last one),
+    /// else `--idle-timeout` (None = off).
+    pub fn idle_timeout(&self) -> Option<std::time::Duration> {
+        let from_o = self.extended.iter().rev().find_map(|o| match o {
+            super::extended::ExtendedOption::IdleTimeout(d) => Some(*d),
+            super::extended::ExtendedOption::NoEffect(_) => None,
+        });
+        let d = from_o.unwrap_or(std::time::Duration::from_secs(self.idle_timeout_secs));
+        (!d.is_zero()).then_some(d)
     }
 
     /// The memory limit in bytes.

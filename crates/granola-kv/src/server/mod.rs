@@ -14,6 +14,7 @@
 
 pub mod baselines;
 pub mod config;
+pub mod extended;
 pub mod memcache;
 pub mod native;
 pub mod resp;
@@ -205,8 +206,15 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         max_conns: config.max_conns,
         rx_max: (config.max_bulk() + (64 << 10)).max(1 << 20),
         datapath: config.datapath_kind(),
+        write_timeout: config.write_timeout(),
+        idle_timeout: config.idle_timeout(),
         ..ServerConfig::default()
     };
+    for o in &config.extended {
+        if let extended::ExtendedOption::NoEffect(text) = o {
+            log::info!("-o {text}: a memcached tuning option with no effect in granola-kv");
+        }
+    }
     let ip: IpAddr = config.listen;
     let mut server = Server::new(conn_pool.clone(), net_cfg);
     let mut order = Vec::new();

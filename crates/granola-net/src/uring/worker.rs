@@ -16,6 +16,7 @@ use crate::server::{
     ConnIo, DatagramHandler, ServerConfig, ServerStats, Service, Session, WorkerParts,
 };
 use crate::sys::Waker;
+use crate::timeouts::{ConnTimer, Limits, Verdict, SWEEP_EVERY};
 use crate::tx::TxQueue;
 use crate::udp::{UdpRx, UdpTx, MAX_DATAGRAM};
 use granola::{Buf, Pool};
@@ -56,6 +57,8 @@ struct Conn {
     dead: bool,
     /// The session stopped early because of back-pressure.
     paused: bool,
+    /// Write and idle timeouts, TX buffer release.
+    timer: ConnTimer,
 }
 
 struct UdpEndpoint {
@@ -87,6 +90,10 @@ pub(crate) struct Worker {
     /// Listeners whose multishot accept ended on EMFILE/ENFILE, re-armed
     /// when the back-off is over.
     paused_listeners: Vec<usize>,
+    /// The time after the last `io_uring_enter` (input timestamps).
+    now: Instant,
+    /// When the next timeout sweep is due.
+    next_sweep: Instant,
 }
 
 impl Worker {
@@ -140,6 +147,8 @@ impl Worker {
             armed_other: 0,
             accept_backoff: Default::default(),
             paused_listeners: Vec::new(),
+            now: Instant::now(),
+            next_sweep: Instant::now() + SWEEP_EVERY,
         };
         if let Err(e) = w.arm_all() {
             log::error!("io_uring worker: arming listeners failed: {e}");
@@ -175,11 +184,16 @@ impl Worker {
                 self.cqes = cqes;
                 break;
             }
+            self.now = Instant::now();
             for c in &cqes {
                 self.complete(c);
             }
             self.cqes = cqes;
             self.turn_end();
+            if self.now >= self.next_sweep {
+                self.next_sweep = self.now + SWEEP_EVERY;
+                self.sweep();
+            }
             let enters = self.ring.enters;
             self.stats
                 .wait_calls
@@ -308,6 +322,7 @@ impl Worker {
             closing_since: None,
             dead: false,
             paused: false,
+            timer: ConnTimer::new(self.now),
         };
         self.conns[idx] = Some(conn);
         self.stats.conns_open.fetch_add(1, Ordering::Relaxed);
@@ -339,6 +354,7 @@ impl Worker {
         if c.result > 0 {
             let bid = bid.expect("a receive with data names its buffer");
             let bytes = self.ring.received(bid, c.result as usize);
+            conn.timer.last_input = self.now;
             if conn.closing.is_none() && !conn.dead {
                 if let Err(e) = feed(conn, bytes, bp) {
                     conn.closing = Some(format!("read: {e}"));
@@ -511,6 +527,35 @@ impl Worker {
             crate::server::account(&self.stats, &conn.tx.stats());
             self.stats.conns_open.fetch_sub(1, Ordering::Relaxed);
             self.free.push(idx);
+        }
+    }
+
+    /// Applies the write and idle timeouts and takes idle connections' TX
+    /// buffers back (see [`crate::timeouts`]).
+    fn sweep(&mut self) {
+        let limits = Limits {
+            write: self.cfg.write_timeout,
+            idle: self.cfg.idle_timeout,
+        };
+        let now = self.now;
+        for idx in 0..self.conns.len() {
+            let Some(conn) = self.conns[idx].as_mut() else {
+                continue;
+            };
+            if conn.dead || conn.closing.is_some() {
+                continue; // CLOSE_LINGER applies
+            }
+            match conn.timer.sweep(&conn.tx, now, limits) {
+                Verdict::Keep => {}
+                Verdict::Release => {
+                    conn.rx.release_idle();
+                    conn.tx.release_idle_buffer();
+                }
+                Verdict::Close(reason) => {
+                    self.shut(idx, reason);
+                    self.maybe_free(idx);
+                }
+            }
         }
     }
 
