@@ -10,7 +10,13 @@ fn main() {
     if let Err(e) = granola_build::compile_protos(&["proto/kv.proto"], &["proto"]) {
         panic!("granola-build failed:\n{e}");
     }
+    #[cfg(feature = "baselines")]
+    compile_prost_baseline();
+}
 
+/// The prost baseline (`--features baselines`).
+#[cfg(feature = "baselines")]
+fn compile_prost_baseline() {
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let prost_out = out_dir.join("prost");
     std::fs::create_dir_all(&prost_out).expect("create OUT_DIR/prost");

@@ -112,7 +112,7 @@ fn large_end_to_end() {
             "GRANOLA_REQUIRE_PEERS is set but granola-kv is not built"
         );
         eprintln!(
-            "skipped: granola-kv binary not built (cargo build -p granola-kv, or set GRANOLA_KV_BIN)"
+            "skipped: granola-kv binary not built (cargo build -p granola-kv --features baselines, or set GRANOLA_KV_BIN)"
         );
         return;
     };

@@ -111,7 +111,7 @@ impl Programs {
         }
         Some(match kind {
             Kind::Granola => {
-                "granola-kv not found (cargo build --release -p granola-kv, or --granola-kv PATH)"
+                "granola-kv not found (cargo build --release -p granola-kv --features baselines, or --granola-kv PATH)"
                     .into()
             }
             Kind::Memcached => "memcached not installed (run bench/setup.sh)".into(),

@@ -33,7 +33,8 @@ pub struct Config {
 
     /// Native protocol payload encoding: the same frames, kinds and
     /// statuses, encoded by granola or by a baseline library, each with its
-    /// best send path (see `server::baselines`).
+    /// best send path (see `server::baselines`). prost, flatbuffers and
+    /// capnp are built in only with the cargo feature `baselines`.
     #[arg(long = "serializer", value_enum, default_value_t = Serializer::Granola)]
     pub serializer: Serializer,
 

@@ -3,10 +3,10 @@
 //! over one datapath, against one store.
 //!
 //! Every serializer speaks the same frames as [`native`](super::native): a
-//! granola-net [`FrameHeader`] with the request's kind and id, answered by a
-//! frame with the same kind and id and [`FLAG_RESPONSE`]; the same request
-//! kinds ([`kind`]), the same semantics and the same status codes
-//! ([`status`]). Only the payload encoding differs:
+//! [`granola_net::FrameHeader`] with the request's kind and id, answered by a
+//! frame with the same kind and id and [`FLAG_RESPONSE`](granola_net::FLAG_RESPONSE); the same request
+//! kinds ([`command::native::kind`](crate::command::native::kind)), the same semantics and the same status codes
+//! ([`status`](crate::command::native::status)). Only the payload encoding differs:
 //!
 //! | `--serializer` | schema | requests decoded | replies built and sent |
 //! |---|---|---|---|
@@ -27,7 +27,7 @@
 //!
 //! **Why capnp's segments are copied.** A TX queue may keep a reply past the
 //! session call that built it (the socket can be full), so everything it
-//! sends must be pool memory it holds a [`Buf`] on, or a copy in its TX
+//! sends must be pool memory it holds a [`granola::Buf`] on, or a copy in its TX
 //! chunk. capnp's builder segments are the builder's own (heap) memory,
 //! freed when the builder drops, before the queue is flushed. Making them
 //! pool memory would take an `unsafe impl capnp::message::Allocator` handing
@@ -42,14 +42,26 @@
 //! buffer (`UdpTx` has no in-place reserve) that the datagram references
 //! when it is at least the copy threshold long, flatbuffers' and capnp's
 //! bytes are copied into the datagram. A reply that does not fit a datagram
-//! becomes an `Ack` with [`status::TOO_LARGE`], as in `native`.
+//! becomes an `Ack` with [`status::TOO_LARGE`](crate::command::native::status::TOO_LARGE), as in `native`.
+//!
+//! # Cargo feature `baselines`
+//!
+//! prost, flatbuffers and capnp (their schemas' generated code, the server
+//! codecs and `client`) are compiled only with granola-kv's `baselines`
+//! feature, off by default, so a plain `cargo build -p granola-kv` links
+//! only what it serves and `--serializer` offers the three `granola*`
+//! variants. granola-bench enables the feature (its load generator uses
+//! the client codecs; its paper experiments run the server with
+//! `--serializer prost|flatbuffers|capnp`): build that server with
+//! `cargo build --release -p granola-kv --features baselines`.
 //!
 //! # Client side
 //!
-//! [`client`] encodes requests and decodes responses for every serializer,
+//! `client` (with the feature) encodes requests and decodes responses for every serializer,
 //! for load generators and tests:
 //!
 //! ```no_run
+//! # #[cfg(feature = "baselines")] fn main() {
 //! use granola_kv::server::baselines::{client, Request, Response, Serializer};
 //! use std::io::{Read, Write};
 //!
@@ -70,37 +82,51 @@
 //!         }
 //!     })
 //!     .unwrap();
+//! # }
+//! # #[cfg(not(feature = "baselines"))] fn main() {}
 //! ```
 
 use super::native::{Native, NativeDatagrams};
 use super::session::Driver;
 use super::Shared;
+#[cfg(feature = "baselines")]
 use crate::command::native::kind;
-#[cfg(doc)]
-use crate::command::native::status;
+#[cfg(feature = "baselines")]
 use granola::Buf;
 use granola_net::server::{DatagramHandler, Session};
+#[cfg(feature = "baselines")]
 use granola_net::tx::SendError;
+#[cfg(feature = "baselines")]
 use granola_net::FrameHeader;
-#[cfg(doc)]
-use granola_net::FLAG_RESPONSE;
 use std::sync::Arc;
 
+#[cfg(feature = "baselines")]
 mod capnp_codec;
+#[cfg(feature = "baselines")]
 pub mod client;
+#[cfg(feature = "baselines")]
 mod flatbuffers_codec;
+#[cfg(feature = "baselines")]
 mod granola_codec;
+#[cfg(feature = "baselines")]
 mod out;
+#[cfg(feature = "baselines")]
 mod prost_codec;
+#[cfg(feature = "baselines")]
 mod session;
 
+#[cfg(feature = "baselines")]
 pub use capnp_codec::CapnpCodec;
+#[cfg(feature = "baselines")]
 pub use flatbuffers_codec::FlatbuffersCodec;
+#[cfg(feature = "baselines")]
 pub use granola_codec::GranolaCodec;
+#[cfg(feature = "baselines")]
 pub use prost_codec::ProstCodec;
 
 /// flatc 25.12.19 output for `schemas/kv.fbs` (checked in; regenerate with
 /// `bench/regen-baselines.sh`).
+#[cfg(feature = "baselines")]
 #[allow(
     unsafe_code,
     unsafe_op_in_unsafe_fn,
@@ -117,6 +143,7 @@ mod kv_fbs;
 
 /// capnpc-rust 0.27 output for `schemas/kv.capnp` (checked in; regenerate
 /// with `bench/regen-baselines.sh`).
+#[cfg(feature = "baselines")]
 #[allow(
     unsafe_code,
     unsafe_op_in_unsafe_fn,
@@ -132,6 +159,7 @@ mod kv_fbs;
 mod kv_capnp;
 
 /// prost-build output for `proto/kv.proto` (generated at build time).
+#[cfg(feature = "baselines")]
 #[allow(missing_docs, clippy::all, clippy::pedantic, rustdoc::all)]
 mod pb {
     include!(concat!(env!("OUT_DIR"), "/prost/kv.rs"));
@@ -147,16 +175,28 @@ pub enum Serializer {
     GranolaCopy,
     /// granola, every stored value referenced (copy threshold 0).
     GranolaRef,
+    #[cfg(feature = "baselines")]
     /// prost 0.14 (protobuf, `proto/kv.proto`).
     Prost,
+    #[cfg(feature = "baselines")]
     /// flatbuffers 25 (`schemas/kv.fbs`).
     Flatbuffers,
+    #[cfg(feature = "baselines")]
     /// capnp 0.27 (`schemas/kv.capnp`).
     Capnp,
 }
 
 impl Serializer {
-    /// Every serializer, in flag order.
+    /// Every serializer built in, in flag order.
+    #[cfg(not(feature = "baselines"))]
+    pub const ALL: [Serializer; 3] = [
+        Serializer::Granola,
+        Serializer::GranolaCopy,
+        Serializer::GranolaRef,
+    ];
+
+    /// Every serializer built in, in flag order.
+    #[cfg(feature = "baselines")]
     pub const ALL: [Serializer; 6] = [
         Serializer::Granola,
         Serializer::GranolaCopy,
@@ -172,8 +212,11 @@ impl Serializer {
             Serializer::Granola => "granola",
             Serializer::GranolaCopy => "granola-copy",
             Serializer::GranolaRef => "granola-ref",
+            #[cfg(feature = "baselines")]
             Serializer::Prost => "prost",
+            #[cfg(feature = "baselines")]
             Serializer::Flatbuffers => "flatbuffers",
+            #[cfg(feature = "baselines")]
             Serializer::Capnp => "capnp",
         }
     }
@@ -212,9 +255,13 @@ impl std::str::FromStr for Serializer {
             .into_iter()
             .find(|x| x.name() == s)
             .ok_or_else(|| {
-                format!(
-                    "unknown serializer {s:?} (granola, granola-copy, granola-ref, prost, flatbuffers, capnp)"
-                )
+                let known: Vec<&str> = Serializer::ALL.iter().map(|x| x.name()).collect();
+                let missing = if cfg!(feature = "baselines") {
+                    ""
+                } else {
+                    "; prost, flatbuffers and capnp need granola-kv built with --features baselines"
+                };
+                format!("unknown serializer {s:?} ({}{missing})", known.join(", "))
             })
     }
 }
@@ -230,6 +277,7 @@ impl Shared {
 pub use crate::command::native::{Request, Response};
 
 /// Which response message answers a request kind.
+#[cfg(feature = "baselines")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reply {
     /// `GetResp`.
@@ -242,6 +290,7 @@ pub(crate) enum Reply {
     Ack,
 }
 
+#[cfg(feature = "baselines")]
 impl Reply {
     pub(crate) fn of_kind(k: u16) -> Reply {
         match k {
@@ -255,6 +304,7 @@ impl Reply {
 
 /// The server side of a baseline codec: decode a request, encode and queue
 /// its reply with the library's best send path.
+#[cfg(feature = "baselines")]
 pub(crate) trait ServerCodec: Send + 'static {
     /// For log lines.
     const NAME: &'static str;
@@ -287,12 +337,15 @@ pub fn session(shared: Arc<Shared>) -> Box<dyn Session> {
         Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef => {
             Box::new(Driver::new(Native::new(shared)))
         }
+        #[cfg(feature = "baselines")]
         Serializer::Prost => Box::new(Driver::new(session::BaselineSession::<ProstCodec>::new(
             shared,
         ))),
+        #[cfg(feature = "baselines")]
         Serializer::Flatbuffers => Box::new(Driver::new(session::BaselineSession::<
             FlatbuffersCodec,
         >::new(shared))),
+        #[cfg(feature = "baselines")]
         Serializer::Capnp => Box::new(Driver::new(session::BaselineSession::<CapnpCodec>::new(
             shared,
         ))),
@@ -305,15 +358,19 @@ pub fn datagram_handler(shared: Arc<Shared>) -> Box<dyn DatagramHandler> {
         Serializer::Granola | Serializer::GranolaCopy | Serializer::GranolaRef => {
             Box::new(NativeDatagrams::new(shared))
         }
+        #[cfg(feature = "baselines")]
         Serializer::Prost => Box::new(session::BaselineDatagrams::<ProstCodec>::new(shared)),
+        #[cfg(feature = "baselines")]
         Serializer::Flatbuffers => {
             Box::new(session::BaselineDatagrams::<FlatbuffersCodec>::new(shared))
         }
+        #[cfg(feature = "baselines")]
         Serializer::Capnp => Box::new(session::BaselineDatagrams::<CapnpCodec>::new(shared)),
     }
 }
 
 /// The response header for request `req`.
+#[cfg(feature = "baselines")]
 pub(crate) fn reply_header(req: &FrameHeader) -> FrameHeader {
     FrameHeader {
         len: 0,
