@@ -1,6 +1,7 @@
-//! Real clients against an in-process server: pymemcache and redis-py (the
-//! scripts in `tests/clients/`, with the Python of `GRANOLA_PYTHON`, default
-//! `<repo>/.venv/bin/python`), and `redis-cli` if it is on the PATH.
+//! Real clients against an in-process server: pymemcache, pylibmc and
+//! redis-py (the scripts in `tests/clients/`, with the Python of
+//! `GRANOLA_PYTHON`, default `<repo>/.venv/bin/python`), and `redis-cli`,
+//! `redis-benchmark` and `memccapable` if they are on the PATH.
 //!
 //! A missing interpreter, package or `redis-cli` skips the test with a
 //! visible line on stderr, unless `GRANOLA_REQUIRE_PEERS=1` (what
@@ -285,9 +286,50 @@ fn redis_cli_commands() {
     assert_eq!(cli(port, &["dbsize"], b""), "1005\n");
 }
 
+/// pylibmc (libmemcached) over the text protocol, then `binary=True`.
+#[test]
+fn pylibmc_script() {
+    let Some(py) = python_with("pylibmc") else {
+        return;
+    };
+    let srv = Server::default_config();
+    let mut cmd = Command::new(py);
+    cmd.arg(clients_dir().join("pylibmc_client.py"))
+        .arg(srv.mc().port().to_string());
+    let out = run(cmd, b"");
+    check("pylibmc_client.py", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all checks passed"));
+}
+
+/// libmemcached's `memccapable -b`: every binary-protocol check (all of
+/// them pass against memcached 1.6).
+#[test]
+fn memccapable_binary() {
+    let ok = Command::new("memccapable")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        skip("memccapable not on PATH (Debian package libmemcached-tools)");
+        return;
+    }
+    let srv = Server::default_config();
+    let mut cmd = Command::new("memccapable");
+    cmd.args(["-h", "127.0.0.1", "-p"])
+        .arg(srv.mc().port().to_string())
+        .arg("-b");
+    let out = run(cmd, b"");
+    check("memccapable -b", &out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("All tests passed"), "{text}");
+    assert!(!text.contains("[FAIL]"), "{text}");
+    assert_eq!(text.matches("[pass]").count(), 27, "{text}");
+}
+
 /// libmemcached's `memccapable -a` (Debian libmemcached-tools): every ASCII
-/// protocol check memcached 1.6 passes. (Its binary-protocol checks need
-/// the binary protocol, which granola-kv does not speak.)
+/// protocol check memcached 1.6 passes.
 #[test]
 fn memccapable_ascii() {
     let ok = Command::new("memccapable")

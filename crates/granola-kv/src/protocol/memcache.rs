@@ -76,6 +76,7 @@
 //! transport.
 
 mod base64;
+pub mod binary;
 mod meta;
 mod reply;
 mod udp;

@@ -144,6 +144,16 @@ pub enum ErrorKind {
     /// Native frames: a header announcing more than the largest frame. The
     /// framing is lost: close without a reply.
     FrameTooLarge,
+    /// memcached binary protocol: a response with this status (0: the
+    /// framing is lost, close without a reply).
+    McBinary {
+        /// Response status.
+        status: u16,
+        /// The request's opcode byte.
+        opcode: u8,
+        /// The request's opaque.
+        opaque: u32,
+    },
 }
 
 /// A malformed request: which error reply to send and whether the connection
@@ -191,7 +201,9 @@ impl ProtocolError {
         self.noreply
             || matches!(
                 self.kind,
-                ErrorKind::McLineTooLong | ErrorKind::FrameTooLarge
+                ErrorKind::McLineTooLong
+                    | ErrorKind::FrameTooLarge
+                    | ErrorKind::McBinary { status: 0, .. }
             )
     }
 
@@ -199,6 +211,15 @@ impl ProtocolError {
     /// or nothing if [`is_silent`](Self::is_silent).
     pub fn write_reply<S: ReplySink + ?Sized>(&self, sink: &mut S) {
         if self.is_silent() {
+            return;
+        }
+        if let ErrorKind::McBinary {
+            status,
+            opcode,
+            opaque,
+        } = self.kind
+        {
+            memcache::binary::write_error(sink, opcode, status, opaque);
             return;
         }
         let mut line = num::Line::new(sink);
@@ -212,7 +233,7 @@ impl ProtocolError {
             ErrorKind::McServerError(m) => {
                 line.push(b"SERVER_ERROR ").push(m.as_bytes());
             }
-            ErrorKind::McLineTooLong | ErrorKind::FrameTooLarge => {}
+            ErrorKind::McLineTooLong | ErrorKind::FrameTooLarge | ErrorKind::McBinary { .. } => {}
             ErrorKind::RespProtocol(m) => {
                 line.push(b"-ERR Protocol error: ").push(m.as_bytes());
             }
@@ -238,6 +259,12 @@ impl fmt::Display for ProtocolError {
             ErrorKind::McServerError(m) => write!(f, "SERVER_ERROR {m}"),
             ErrorKind::McLineTooLong => f.write_str("command line too long"),
             ErrorKind::FrameTooLarge => f.write_str("frame larger than the limit"),
+            ErrorKind::McBinary { status: 0, .. } => f.write_str("bad binary request magic"),
+            ErrorKind::McBinary { status, opcode, .. } => write!(
+                f,
+                "binary opcode {opcode:#04x}: status {status:#06x} {}",
+                memcache::binary::status_message(status).escape_ascii()
+            ),
             ErrorKind::RespProtocol(m) => write!(f, "ERR Protocol error: {m}"),
             ErrorKind::RespExpectedDollar(b) => {
                 write!(

@@ -1,14 +1,17 @@
 //! memcached on the session driver: the text and meta protocols over TCP
 //! (the resumable parser from [`crate::protocol::memcache`], the commands
-//! from [`crate::command::memcache`]), `get`/`gets` over UDP.
+//! from [`crate::command::memcache`]) and the binary protocol (picked per
+//! connection by its first byte, 0x80, as memcached does); the text
+//! commands memcached serves over UDP.
 //!
 //! A `VALUE` line is copied into the TX chunk, the value itself goes
 //! through [`ReplySink::value`]: by reference at or above the copy
 //! threshold. Pipelined requests are all answered before the connection
 //! flushes, so they leave in one `sendmsg`.
 
-use crate::command::memcache::{dispatch, stats, Ctx};
+use crate::command::memcache::{binary, dispatch, stats, Ctx};
 use crate::command::Step;
+use crate::protocol::memcache::binary as bin;
 use crate::protocol::memcache::{self as mc, Command, Parser, UdpHeader};
 use crate::protocol::{ErrorKind, Limits, Parsed, ReplySink};
 use crate::server::session::{Out, Protocol};
@@ -33,7 +36,17 @@ pub struct Memcache {
     shared: Arc<Shared>,
     limits: Limits,
     parser: Parser,
+    /// Decided by the connection's first byte: binary protocol or text.
+    binary: Option<bool>,
     id: u64,
+}
+
+/// A request of either memcached protocol.
+pub enum Request<'a> {
+    /// Text or meta.
+    Text(Command<'a>),
+    /// Binary.
+    Binary(bin::Request<'a>),
 }
 
 impl Memcache {
@@ -48,6 +61,7 @@ impl Memcache {
             shared,
             limits,
             parser: Parser::default(),
+            binary: None,
             id,
         }
     }
@@ -80,31 +94,70 @@ fn drop_refused_key(shared: &Shared, input: &[u8]) {
 }
 
 impl Protocol for Memcache {
-    type Cmd<'a> = Command<'a>;
+    type Cmd<'a> = Request<'a>;
     const NAME: &'static str = "memcached";
 
-    fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<Command<'a>> {
+    fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<Request<'a>> {
+        let binary = *self
+            .binary
+            .get_or_insert(input.first() == Some(&bin::REQUEST_MAGIC));
+        if binary {
+            let r = bin::parse(input, &self.limits);
+            if let Parsed::Invalid(e) = &r {
+                if let ErrorKind::McBinary {
+                    status: bin::status::TOO_LARGE,
+                    ..
+                } = e.kind()
+                {
+                    if let Some(key) = bin::key_of(input) {
+                        self.shared.store.delete(key);
+                    }
+                }
+            }
+            return match r {
+                Parsed::Done { cmd, consumed } => Parsed::Done {
+                    cmd: Request::Binary(cmd),
+                    consumed,
+                },
+                Parsed::Incomplete { need } => Parsed::Incomplete { need },
+                Parsed::Invalid(e) => Parsed::Invalid(e),
+            };
+        }
         let r = self.parser.parse(input, &self.limits);
         if let Parsed::Invalid(e) = &r {
             if e.kind() == ErrorKind::McServerError(mc::TOO_LARGE) {
                 drop_refused_key(&self.shared, input);
             }
         }
-        r
+        match r {
+            Parsed::Done { cmd, consumed } => Parsed::Done {
+                cmd: Request::Text(cmd),
+                consumed,
+            },
+            Parsed::Incomplete { need } => Parsed::Incomplete { need },
+            Parsed::Invalid(e) => Parsed::Invalid(e),
+        }
     }
 
-    fn execute(&mut self, cmd: Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
+    fn execute(&mut self, cmd: Request<'_>, resume: usize, out: &mut Out<'_>) -> Step {
         let mut ctx = Ctx {
             shared: &self.shared,
             db: &*self.shared.store,
             out,
             resume,
         };
-        dispatch(&mut ctx, cmd)
+        match cmd {
+            Request::Text(cmd) => dispatch(&mut ctx, cmd),
+            Request::Binary(req) => binary::execute(&mut ctx, &req),
+        }
     }
 
     fn write_too_large(&self, out: &mut Out<'_>) {
-        out.copy(b"SERVER_ERROR request too large\r\n");
+        if self.binary == Some(true) {
+            bin::write_error(out, 0, bin::status::TOO_LARGE, 0);
+        } else {
+            out.copy(b"SERVER_ERROR request too large\r\n");
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The memcached commands, text and meta, one file per command family;
-//! [`dispatch`] maps a parsed [`Command`] to its file.
+//! [`dispatch`] maps a parsed [`Command`] to its file. [`binary`] runs the
+//! binary protocol's requests on the same semantics.
 
 mod arith;
+pub mod binary;
 mod delete;
 mod flush;
 mod get;

@@ -7,6 +7,19 @@ use std::sync::atomic::Ordering;
 
 /// Stores the data block; `STORED`/`NOT_STORED`/`EXISTS`/`NOT_FOUND`.
 pub fn execute(ctx: &mut Ctx<'_>, s: Store<'_>) {
+    let r = apply(ctx, &s);
+    if s.noreply {
+        return;
+    }
+    match (store_result(&r), r) {
+        (Some(res), _) => mc::write_store_result(ctx.out, res),
+        (None, Err(e)) => ctx.store_error(e),
+        (None, Ok(_)) => unreachable!("Ok maps to Stored"),
+    }
+}
+
+/// The store itself, for every protocol: the new CAS unique, or why not.
+pub fn apply(ctx: &mut Ctx<'_>, s: &Store<'_>) -> Result<u64, StoreError> {
     ctx.shared.memcache.cmd_set.fetch_add(1, Ordering::Relaxed);
     let meta = Meta {
         flags: s.flags,
@@ -18,10 +31,7 @@ pub fn execute(ctx: &mut Ctx<'_>, s: Store<'_>) {
         let max = ctx.shared.config.max_item_size + 1024;
         let old = ctx.db.get(s.key).map_or(0, |i| i.value_len());
         if 28 + s.key.len() + old + s.data.len() > max {
-            if !s.noreply {
-                ctx.store_error(crate::store::StoreError::TooLarge);
-            }
-            return;
+            return Err(StoreError::TooLarge);
         }
     }
     let r = ctx.db.set(s.key, s.data, meta, set_mode(s.mode, s.cas));
@@ -34,12 +44,5 @@ pub fn execute(ctx: &mut Ctx<'_>, s: Store<'_>) {
         (Err(StoreError::OutOfMemory), _) => super::bump(&c.store_no_memory),
         _ => {}
     }
-    if s.noreply {
-        return;
-    }
-    match (store_result(&r), r) {
-        (Some(res), _) => mc::write_store_result(ctx.out, res),
-        (None, Err(e)) => ctx.store_error(e),
-        (None, Ok(_)) => unreachable!("Ok maps to Stored"),
-    }
+    r
 }
