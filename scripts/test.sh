@@ -51,7 +51,7 @@ step "cargo test: the server suites again on the io_uring datapath"
 # where the kernel refuses io_uring (seccomp, kernel.io_uring_disabled) the
 # servers fall back to epoll with a log line and the tests say so.
 GRANOLA_DATAPATH=uring cargo test --locked -p granola-net --test net
-GRANOLA_DATAPATH=uring cargo test --locked -p granola-kv \
+GRANOLA_DATAPATH=uring cargo test --locked -p granola-kv --features baselines \
     --test real_clients --test server_bad_input --test server_baselines \
     --test server_concurrency --test server_memory --test server_transcripts \
     --test server_udp --test server_timeouts
