@@ -170,6 +170,14 @@ fn echo_over_af_xdp() {
     let big: Vec<u8> = (0..3000).map(|i| (i % 253) as u8).collect();
     assert_eq!(call(&sock, to, &big), big, "fragmented request");
     let x = &h.xdp_stats;
+    // The worker counts a kernel-path datagram after it has sent the
+    // reply, so the count may trail the reply we already hold.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while x.kernel_path_delivered.load(Ordering::Relaxed) < 1
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert!(x.kernel_path_delivered.load(Ordering::Relaxed) >= 1);
     assert!(x.rx_delivered.load(Ordering::Relaxed) >= 13);
     // Every fragment was a packet of its own (IP payload 1480 at MTU 1500).
