@@ -21,7 +21,7 @@
 //!   limits   connection limits: RLIMIT_NOFILE, accept back-off, refusals
 //!   listen   claiming a port before the workers share it (no 2nd instance)
 //!   calibrate  measure the copy-vs-gather threshold on this machine
-//!   sys      the syscalls (private; with uring/ and limits' rlimit calls,
+//!   sys      the syscalls (private; with uring/ring.rs and xdp/sys.rs,
 //!            the crate's only unsafe code)
 //!   os       the safe OS helpers other crates use (epoll, prefetch)
 //! ```
@@ -33,7 +33,6 @@ pub mod datapath;
 pub mod frame;
 pub mod gather;
 pub mod inflight;
-#[allow(unsafe_code)]
 pub mod limits;
 pub mod listen;
 pub mod mem;

@@ -12,7 +12,7 @@
 //!   [`Service::refusal`](crate::server::Service::refusal)) before it is
 //!   closed ([`refuse`]).
 //!
-//! This is a syscall module: `getrlimit`/`setrlimit` are called here.
+//! The `getrlimit`/`setrlimit` calls themselves are in the syscall module.
 
 use std::io::{self, Write};
 use std::net::TcpStream;
@@ -30,29 +30,14 @@ pub const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// The process's `RLIMIT_NOFILE` as (soft, hard).
 pub fn nofile_limit() -> io::Result<(u64, u64)> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((r.rlim_cur, r.rlim_max))
+    crate::sys::nofile_limit()
 }
 
-/// Sets the soft `RLIMIT_NOFILE` (keeping the hard one).
+/// Sets the soft `RLIMIT_NOFILE` (keeping the hard one; a soft limit above
+/// it is lowered to it).
 pub fn set_nofile_soft(soft: u64) -> io::Result<()> {
     let (_, hard) = nofile_limit()?;
-    let r = libc::rlimit {
-        rlim_cur: soft.min(hard),
-        rlim_max: hard,
-    };
-    // SAFETY: setrlimit reads one rlimit struct we own.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sys::set_nofile_limit(soft.min(hard), hard)
 }
 
 /// The connection limit the process can honour: `max_conns` if
