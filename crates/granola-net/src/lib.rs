@@ -18,6 +18,8 @@
 //!   backend  which event loop runs (epoll, io_uring, AF_XDP), probed at start
 //!   server   epoll event loop: listeners, connections, sessions
 //!   uring    io_uring event loop
+//!   xdp      AF_XDP event loop for UDP services (pool as UMEM, own framing)
+//!   timeouts write and idle timeouts, idle connections' buffers given back
 //!   limits   connection limits: RLIMIT_NOFILE, accept back-off, refusals
 //!   listen   claiming a port before the workers share it (no 2nd instance)
 //!   calibrate  measure the copy-vs-gather threshold on this machine
