@@ -8,7 +8,7 @@
 //! bytes, up to a cap, whatever length a header announces. And it is held
 //! only while it holds input: once everything is consumed a grown buffer
 //! goes back to the pool (a connection that once sent a 1 MiB request does
-//! not keep 1 MiB), and a read that finds nothing gives back even the first
+//! not keep 1 MiB), and the server's idle sweep gives back even the first
 //! chunk, so an idle connection holds no receive memory at all.
 
 use crate::datapath::Datapath;
@@ -187,17 +187,11 @@ impl RxBuffer {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         let b = self.buf.as_mut().expect("make_room allocated");
         let len = b.len();
-        let n = match dp.recv(b.spare_mut()) {
-            Ok(n) => n,
-            Err(e) => {
-                if len == 0 {
-                    // Nothing pending: an idle connection holds no buffer.
-                    self.buf = None;
-                    self.start = 0;
-                }
-                return Err(e);
-            }
-        };
+        // An empty buffer is kept across `WouldBlock`: a busy connection
+        // would otherwise take and give back a chunk on every wake-up. The
+        // server's idle sweep (`release_idle`) gives it back once the
+        // connection has gone quiet.
+        let n = dp.recv(b.spare_mut())?;
         b.set_len(len + n);
         Ok(ReadStatus {
             bytes: n,
