@@ -482,11 +482,69 @@ struct Conn {
     timer: ConnTimer,
 }
 
-struct UdpEndpoint {
-    sock: UdpSocket,
+/// A UDP service port as a worker serves it (epoll, io_uring, and the
+/// kernel-socket side of AF_XDP): its socket, receive batches, reply queue
+/// and handler.
+pub(crate) struct UdpEndpoint {
+    pub(crate) sock: UdpSocket,
     rx: UdpRx,
-    tx: UdpTx,
+    pub(crate) tx: UdpTx,
     handler: Box<dyn DatagramHandler>,
+    /// The receive batch, reused across wake-ups.
+    batch: Vec<Datagram>,
+}
+
+impl UdpEndpoint {
+    /// An endpoint for `sock` with a handler from `svc`.
+    pub(crate) fn new(
+        pool: &Pool,
+        cfg: &ServerConfig,
+        tx: TxConfig,
+        sock: UdpSocket,
+        svc: &dyn DatagramService,
+    ) -> UdpEndpoint {
+        UdpEndpoint {
+            rx: UdpRx::new(pool.clone(), cfg.udp_batch, MAX_DATAGRAM + 1),
+            tx: UdpTx::new(pool.clone(), tx, cfg.udp_max_datagram),
+            handler: svc.handler(),
+            batch: Vec::with_capacity(cfg.udp_batch),
+            sock,
+        }
+    }
+
+    /// Serves what waits on the socket: batches of `recvmmsg`, each
+    /// answered with one flush, bounded per wake-up; returns the datagrams
+    /// served.
+    pub(crate) fn serve(&mut self, udp_batch: usize, stats: &ServerStats) -> usize {
+        let mut served = 0;
+        for _ in 0..8 {
+            self.batch.clear();
+            match self.rx.recv_batch(&self.sock, &mut self.batch) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    log::warn!("udp receive failed: {e}");
+                    break;
+                }
+            }
+            for d in &self.batch {
+                self.handler.on_datagram(d, &mut self.tx);
+            }
+            served += self.batch.len();
+            if let Err(e) = self.tx.flush(&self.sock) {
+                log::warn!("udp send failed: {e}");
+            }
+            account(stats, &self.tx.take_stats());
+            if self.batch.len() < udp_batch {
+                // A short batch emptied the socket: no recvmmsg for EAGAIN.
+                break;
+            }
+        }
+        // The received slots go back to the pool now, not at the next
+        // wake-up.
+        self.batch.clear();
+        served
+    }
 }
 
 struct Worker {
@@ -558,12 +616,7 @@ impl Worker {
                     txcfg.zerocopy = false;
                 }
             }
-            endpoints.push(UdpEndpoint {
-                rx: UdpRx::new(pool.clone(), cfg.udp_batch, MAX_DATAGRAM + 1),
-                tx: UdpTx::new(pool.clone(), txcfg, cfg.udp_max_datagram),
-                handler: svc.handler(),
-                sock,
-            });
+            endpoints.push(UdpEndpoint::new(&pool, &cfg, txcfg, sock, &*svc));
         }
         Ok(Worker {
             pool,
@@ -912,32 +965,8 @@ impl Worker {
     }
 
     fn udp_event(&mut self, ui: usize) {
-        let Some(ep) = self.udp.get_mut(ui) else {
-            return;
-        };
-        let mut batch = Vec::with_capacity(self.cfg.udp_batch);
-        // Bounded per wake-up.
-        for _ in 0..8 {
-            batch.clear();
-            match ep.rx.recv_batch(&ep.sock, &mut batch) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    log::warn!("udp receive failed: {e}");
-                    break;
-                }
-            }
-            for d in &batch {
-                ep.handler.on_datagram(d, &mut ep.tx);
-            }
-            if let Err(e) = ep.tx.flush(&ep.sock) {
-                log::warn!("udp send failed: {e}");
-            }
-            account(&self.stats, &ep.tx.take_stats());
-            if batch.len() < self.cfg.udp_batch {
-                // A short batch emptied the socket: no recvmmsg for EAGAIN.
-                break;
-            }
+        if let Some(ep) = self.udp.get_mut(ui) {
+            ep.serve(self.cfg.udp_batch, &self.stats);
         }
     }
 

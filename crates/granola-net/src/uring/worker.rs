@@ -13,15 +13,14 @@ use super::ring::{self, split, user_data, Cqe, Op, Ring};
 use crate::datapath::Datapath;
 use crate::rx::RxBuffer;
 use crate::server::{
-    ConnIo, DatagramHandler, ServerConfig, ServerStats, Service, Session, WorkerParts,
+    ConnIo, ServerConfig, ServerStats, Service, Session, UdpEndpoint, WorkerParts,
 };
 use crate::sys::Waker;
 use crate::timeouts::{ConnTimer, Limits, Verdict, SWEEP_EVERY};
 use crate::tx::TxQueue;
-use crate::udp::{UdpRx, UdpTx, MAX_DATAGRAM};
 use granola::{Buf, Pool};
 use std::io::{self, IoSlice};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,13 +58,6 @@ struct Conn {
     paused: bool,
     /// Write and idle timeouts, TX buffer release.
     timer: ConnTimer,
-}
-
-struct UdpEndpoint {
-    sock: UdpSocket,
-    rx: UdpRx,
-    tx: UdpTx,
-    handler: Box<dyn DatagramHandler>,
 }
 
 /// One io_uring worker.
@@ -115,19 +107,13 @@ impl Worker {
         } = parts;
         let udp = udp
             .into_iter()
-            .map(|(sock, svc)| UdpEndpoint {
-                rx: UdpRx::new(pool.clone(), cfg.udp_batch, MAX_DATAGRAM + 1),
+            .map(|(sock, svc)| {
                 // Zero-copy on UDP stays with the epoll loop.
-                tx: UdpTx::new(
-                    pool.clone(),
-                    crate::tx::TxConfig {
-                        zerocopy: false,
-                        ..cfg.tx
-                    },
-                    cfg.udp_max_datagram,
-                ),
-                handler: svc.handler(),
-                sock,
+                let tx = crate::tx::TxConfig {
+                    zerocopy: false,
+                    ..cfg.tx
+                };
+                UdpEndpoint::new(&pool, &cfg, tx, sock, &*svc)
             })
             .collect();
         let mut w = Worker {
@@ -221,7 +207,7 @@ impl Worker {
         if idx == POLL_WAKER {
             self.waker.drain();
         } else if let Some(ep) = self.udp.get_mut(idx - 1) {
-            udp_ready(ep, &self.cfg, &self.stats);
+            ep.serve(self.cfg.udp_batch, &self.stats);
         }
         if !c.more() && !self.stop.load(Ordering::Relaxed) {
             let fd = if idx == POLL_WAKER {
@@ -660,30 +646,4 @@ fn run_session(conn: &mut Conn, backpressure: usize) {
     conn.paused = conn.closing.is_none()
         && conn.tx.queued_bytes() > backpressure
         && !conn.rx.data().is_empty();
-}
-
-/// A UDP socket is readable: the epoll loop's batches.
-fn udp_ready(ep: &mut UdpEndpoint, cfg: &ServerConfig, stats: &ServerStats) {
-    let mut batch = Vec::with_capacity(cfg.udp_batch);
-    for _ in 0..8 {
-        batch.clear();
-        match ep.rx.recv_batch(&ep.sock, &mut batch) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => {
-                log::warn!("udp receive failed: {e}");
-                break;
-            }
-        }
-        for d in &batch {
-            ep.handler.on_datagram(d, &mut ep.tx);
-        }
-        if let Err(e) = ep.tx.flush(&ep.sock) {
-            log::warn!("udp send failed: {e}");
-        }
-        crate::server::account(stats, &ep.tx.take_stats());
-        if batch.len() < cfg.udp_batch {
-            break;
-        }
-    }
 }

@@ -50,14 +50,14 @@ pub use frame::{parse_mac, parse_neighbour};
 pub use sys::{enter_netns, XskMode};
 
 use crate::backend::XdpConfig;
-use crate::server::{DatagramHandler, ServerStats, WorkerParts};
+use crate::server::{DatagramHandler, ServerStats, UdpEndpoint, WorkerParts};
 use crate::sys::Waker;
-use crate::udp::{Datagram, UdpRx, UdpTx, MAX_DATAGRAM};
+use crate::udp::{Datagram, UdpTx};
 use frame::Station;
 use granola::{Buf, BufMut, Pool};
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -170,15 +170,9 @@ pub(crate) struct Worker {
     /// The kernel sockets bound to the service ports: they reserve the
     /// ports (and resolve port 0), and serve what the XDP program passes to
     /// the kernel (packets on other queues, fragmented requests).
-    kernel: Vec<KernelPort>,
-}
-
-/// A service port's kernel socket, served beside the AF_XDP socket.
-struct KernelPort {
-    sock: UdpSocket,
-    rx: UdpRx,
-    tx: UdpTx,
-    handler: Box<dyn DatagramHandler>,
+    kernel: Vec<UdpEndpoint>,
+    /// Datagrams per `recvmmsg` on the kernel sockets.
+    udp_batch: usize,
 }
 
 /// Starts the AF_XDP worker for `parts.udp`; returns what runs and the
@@ -211,25 +205,6 @@ pub(crate) fn start(
     Ok((info, Box::new(move || w.run())))
 }
 
-impl KernelPort {
-    /// Answers what waits on the kernel socket; returns datagrams served.
-    fn serve(&mut self) -> usize {
-        let mut got = Vec::new();
-        if let Err(e) = self.rx.recv_batch(&self.sock, &mut got) {
-            if e.kind() != io::ErrorKind::WouldBlock {
-                log::warn!("udp receive on the kernel path: {e}");
-            }
-        }
-        for d in &got {
-            self.handler.on_datagram(d, &mut self.tx);
-        }
-        if let Err(e) = self.tx.flush(&self.sock) {
-            log::warn!("udp send on the kernel path: {e}");
-        }
-        got.len()
-    }
-}
-
 impl Worker {
     fn new(parts: WorkerParts, cfg: &XdpConfig, xstats: Arc<XdpStats>) -> io::Result<Worker> {
         let WorkerParts {
@@ -256,12 +231,9 @@ impl Worker {
                 tx: UdpTx::new(pool.clone(), txcfg, scfg.udp_max_datagram),
                 handler: svc.handler(),
             });
-            kernel.push(KernelPort {
-                sock,
-                rx: UdpRx::new(pool.clone(), scfg.udp_batch, MAX_DATAGRAM + 1),
-                tx: UdpTx::new(pool.clone(), txcfg, scfg.udp_max_datagram),
-                handler: svc.handler(),
-            });
+            // A service port's kernel socket, served beside the AF_XDP
+            // socket (other queues, fragmented requests).
+            kernel.push(UdpEndpoint::new(&pool, &scfg, txcfg, sock, &*svc));
         }
         let ring = if cfg.ring_size == 0 {
             DEFAULT_RING_SIZE
@@ -301,6 +273,7 @@ impl Worker {
             stats,
             xstats,
             kernel,
+            udp_batch: scfg.udp_batch,
         })
     }
 
@@ -332,11 +305,10 @@ impl Worker {
                 .zip(ready.iter().skip(2))
                 .filter(|(_, r)| **r)
             {
-                let n = k.serve();
+                let n = k.serve(self.udp_batch, &self.stats);
                 self.xstats
                     .kernel_path_delivered
                     .fetch_add(n as u64, Ordering::Relaxed);
-                crate::server::account(&self.stats, &k.tx.take_stats());
             }
             if !ready.iter().any(|&r| r) {
                 self.kernel_statistics();
