@@ -131,6 +131,31 @@ impl AcceptBackoff {
     }
 }
 
+/// Admits a freshly accepted connection, or — when `max_conns` are open —
+/// answers it with the service's refusal line, closes it, counts it and
+/// logs (rate-limited: the 1st, 2nd, 4th, 8th... refusal). `None`: refused.
+pub(crate) fn admit(
+    stats: &crate::server::ServerStats,
+    max_conns: usize,
+    service: &dyn crate::server::Service,
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+) -> Option<TcpStream> {
+    use std::sync::atomic::Ordering;
+    if (stats.conns_open.load(Ordering::Relaxed) as usize) < max_conns {
+        return Some(stream);
+    }
+    let refused = stats.conns_refused.fetch_add(1, Ordering::Relaxed) + 1;
+    if refused.is_power_of_two() {
+        log::warn!(
+            "{}: refusing {peer}: {max_conns} connections open (max_conns); {refused} refused so far",
+            service.name(),
+        );
+    }
+    refuse(stream, service.refusal());
+    None
+}
+
 /// Answers a connection over the limit with `line` (best effort: one
 /// non-blocking write into a fresh socket's empty send buffer) and closes
 /// it.

@@ -261,18 +261,11 @@ impl Worker {
                 return;
             }
         };
-        if self.stats.conns_open.load(Ordering::Relaxed) as usize >= self.cfg.max_conns {
-            let refused = self.stats.conns_refused.fetch_add(1, Ordering::Relaxed) + 1;
-            if refused.is_power_of_two() {
-                log::warn!(
-                    "{}: refusing {peer}: {} connections open (max_conns); {refused} refused so far",
-                    self.tcp[li].1.name(),
-                    self.cfg.max_conns
-                );
-            }
-            crate::limits::refuse(stream, self.tcp[li].1.refusal());
+        let svc = &*self.tcp[li].1;
+        let Some(stream) = crate::limits::admit(&self.stats, self.cfg.max_conns, svc, stream, peer)
+        else {
             return;
-        }
+        };
         if let Err(e) = stream.set_nodelay(true) {
             log::warn!("{peer}: socket setup failed: {e}");
             return;
