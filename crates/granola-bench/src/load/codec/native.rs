@@ -36,37 +36,15 @@ pub mod kv {
     include!(concat!(env!("OUT_DIR"), "/kv/kv.rs"));
 }
 
-/// Request kinds (kv.proto comments).
+/// Request kinds: granola-kv's, plus the echo benchmark's own.
 pub mod kind {
-    /// Echo.
+    pub use granola_kv::command::native::kind::*;
+    /// Echo (the echo benchmark's servers; granola-kv has no such request).
     pub const ECHO: u16 = 0;
-    /// Get.
-    pub const GET: u16 = 1;
-    /// Put.
-    pub const PUT: u16 = 2;
-    /// GetM.
-    pub const GET_M: u16 = 3;
-    /// PutM.
-    pub const PUT_M: u16 = 4;
-    /// GetList.
-    pub const GET_LIST: u16 = 5;
-    /// PutList.
-    pub const PUT_LIST: u16 = 6;
-    /// AppendToList.
-    pub const APPEND: u16 = 7;
-    /// GetFromList.
-    pub const GET_FROM_LIST: u16 = 8;
-    /// Delete.
-    pub const DELETE: u16 = 9;
 }
 
-/// Response status codes.
-pub mod status {
-    /// OK.
-    pub const OK: u32 = 0;
-    /// Not found.
-    pub const NOT_FOUND: u32 = 1;
-}
+/// Response status codes (granola-kv's).
+pub use granola_kv::command::native::status;
 
 /// Key hash of echo pieces.
 pub const ECHO_KEY_HASH: u64 = super::resp::ECHO_KEY_HASH;
@@ -711,7 +689,7 @@ mod tests {
                 kind::GET_LIST,
                 kind::GET_M,
                 kind::ECHO,
-                kind::APPEND
+                kind::APPEND_TO_LIST
             ]
             .map(u32::from)
         );
@@ -789,7 +767,7 @@ mod tests {
 
         let mut ack = kv::Ack::new(&ctx);
         ack.set_count(2);
-        let r = response(kind::APPEND, 4, &ack);
+        let r = response(kind::APPEND_TO_LIST, 4, &ack);
         assert_eq!(
             chk(&mut c, 4, &r),
             Step::Done {
