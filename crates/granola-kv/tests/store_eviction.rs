@@ -123,6 +123,7 @@ fn a_value_larger_than_the_limit_is_refused_and_small_limits_work() {
             memory_limit: 512 << 10,
             shards: 1,
             max_item_size: 2 << 20,
+            ..Default::default()
         },
     );
     assert_eq!(

@@ -115,7 +115,10 @@ fn elements_are_zero_copy_and_survive_pushes() {
     s.list_push(b"l", &[&big, b"small"], false).unwrap();
     let it = s.get(b"l").unwrap();
     let e0 = it.list_get(0).unwrap();
-    assert!(e0.same_slot(&it.value()), "elements share the item's slot");
+    assert!(
+        !e0.same_slot(&it.value()),
+        "elements live in chunks, not the head"
+    );
     assert!(s.pool().recover(&e0[10..20]).is_some(), "in pool memory");
     let before = it.cas();
     for i in 0..100u32 {
@@ -124,18 +127,26 @@ fn elements_are_zero_copy_and_survive_pushes() {
     drop(it);
     assert!(
         e0.iter().all(|&b| b == 0xAB),
-        "element intact after 100 copy-on-write pushes"
+        "element intact after 100 pushes"
     );
     let now = s.get(b"l").unwrap();
     assert_eq!(now.list_len(), 102);
     assert_ne!(now.cas(), before);
     assert_eq!(&now.list_get(-1).unwrap()[..], 99u32.to_le_bytes());
     assert_eq!(&now.list_get(0).unwrap()[..], 98u32.to_le_bytes());
+    drop(now);
     assert_eq!(
         s.pool().stats().live_slots,
-        2,
-        "the stored list + the one e0 holds"
+        1 + s.stats().list_chunks,
+        "the head and the chunks (e0's chunk is still in the list)"
     );
+    let all = s.list_pop(b"l", 200, true).unwrap().unwrap();
+    assert_eq!(all.len(), 102);
+    let e0 = all.iter().find(|b| b.len() == 4000).unwrap().clone();
+    drop(all);
+    assert_eq!(s.stats().list_chunks, 0);
+    assert_eq!(s.pool().stats().live_slots, 1, "only the chunk e0 holds");
+    assert!(e0.iter().all(|&b| b == 0xAB));
 }
 
 #[test]
@@ -156,4 +167,141 @@ fn list_keeps_flags_and_expiry_on_push() {
     assert_eq!((it.flags(), it.expires_at_ms()), (7, far));
     assert!(s.delete(b"l"));
     assert!(s.get(b"l").is_none());
+}
+
+/// A list is not capped by one slot: 300k elements (the old one-slot
+/// layout stopped near 116k) with pushes and pops at both ends, and the
+/// memory it held is uncharged when it goes.
+#[test]
+fn long_lists_push_and_pop_at_both_ends() {
+    let s = Store::new(
+        Pool::with_capacity(128 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: 96 << 20,
+            shards: 8,
+            ..Default::default()
+        },
+    );
+    let base = s.stats().item_bytes;
+    for i in 0..150_000u32 {
+        let v = format!("r{i}");
+        let w = format!("l{i}");
+        s.list_push(b"big", &[v.as_bytes()], false).unwrap();
+        s.list_push(b"big", &[w.as_bytes()], true).unwrap();
+    }
+    let it = s.get(b"big").unwrap();
+    assert_eq!(it.list_len(), 300_000);
+    assert_eq!(&it.list_get(0).unwrap()[..], b"l149999");
+    assert_eq!(&it.list_get(-1).unwrap()[..], b"r149999");
+    assert_eq!(&it.list_get(150_000).unwrap()[..], b"r0");
+    let mid: Vec<Vec<u8>> = it
+        .list_range(149_999, 150_000)
+        .map(|b| b.to_vec())
+        .collect();
+    assert_eq!(mid, [b"l0".to_vec(), b"r0".to_vec()]);
+    let charged = s.stats().item_bytes - base;
+    // ~6 B of payload + 4 B of end table per element, in 2 KiB chunks.
+    assert!(
+        charged < 300_000 * 16,
+        "{charged} bytes for 300k small elements"
+    );
+    let front = s.list_pop(b"big", 3, true).unwrap().unwrap();
+    assert_eq!(
+        front.iter().map(|b| b.to_vec()).collect::<Vec<_>>(),
+        [
+            b"l149999".to_vec(),
+            b"l149998".to_vec(),
+            b"l149997".to_vec()
+        ]
+    );
+    let back = s.list_pop(b"big", 1, false).unwrap().unwrap();
+    assert_eq!(&back[0][..], b"r149999");
+    assert_eq!(s.get(b"big").unwrap().list_len(), 299_996);
+    // Popping everything removes the key and uncharges its chunks.
+    let all = s.list_pop(b"big", usize::MAX, true).unwrap().unwrap();
+    assert_eq!(all.len(), 299_996);
+    assert!(s.get(b"big").is_none());
+    assert_eq!(s.stats().item_bytes, base);
+    assert_eq!(s.list_pop(b"big", 1, true), Ok(None));
+}
+
+#[test]
+fn max_list_len_is_enforced() {
+    let s = Store::new(
+        Pool::with_capacity(32 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: 16 << 20,
+            shards: 8,
+            max_list_len: 3,
+            ..Default::default()
+        },
+    );
+    assert_eq!(s.list_push(b"l", &[b"a", b"b"], false), Ok(2));
+    assert_eq!(
+        s.list_push(b"l", &[b"c", b"d"], false),
+        Err(StoreError::ListTooLong)
+    );
+    assert_eq!(
+        s.get(b"l").unwrap().list_len(),
+        2,
+        "a refused push changes nothing"
+    );
+    assert_eq!(
+        s.put_list(b"m", &[b"1", b"2", b"3", b"4"], Meta::default()),
+        Err(StoreError::ListTooLong)
+    );
+}
+
+/// Readers take ranges while writers push, pop and rewrite: every range is
+/// a run of consecutive self-describing elements, and every element a
+/// reader holds stays byte-identical afterwards.
+#[test]
+fn concurrent_readers_never_see_a_torn_list() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let s = std::sync::Arc::new(store());
+    let elem = |i: u64| -> Vec<u8> {
+        let mut v = format!("{i:012}:").into_bytes();
+        v.resize(40 + (i % 200) as usize, b'a' + (i % 26) as u8);
+        v
+    };
+    let check = |b: &[u8]| -> u64 {
+        let i: u64 = std::str::from_utf8(&b[..12]).unwrap().parse().unwrap();
+        assert_eq!(b, &elem(i)[..], "a torn element");
+        i
+    };
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (s, stop) = (s.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut next = 0u64;
+            for round in 0..4000 {
+                let batch: Vec<Vec<u8>> = (0..8).map(|k| elem(next + k)).collect();
+                next += 8;
+                let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+                s.list_push(b"q", &refs, false).unwrap();
+                if round % 3 == 0 {
+                    s.list_pop(b"q", 5, true).unwrap();
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let mut held = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(it) = s.get(b"q") {
+            let r: Vec<granola::Buf> = it.list_range(0, 50).collect();
+            let ids: Vec<u64> = r.iter().map(|b| check(b)).collect();
+            assert!(
+                ids.windows(2).all(|w| w[1] == w[0] + 1),
+                "a range is one state of the list"
+            );
+            if held.len() < 2000 {
+                held.extend(r);
+            }
+        }
+    }
+    writer.join().unwrap();
+    for b in &held {
+        check(b);
+    }
 }

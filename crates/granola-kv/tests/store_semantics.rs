@@ -262,6 +262,7 @@ fn size_limits() {
             memory_limit: 16 << 20,
             shards: 4,
             max_item_size: 4096,
+            ..Default::default()
         },
     );
     let big = vec![1u8; 4096];
@@ -281,12 +282,17 @@ fn size_limits() {
         s.set(&key, b"x", Meta::default(), SetMode::Set),
         Err(StoreError::TooLarge)
     );
+    // A list is chunked: it is not bounded by one item's size, but each
+    // element is.
     let many: Vec<&[u8]> = vec![&b"abcdefgh"[..]; 400]; // 400 * (8 + 4) > 4096
-    assert_eq!(s.list_push(b"l", &many, false), Err(StoreError::TooLarge));
+    assert_eq!(s.list_push(b"l", &many, false), Ok(400));
+    assert_eq!(s.put_list(b"l2", &many, Meta::default()), Ok(()));
+    let too_big = vec![1u8; 4096];
     assert_eq!(
-        s.put_list(b"l", &many, Meta::default()),
+        s.list_push(b"l", &[&too_big], false),
         Err(StoreError::TooLarge)
     );
+    assert_eq!(s.get(b"l").unwrap().list_len(), 400);
     // A 1 MiB value fits the default.
     let s = Store::new(
         Pool::with_capacity(64 << 20).unwrap(),
@@ -378,7 +384,11 @@ fn dropping_the_store_returns_its_slots() {
     }
     s.put_list(b"l", &[b"a"], Meta::default()).unwrap();
     let held = s.get(&5u32.to_le_bytes()).unwrap().value();
-    assert_eq!(pool.stats().live_slots, 1001);
+    assert_eq!(
+        pool.stats().live_slots,
+        1002,
+        "1000 strings, a list head and its chunk"
+    );
     drop(s);
     assert_eq!(pool.stats().live_slots, 1, "only the slot a reply holds");
     assert_eq!(&held[..], &[1u8; 300][..]);

@@ -108,6 +108,15 @@ impl Storage for Db<'_> {
         self.wrote();
         self.with_key(key, |k| self.store.list_push(k, values, front))
     }
+    fn list_pop(
+        &self,
+        key: &[u8],
+        count: usize,
+        front: bool,
+    ) -> Result<Option<Vec<granola::Buf>>, StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.list_pop(k, count, front))
+    }
     fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError> {
         self.wrote();
         self.with_key(key, |k| self.store.put_list(k, values, meta))

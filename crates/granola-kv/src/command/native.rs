@@ -52,7 +52,7 @@ pub fn status_of(e: StoreError) -> u32 {
     match e {
         StoreError::NotFound => status::NOT_FOUND,
         StoreError::WrongType => status::WRONG_TYPE,
-        StoreError::TooLarge => status::TOO_LARGE,
+        StoreError::TooLarge | StoreError::ListTooLong => status::TOO_LARGE,
         StoreError::OutOfMemory => status::OUT_OF_MEMORY,
         StoreError::NotNumeric => status::BAD_REQUEST,
         StoreError::NotStored | StoreError::Exists => status::NOT_STORED,

@@ -19,6 +19,13 @@ pub trait Storage: Send + Sync {
     fn flush_all(&self);
     /// RPUSH/LPUSH; the new length.
     fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError>;
+    /// LPOP/RPOP of up to `count` elements, zero-copy (`None` if absent).
+    fn list_pop(
+        &self,
+        key: &[u8],
+        count: usize,
+        front: bool,
+    ) -> Result<Option<Vec<granola::Buf>>, StoreError>;
     /// Replaces `key` with a list.
     fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError>;
     /// Live items.
@@ -65,6 +72,14 @@ impl Storage for Store {
     }
     fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
         Store::list_push(self, key, values, front)
+    }
+    fn list_pop(
+        &self,
+        key: &[u8],
+        count: usize,
+        front: bool,
+    ) -> Result<Option<Vec<granola::Buf>>, StoreError> {
+        Store::list_pop(self, key, count, front)
     }
     fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError> {
         Store::put_list(self, key, values, meta)

@@ -167,6 +167,11 @@ pub struct Config {
     #[arg(long = "proto-max-bulk-len", default_value = "512m", value_parser = parse_size)]
     pub proto_max_bulk_len: usize,
 
+    /// Most elements one list, hash or set may hold (a push past it is
+    /// refused); the memory limit usually binds first.
+    #[arg(long = "max-list-len", default_value_t = u32::MAX as usize)]
+    pub max_list_len: usize,
+
     /// Bind every enabled protocol to a kernel-chosen port instead of its
     /// configured one (tests; the ports are in `Running::addrs`).
     #[arg(skip)]

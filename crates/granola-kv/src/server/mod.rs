@@ -161,6 +161,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             // memcached values are bounded by -I in the parser; Redis
             // values by --proto-max-bulk-len.
             max_item_size: config.max_bulk() + 1024,
+            max_list_len: config.max_list_len,
             ..StoreConfig::default()
         },
     ));

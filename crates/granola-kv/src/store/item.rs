@@ -6,18 +6,18 @@
 //!   | kind | 0  | key_len | flags | value_len | expires_at_ms | cas   | key | value |
 //!     u8     u8   u16       u32     u32         u64             u64
 //!
-//!  list item: the value area is an element table, then the elements
-//!   | header (value_len = whole list area) | key | count u32 | end[0] .. end[count-1] u32 | elements |
-//!   element i = elements[end[i-1] .. end[i]]   (end[-1] = 0)
+//!  list head item: the value is the id of the list's body (list.rs)
+//!   | header (value_len = 8) | key | list id u64 |
 //! ```
 //!
 //! All integers are little-endian and unaligned. The 28-byte header keeps a
 //! 20 B key + 100 B value item at 148 B, inside the pool's 160 B class.
 //!
-//! Because the whole item is one slot, every value or list element handed
-//! out is a zero-copy sub-[`Buf`] of that slot: it keeps the entire item
-//! alive, and nothing about the item changes while anyone holds it. A list
-//! element needs no finaliser and no per-element reference count.
+//! Because a string item is one slot, every value handed out is a
+//! zero-copy sub-[`Buf`] of that slot: it keeps the entire item alive, and
+//! nothing about the item changes while anyone holds it. A list's elements
+//! live in chunks (see `list.rs`); the store attaches the body to the head
+//! item it hands out, and every element is a sub-`Buf` of its chunk.
 //!
 //! An item read by a lock-free reader may come from a slot that was freed
 //! and reused (by another item, or by other pool users) after the reader
@@ -25,7 +25,9 @@
 //! slot before anything is sliced; the reader then re-checks the index
 //! entry (see the store docs) before trusting it.
 
+use super::list::ListBody;
 use granola::{Buf, BufMut, Pool};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes of the item header.
 pub(crate) const HEADER_LEN: usize = 28;
@@ -41,6 +43,15 @@ pub enum Kind {
     List,
 }
 
+/// A list's body, shared by the store and the items it hands out.
+pub(crate) type SharedBody = Arc<Mutex<ListBody>>;
+
+/// Locks a body (a panic while holding it cannot leave it inconsistent
+/// in a way later readers could observe as unsafe: keep going).
+pub(crate) fn lock_body(b: &SharedBody) -> MutexGuard<'_, ListBody> {
+    b.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A stored item: key, value (or list) and metadata, in one pool slot.
 ///
 /// Cheap to clone (one reference-count increment); holding it keeps the
@@ -51,6 +62,7 @@ pub struct Item {
     kind: Kind,
     key_len: u16,
     value_len: u32,
+    body: Option<SharedBody>,
 }
 
 impl std::fmt::Debug for Item {
@@ -105,17 +117,15 @@ impl Item {
         if end > buf.len() {
             return None;
         }
-        if kind == Kind::List {
-            let area = &buf[HEADER_LEN + key_len as usize..end];
-            if area.len() < 4 || (u32_at(area, 0) as usize + 1) * 4 > area.len() {
-                return None;
-            }
+        if kind == Kind::List && value_len != 8 {
+            return None;
         }
         Some(Item {
             buf,
             kind,
             key_len,
             value_len,
+            body: None,
         })
     }
 
@@ -183,61 +193,49 @@ impl Item {
         self.value_len as usize
     }
 
-    /// Number of list elements (0 for strings).
-    #[inline]
-    pub fn list_len(&self) -> usize {
-        match self.kind {
-            Kind::List => u32_at(self.value_bytes(), 0) as usize,
-            Kind::String => 0,
-        }
+    /// The id of a list's body (None for strings).
+    pub(crate) fn list_id(&self) -> Option<u64> {
+        (self.kind == Kind::List).then(|| u64_at(self.value_bytes(), 0))
     }
 
-    /// `(start, end)` of element `i` inside the slot, if consistent.
-    fn element_span(&self, i: usize) -> Option<(usize, usize)> {
-        let area = self.value_bytes();
-        let n = self.list_len();
-        if i >= n {
-            return None;
-        }
-        let data = 4 + 4 * n;
-        let start = if i == 0 {
-            0
-        } else {
-            u32_at(area, 4 + 4 * (i - 1)) as usize
-        };
-        let end = u32_at(area, 4 + 4 * i) as usize;
-        if start > end || data + end > area.len() {
-            return None;
-        }
-        let base = self.value_start() + data;
-        Some((base + start, base + end))
+    /// Attaches the list's body (the store does, before handing it out).
+    pub(crate) fn with_body(mut self, body: SharedBody) -> Item {
+        self.body = Some(body);
+        self
+    }
+
+    /// The list's body, if attached.
+    pub(crate) fn body(&self) -> Option<&SharedBody> {
+        self.body.as_ref()
+    }
+
+    /// Number of list elements (0 for strings).
+    pub fn list_len(&self) -> usize {
+        self.body.as_ref().map_or(0, |b| lock_body(b).len())
     }
 
     /// Element `index` of a list (negative counts from the end, as Redis
-    /// LINDEX), as a zero-copy `Buf` sharing the item's slot.
+    /// LINDEX), as a zero-copy `Buf` sharing its chunk.
     pub fn list_get(&self, index: i64) -> Option<Buf> {
-        let i = normalize(index, self.list_len())?;
-        let (s, e) = self.element_span(i)?;
-        Some(self.buf.slice(s..e))
+        let b = lock_body(self.body.as_ref()?);
+        b.get(normalize(index, b.len())?)
     }
 
     /// Elements `start..=end` with Redis LRANGE semantics: negative indices
     /// count from the end, out-of-range indices are clamped, an empty range
-    /// yields nothing. Each element is a zero-copy `Buf` sharing the slot.
+    /// yields nothing. Each element is a zero-copy `Buf` sharing its chunk;
+    /// they are collected under the body's lock, so the range is one
+    /// consistent state of the list.
     pub fn list_range(&self, start: i64, end: i64) -> impl Iterator<Item = Buf> + '_ {
-        let (from, to) = range_bounds(start, end, self.list_len());
-        (from..to).filter_map(move |i| {
-            let (s, e) = self.element_span(i)?;
-            Some(self.buf.slice(s..e))
-        })
-    }
-
-    /// The elements' bytes, borrowed (for building a new list).
-    pub(crate) fn list_slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        (0..self.list_len()).filter_map(move |i| {
-            let (s, e) = self.element_span(i)?;
-            Some(&self.buf[s..e])
-        })
+        let elems = match &self.body {
+            Some(b) => {
+                let b = lock_body(b);
+                let (from, to) = range_bounds(start, end, b.len());
+                b.range(from, to)
+            }
+            None => Vec::new(),
+        };
+        elems.into_iter()
     }
 
     /// The item's buffer (shares the slot).
@@ -277,8 +275,8 @@ pub(crate) fn range_bounds(start: i64, end: i64, len: usize) -> (usize, usize) {
 pub(crate) enum Content<'a> {
     /// A string, the concatenation of these parts.
     Str(&'a [&'a [u8]]),
-    /// A list of these elements.
-    List(&'a [&'a [u8]]),
+    /// A list head for the body with this id.
+    ListHead(u64),
     /// A copy of another item's value area (same kind).
     CopyOf(&'a Item),
 }
@@ -296,9 +294,7 @@ impl Content<'_> {
     pub(crate) fn value_len(&self) -> usize {
         match self {
             Content::Str(parts) => parts.iter().map(|p| p.len()).sum(),
-            Content::List(elems) => {
-                4 + 4 * elems.len() + elems.iter().map(|e| e.len()).sum::<usize>()
-            }
+            Content::ListHead(_) => 8,
             Content::CopyOf(item) => item.value_len(),
         }
     }
@@ -306,7 +302,7 @@ impl Content<'_> {
     fn kind(&self) -> Kind {
         match self {
             Content::Str(_) => Kind::String,
-            Content::List(_) => Kind::List,
+            Content::ListHead(_) => Kind::List,
             Content::CopyOf(item) => item.kind(),
         }
     }
@@ -342,17 +338,7 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
                 w.extend_from_slice(p);
             }
         }
-        Content::List(elems) => {
-            w.extend_from_slice(&(elems.len() as u32).to_le_bytes());
-            let mut end = 0u32;
-            for e in elems.iter() {
-                end += e.len() as u32;
-                w.extend_from_slice(&end.to_le_bytes());
-            }
-            for e in elems.iter() {
-                w.extend_from_slice(e);
-            }
-        }
+        Content::ListHead(id) => w.extend_from_slice(&id.to_le_bytes()),
         Content::CopyOf(item) => w.extend_from_slice(item.value_bytes()),
     }
     let item = Item::parse(w.freeze());
@@ -396,8 +382,7 @@ mod tests {
         bad[8..12].copy_from_slice(&1000u32.to_le_bytes());
         assert!(Item::parse(pool.alloc_copy(&bad).unwrap()).is_none());
         bad[0] = KIND_LIST;
-        bad[8..12].copy_from_slice(&8u32.to_le_bytes());
-        bad[28..32].copy_from_slice(&5u32.to_le_bytes()); // 5 elements in 8 bytes
+        bad[8..12].copy_from_slice(&12u32.to_le_bytes()); // a head holds 8 bytes
         assert!(Item::parse(pool.alloc_copy(&bad).unwrap()).is_none());
     }
 
@@ -414,13 +399,11 @@ mod tests {
         assert_eq!(s.value_bytes(), b"abcd");
         assert_eq!(s.kind(), Kind::String);
         assert_eq!((s.flags(), s.expires_at_ms(), s.cas()), (7, 99, 5));
-        let l = build(&pool, b"list", &Content::List(&[b"x", b"", b"yz"]), h).unwrap();
-        assert_eq!(l.list_len(), 3);
-        let all: Vec<Vec<u8>> = l.list_range(0, -1).map(|b| b.to_vec()).collect();
-        assert_eq!(all, vec![b"x".to_vec(), vec![], b"yz".to_vec()]);
-        assert_eq!(&l.list_get(-1).unwrap()[..], b"yz");
+        let l = build(&pool, b"list", &Content::ListHead(42), h).unwrap();
+        assert_eq!((l.kind(), l.list_id()), (Kind::List, Some(42)));
+        assert_eq!(l.list_len(), 0, "no body attached");
         let copy = build(&pool, b"list", &Content::CopyOf(&l), h).unwrap();
-        assert!(copy.list_slices().eq(l.list_slices()));
+        assert_eq!(copy.list_id(), Some(42));
         // An item of exactly HEADER + 20 + 100 bytes takes a 160 B slot.
         let v = [1u8; 100];
         let it = build(&pool, &[2u8; 20], &Content::Str(&[&v]), h).unwrap();

@@ -11,14 +11,18 @@
 //!   slot and swaps the index entry to it; the index's reference to the old
 //!   slot is released, and the slot is reused only when every [`Item`] /
 //!   [`Buf`](granola::Buf) handed out for it (replies in flight) has dropped.
-//! - **Lists** are one slot too: `[header | key | count | end offsets |
-//!   elements]`, so each element goes out as a zero-copy sub-`Buf` of the
-//!   item. Modifications are copy-on-write: [`Store::list_push`] builds the
-//!   whole new list and swaps it in, **O(n) bytes copied per push**. That is
-//!   the price of one slot per key, which buys: no per-element reference
-//!   counts or finalisers, no element that can dangle while a reply holds
-//!   it, and lists read lock-free exactly like strings. Keep lists short or
-//!   batch pushes (one push of many values copies once).
+//! - **Lists** are a head item (key, metadata, CAS, and the id of the
+//!   list's body) plus a deque of immutable chunks of at most 2 KiB of
+//!   elements in pool slots (`list.rs`). A push rebuilds at most the end
+//!   chunk it lands in, a pop moves a chunk's live range: O(1) amortized
+//!   at both ends whatever the length, and no cap from one slot's size
+//!   (the memory limit and `max_list_len` bound a list). Each element goes
+//!   out as a zero-copy sub-`Buf` of its chunk, so a reply in flight never
+//!   sees a torn list. The body sits behind its own mutex: list reads take
+//!   it briefly (strings stay lock-free). Every write also rewrites the
+//!   small head item, so the CAS and WATCH see each change. Edits in the
+//!   middle (LSET, LREM, LINSERT, and hash/set writes, which are lists
+//!   with a type marker) rebuild the body: O(n).
 //! - **Reads never wait.** [`Store::get`] takes no lock: it loads an entry,
 //!   acquires the slot ([`granola::Pool::try_acquire`]), checks the key and
 //!   re-checks the entry (`index.rs` explains why that is enough). Writers
@@ -62,6 +66,7 @@
 mod clock;
 mod index;
 mod item;
+mod list;
 mod scan;
 mod update;
 
@@ -71,8 +76,11 @@ pub use update::ListEdit;
 
 use granola::Pool;
 use index::{entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, OCCUPIED, REF};
-use item::{Content, Header, HEADER_LEN};
+use item::{lock_body, Content, Header, SharedBody, HEADER_LEN};
+use list::ListBody;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 
 /// How to build a [`Store`].
@@ -83,8 +91,12 @@ pub struct StoreConfig {
     /// Writer lock shards (index partitions). Default 512.
     pub shards: usize,
     /// Largest item (28 B header + key + value or list area). Default 1 MiB
-    /// plus 4 KiB for key and header, so a 1 MiB value fits.
+    /// plus 4 KiB for key and header, so a 1 MiB value fits. A list
+    /// element is bounded by it too.
     pub max_item_size: usize,
+    /// Most elements one list (or hash, set) may hold. Default 2^32 - 1;
+    /// the memory limit usually binds first.
+    pub max_list_len: usize,
 }
 
 impl Default for StoreConfig {
@@ -93,6 +105,7 @@ impl Default for StoreConfig {
             memory_limit: 64 << 20,
             shards: 512,
             max_item_size: (1 << 20) + 4096,
+            max_list_len: u32::MAX as usize,
         }
     }
 }
@@ -114,6 +127,8 @@ pub enum StoreError {
     TooLarge,
     /// Nothing evictable frees enough memory, or the pool is exhausted.
     OutOfMemory,
+    /// The list would exceed `max_list_len`.
+    ListTooLong,
 }
 
 impl std::fmt::Display for StoreError {
@@ -126,6 +141,7 @@ impl std::fmt::Display for StoreError {
             StoreError::WrongType => "operation against a key holding the wrong kind of value",
             StoreError::TooLarge => "object too large for cache",
             StoreError::OutOfMemory => "out of memory storing object",
+            StoreError::ListTooLong => "list would exceed the maximum length",
         })
     }
 }
@@ -169,6 +185,8 @@ pub struct StoreStats {
     pub strings: usize,
     /// Stored lists.
     pub lists: usize,
+    /// Pool slots holding list chunks (each list also has a head item).
+    pub list_chunks: usize,
     /// Accounted bytes (`item_bytes + index_bytes` + writes in progress);
     /// never above `limit`.
     pub bytes: usize,
@@ -262,6 +280,7 @@ pub struct Store {
     index_bytes: AtomicUsize,
     strings: AtomicUsize,
     lists: AtomicUsize,
+    list_chunks: AtomicUsize,
     next_cas: AtomicU64,
     hand: Mutex<Hand>,
     stripes: [Stripe; STRIPES],
@@ -269,7 +288,13 @@ pub struct Store {
     segment_evictions: AtomicU64,
     expired: AtomicU64,
     sets: AtomicU64,
+    /// List bodies by id, striped by id (see `list.rs`).
+    bodies: Box<[Mutex<HashMap<u64, SharedBody>>]>,
+    next_list_id: AtomicU64,
 }
+
+/// Stripes of the list body table.
+const BODY_STRIPES: usize = 64;
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -316,6 +341,7 @@ impl Store {
             index_bytes: AtomicUsize::new(index_bytes),
             strings: AtomicUsize::new(0),
             lists: AtomicUsize::new(0),
+            list_chunks: AtomicUsize::new(0),
             next_cas: AtomicU64::new(1),
             hand: Mutex::new(Hand::default()),
             stripes: Default::default(),
@@ -323,6 +349,8 @@ impl Store {
             segment_evictions: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             sets: AtomicU64::new(0),
+            bodies: (0..BODY_STRIPES).map(|_| Mutex::default()).collect(),
+            next_list_id: AtomicU64::new(1),
         }
     }
 
@@ -363,6 +391,40 @@ impl Store {
     /// recently used; an expired item is a miss.
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Item> {
+        // A list read may race a writer that replaced the list (its body
+        // left the table): read the key again.
+        for _ in 0..8 {
+            match self.get_item(key) {
+                Some(item) if item.kind() == Kind::List => {
+                    if let Some(item) = self.attach(item) {
+                        return Some(item);
+                    }
+                }
+                other => return other,
+            }
+        }
+        None
+    }
+
+    /// The body of list `id`, if it is stored.
+    fn body_of(&self, id: u64) -> Option<SharedBody> {
+        let stripe = self.bodies[id as usize % BODY_STRIPES]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        stripe.get(&id).cloned()
+    }
+
+    /// A list head with its body attached (strings pass through); `None`
+    /// if the list's body is gone (it was replaced or removed).
+    fn attach(&self, item: Item) -> Option<Item> {
+        match item.list_id() {
+            Some(id) => Some(item.with_body(self.body_of(id)?)),
+            None => Some(item),
+        }
+    }
+
+    #[inline]
+    fn get_item(&self, key: &[u8]) -> Option<Item> {
         let h = self.hash(key);
         let shard = &self.shards[h.shard];
         let stripe = &self.stripes[stripe()];
@@ -500,7 +562,8 @@ impl Store {
         };
         let item = f.item.clone();
         match self.put_locked(&l, &h, key, &Content::CopyOf(&item), hdr, Some(&f)) {
-            Ok(new) => Some(new),
+            // A list head keeps its body (same id): attach it.
+            Ok(new) => self.attach(new).or(Some(item)),
             Err(_) => Some(item),
         }
     }
@@ -529,63 +592,235 @@ impl Store {
     /// RPUSH (`front = false`) / LPUSH (`front = true`): adds `values` to
     /// the list at `key`, creating it if absent (no flags, no expiry); LPUSH
     /// of `a b c` puts `c` first, as Redis does. Returns the new length;
-    /// `WrongType` if `key` holds a string. Copies the whole list (see the
-    /// module docs).
+    /// `WrongType` if `key` holds a string. O(values) amortized: at most
+    /// the end chunk is rebuilt (see the module docs).
     pub fn list_push(
         &self,
         key: &[u8],
         values: &[&[u8]],
         front: bool,
     ) -> Result<usize, StoreError> {
+        for v in values {
+            self.check_len(key, v.len())?;
+        }
         let h = self.hash(key);
         let l = self.lock(&h);
         let old = self.find_live(&l, &h, key);
-        let (mut elems, meta): (Vec<&[u8]>, Meta) = match &old {
+        let (body, meta) = match &old {
             Some(f) if f.item.kind() != Kind::List => return Err(StoreError::WrongType),
             Some(f) if values.is_empty() => return Ok(f.item.list_len()),
             None if values.is_empty() => return Ok(0),
-            Some(f) => {
-                let mut v = Vec::with_capacity(f.item.list_len() + values.len());
-                v.extend(f.item.list_slices());
-                let meta = Meta {
-                    flags: f.item.flags(),
-                    expires_at_ms: f.item.expires_at_ms(),
-                };
-                (v, meta)
-            }
-            None => (Vec::with_capacity(values.len()), Meta::default()),
+            Some(f) => match f.item.body() {
+                Some(b) => (
+                    b.clone(),
+                    Meta {
+                        flags: f.item.flags(),
+                        expires_at_ms: f.item.expires_at_ms(),
+                    },
+                ),
+                None => return Err(StoreError::OutOfMemory),
+            },
+            None => (self.new_body(), Meta::default()),
         };
-        if front {
-            elems.splice(0..0, values.iter().rev().copied());
-        } else {
-            elems.extend_from_slice(values);
+        let mut b = lock_body(&body);
+        if b.len() + values.len() > self.config.max_list_len {
+            return Err(StoreError::ListTooLong);
         }
-        let hdr = Header {
-            flags: meta.flags,
-            expires_at_ms: meta.expires_at_ms,
-            cas: self.new_cas(),
+        let cost = b.push_cost(key, values, front);
+        let chunks = b.chunk_count();
+        if !self.reserve(cost, Some(&l)) {
+            return Err(StoreError::OutOfMemory);
+        }
+        let mut alloc = |n: usize| self.alloc_slot(&l, n);
+        let Some(released) = b.push(key, values, front, &mut alloc) else {
+            self.accounted.fetch_sub(cost, Ordering::Relaxed);
+            return Err(StoreError::OutOfMemory);
         };
-        self.put_locked(&l, &h, key, &Content::List(&elems), hdr, old.as_ref())?;
-        self.sets.fetch_add(1, Ordering::Relaxed);
-        Ok(elems.len())
+        self.charge(cost, released, chunks, b.chunk_count());
+        let len = b.len();
+        let id = b.id();
+        drop(b);
+        if old.is_none() {
+            self.publish_body(id, body);
+        }
+        self.put_head(&l, &h, key, id, meta, old.as_ref())?;
+        Ok(len)
+    }
+
+    /// LPOP/RPOP: removes up to `count` elements from the list at `key`
+    /// and returns them in pop order, zero-copy (`None` if absent). An
+    /// emptied list is removed. `WrongType` on a string.
+    pub fn list_pop(
+        &self,
+        key: &[u8],
+        count: usize,
+        front: bool,
+    ) -> Result<Option<Vec<granola::Buf>>, StoreError> {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let Some(f) = self.find_live(&l, &h, key) else {
+            return Ok(None);
+        };
+        let Some(body) = f.item.body().cloned() else {
+            return Err(StoreError::WrongType);
+        };
+        let mut b = lock_body(&body);
+        let chunks = b.chunk_count();
+        let (popped, released) = b.pop(count, front);
+        self.charge(0, released, chunks, b.chunk_count());
+        let (len, id) = (b.len(), b.id());
+        drop(b);
+        if len == 0 {
+            self.remove(&l, f.pos, &f.item);
+        } else if !popped.is_empty() {
+            let meta = Meta {
+                flags: f.item.flags(),
+                expires_at_ms: f.item.expires_at_ms(),
+            };
+            // The elements are already off the list: if the new head
+            // cannot be stored the list keeps its old CAS, nothing worse.
+            let _ = self.put_head(&l, &h, key, id, meta, Some(&f));
+        }
+        Ok(Some(popped))
     }
 
     /// Replaces whatever `key` holds with a list of `values` (an empty list
     /// is stored as such).
     pub fn put_list(&self, key: &[u8], values: &[&[u8]], meta: Meta) -> Result<(), StoreError> {
-        let content = Content::List(values);
-        self.check_len(key, content.value_len())?;
         let h = self.hash(key);
         let l = self.lock(&h);
         let old = self.find_live(&l, &h, key);
+        self.put_list_locked(&l, &h, key, values, meta, old.as_ref())?;
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Builds a new body holding `values` and stores its head at `key`.
+    fn put_list_locked(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        values: &[&[u8]],
+        meta: Meta,
+        old: Option<&Found>,
+    ) -> Result<(), StoreError> {
+        for v in values {
+            self.check_len(key, v.len())?;
+        }
+        if values.len() > self.config.max_list_len {
+            return Err(StoreError::ListTooLong);
+        }
+        let body = self.new_body();
+        let mut b = lock_body(&body);
+        let cost = list::chunks_cost(key, values);
+        if !self.reserve(cost, Some(l)) {
+            return Err(StoreError::OutOfMemory);
+        }
+        let mut alloc = |n: usize| self.alloc_slot(l, n);
+        if b.replace(key, values, &mut alloc).is_none() {
+            self.accounted.fetch_sub(cost, Ordering::Relaxed);
+            return Err(StoreError::OutOfMemory);
+        }
+        self.charge(cost, 0, 0, b.chunk_count());
+        let id = b.id();
+        drop(b);
+        self.publish_body(id, body);
+        if let Err(e) = self.put_head(l, h, key, id, meta, old) {
+            self.drop_body(id);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// A new, empty, unpublished list body.
+    fn new_body(&self) -> SharedBody {
+        let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Mutex::new(ListBody::new(self.pool.clone(), id)))
+    }
+
+    /// Makes body `id` findable (before its head goes into the index).
+    fn publish_body(&self, id: u64, body: SharedBody) {
+        self.bodies[id as usize % BODY_STRIPES]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, body);
+    }
+
+    /// Takes body `id` out of the table and uncharges its chunks (they go
+    /// back to the pool when the last reply holding one drops it).
+    fn drop_body(&self, id: u64) {
+        let body = self.bodies[id as usize % BODY_STRIPES]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Some(body) = body {
+            let b = lock_body(&body);
+            let bytes = b.slot_bytes();
+            self.list_chunks
+                .fetch_sub(b.chunk_count(), Ordering::Relaxed);
+            self.item_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            self.accounted.fetch_sub(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Settles a list write's accounting: `reserved` bytes were reserved
+    /// and are now chunks, `released` bytes of chunks left the list.
+    fn charge(&self, reserved: usize, released: usize, chunks_before: usize, chunks_after: usize) {
+        self.list_chunks.fetch_add(chunks_after, Ordering::Relaxed);
+        self.list_chunks.fetch_sub(chunks_before, Ordering::Relaxed);
+        self.item_bytes.fetch_add(reserved, Ordering::Relaxed);
+        self.item_bytes.fetch_sub(released, Ordering::Relaxed);
+        self.accounted.fetch_sub(released, Ordering::Relaxed);
+    }
+
+    /// A slot for a list chunk: like an item's, evicting segments first
+    /// when the pool has none of that size.
+    fn alloc_slot(&self, l: &Locked<'_>, n: usize) -> Option<granola::BufMut> {
+        for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
+            if let Some(w) = self.pool.alloc(n) {
+                return Some(w);
+            }
+            if round < MAX_SEGMENT_EVICTIONS {
+                self.evict_segment(l);
+            } else {
+                self.sweep_step(Some(l));
+            }
+        }
+        None
+    }
+
+    /// Stores a new head item for list `id` at `key` (new CAS).
+    fn put_head(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        id: u64,
+        meta: Meta,
+        old: Option<&Found>,
+    ) -> Result<(), StoreError> {
         let hdr = Header {
             flags: meta.flags,
             expires_at_ms: meta.expires_at_ms,
             cas: self.new_cas(),
         };
-        self.put_locked(&l, &h, key, &content, hdr, old.as_ref())?;
+        self.put_locked(l, h, key, &Content::ListHead(id), hdr, old)?;
         self.sets.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// True if `item` is a list whose body a writer holds right now:
+    /// eviction leaves it alone (it is being modified under its key's
+    /// lock, possibly by the very writer that is evicting).
+    fn busy(&self, item: &Item) -> bool {
+        let Some(id) = item.list_id() else {
+            return false;
+        };
+        match self.body_of(id) {
+            Some(b) => b.try_lock().is_err(),
+            None => false,
+        }
     }
 
     /// Stored items.
@@ -614,6 +849,7 @@ impl Store {
             items: strings + lists,
             strings,
             lists,
+            list_chunks: self.list_chunks.load(Ordering::Relaxed),
             bytes: self.accounted.load(Ordering::Relaxed),
             item_bytes,
             index_bytes: self.index_bytes.load(Ordering::Relaxed),
@@ -645,11 +881,16 @@ impl Store {
     /// The live item for `key`; an expired one is removed and reported
     /// absent.
     fn find_live(&self, l: &Locked<'_>, h: &Hashed, key: &[u8]) -> Option<Found> {
-        let f = l.find(&self.pool, h, key)?;
+        let mut f = l.find(&self.pool, h, key)?;
         if f.item.expired(self.clock.now_ms()) {
             self.remove(l, f.pos, &f.item);
             self.expired.fetch_add(1, Ordering::Relaxed);
             return None;
+        }
+        if let Some(id) = f.item.list_id() {
+            // Under the key's lock the body is in the table.
+            let body = self.body_of(id)?;
+            f.item = f.item.with_body(body);
         }
         Some(f)
     }
@@ -664,6 +905,15 @@ impl Store {
 
     /// Accounting and release for an entry that left the index.
     fn forget(&self, handle: u32, item: &Item) {
+        self.forget_keeping(handle, item, None);
+    }
+
+    /// [`forget`](Self::forget), except that the body of list `keep` (the
+    /// one a new head for the same list replaces this one with) stays.
+    fn forget_keeping(&self, handle: u32, item: &Item, keep: Option<u64>) {
+        if let Some(id) = item.list_id().filter(|&id| Some(id) != keep) {
+            self.drop_body(id);
+        }
         let released = self.pool.release_handle(handle);
         debug_assert!(released, "the index owned a handle");
         let size = self.pool.slot_size(item.buf());
@@ -743,7 +993,7 @@ impl Store {
         };
         if let Some(prev) = prev {
             debug_assert!(e & OCCUPIED != 0);
-            self.forget(entry_handle(e), &prev);
+            self.forget_keeping(entry_handle(e), &prev, new.list_id());
         }
         Ok(new)
     }
@@ -785,10 +1035,18 @@ impl Store {
         let released = self.pool.stats().segments_released;
         let mut evicted = false;
         for handle in self.pool.drain_segment(seg) {
-            let Some(item) = self.pool.try_acquire(handle).and_then(Item::parse) else {
+            let Some(slot) = self.pool.try_acquire(handle) else {
                 continue;
             };
-            let h = self.hash(item.key());
+            // A list chunk: evict the list that owns it, if still stored.
+            let (key, chunk_of): (Vec<u8>, Option<u64>) = match list::chunk_owner(&slot) {
+                Some((id, key)) => (key.to_vec(), Some(id)),
+                None => match Item::parse(slot) {
+                    Some(item) => (item.key().to_vec(), None),
+                    None => continue,
+                },
+            };
+            let h = self.hash(&key);
             let own;
             let l: &Locked<'_> = if held.index == h.shard {
                 held
@@ -801,8 +1059,12 @@ impl Store {
                     None => continue,
                 }
             };
-            if let Some(f) = l.find(&self.pool, &h, item.key()) {
-                if entry_handle(f.entry) == handle {
+            if let Some(f) = l.find(&self.pool, &h, &key) {
+                let owner = match chunk_of {
+                    Some(id) => f.item.list_id() == Some(id),
+                    None => entry_handle(f.entry) == handle,
+                };
+                if owner && !self.busy(&f.item) {
                     self.remove(l, f.pos, &f.item);
                     self.evictions.fetch_add(1, Ordering::Relaxed);
                     evicted = true;
@@ -882,6 +1144,9 @@ impl Store {
                 else {
                     continue;
                 };
+                if self.busy(&item) {
+                    continue;
+                }
                 if item.expired(now) {
                     self.remove(l, pos, &item);
                     self.expired.fetch_add(1, Ordering::Relaxed);

@@ -29,7 +29,10 @@ impl Store {
                     let item = self.pool.try_acquire(entry_handle(e)).and_then(Item::parse);
                     if let Some(item) = item {
                         if same(cell.load(Ordering::Acquire), e) && !item.expired(now) {
-                            f(&item);
+                            // A list replaced meanwhile has no body: skip it.
+                            if let Some(item) = self.attach(item) {
+                                f(&item);
+                            }
                         }
                     }
                 }

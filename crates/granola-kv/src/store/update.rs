@@ -1,9 +1,8 @@
 //! Read-modify-write of a list item under its key's lock: what list, hash
-//! and set commands build on (LPOP, LSET, HSET, SADD...). The whole
-//! element list is rebuilt (copy-on-write, like `list_push`).
+//! and set commands build on (LSET, HSET, SADD...). The whole body is
+//! rebuilt: O(n), unlike the pushes and pops at the ends.
 
-use super::item::{Content, Header};
-use super::{Item, Kind, Store, StoreError};
+use super::{Item, Kind, Meta, Store, StoreError};
 use std::sync::atomic::Ordering;
 
 /// What an update does to the list.
@@ -48,18 +47,14 @@ impl Store {
             }
             ListEdit::Replace(elems) => {
                 let slices: Vec<&[u8]> = elems.iter().map(Vec::as_slice).collect();
-                let (flags, expires_at_ms) = match &old {
-                    Some(found) if found.item.kind() == Kind::List => {
-                        (found.item.flags(), found.item.expires_at_ms())
-                    }
-                    _ => (0, 0),
+                let meta = match &old {
+                    Some(found) if found.item.kind() == Kind::List => Meta {
+                        flags: found.item.flags(),
+                        expires_at_ms: found.item.expires_at_ms(),
+                    },
+                    _ => Meta::default(),
                 };
-                let hdr = Header {
-                    flags,
-                    expires_at_ms,
-                    cas: self.new_cas(),
-                };
-                self.put_locked(&l, &h, key, &Content::List(&slices), hdr, old.as_ref())?;
+                self.put_list_locked(&l, &h, key, &slices, meta, old.as_ref())?;
                 self.sets.fetch_add(1, Ordering::Relaxed);
                 Ok(r)
             }

@@ -10,7 +10,8 @@
 //!
 //! Then (`kvmem_drift`) RSS against the limit over time under size drift
 //! and a Zipf mix of sizes, beside memcached with and without its slab
-//! automover.
+//! automover; and (`kvmem_lists`) list push/pop cost against list length
+//! beside Redis.
 
 use std::time::{Duration, Instant};
 
@@ -166,7 +167,12 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     } else {
         serde_json::Value::Null
     };
-    doc.extra = json!({ "memory": rows, "drift": drift });
+    let lists = if s.want("lists") {
+        super::kvmem_lists::run(s, &mut doc)?
+    } else {
+        serde_json::Value::Null
+    };
+    doc.extra = json!({ "memory": rows, "drift": drift, "lists": lists });
     let fig = Figure::Bars {
         title: format!("Memory per item, {items} items of 20 B key + 100 B value"),
         y_label: "RSS growth per item (bytes)".into(),

@@ -7,6 +7,7 @@ pub mod google;
 pub mod hybrid;
 pub mod kvmem;
 pub mod kvmem_drift;
+pub mod kvmem_lists;
 pub mod large;
 pub mod memcached;
 pub mod redis;

@@ -127,7 +127,7 @@ fn store_status(mode: StoreMode, e: StoreError) -> u16 {
             status::KEY_NOT_FOUND
         }
         (StoreError::NotStored | StoreError::WrongType, _) => status::NOT_STORED,
-        (StoreError::TooLarge, _) => status::TOO_LARGE,
+        (StoreError::TooLarge | StoreError::ListTooLong, _) => status::TOO_LARGE,
         (StoreError::NotNumeric, _) => status::NON_NUMERIC,
         (StoreError::OutOfMemory, _) => status::OUT_OF_MEMORY,
     }

@@ -152,21 +152,16 @@ fn pop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
             }
         },
     };
-    let Ok(popped) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
-        None => (None, None),
-        Some(mut l) => {
-            let n = count.unwrap_or(1).min(l.len());
-            let taken: Vec<Vec<u8>> = if front {
-                l.drain(..n).collect()
-            } else {
-                let mut t: Vec<Vec<u8>> = l.drain(l.len() - n..).collect();
-                t.reverse();
-                t
-            };
-            (Some(l), Some(taken))
-        }
-    }) else {
+    // A hash or set is a list item too: refuse those first.
+    if ctx.list(arg(cmd, 1)).is_err() {
         return Step::Done;
+    }
+    let popped = match ctx.db.list_pop(arg(cmd, 1), count.unwrap_or(1), front) {
+        Ok(p) => p,
+        Err(e) => {
+            ctx.store_error(e);
+            return Step::Done;
+        }
     };
     match (popped, count) {
         (None, None) => ctx.null(),

@@ -164,6 +164,7 @@ impl Ctx<'_> {
         match e {
             StoreError::WrongType => self.raw(resp::ERR_WRONGTYPE),
             StoreError::TooLarge => self.error(b"ERR value too large"),
+            StoreError::ListTooLong => self.error(b"ERR list would exceed max-list-len"),
             StoreError::OutOfMemory => {
                 self.error(b"OOM command not allowed when used memory > 'maxmemory'.")
             }
