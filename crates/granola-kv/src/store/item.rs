@@ -217,8 +217,9 @@ impl Item {
     /// Element `index` of a list (negative counts from the end, as Redis
     /// LINDEX), as a zero-copy `Buf` sharing its chunk.
     pub fn list_get(&self, index: i64) -> Option<Buf> {
-        let b = lock_body(self.body.as_ref()?);
-        b.get(normalize(index, b.len())?)
+        let mut b = lock_body(self.body.as_ref()?);
+        let i = normalize(index, b.len())?;
+        b.get(i)
     }
 
     /// Elements `start..=end` with Redis LRANGE semantics: negative indices
@@ -229,7 +230,7 @@ impl Item {
     pub fn list_range(&self, start: i64, end: i64) -> impl Iterator<Item = Buf> + '_ {
         let elems = match &self.body {
             Some(b) => {
-                let b = lock_body(b);
+                let mut b = lock_body(b);
                 let (from, to) = range_bounds(start, end, b.len());
                 b.range(from, to)
             }

@@ -1,94 +1,127 @@
-//! The body of a list: a deque of immutable chunks in pool memory.
+//! The body of a list: a deque of chunks in pool memory.
 //!
 //! ```text
 //!  index entry ──► head item [header | key | list id u64]     (item.rs)
 //!                       │ id
 //!  Store::bodies[id] ──► ListBody { chunks: VecDeque<Chunk>, len }
 //!                                     │
-//!   chunk slot: | 3 | 0 | key_len u16 | count u32 | list id u64 | key | end[count] u32 | elements |
-//!               └─ a Chunk views elements lo..hi of it (pops move lo/hi, no copy)
+//!   chunk slot: | 3 | 0 | key_len u16 | 0 u32 | list id u64 | key | element bytes ... |
+//!   Chunk { slot, spans: VecDeque<(start, end)> }   the live elements, in list order
 //! ```
 //!
-//! - **Chunks are never written after they are built.** A push rebuilds at
-//!   most the end chunk it lands in (at most [`CHUNK_BYTES`] of payload)
-//!   and starts new chunks past that, so a push costs O(1) amortized
-//!   whatever the list's length; a pop only moves the chunk's live range.
-//!   Every element handed out is a sub-[`Buf`] of its chunk, so a reply in
-//!   flight keeps exactly the bytes it was given, whatever writers do next:
-//!   no reply ever sees a torn list.
+//! - **Pushes append in place.** The chunk at each end of a list may be
+//!   *open*: a pool slot still owned for writing (a `BufMut`) that nobody
+//!   else can see. A push at that end writes the element after the bytes
+//!   already there and records its span (an LPUSH pushes its span at the
+//!   front: order lives in `spans`, not in the bytes). A full open chunk is
+//!   sealed (frozen) and a new one opened, so a push costs O(its bytes)
+//!   whatever the list's length. A pop only drops a span.
+//! - **Sealed chunks are never written again.** A reader that needs an
+//!   element of an open chunk seals it first, and every element handed out
+//!   is a sub-[`Buf`] of a sealed chunk, so a reply in flight keeps exactly
+//!   the bytes it was given, whatever writers do next: no reply ever sees a
+//!   torn list. (A pop from an open chunk copies the element out instead of
+//!   sealing.) A push that finds its end chunk sealed, or full, but less
+//!   than half live, copies those live elements into the new open chunk,
+//!   so reads and pops between pushes cannot leave a trail of nearly empty
+//!   chunks.
 //! - **The body is mutable, under its own mutex**, taken by writers (who
 //!   already hold the key's shard lock) and, briefly, by readers collecting
 //!   the `Buf`s they reply with. A writer holds it across the allocations
 //!   of a push, and eviction skips a list whose body is locked, so a list
 //!   is never evicted half-modified.
-//! - **Chunks live in item memory**: each chunk slot has a pool handle,
-//!   owned by the body, and is charged to the store's limit like an item.
-//!   A segment drain that meets a chunk reads the owner's key and list id
-//!   from the chunk and evicts that list.
+//! - **Chunks live in item memory**, charged to the store's limit like
+//!   items (slot bytes plus [`SPAN_BYTES`] per element for its span). A
+//!   sealed chunk has a pool handle, so a segment drain that meets it reads
+//!   the owner's key and list id from the chunk and evicts that list; an
+//!   open chunk (at most two per list) is not listed by the drain, which
+//!   waits for it like for any slot being written.
 
 use granola::{Buf, BufMut, Pool};
 use std::collections::VecDeque;
 
-/// Payload (end table + element bytes) a chunk is filled up to. An element
-/// larger than this gets a chunk of its own.
+/// Element bytes a chunk holds; an element larger than this gets a
+/// (sealed) chunk of its own.
 pub(crate) const CHUNK_BYTES: usize = 2048;
+/// Bytes charged per element for its span, kept on the heap.
+pub(crate) const SPAN_BYTES: usize = 8;
 /// Bytes of a chunk's own header, before the key.
 const CHUNK_HEADER: usize = 16;
 const KIND_CHUNK: u8 = 3;
 
-/// One chunk: a frozen slot and the live range of its elements.
+/// A chunk's slot: still being written by the body, or frozen.
+enum Slot {
+    Open(BufMut),
+    Sealed {
+        buf: Buf,
+        handle: u32,
+    },
+    /// Only while a seal is in progress.
+    Moving,
+}
+
+/// One chunk: its slot and its live elements' spans, in list order.
 struct Chunk {
-    buf: Buf,
-    handle: u32,
-    lo: u32,
-    hi: u32,
+    slot: Slot,
+    spans: VecDeque<(u32, u32)>,
 }
 
 impl Chunk {
-    fn live(&self) -> usize {
-        (self.hi - self.lo) as usize
-    }
-
-    fn count(&self) -> usize {
-        u32_at(&self.buf, 4) as usize
-    }
-
-    fn table(&self) -> usize {
-        CHUNK_HEADER + u16_at(&self.buf, 2) as usize
-    }
-
-    /// Byte span of element `i` (0..count) inside the slot.
-    fn span(&self, i: usize) -> (usize, usize) {
-        let t = self.table();
-        let data = t + 4 * self.count();
-        let start = if i == 0 {
-            0
-        } else {
-            u32_at(&self.buf, t + 4 * (i - 1)) as usize
-        };
-        (data + start, data + u32_at(&self.buf, t + 4 * i) as usize)
-    }
-
-    /// Live element `k` (0..live()) as a sub-Buf of the slot.
-    fn get(&self, k: usize) -> Buf {
-        let (s, e) = self.span(self.lo as usize + k);
-        self.buf.slice(s..e)
-    }
-
-    fn bytes(&self, k: usize) -> &[u8] {
-        let (s, e) = self.span(self.lo as usize + k);
-        &self.buf[s..e]
-    }
-
-    /// Payload of the live elements (end table + bytes), as a rebuild
-    /// would lay them out.
-    fn live_payload(&self) -> usize {
-        if self.live() == 0 {
-            return 0;
+    fn bytes(&self) -> &[u8] {
+        match &self.slot {
+            Slot::Open(w) => w.as_slice(),
+            Slot::Sealed { buf, .. } => buf,
+            Slot::Moving => &[],
         }
-        let (s, _) = self.span(self.lo as usize);
-        let (_, e) = self.span(self.hi as usize - 1);
-        4 * self.live() + (e - s)
+    }
+
+    /// Bytes of the live elements.
+    fn live_payload(&self) -> usize {
+        self.spans.iter().map(|&(s, e)| (e - s) as usize).sum()
+    }
+
+    /// Room left for one more element of `n` bytes (open chunks only).
+    fn fits(&self, n: usize) -> bool {
+        matches!(&self.slot, Slot::Open(w) if w.remaining() >= n)
+    }
+
+    /// Freezes an open chunk (gives it a handle for segment drains).
+    fn seal(&mut self, pool: &Pool) {
+        if let Slot::Open(_) = self.slot {
+            let Slot::Open(w) = std::mem::replace(&mut self.slot, Slot::Moving) else {
+                unreachable!("matched above");
+            };
+            let buf = w.freeze();
+            let Ok(handle) = pool.into_handle(buf.clone()) else {
+                unreachable!("a fresh slot has no handle yet");
+            };
+            self.slot = Slot::Sealed { buf, handle };
+        }
+    }
+
+    /// Live element `k` as a sub-Buf (the chunk must be sealed).
+    fn get(&self, k: usize) -> Option<Buf> {
+        let (s, e) = self.spans[k];
+        match &self.slot {
+            Slot::Sealed { buf, .. } => buf.try_slice(s as usize..e as usize),
+            _ => None,
+        }
+    }
+
+    /// Writes `v` after the chunk's bytes; its span.
+    fn write(&mut self, v: &[u8]) -> (u32, u32) {
+        let Slot::Open(w) = &mut self.slot else {
+            unreachable!("written only while open");
+        };
+        let s = w.len() as u32;
+        w.extend_from_slice(v);
+        (s, w.len() as u32)
+    }
+
+    fn release(self, pool: &Pool) {
+        if let Slot::Sealed { handle, .. } = self.slot {
+            pool.release_handle(handle);
+        }
     }
 }
 
@@ -96,33 +129,9 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(a)
-}
-
-/// Slot bytes a chunk of `payload` bytes for `key` needs.
+/// Slot bytes a chunk of `payload` element bytes for `key` needs.
 fn chunk_len(key: &[u8], payload: usize) -> usize {
     CHUNK_HEADER + key.len() + payload
-}
-
-/// Splits `elems` into runs that each fill one chunk (greedy, in order).
-fn pack(elems: &[&[u8]]) -> Vec<(usize, usize, usize)> {
-    let mut runs = Vec::new();
-    let (mut start, mut payload) = (0, 0);
-    for (i, e) in elems.iter().enumerate() {
-        let add = 4 + e.len();
-        if i > start && payload + add > CHUNK_BYTES {
-            runs.push((start, i, payload));
-            (start, payload) = (i, 0);
-        }
-        payload += add;
-    }
-    if start < elems.len() {
-        runs.push((start, elems.len(), payload));
-    }
-    runs
 }
 
 /// Where a list body gets its chunk slots: the store passes an allocator
@@ -148,13 +157,14 @@ pub(crate) struct ListBody {
     id: u64,
     chunks: VecDeque<Chunk>,
     len: usize,
-    slot_bytes: usize,
+    /// Slot bytes of the chunks + SPAN_BYTES per element.
+    bytes: usize,
 }
 
 impl Drop for ListBody {
     fn drop(&mut self) {
         for c in self.chunks.drain(..) {
-            self.pool.release_handle(c.handle);
+            c.release(&self.pool);
         }
     }
 }
@@ -167,7 +177,7 @@ impl ListBody {
             id,
             chunks: VecDeque::new(),
             len: 0,
-            slot_bytes: 0,
+            bytes: 0,
         }
     }
 
@@ -181,148 +191,227 @@ impl ListBody {
         self.len
     }
 
+    /// (chunks, elements): what the store's counters track.
+    pub(crate) fn shape(&self) -> (usize, usize) {
+        (self.chunks.len(), self.len)
+    }
+
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()
     }
 
-    /// Pool slot bytes of the chunks (charged to the store's limit).
+    /// Bytes charged to the store's limit: chunk slots + spans.
     pub(crate) fn slot_bytes(&self) -> usize {
-        self.slot_bytes
+        self.bytes
     }
 
-    /// Element `i` (0..len).
-    pub(crate) fn get(&self, mut i: usize) -> Option<Buf> {
-        for c in &self.chunks {
-            if i < c.live() {
-                return Some(c.get(i));
+    /// (chunk, index in it) of element `i`.
+    fn locate(&self, mut i: usize) -> Option<(usize, usize)> {
+        if i >= self.len {
+            return None;
+        }
+        if i >= self.len / 2 {
+            // Walk from the back: the ends are what most reads touch.
+            let mut from_back = self.len - 1 - i;
+            for (ci, c) in self.chunks.iter().enumerate().rev() {
+                if from_back < c.spans.len() {
+                    return Some((ci, c.spans.len() - 1 - from_back));
+                }
+                from_back -= c.spans.len();
             }
-            i -= c.live();
+            return None;
+        }
+        for (ci, c) in self.chunks.iter().enumerate() {
+            if i < c.spans.len() {
+                return Some((ci, i));
+            }
+            i -= c.spans.len();
         }
         None
     }
 
-    /// Elements `from..to` (clamped to the list), O(chunks skipped + k).
-    pub(crate) fn range(&self, from: usize, to: usize) -> Vec<Buf> {
+    /// Element `i` (0..len), zero-copy.
+    pub(crate) fn get(&mut self, i: usize) -> Option<Buf> {
+        let (ci, k) = self.locate(i)?;
+        let c = &mut self.chunks[ci];
+        c.seal(&self.pool);
+        c.get(k)
+    }
+
+    /// Elements `from..to` (clamped to the list), zero-copy; O(chunks
+    /// skipped + k).
+    pub(crate) fn range(&mut self, from: usize, to: usize) -> Vec<Buf> {
         let to = to.min(self.len);
-        let mut out = Vec::with_capacity(to.saturating_sub(from));
-        let mut skip = from;
-        for c in &self.chunks {
-            if out.len() >= to.saturating_sub(from) {
-                break;
-            }
-            if skip >= c.live() {
-                skip -= c.live();
-                continue;
-            }
-            for k in skip..c.live() {
-                if out.len() >= to - from {
-                    break;
+        let want = to.saturating_sub(from);
+        let mut out = Vec::with_capacity(want);
+        let Some((mut ci, mut k)) = self.locate(from) else {
+            return out;
+        };
+        while out.len() < want && ci < self.chunks.len() {
+            let c = &mut self.chunks[ci];
+            c.seal(&self.pool);
+            while k < c.spans.len() && out.len() < want {
+                if let Some(b) = c.get(k) {
+                    out.push(b);
                 }
-                out.push(c.get(k));
+                k += 1;
             }
-            skip = 0;
+            ci += 1;
+            k = 0;
         }
         out
     }
 
-    /// Slot bytes the push of `values` would add, before the chunk it
-    /// replaces is released (what the caller reserves).
-    pub(crate) fn push_cost(&self, key: &[u8], values: &[&[u8]], front: bool) -> usize {
-        let (merge, _) = self.merge_plan(values, front);
-        let mut seq: Vec<&[u8]> = Vec::new();
-        self.sequence(values, front, merge, &mut seq);
-        pack(&seq)
+    /// Most bytes a push of `values` can add (what the caller reserves):
+    /// a new chunk slot per element in the worst case, plus spans.
+    pub(crate) fn push_cost(&self, key: &[u8], values: &[&[u8]]) -> usize {
+        let payload: usize = values.iter().map(|v| v.len()).sum();
+        let slot = Pool::slot_size_for(chunk_len(key, CHUNK_BYTES));
+        let chunks = payload.div_ceil(CHUNK_BYTES / 2) + 1;
+        let big: usize = values
             .iter()
-            .map(|&(_, _, p)| Pool::slot_size_for(chunk_len(key, p)))
-            .sum()
-    }
-
-    /// Whether the end chunk is rebuilt with the new values (it has room
-    /// for the first of them), and its payload.
-    fn merge_plan(&self, values: &[&[u8]], front: bool) -> (bool, usize) {
-        let end = if front {
-            self.chunks.front()
-        } else {
-            self.chunks.back()
-        };
-        let Some(c) = end else {
-            return (false, 0);
-        };
-        let first = if front { values.last() } else { values.first() };
-        let add = first.map_or(0, |v| 4 + v.len());
-        let p = c.live_payload();
-        (p + add <= CHUNK_BYTES, p)
-    }
-
-    /// The elements the new chunks hold, in list order.
-    fn sequence<'a>(
-        &'a self,
-        values: &[&'a [u8]],
-        front: bool,
-        merge: bool,
-        out: &mut Vec<&'a [u8]>,
-    ) {
-        if front {
-            out.extend(values.iter().rev());
-            if merge {
-                let c = &self.chunks[0];
-                out.extend((0..c.live()).map(|k| c.bytes(k)));
-            }
-        } else {
-            if merge {
-                let c = &self.chunks[self.chunks.len() - 1];
-                out.extend((0..c.live()).map(|k| c.bytes(k)));
-            }
-            out.extend(values.iter());
-        }
+            .filter(|v| v.len() > CHUNK_BYTES)
+            .map(|v| Pool::slot_size_for(chunk_len(key, v.len())))
+            .sum();
+        (chunks.min(values.len()) * slot + big) + SPAN_BYTES * values.len()
     }
 
     /// Adds `values` at the back (RPUSH) or front (LPUSH: the last value
-    /// ends up first). Returns the slot bytes released (the rebuilt end
-    /// chunk), or `None` if a chunk could not be allocated (the list is
-    /// unchanged).
+    /// ends up first). Returns (bytes added, bytes released), or `None` if
+    /// a chunk could not be allocated (values pushed so far stay, and are
+    /// counted in `len`; the caller reports out of memory).
     pub(crate) fn push(
         &mut self,
         key: &[u8],
         values: &[&[u8]],
         front: bool,
         alloc: &mut Alloc<'_>,
-    ) -> Option<usize> {
-        if values.is_empty() {
-            return Some(0);
-        }
-        let (merge, _) = self.merge_plan(values, front);
-        let mut seq: Vec<&[u8]> = Vec::new();
-        self.sequence(values, front, merge, &mut seq);
-        let built = build_chunks(&self.pool, self.id, key, &seq, alloc)?;
-        let added: usize = built.iter().map(|c| self.pool.slot_size(&c.buf)).sum();
-        let mut released = 0;
-        if merge {
-            let old = if front {
-                self.chunks.pop_front()
-            } else {
-                self.chunks.pop_back()
-            };
-            if let Some(old) = old {
-                released = self.drop_chunk(old);
+    ) -> Result<(usize, usize), (usize, usize)> {
+        let (mut added, mut released) = (0, 0);
+        for v in values {
+            match self.push_one(key, v, front, alloc) {
+                Some((a, r)) => {
+                    added += a;
+                    released += r;
+                }
+                None => return Err((added, released)),
             }
         }
-        if front {
-            for c in built.into_iter().rev() {
-                self.chunks.push_front(c);
-            }
+        Ok((added, released))
+    }
+
+    fn push_one(
+        &mut self,
+        key: &[u8],
+        v: &[u8],
+        front: bool,
+        alloc: &mut Alloc<'_>,
+    ) -> Option<(usize, usize)> {
+        let end = if front {
+            self.chunks.front_mut()
         } else {
-            self.chunks.extend(built);
+            self.chunks.back_mut()
+        };
+        let (mut added, mut released) = (SPAN_BYTES, 0);
+        if let Some(c) = end {
+            if c.fits(v.len()) {
+                let span = c.write(v);
+                if front {
+                    c.spans.push_front(span)
+                } else {
+                    c.spans.push_back(span)
+                }
+                self.len += 1;
+                self.bytes += SPAN_BYTES;
+                return Some((added, released));
+            }
         }
-        self.len += values.len();
-        self.slot_bytes += added;
-        Some(released)
+        if v.len() > CHUNK_BYTES {
+            // A chunk of its own, sealed at once.
+            let mut c = self.open_chunk(key, v.len(), alloc)?;
+            added += self.pool.slot_size_of(&c);
+            let span = c.write(v);
+            c.spans.push_back(span);
+            c.seal(&self.pool);
+            self.place(c, front);
+        } else {
+            let mut c = self.open_chunk(key, CHUNK_BYTES, alloc)?;
+            added += self.pool.slot_size_of(&c);
+            // Take the end chunk's elements along if it is mostly dead or
+            // small (sealed by a read, or full of popped bytes).
+            let end = if front {
+                self.chunks.front()
+            } else {
+                self.chunks.back()
+            };
+            if let Some(e) = end.filter(|e| e.live_payload() + v.len() <= CHUNK_BYTES / 2) {
+                let spans: Vec<(u32, u32)> = (0..e.spans.len())
+                    .map(|k| {
+                        let (s, t) = e.spans[k];
+                        (s, t)
+                    })
+                    .collect();
+                let old_bytes: Vec<u8> = e.bytes().to_vec();
+                for (s, t) in spans {
+                    let span = c.write(&old_bytes[s as usize..t as usize]);
+                    c.spans.push_back(span);
+                }
+                let old = if front {
+                    self.chunks.pop_front()
+                } else {
+                    self.chunks.pop_back()
+                };
+                if let Some(old) = old {
+                    released += self.pool.slot_size_of(&old);
+                    self.bytes -= self.pool.slot_size_of(&old);
+                    old.release(&self.pool);
+                }
+            } else if let Some(e) = if front {
+                self.chunks.front_mut()
+            } else {
+                self.chunks.back_mut()
+            } {
+                e.seal(&self.pool);
+            }
+            let span = c.write(v);
+            if front {
+                c.spans.push_front(span)
+            } else {
+                c.spans.push_back(span)
+            }
+            self.place(c, front);
+        }
+        self.len += 1;
+        self.bytes += added;
+        Some((added, released))
+    }
+
+    fn open_chunk(&self, key: &[u8], payload: usize, alloc: &mut Alloc<'_>) -> Option<Chunk> {
+        let mut w = alloc(chunk_len(key, payload))?;
+        w.extend_from_slice(&[KIND_CHUNK, 0]);
+        w.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        w.extend_from_slice(&0u32.to_le_bytes());
+        w.extend_from_slice(&self.id.to_le_bytes());
+        w.extend_from_slice(key);
+        Some(Chunk {
+            slot: Slot::Open(w),
+            spans: VecDeque::new(),
+        })
+    }
+
+    fn place(&mut self, c: Chunk, front: bool) {
+        if front {
+            self.chunks.push_front(c)
+        } else {
+            self.chunks.push_back(c)
+        }
     }
 
     /// Removes up to `count` elements from the front (LPOP) or back
-    /// (RPOP), in pop order, zero-copy. Returns them and the slot bytes
-    /// released (emptied chunks).
+    /// (RPOP), in pop order. Returns them and the bytes released.
+    /// Elements of sealed chunks go out zero-copy; those of an open chunk
+    /// are copied (sealing it would end in-place appends at that end).
     pub(crate) fn pop(&mut self, count: usize, front: bool) -> (Vec<Buf>, usize) {
         let n = count.min(self.len);
         let mut out = Vec::with_capacity(n);
@@ -334,102 +423,143 @@ impl ListBody {
                 self.chunks.back_mut()
             };
             let Some(c) = c else { break };
-            if front {
-                out.push(c.get(0));
-                c.lo += 1;
+            let Some(span) = (if front {
+                c.spans.pop_front()
             } else {
-                out.push(c.get(c.live() - 1));
-                c.hi -= 1;
-            }
-            if c.live() == 0 {
+                c.spans.pop_back()
+            }) else {
+                break;
+            };
+            let elem = match &c.slot {
+                Slot::Sealed { buf, .. } => buf.try_slice(span.0 as usize..span.1 as usize),
+                Slot::Open(w) => self
+                    .pool
+                    .alloc_copy(&w.as_slice()[span.0 as usize..span.1 as usize]),
+                Slot::Moving => None,
+            };
+            let Some(elem) = elem else {
+                // No pool memory for the copy: put it back and stop.
+                if front {
+                    c.spans.push_front(span)
+                } else {
+                    c.spans.push_back(span)
+                }
+                break;
+            };
+            out.push(elem);
+            released += SPAN_BYTES;
+            if c.spans.is_empty() {
                 let empty = if front {
                     self.chunks.pop_front()
                 } else {
                     self.chunks.pop_back()
                 };
                 if let Some(empty) = empty {
-                    released += self.drop_chunk(empty);
+                    released += self.pool.slot_size_of(&empty);
+                    empty.release(&self.pool);
                 }
             }
         }
         self.len -= out.len();
+        self.bytes -= released;
         (out, released)
     }
 
+    /// Drops the `count` elements at the front or back without handing
+    /// them out (undoing a push that ran out of memory); bytes released.
+    pub(crate) fn discard(&mut self, count: usize, front: bool) -> usize {
+        let mut released = 0;
+        for _ in 0..count.min(self.len) {
+            let c = if front {
+                self.chunks.front_mut()
+            } else {
+                self.chunks.back_mut()
+            };
+            let Some(c) = c else { break };
+            if front {
+                c.spans.pop_front();
+            } else {
+                c.spans.pop_back();
+            }
+            released += SPAN_BYTES;
+            self.len -= 1;
+            if c.spans.is_empty() {
+                let empty = if front {
+                    self.chunks.pop_front()
+                } else {
+                    self.chunks.pop_back()
+                };
+                if let Some(empty) = empty {
+                    released += self.pool.slot_size_of(&empty);
+                    empty.release(&self.pool);
+                }
+            }
+        }
+        self.bytes -= released;
+        released
+    }
+
     /// Replaces every element (for the edits that rewrite a list: LSET,
-    /// LREM, LTRIM, LINSERT, hash and set writes). Returns the slot bytes
-    /// released, or `None` (unchanged) if chunks could not be allocated.
+    /// LREM, LTRIM, LINSERT, hash and set writes). Returns (bytes added,
+    /// bytes released), or `None` (unchanged) if chunks could not be
+    /// allocated.
     pub(crate) fn replace(
         &mut self,
         key: &[u8],
         elems: &[&[u8]],
         alloc: &mut Alloc<'_>,
-    ) -> Option<usize> {
-        let built = build_chunks(&self.pool, self.id, key, elems, alloc)?;
-        let released = self.slot_bytes;
-        for c in std::mem::take(&mut self.chunks) {
-            self.pool.release_handle(c.handle);
+    ) -> Option<(usize, usize)> {
+        let mut fresh = ListBody::new(self.pool.clone(), self.id);
+        if let Err((added, released)) = fresh.push(key, elems, false, alloc) {
+            debug_assert_eq!(released, 0);
+            let _ = added;
+            return None;
         }
-        self.slot_bytes = built.iter().map(|c| self.pool.slot_size(&c.buf)).sum();
-        self.chunks = built.into();
-        self.len = elems.len();
-        Some(released)
-    }
-
-    fn drop_chunk(&mut self, c: Chunk) -> usize {
-        let size = self.pool.slot_size(&c.buf);
-        self.slot_bytes -= size;
-        self.pool.release_handle(c.handle);
-        size
+        let released = self.bytes;
+        std::mem::swap(&mut self.chunks, &mut fresh.chunks);
+        std::mem::swap(&mut self.len, &mut fresh.len);
+        std::mem::swap(&mut self.bytes, &mut fresh.bytes);
+        Some((self.bytes, released))
     }
 }
 
-/// Slot bytes the chunks for `elems` need.
+/// Bytes the chunks for `elems` need at most (what the caller reserves).
 pub(crate) fn chunks_cost(key: &[u8], elems: &[&[u8]]) -> usize {
-    pack(elems)
-        .iter()
-        .map(|&(_, _, p)| Pool::slot_size_for(chunk_len(key, p)))
-        .sum()
+    ListBody::new_cost(key, elems)
 }
 
-/// Writes `elems` into new chunk slots. `None` (nothing kept) if one
-/// cannot be allocated.
-fn build_chunks(
-    pool: &Pool,
-    id: u64,
-    key: &[u8],
-    elems: &[&[u8]],
-    alloc: &mut Alloc<'_>,
-) -> Option<Vec<Chunk>> {
-    let mut out = Vec::new();
-    for (start, end, payload) in pack(elems) {
-        let run = &elems[start..end];
-        let mut w = alloc(chunk_len(key, payload))?;
-        w.extend_from_slice(&[KIND_CHUNK, 0]);
-        w.extend_from_slice(&(key.len() as u16).to_le_bytes());
-        w.extend_from_slice(&(run.len() as u32).to_le_bytes());
-        w.extend_from_slice(&id.to_le_bytes());
-        w.extend_from_slice(key);
-        let mut at = 0u32;
-        for e in run {
-            at += e.len() as u32;
-            w.extend_from_slice(&at.to_le_bytes());
+impl ListBody {
+    fn new_cost(key: &[u8], elems: &[&[u8]]) -> usize {
+        let slot = Pool::slot_size_for(chunk_len(key, CHUNK_BYTES));
+        let (mut chunks, mut fill) = (0usize, CHUNK_BYTES + 1);
+        let mut big = 0;
+        for e in elems {
+            if e.len() > CHUNK_BYTES {
+                big += Pool::slot_size_for(chunk_len(key, e.len()));
+            } else if fill + e.len() > CHUNK_BYTES {
+                chunks += 1;
+                fill = e.len();
+            } else {
+                fill += e.len();
+            }
         }
-        for e in run {
-            w.extend_from_slice(e);
-        }
-        let buf = w.freeze();
-        let Ok(handle) = pool.into_handle(buf.clone()) else {
-            unreachable!("a fresh slot has no handle yet");
-        };
-        out.push(Chunk {
-            buf,
-            handle,
-            lo: 0,
-            hi: run.len() as u32,
-        });
+        chunks * slot + big + SPAN_BYTES * elems.len()
     }
-    Some(out)
+}
+
+/// Slot size of a chunk (for accounting).
+trait SlotSizeOf {
+    fn slot_size_of(&self, c: &Chunk) -> usize;
+}
+
+impl SlotSizeOf for Pool {
+    fn slot_size_of(&self, c: &Chunk) -> usize {
+        match &c.slot {
+            Slot::Open(w) => Pool::slot_size_for(w.capacity()),
+            Slot::Sealed { buf, .. } => self.slot_size(buf),
+            Slot::Moving => 0,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -441,7 +571,7 @@ mod tests {
         ListBody::new(pool.clone(), 7)
     }
 
-    fn all(b: &ListBody) -> Vec<Vec<u8>> {
+    fn all(b: &mut ListBody) -> Vec<Vec<u8>> {
         b.range(0, usize::MAX).iter().map(|e| e.to_vec()).collect()
     }
 
@@ -477,6 +607,7 @@ mod tests {
                     Op::Push(front, vals) => {
                         let refs: Vec<&[u8]> = vals.iter().map(Vec::as_slice).collect();
                         b.push(b"key", &refs, front, &mut alloc).unwrap();
+                        prop_assert!(b.slot_bytes() <= 2 * (b.len() + 1) * (SPAN_BYTES + 300) + 8 * 4096);
                         for v in vals {
                             if front { model.push_front(v) } else { model.push_back(v) }
                         }
@@ -496,7 +627,7 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(b.len(), model.len());
-                prop_assert_eq!(all(&b), model.iter().cloned().collect::<Vec<_>>());
+                prop_assert_eq!(all(&mut b), model.iter().cloned().collect::<Vec<_>>());
                 if let Some(m) = model.get(model.len() / 2) {
                     prop_assert_eq!(b.get(model.len() / 2).unwrap().to_vec(), m.clone());
                 }
@@ -504,8 +635,8 @@ mod tests {
                     prop_assert_eq!(&buf[..], &want[..]);
                 }
             }
-            let charged: usize = b.chunks.iter().map(|c| pool.slot_size(&c.buf)).sum();
-            prop_assert_eq!(b.slot_bytes(), charged);
+            let charged: usize = b.chunks.iter().map(|c| pool.slot_size_of(c)).sum();
+            prop_assert_eq!(b.slot_bytes(), charged + SPAN_BYTES * b.len());
         }
     }
 
@@ -515,24 +646,44 @@ mod tests {
         let mut b = body(&pool);
         let mut alloc = |n: usize| pool.alloc(n);
         b.push(b"mylist", &[b"a", b"b"], false, &mut alloc).unwrap();
-        let c = &b.chunks[0];
-        assert_eq!(chunk_owner(&c.buf), Some((7, &b"mylist"[..])));
+        let c = &mut b.chunks[0];
+        c.seal(&pool);
+        assert_eq!(chunk_owner(c.bytes()), Some((7, &b"mylist"[..])));
         assert_eq!(chunk_owner(b"\x01garbage-garbage-garbage"), None);
         assert_eq!(chunk_owner(b"\x03\x00\xff\xff0123456789ab"), None);
     }
 
     #[test]
-    fn a_push_rebuilds_at_most_one_chunk() {
+    fn pushes_append_in_place_and_chunks_stay_full() {
         let pool = Pool::with_capacity(64 << 20).unwrap();
         let mut b = body(&pool);
         let mut alloc = |n: usize| pool.alloc(n);
+        let slot = Pool::slot_size_for(chunk_len(b"k", CHUNK_BYTES));
         for i in 0..20_000u32 {
             let v = i.to_le_bytes();
-            let released = b.push(b"k", &[&v], i % 2 == 0, &mut alloc).unwrap();
-            assert!(released <= Pool::slot_size_for(chunk_len(b"k", CHUNK_BYTES)));
+            let (added, released) = b.push(b"k", &[&v], i % 2 == 0, &mut alloc).unwrap();
+            assert_eq!(released, 0);
+            assert!(added == SPAN_BYTES || added == SPAN_BYTES + slot);
         }
         assert_eq!(b.len(), 20_000);
-        // Chunks stay close to full: 8 B per element in 2 KiB chunks.
-        assert!(b.chunks.len() <= 20_000 * 8 / (CHUNK_BYTES / 2));
+        // 4 B elements in 2 KiB chunks: 512 per chunk, at most one partly
+        // filled chunk per end.
+        assert!(
+            b.chunk_count() <= 20_000 / 512 + 2,
+            "{} chunks",
+            b.chunk_count()
+        );
+        // A read seals the end chunks; pops then pushes at that end do not
+        // leave a trail of nearly empty chunks.
+        for _ in 0..2000 {
+            let _ = b.range(0, 1);
+            let _ = b.pop(1, true);
+            b.push(b"k", &[b"xyz"], true, &mut alloc).unwrap();
+        }
+        assert!(
+            b.chunk_count() <= 20_000 / 512 + 4,
+            "{} chunks",
+            b.chunk_count()
+        );
     }
 }

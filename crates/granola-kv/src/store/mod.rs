@@ -187,10 +187,14 @@ pub struct StoreStats {
     pub lists: usize,
     /// Pool slots holding list chunks (each list also has a head item).
     pub list_chunks: usize,
+    /// Heap bytes of list element spans (8 per element), counted in
+    /// `item_bytes` but not in pool memory.
+    pub list_span_bytes: usize,
     /// Accounted bytes (`item_bytes + index_bytes` + writes in progress);
     /// never above `limit`.
     pub bytes: usize,
-    /// Pool slot bytes of stored items.
+    /// Pool slot bytes of stored items and list chunks, plus the lists'
+    /// span bytes (`list_span_bytes`).
     pub item_bytes: usize,
     /// Bytes of the index.
     pub index_bytes: usize,
@@ -281,6 +285,7 @@ pub struct Store {
     strings: AtomicUsize,
     lists: AtomicUsize,
     list_chunks: AtomicUsize,
+    list_elems: AtomicUsize,
     next_cas: AtomicU64,
     hand: Mutex<Hand>,
     stripes: [Stripe; STRIPES],
@@ -342,6 +347,7 @@ impl Store {
             strings: AtomicUsize::new(0),
             lists: AtomicUsize::new(0),
             list_chunks: AtomicUsize::new(0),
+            list_elems: AtomicUsize::new(0),
             next_cas: AtomicU64::new(1),
             hand: Mutex::new(Hand::default()),
             stripes: Default::default(),
@@ -626,17 +632,22 @@ impl Store {
         if b.len() + values.len() > self.config.max_list_len {
             return Err(StoreError::ListTooLong);
         }
-        let cost = b.push_cost(key, values, front);
-        let chunks = b.chunk_count();
+        let cost = b.push_cost(key, values);
+        let (shape, len0) = (b.shape(), b.len());
         if !self.reserve(cost, Some(&l)) {
             return Err(StoreError::OutOfMemory);
         }
         let mut alloc = |n: usize| self.alloc_slot(&l, n);
-        let Some(released) = b.push(key, values, front, &mut alloc) else {
-            self.accounted.fetch_sub(cost, Ordering::Relaxed);
-            return Err(StoreError::OutOfMemory);
-        };
-        self.charge(cost, released, chunks, b.chunk_count());
+        match b.push(key, values, front, &mut alloc) {
+            Ok((added, released)) => self.charge(cost, added, released, shape, b.shape()),
+            Err((added, released)) => {
+                // All or nothing: take back what went in.
+                let pushed = b.len() - len0;
+                let more = b.discard(pushed, front);
+                self.charge(cost, added, released + more, shape, b.shape());
+                return Err(StoreError::OutOfMemory);
+            }
+        }
         let len = b.len();
         let id = b.id();
         drop(b);
@@ -665,9 +676,9 @@ impl Store {
             return Err(StoreError::WrongType);
         };
         let mut b = lock_body(&body);
-        let chunks = b.chunk_count();
+        let shape = b.shape();
         let (popped, released) = b.pop(count, front);
-        self.charge(0, released, chunks, b.chunk_count());
+        self.charge(0, 0, released, shape, b.shape());
         let (len, id) = (b.len(), b.id());
         drop(b);
         if len == 0 {
@@ -718,11 +729,11 @@ impl Store {
             return Err(StoreError::OutOfMemory);
         }
         let mut alloc = |n: usize| self.alloc_slot(l, n);
-        if b.replace(key, values, &mut alloc).is_none() {
+        let Some((added, released)) = b.replace(key, values, &mut alloc) else {
             self.accounted.fetch_sub(cost, Ordering::Relaxed);
             return Err(StoreError::OutOfMemory);
-        }
-        self.charge(cost, 0, 0, b.chunk_count());
+        };
+        self.charge(cost, added, released, (0, 0), b.shape());
         let id = b.id();
         drop(b);
         self.publish_body(id, body);
@@ -759,19 +770,32 @@ impl Store {
             let bytes = b.slot_bytes();
             self.list_chunks
                 .fetch_sub(b.chunk_count(), Ordering::Relaxed);
+            self.list_elems.fetch_sub(b.len(), Ordering::Relaxed);
             self.item_bytes.fetch_sub(bytes, Ordering::Relaxed);
             self.accounted.fetch_sub(bytes, Ordering::Relaxed);
         }
     }
 
     /// Settles a list write's accounting: `reserved` bytes were reserved
-    /// and are now chunks, `released` bytes of chunks left the list.
-    fn charge(&self, reserved: usize, released: usize, chunks_before: usize, chunks_after: usize) {
+    /// up front; the list grew by `added` bytes and `released` left it;
+    /// its (chunks, elements) went from `before` to `after`.
+    fn charge(
+        &self,
+        reserved: usize,
+        added: usize,
+        released: usize,
+        (chunks_before, len_before): (usize, usize),
+        (chunks_after, len_after): (usize, usize),
+    ) {
         self.list_chunks.fetch_add(chunks_after, Ordering::Relaxed);
         self.list_chunks.fetch_sub(chunks_before, Ordering::Relaxed);
-        self.item_bytes.fetch_add(reserved, Ordering::Relaxed);
+        self.list_elems.fetch_add(len_after, Ordering::Relaxed);
+        self.list_elems.fetch_sub(len_before, Ordering::Relaxed);
+        self.item_bytes.fetch_add(added, Ordering::Relaxed);
         self.item_bytes.fetch_sub(released, Ordering::Relaxed);
-        self.accounted.fetch_sub(released, Ordering::Relaxed);
+        self.accounted.fetch_add(added, Ordering::Relaxed);
+        self.accounted
+            .fetch_sub(reserved + released, Ordering::Relaxed);
     }
 
     /// A slot for a list chunk: like an item's, evicting segments first
@@ -850,6 +874,7 @@ impl Store {
             strings,
             lists,
             list_chunks: self.list_chunks.load(Ordering::Relaxed),
+            list_span_bytes: list::SPAN_BYTES * self.list_elems.load(Ordering::Relaxed),
             bytes: self.accounted.load(Ordering::Relaxed),
             item_bytes,
             index_bytes: self.index_bytes.load(Ordering::Relaxed),

@@ -192,7 +192,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
 fn own_bytes(srv: &Server) -> Result<(&'static str, Option<f64>), String> {
     Ok(match srv.spec.kind {
         Kind::Granola | Kind::Memcached => ("stats bytes", stat(&srv.memcached_stats()?, "bytes")),
-        Kind::Redis => (
+        Kind::Redis | Kind::Valkey => (
             "used_memory",
             stat(&srv.redis_info("memory")?, "used_memory"),
         ),
@@ -206,7 +206,7 @@ fn counts(srv: &Server) -> Result<(Option<f64>, Option<f64>), String> {
             let st = srv.memcached_stats()?;
             (stat(&st, "curr_items"), stat(&st, "evictions"))
         }
-        Kind::Redis => {
+        Kind::Redis | Kind::Valkey => {
             let ks = srv.redis_info("keyspace")?;
             let keys = ks.iter().find(|(k, _)| k == "db0").and_then(|(_, v)| {
                 v.split(',')

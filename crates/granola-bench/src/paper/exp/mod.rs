@@ -11,6 +11,7 @@ pub mod kvmem_lists;
 pub mod large;
 pub mod memcached;
 pub mod redis;
+pub mod redis_benchmark;
 pub mod threshold;
 pub mod twitter;
 

