@@ -21,7 +21,7 @@ fn granola_kv() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("GRANOLA_KV_BIN") {
         return Some(PathBuf::from(p));
     }
-    Programs::find(None, None, None).granola_kv
+    Programs::find(None, None, None, None).granola_kv
 }
 
 fn tempdir(name: &str) -> PathBuf {
