@@ -222,6 +222,32 @@ impl Item {
         b.get(i)
     }
 
+    /// Runs `f` on the first element's bytes (None for an empty list or a
+    /// string) without taking a reference to it: for type checks, which
+    /// must not seal the chunk a push appends to.
+    pub fn with_list_first<R>(&self, f: impl FnOnce(Option<&[u8]>) -> R) -> R {
+        match &self.body {
+            Some(b) => f(lock_body(b).first()),
+            None => f(None),
+        }
+    }
+
+    /// The positions `from..to` that LRANGE `start end` covers (Redis
+    /// semantics, see [`list_range`](Self::list_range)).
+    pub fn list_bounds(&self, start: i64, end: i64) -> (usize, usize) {
+        range_bounds(start, end, self.list_len())
+    }
+
+    /// Elements at positions `from..to` (clamped), zero-copy, collected
+    /// under the body's lock.
+    pub fn list_slice(&self, from: usize, to: usize) -> impl Iterator<Item = Buf> + '_ {
+        let elems = match &self.body {
+            Some(b) if from < to => lock_body(b).range(from, to),
+            _ => Vec::new(),
+        };
+        elems.into_iter()
+    }
+
     /// Elements `start..=end` with Redis LRANGE semantics: negative indices
     /// count from the end, out-of-range indices are clamped, an empty range
     /// yields nothing. Each element is a zero-copy `Buf` sharing its chunk;

@@ -54,12 +54,12 @@ pub fn ctype(item: &Item) -> Option<CType> {
     if item.kind() != Kind::List {
         return None;
     }
-    Some(match item.list_get(0).as_deref() {
+    Some(item.with_list_first(|first| match first {
         Some(HASH) => CType::Hash,
         Some(SET) => CType::Set,
         Some(ZSET) => CType::ZSet,
         _ => CType::List,
-    })
+    }))
 }
 
 /// The elements after the marker (all of them for a list), copied.

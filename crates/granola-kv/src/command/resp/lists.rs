@@ -58,13 +58,17 @@ pub fn lrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             ctx.raw(resp::EMPTY_ARRAY);
             return Step::Done;
         };
-        let count = l.list_range(a, b).count().min(u32::MAX as usize);
+        let (lo, hi) = l.list_bounds(a, b);
+        let count = (hi - lo).min(u32::MAX as usize);
         ctx.array(count);
         (count, 0)
     } else {
         (ctx.resume >> 32, ctx.resume & 0xffff_ffff)
     };
-    let mut elems = item.as_ref().map(|l| l.list_range(a, b).skip(from));
+    let mut elems = item.as_ref().map(|l| {
+        let (lo, hi) = l.list_bounds(a, b);
+        l.list_slice(lo + from, hi)
+    });
     for n in from..count {
         if n > from && ctx.full() {
             return Step::Pause((count << 32) | n);
