@@ -501,6 +501,17 @@ impl Server {
             .collect())
     }
 
+    /// `FLUSHALL` over the RESP port (empties the server).
+    pub fn flushall(&self) -> Result<(), String> {
+        let addr = self.addr(Protocol::Resp, Transport::Tcp)?;
+        let reply = query(addr, b"*1\r\n$8\r\nFLUSHALL\r\n", b"\r\n")?;
+        if reply.starts_with("+OK") {
+            Ok(())
+        } else {
+            Err(format!("FLUSHALL on {addr}: {reply:?}"))
+        }
+    }
+
     /// `INFO section` over the RESP port: name → value.
     pub fn redis_info(&self, section: &str) -> Result<Vec<(String, String)>, String> {
         let addr = self.addr(Protocol::Resp, Transport::Tcp)?;

@@ -113,6 +113,23 @@ impl Chunk {
         }
     }
 
+    /// Adds a span at the list-order front or back of the chunk.
+    fn push_span(&mut self, span: (u32, u32), front: bool) {
+        if front {
+            self.spans.push_front(span)
+        } else {
+            self.spans.push_back(span)
+        }
+    }
+
+    fn pop_span(&mut self, front: bool) -> Option<(u32, u32)> {
+        if front {
+            self.spans.pop_front()
+        } else {
+            self.spans.pop_back()
+        }
+    }
+
     /// Writes `v` after the chunk's bytes; its span.
     fn write(&mut self, v: &[u8]) -> (u32, u32) {
         let Slot::Open(w) = &mut self.slot else {
@@ -127,6 +144,15 @@ impl Chunk {
         if let Slot::Sealed { handle, .. } = self.slot {
             pool.release_handle(handle);
         }
+    }
+}
+
+/// The chunk at the front or back of a list.
+fn end_of(chunks: &mut VecDeque<Chunk>, front: bool) -> Option<&mut Chunk> {
+    if front {
+        chunks.front_mut()
+    } else {
+        chunks.back_mut()
     }
 }
 
@@ -319,83 +345,76 @@ impl ListBody {
         front: bool,
         alloc: &mut Alloc<'_>,
     ) -> Option<(usize, usize)> {
-        let end = if front {
-            self.chunks.front_mut()
-        } else {
-            self.chunks.back_mut()
-        };
         let (mut added, mut released) = (SPAN_BYTES, 0);
-        if let Some(c) = end {
-            if c.fits(v.len()) {
-                let span = c.write(v);
-                if front {
-                    c.spans.push_front(span)
-                } else {
-                    c.spans.push_back(span)
-                }
-                self.len += 1;
-                self.bytes += SPAN_BYTES;
-                return Some((added, released));
-            }
+        if let Some(c) = self.end_mut(front).filter(|c| c.fits(v.len())) {
+            let span = c.write(v);
+            c.push_span(span, front);
+            self.len += 1;
+            self.bytes += SPAN_BYTES;
+            return Some((added, released));
         }
+        let mut c = self.open_chunk(key, v.len().max(CHUNK_BYTES), alloc)?;
+        added += self.pool.slot_size_of(&c);
         if v.len() > CHUNK_BYTES {
             // A chunk of its own, sealed at once.
-            let mut c = self.open_chunk(key, v.len(), alloc)?;
-            added += self.pool.slot_size_of(&c);
             let span = c.write(v);
-            c.spans.push_back(span);
+            c.push_span(span, front);
             c.seal(&self.pool);
-            self.place(c, front);
         } else {
-            let mut c = self.open_chunk(key, CHUNK_BYTES, alloc)?;
-            added += self.pool.slot_size_of(&c);
             // Take the end chunk's elements along if it is mostly dead or
-            // small (sealed by a read, or full of popped bytes).
-            let end = if front {
-                self.chunks.front()
-            } else {
-                self.chunks.back()
-            };
-            if let Some(e) = end.filter(|e| e.live_payload() + v.len() <= CHUNK_BYTES / 2) {
-                let spans: Vec<(u32, u32)> = (0..e.spans.len())
-                    .map(|k| {
-                        let (s, t) = e.spans[k];
-                        (s, t)
-                    })
-                    .collect();
-                let old_bytes: Vec<u8> = e.bytes().to_vec();
-                for (s, t) in spans {
-                    let span = c.write(&old_bytes[s as usize..t as usize]);
-                    c.spans.push_back(span);
-                }
-                let old = if front {
-                    self.chunks.pop_front()
-                } else {
-                    self.chunks.pop_back()
-                };
-                if let Some(old) = old {
-                    released += self.pool.slot_size_of(&old);
-                    self.bytes -= self.pool.slot_size_of(&old);
+            // small (sealed by a read, or full of popped bytes); else seal
+            // it: it is no longer an end.
+            let small = self
+                .end_mut(front)
+                .is_some_and(|e| e.live_payload() + v.len() <= CHUNK_BYTES / 2);
+            if small {
+                if let Some(old) = self.take_end(front) {
+                    for &(s, t) in &old.spans {
+                        let span = c.write(&old.bytes()[s as usize..t as usize]);
+                        c.spans.push_back(span);
+                    }
+                    let size = self.pool.slot_size_of(&old);
+                    released += size;
+                    self.bytes -= size;
                     old.release(&self.pool);
                 }
-            } else if let Some(e) = if front {
-                self.chunks.front_mut()
-            } else {
-                self.chunks.back_mut()
-            } {
+            } else if let Some(e) = end_of(&mut self.chunks, front) {
                 e.seal(&self.pool);
             }
             let span = c.write(v);
-            if front {
-                c.spans.push_front(span)
-            } else {
-                c.spans.push_back(span)
-            }
-            self.place(c, front);
+            c.push_span(span, front);
         }
+        self.place(c, front);
         self.len += 1;
         self.bytes += added;
         Some((added, released))
+    }
+
+    fn end_mut(&mut self, front: bool) -> Option<&mut Chunk> {
+        end_of(&mut self.chunks, front)
+    }
+
+    fn take_end(&mut self, front: bool) -> Option<Chunk> {
+        if front {
+            self.chunks.pop_front()
+        } else {
+            self.chunks.pop_back()
+        }
+    }
+
+    /// Removes the end chunk if it has no live element; slot bytes freed.
+    fn drop_end_if_empty(&mut self, front: bool) -> usize {
+        if !self.end_mut(front).is_some_and(|c| c.spans.is_empty()) {
+            return 0;
+        }
+        match self.take_end(front) {
+            Some(empty) => {
+                let size = self.pool.slot_size_of(&empty);
+                empty.release(&self.pool);
+                size
+            }
+            None => 0,
+        }
     }
 
     fn open_chunk(&self, key: &[u8], payload: usize, alloc: &mut Alloc<'_>) -> Option<Chunk> {
@@ -428,48 +447,24 @@ impl ListBody {
         let mut out = Vec::with_capacity(n);
         let mut released = 0;
         while out.len() < n {
-            let c = if front {
-                self.chunks.front_mut()
-            } else {
-                self.chunks.back_mut()
-            };
-            let Some(c) = c else { break };
-            let Some(span) = (if front {
-                c.spans.pop_front()
-            } else {
-                c.spans.pop_back()
-            }) else {
+            let pool = &self.pool;
+            let Some(c) = end_of(&mut self.chunks, front) else {
                 break;
             };
+            let Some(span) = c.pop_span(front) else { break };
+            let (s, e) = (span.0 as usize, span.1 as usize);
             let elem = match &c.slot {
-                Slot::Sealed { buf, .. } => buf.try_slice(span.0 as usize..span.1 as usize),
-                Slot::Open(w) => self
-                    .pool
-                    .alloc_copy(&w.as_slice()[span.0 as usize..span.1 as usize]),
+                Slot::Sealed { buf, .. } => buf.try_slice(s..e),
+                Slot::Open(w) => pool.alloc_copy(&w.as_slice()[s..e]),
                 Slot::Moving => None,
             };
             let Some(elem) = elem else {
                 // No pool memory for the copy: put it back and stop.
-                if front {
-                    c.spans.push_front(span)
-                } else {
-                    c.spans.push_back(span)
-                }
+                c.push_span(span, front);
                 break;
             };
             out.push(elem);
-            released += SPAN_BYTES;
-            if c.spans.is_empty() {
-                let empty = if front {
-                    self.chunks.pop_front()
-                } else {
-                    self.chunks.pop_back()
-                };
-                if let Some(empty) = empty {
-                    released += self.pool.slot_size_of(&empty);
-                    empty.release(&self.pool);
-                }
-            }
+            released += SPAN_BYTES + self.drop_end_if_empty(front);
         }
         self.len -= out.len();
         self.bytes -= released;
@@ -481,30 +476,12 @@ impl ListBody {
     pub(crate) fn discard(&mut self, count: usize, front: bool) -> usize {
         let mut released = 0;
         for _ in 0..count.min(self.len) {
-            let c = if front {
-                self.chunks.front_mut()
-            } else {
-                self.chunks.back_mut()
-            };
-            let Some(c) = c else { break };
-            if front {
-                c.spans.pop_front();
-            } else {
-                c.spans.pop_back();
+            let Some(c) = self.end_mut(front) else { break };
+            if c.pop_span(front).is_none() {
+                break;
             }
-            released += SPAN_BYTES;
             self.len -= 1;
-            if c.spans.is_empty() {
-                let empty = if front {
-                    self.chunks.pop_front()
-                } else {
-                    self.chunks.pop_back()
-                };
-                if let Some(empty) = empty {
-                    released += self.pool.slot_size_of(&empty);
-                    empty.release(&self.pool);
-                }
-            }
+            released += SPAN_BYTES + self.drop_end_if_empty(front);
         }
         self.bytes -= released;
         released

@@ -801,17 +801,7 @@ impl Store {
     /// A slot for a list chunk: like an item's, evicting segments first
     /// when the pool has none of that size.
     fn alloc_slot(&self, l: &Locked<'_>, n: usize) -> Option<granola::BufMut> {
-        for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
-            if let Some(w) = self.pool.alloc(n) {
-                return Some(w);
-            }
-            if round < MAX_SEGMENT_EVICTIONS {
-                self.evict_segment(l);
-            } else {
-                self.sweep_step(Some(l));
-            }
-        }
-        None
+        self.with_room(l, || self.pool.alloc(n))
     }
 
     /// Stores a new head item for list `id` at `key` (new CAS).
@@ -1034,9 +1024,16 @@ impl Store {
         content: &Content<'_>,
         hdr: Header,
     ) -> Option<Item> {
+        self.with_room(l, || item::build(&self.pool, key, content, hdr))
+    }
+
+    /// Runs the pool allocation `alloc` until it succeeds: after each
+    /// failure drains a segment, up to [`MAX_SEGMENT_EVICTIONS`], then
+    /// sweeps the CLOCK hand a little.
+    fn with_room<T>(&self, l: &Locked<'_>, mut alloc: impl FnMut() -> Option<T>) -> Option<T> {
         for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
-            if let Some(item) = item::build(&self.pool, key, content, hdr) {
-                return Some(item);
+            if let Some(t) = alloc() {
+                return Some(t);
             }
             if round < MAX_SEGMENT_EVICTIONS {
                 self.evict_segment(l);

@@ -18,8 +18,6 @@
 //! there the throughput ratio measures the client, and CPU per request is
 //! the comparison that means something.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -249,7 +247,7 @@ fn run_one(
 ) -> Result<Run, String> {
     let addr = srv.addr(Protocol::Resp, Transport::Tcp)?;
     if fresh {
-        flushall(addr)?;
+        srv.flushall()?;
     }
     let mut cmd = match &s.programs.taskset {
         Some(ts) => {
@@ -306,23 +304,4 @@ fn run_one(
         server_busy: if wall > 0.0 { cpu / wall } else { 0.0 },
         errors: errors || rows.is_empty(),
     })
-}
-
-/// `FLUSHALL` over RESP (each invocation starts from an empty server).
-fn flushall(addr: std::net::SocketAddr) -> Result<(), String> {
-    let mut c = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    c.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    c.write_all(b"*1\r\n$8\r\nFLUSHALL\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut buf = [0u8; 64];
-    let n = c.read(&mut buf).map_err(|e| e.to_string())?;
-    if buf[..n].starts_with(b"+OK") {
-        Ok(())
-    } else {
-        Err(format!(
-            "FLUSHALL on {addr}: {:?}",
-            String::from_utf8_lossy(&buf[..n])
-        ))
-    }
 }
