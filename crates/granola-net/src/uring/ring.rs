@@ -378,10 +378,13 @@ impl Ring {
 
     /// Submits every queued request and waits (one `io_uring_enter`) for at
     /// least one completion or `timeout`; then appends the completions to
-    /// `out`.
+    /// `out`. `eager`: some connection has more to do as soon as one of
+    /// this turn's sends completes (a reply paused on back-pressure, or
+    /// longer than one send), so the first completion ends the wait.
     pub(crate) fn enter(
         &mut self,
         timeout: std::time::Duration,
+        eager: bool,
         out: &mut Vec<Cqe>,
     ) -> io::Result<()> {
         let ts = types::Timespec::from(timeout);
@@ -390,10 +393,15 @@ impl Ring {
         // one more completion (the next request) makes one enter per
         // request/reply instead of two. The timeout bounds the wait when
         // no more input comes. (Sends use MSG_WAITALL, so a completion is
-        // never a short write that would wait here to be continued.)
+        // never a short write that would wait here to be continued.) Not
+        // when a send's completion is itself what lets a connection go
+        // on: its peer may be waiting for the rest of a reply and send
+        // nothing, and each such step would cost the whole timeout.
         let have_cqes = !self.ring.completion().is_empty();
         let want = if have_cqes {
             0
+        } else if eager {
+            1
         } else {
             1 + std::mem::take(&mut self.sends_queued)
         };

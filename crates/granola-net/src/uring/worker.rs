@@ -86,6 +86,9 @@ pub(crate) struct Worker {
     now: Instant,
     /// When the next timeout sweep is due.
     next_sweep: Instant,
+    /// The next `io_uring_enter` returns on the first completion (see
+    /// [`Ring::enter`]).
+    eager: bool,
 }
 
 impl Worker {
@@ -135,6 +138,7 @@ impl Worker {
             paused_listeners: Vec::new(),
             now: Instant::now(),
             next_sweep: Instant::now() + SWEEP_EVERY,
+            eager: false,
         };
         if let Err(e) = w.arm_all() {
             log::error!("io_uring worker: arming listeners failed: {e}");
@@ -165,7 +169,11 @@ impl Worker {
         while !self.stop.load(Ordering::Relaxed) {
             self.cqes.clear();
             let mut cqes = std::mem::take(&mut self.cqes);
-            if let Err(e) = self.ring.enter(Duration::from_millis(100), &mut cqes) {
+            if let Err(e) = self.ring.enter(
+                Duration::from_millis(100),
+                std::mem::take(&mut self.eager),
+                &mut cqes,
+            ) {
                 log::error!("io_uring_enter failed: {e}; worker exits");
                 self.cqes = cqes;
                 break;
@@ -428,6 +436,10 @@ impl Worker {
         if !busy && !conn.dead && !conn.tx.is_empty() {
             let mut bufs: Vec<Buf> = Vec::new();
             let head = conn.tx.stage(&mut bufs);
+            let staged = bufs.iter().map(|b| b.len()).sum::<usize>() - head;
+            // More queued than this send carries, or a session waiting for
+            // the queue to drain: the completion should end the next wait.
+            self.eager |= conn.paused || conn.closing.is_some() || conn.tx.queued_bytes() > staged;
             let zc = conn.tx.config().zerocopy;
             if let Err(e) = self
                 .ring
@@ -570,7 +582,7 @@ impl Worker {
         loop {
             let mut cqes = std::mem::take(&mut self.cqes);
             cqes.clear();
-            let _ = self.ring.enter(Duration::from_millis(10), &mut cqes);
+            let _ = self.ring.enter(Duration::from_millis(10), true, &mut cqes);
             for c in &cqes {
                 self.complete(c);
             }
