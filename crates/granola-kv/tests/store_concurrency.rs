@@ -4,7 +4,7 @@
 //! of another key, or a recycled slot would fail the check.
 
 use granola::Pool;
-use granola_kv::store::{Item, Kind, Meta, SetMode, Store, StoreConfig, StoreError};
+use granola_kv::store::{Growth, Item, Kind, Meta, SetMode, Store, StoreConfig, StoreError};
 use std::sync::Arc;
 
 const CHUNK: usize = 16;
@@ -54,6 +54,16 @@ fn check_item(k: u32, it: &Item) {
                 check_chunk(k, &e);
             }
         }
+        Kind::Hash => {
+            it.read_dict(|d| {
+                for (f, v) in d.iter() {
+                    assert_eq!(v.len(), CHUNK);
+                    check_chunk(k, v);
+                    assert_eq!(f, &v[4..12], "a value under another field");
+                }
+            });
+        }
+        Kind::Set => panic!("no sets written"),
     }
 }
 
@@ -80,6 +90,7 @@ fn run(store: Arc<Store>, threads: u32) -> u64 {
                     let k = rng.next() % KEYS;
                     let op = rng.next() % 100;
                     let lists = k % 8 == 0; // some keys are lists
+                    let hashes = k % 8 == 1; // some are hashes
                     if op < 55 {
                         if let Some(it) = s.get(&key(k)) {
                             check_item(k, &it);
@@ -97,6 +108,23 @@ fn run(store: Arc<Store>, threads: u32) -> u64 {
                             }
                             Ok(_) | Err(StoreError::OutOfMemory) => {}
                             Err(e) => panic!("list push: {e:?}"),
+                        }
+                    } else if hashes {
+                        // Fields name their value's (thread, seq): an
+                        // entry whose value came from another is torn.
+                        let c = chunk(k, t, seq);
+                        let growth = Growth {
+                            entries: 1,
+                            bytes: 8 + CHUNK,
+                        };
+                        match s.update_dict(&key(k), Kind::Hash, growth, |d| {
+                            d.insert(&c[4..12], &c);
+                            if d.len() > 32 {
+                                d.remove_at(rng.next() as usize % d.len());
+                            }
+                        }) {
+                            Ok(()) | Err(StoreError::OutOfMemory) => {}
+                            Err(e) => panic!("hash write: {e:?}"),
                         }
                     } else if op < 80 {
                         let n = 1 + rng.next() as usize % 12;
@@ -168,8 +196,12 @@ fn overlapping_writers_and_lock_free_readers() {
     );
     assert_eq!(
         st.item_bytes,
-        store.pool().stats().live_bytes + st.list_span_bytes
+        store.pool().stats().live_bytes + st.list_span_bytes + st.dict_bytes
     );
+    assert!(st.dict_bytes > 0, "hashes were stored");
+    store.flush_all();
+    let st = store.stats();
+    assert_eq!((st.item_bytes, st.dict_bytes), (0, 0), "{st:?}");
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! land in database `n` — documented, not prevented.
 
 use super::Storage;
-use crate::store::{Item, ListEdit, Meta, SetMode, Store, StoreError, StoreStats};
+use crate::store::{
+    Dict, Growth, Item, Kind, ListEdit, Meta, SetMode, Store, StoreError, StoreStats,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const MAGIC: [u8; 3] = [0xff, 0xfe, b'D'];
@@ -147,6 +149,20 @@ impl Storage for Db<'_> {
     ) -> Result<(), StoreError> {
         self.wrote();
         self.with_key(key, |k| self.store.update_list(k, |i| (f(i), ())))
+    }
+    fn update_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        growth: Growth,
+        f: &mut dyn FnMut(&mut Dict),
+    ) -> Result<(), StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.update_dict(k, kind, growth, f))
+    }
+    fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.put_dict(k, kind, dict, meta))
     }
     fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(&[u8], &Item)) -> u64 {
         self.store.scan(cursor, count, |item| {

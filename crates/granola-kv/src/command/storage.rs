@@ -1,6 +1,8 @@
 //! The storage the commands run against.
 
-use crate::store::{Item, ListEdit, Meta, SetMode, Store, StoreError, StoreStats};
+use crate::store::{
+    Dict, Growth, Item, Kind, ListEdit, Meta, SetMode, Store, StoreError, StoreStats,
+};
 
 /// What commands need from the store. [`Store`] implements it; commands
 /// take `&dyn Storage`, so a command file depends on this interface only.
@@ -49,6 +51,17 @@ pub trait Storage: Send + Sync {
         key: &[u8],
         f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
     ) -> Result<(), StoreError>;
+    /// Runs `f` on the hash or set at `key`, in place (see
+    /// [`Store::update_dict`]); `f` runs at most once.
+    fn update_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        growth: Growth,
+        f: &mut dyn FnMut(&mut Dict),
+    ) -> Result<(), StoreError>;
+    /// Replaces `key` with a copy of a hash or set.
+    fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError>;
 }
 
 impl Storage for Store {
@@ -102,5 +115,17 @@ impl Storage for Store {
         f: &mut dyn FnMut(Option<&Item>) -> ListEdit,
     ) -> Result<(), StoreError> {
         Store::update_list(self, key, |i| (f(i), ()))
+    }
+    fn update_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        growth: Growth,
+        f: &mut dyn FnMut(&mut Dict),
+    ) -> Result<(), StoreError> {
+        Store::update_dict(self, key, kind, growth, f)
+    }
+    fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError> {
+        Store::put_dict(self, key, kind, dict, meta)
     }
 }

@@ -6,8 +6,9 @@
 //!   | kind | 0  | key_len | flags | value_len | expires_at_ms | cas   | key | value |
 //!     u8     u8   u16       u32     u32         u64             u64
 //!
-//!  list head item: the value is the id of the list's body (list.rs)
-//!   | header (value_len = 8) | key | list id u64 |
+//!  collection head item (list, hash, set): the value is the id of the
+//!  collection's body (list.rs, dict.rs)
+//!   | header (value_len = 8) | key | body id u64 |
 //! ```
 //!
 //! All integers are little-endian and unaligned. The 28-byte header keeps a
@@ -25,6 +26,7 @@
 //! slot before anything is sliced; the reader then re-checks the index
 //! entry (see the store docs) before trusting it.
 
+use super::dict::Dict;
 use super::list::ListBody;
 use granola::{Buf, BufMut, Pool};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,23 +35,59 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub(crate) const HEADER_LEN: usize = 28;
 const KIND_STRING: u8 = 1;
 const KIND_LIST: u8 = 2;
+// 3 is a list chunk (list.rs).
+const KIND_HASH: u8 = 4;
+const KIND_SET: u8 = 5;
 
 /// What a key holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A byte string (memcached value, Redis string).
     String,
-    /// A list of byte strings (Redis list, native GetList/PutList).
+    /// A list of byte strings (Redis list and sorted set, native
+    /// GetList/PutList).
     List,
+    /// A Redis hash: fields and values.
+    Hash,
+    /// A Redis set.
+    Set,
 }
 
-/// A list's body, shared by the store and the items it hands out.
-pub(crate) type SharedBody = Arc<Mutex<ListBody>>;
+impl Kind {
+    /// True for the kinds whose head item names a body.
+    pub fn is_collection(self) -> bool {
+        self != Kind::String
+    }
+
+    /// True for hashes and sets (a [`Dict`] body).
+    pub fn is_dict(self) -> bool {
+        matches!(self, Kind::Hash | Kind::Set)
+    }
+}
+
+/// A collection's body.
+pub(crate) enum Body {
+    /// A list's chunks.
+    List(ListBody),
+    /// A hash's or a set's table.
+    Dict(Dict),
+}
+
+/// A collection's body, shared by the store and the items it hands out.
+pub(crate) type SharedBody = Arc<Mutex<Body>>;
 
 /// Locks a body (a panic while holding it cannot leave it inconsistent
 /// in a way later readers could observe as unsafe: keep going).
-pub(crate) fn lock_body(b: &SharedBody) -> MutexGuard<'_, ListBody> {
+pub(crate) fn lock_body(b: &SharedBody) -> MutexGuard<'_, Body> {
     b.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on a locked body if it is a list.
+fn with_list<R>(b: &SharedBody, f: impl FnOnce(&mut ListBody) -> R) -> Option<R> {
+    match &mut *lock_body(b) {
+        Body::List(l) => Some(f(l)),
+        Body::Dict(_) => None,
+    }
 }
 
 /// A stored item: key, value (or list) and metadata, in one pool slot.
@@ -109,6 +147,8 @@ impl Item {
         let kind = match buf[0] {
             KIND_STRING => Kind::String,
             KIND_LIST => Kind::List,
+            KIND_HASH => Kind::Hash,
+            KIND_SET => Kind::Set,
             _ => return None,
         };
         let key_len = u16_at(&buf, 2);
@@ -117,7 +157,7 @@ impl Item {
         if end > buf.len() {
             return None;
         }
-        if kind == Kind::List && value_len != 8 {
+        if kind.is_collection() && value_len != 8 {
             return None;
         }
         Some(Item {
@@ -193,33 +233,54 @@ impl Item {
         self.value_len as usize
     }
 
-    /// The id of a list's body (None for strings).
-    pub(crate) fn list_id(&self) -> Option<u64> {
-        (self.kind == Kind::List).then(|| u64_at(self.value_bytes(), 0))
+    /// The id of a collection's body (None for strings).
+    pub(crate) fn body_id(&self) -> Option<u64> {
+        self.kind
+            .is_collection()
+            .then(|| u64_at(self.value_bytes(), 0))
     }
 
-    /// Attaches the list's body (the store does, before handing it out).
+    /// Runs `f` on a hash's or set's table, under its lock (None for other
+    /// kinds). Keep `f` short: writers of this key wait for it.
+    pub fn read_dict<R>(&self, f: impl FnOnce(&Dict) -> R) -> Option<R> {
+        match &*lock_body(self.body.as_ref()?) {
+            Body::Dict(d) => Some(f(d)),
+            Body::List(_) => None,
+        }
+    }
+
+    /// Entries of a hash or set (0 for other kinds).
+    pub fn dict_len(&self) -> usize {
+        self.read_dict(Dict::len).unwrap_or(0)
+    }
+
+    /// Attaches the collection's body (the store does, before handing it
+    /// out).
     pub(crate) fn with_body(mut self, body: SharedBody) -> Item {
         self.body = Some(body);
         self
     }
 
-    /// The list's body, if attached.
+    /// The collection's body, if attached.
     pub(crate) fn body(&self) -> Option<&SharedBody> {
         self.body.as_ref()
     }
 
     /// Number of list elements (0 for strings).
     pub fn list_len(&self) -> usize {
-        self.body.as_ref().map_or(0, |b| lock_body(b).len())
+        self.body
+            .as_ref()
+            .and_then(|b| with_list(b, |l| l.len()))
+            .unwrap_or(0)
     }
 
     /// Element `index` of a list (negative counts from the end, as Redis
     /// LINDEX), as a zero-copy `Buf` sharing its chunk.
     pub fn list_get(&self, index: i64) -> Option<Buf> {
-        let mut b = lock_body(self.body.as_ref()?);
-        let i = normalize(index, b.len())?;
-        b.get(i)
+        with_list(self.body.as_ref()?, |b| {
+            let i = normalize(index, b.len())?;
+            b.get(i)
+        })?
     }
 
     /// Runs `f` on the first element's bytes (None for an empty list or a
@@ -227,7 +288,10 @@ impl Item {
     /// must not seal the chunk a push appends to.
     pub fn with_list_first<R>(&self, f: impl FnOnce(Option<&[u8]>) -> R) -> R {
         match &self.body {
-            Some(b) => f(lock_body(b).first()),
+            Some(b) => match &*lock_body(b) {
+                Body::List(l) => f(l.first()),
+                Body::Dict(_) => f(None),
+            },
             None => f(None),
         }
     }
@@ -242,7 +306,7 @@ impl Item {
     /// under the body's lock.
     pub fn list_slice(&self, from: usize, to: usize) -> impl Iterator<Item = Buf> + '_ {
         let elems = match &self.body {
-            Some(b) if from < to => lock_body(b).range(from, to),
+            Some(b) if from < to => with_list(b, |l| l.range(from, to)).unwrap_or_default(),
             _ => Vec::new(),
         };
         elems.into_iter()
@@ -255,11 +319,11 @@ impl Item {
     /// consistent state of the list.
     pub fn list_range(&self, start: i64, end: i64) -> impl Iterator<Item = Buf> + '_ {
         let elems = match &self.body {
-            Some(b) => {
-                let mut b = lock_body(b);
+            Some(b) => with_list(b, |b| {
                 let (from, to) = range_bounds(start, end, b.len());
                 b.range(from, to)
-            }
+            })
+            .unwrap_or_default(),
             None => Vec::new(),
         };
         elems.into_iter()
@@ -302,8 +366,8 @@ pub(crate) fn range_bounds(start: i64, end: i64, len: usize) -> (usize, usize) {
 pub(crate) enum Content<'a> {
     /// A string, the concatenation of these parts.
     Str(&'a [&'a [u8]]),
-    /// A list head for the body with this id.
-    ListHead(u64),
+    /// A collection's head (list, hash or set) for the body with this id.
+    Head(Kind, u64),
     /// A copy of another item's value area (same kind).
     CopyOf(&'a Item),
 }
@@ -321,7 +385,7 @@ impl Content<'_> {
     pub(crate) fn value_len(&self) -> usize {
         match self {
             Content::Str(parts) => parts.iter().map(|p| p.len()).sum(),
-            Content::ListHead(_) => 8,
+            Content::Head(..) => 8,
             Content::CopyOf(item) => item.value_len(),
         }
     }
@@ -329,7 +393,7 @@ impl Content<'_> {
     fn kind(&self) -> Kind {
         match self {
             Content::Str(_) => Kind::String,
-            Content::ListHead(_) => Kind::List,
+            Content::Head(kind, _) => *kind,
             Content::CopyOf(item) => item.kind(),
         }
     }
@@ -351,6 +415,8 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
     head[0] = match content.kind() {
         Kind::String => KIND_STRING,
         Kind::List => KIND_LIST,
+        Kind::Hash => KIND_HASH,
+        Kind::Set => KIND_SET,
     };
     head[2..4].copy_from_slice(&(key.len() as u16).to_le_bytes());
     head[4..8].copy_from_slice(&h.flags.to_le_bytes());
@@ -365,7 +431,7 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
                 w.extend_from_slice(p);
             }
         }
-        Content::ListHead(id) => w.extend_from_slice(&id.to_le_bytes()),
+        Content::Head(_, id) => w.extend_from_slice(&id.to_le_bytes()),
         Content::CopyOf(item) => w.extend_from_slice(item.value_bytes()),
     }
     let item = Item::parse(w.freeze());
@@ -426,11 +492,11 @@ mod tests {
         assert_eq!(s.value_bytes(), b"abcd");
         assert_eq!(s.kind(), Kind::String);
         assert_eq!((s.flags(), s.expires_at_ms(), s.cas()), (7, 99, 5));
-        let l = build(&pool, b"list", &Content::ListHead(42), h).unwrap();
-        assert_eq!((l.kind(), l.list_id()), (Kind::List, Some(42)));
+        let l = build(&pool, b"list", &Content::Head(Kind::List, 42), h).unwrap();
+        assert_eq!((l.kind(), l.body_id()), (Kind::List, Some(42)));
         assert_eq!(l.list_len(), 0, "no body attached");
         let copy = build(&pool, b"list", &Content::CopyOf(&l), h).unwrap();
-        assert_eq!(copy.list_id(), Some(42));
+        assert_eq!(copy.body_id(), Some(42));
         // An item of exactly HEADER + 20 + 100 bytes takes a 160 B slot.
         let v = [1u8; 100];
         let it = build(&pool, &[2u8; 20], &Content::Str(&[&v]), h).unwrap();

@@ -21,8 +21,12 @@
 //!   sees a torn list. The body sits behind its own mutex: list reads take
 //!   it briefly (strings stay lock-free). Every write also rewrites the
 //!   small head item, so the CAS and WATCH see each change. Edits in the
-//!   middle (LSET, LREM, LINSERT, and hash/set writes, which are lists
+//!   middle (LSET, LREM, LINSERT, and sorted-set writes, which are lists
 //!   with a type marker) rebuild the body: O(n).
+//! - **Hashes and sets** are a head item (kind hash or set) plus a hash
+//!   table on the heap (`dict.rs`), edited in place under the key's lock:
+//!   O(1) per field. Its heap bytes are charged to the limit like slots
+//!   ([`Store::update_dict`] reserves a bound on a write's growth first).
 //! - **Reads never wait.** [`Store::get`] takes no lock: it loads an entry,
 //!   acquires the slot ([`granola::Pool::try_acquire`]), checks the key and
 //!   re-checks the entry (`index.rs` explains why that is enough). Writers
@@ -64,6 +68,7 @@
 //! CAS.
 
 mod clock;
+mod dict;
 mod index;
 mod item;
 mod list;
@@ -71,12 +76,13 @@ mod scan;
 mod update;
 
 pub use clock::{now_ms, Clock};
+pub use dict::Dict;
 pub use item::{Item, Kind};
-pub use update::ListEdit;
+pub use update::{Growth, ListEdit};
 
 use granola::Pool;
 use index::{entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, OCCUPIED, REF};
-use item::{lock_body, Content, Header, SharedBody, HEADER_LEN};
+use item::{lock_body, Body, Content, Header, SharedBody, HEADER_LEN};
 use list::ListBody;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -179,22 +185,26 @@ pub struct Meta {
 /// Counters (a snapshot; each field is read separately).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
-    /// Stored items (strings + lists).
+    /// Stored items (strings + collections).
     pub items: usize,
     /// Stored strings.
     pub strings: usize,
-    /// Stored lists.
+    /// Stored collections (lists, hashes, sets).
     pub lists: usize,
     /// Pool slots holding list chunks (each list also has a head item).
     pub list_chunks: usize,
     /// Heap bytes of list element spans (8 per element), counted in
     /// `item_bytes` but not in pool memory.
     pub list_span_bytes: usize,
+    /// Heap bytes of hashes and sets (`dict.rs`), counted in `item_bytes`
+    /// but not in pool memory.
+    pub dict_bytes: usize,
     /// Accounted bytes (`item_bytes + index_bytes` + writes in progress);
     /// never above `limit`.
     pub bytes: usize,
     /// Pool slot bytes of stored items and list chunks, plus the lists'
-    /// span bytes (`list_span_bytes`).
+    /// span bytes (`list_span_bytes`) and the hashes' and sets' heap bytes
+    /// (`dict_bytes`).
     pub item_bytes: usize,
     /// Bytes of the index.
     pub index_bytes: usize,
@@ -286,6 +296,7 @@ pub struct Store {
     lists: AtomicUsize,
     list_chunks: AtomicUsize,
     list_elems: AtomicUsize,
+    dict_bytes: AtomicUsize,
     next_cas: AtomicU64,
     hand: Mutex<Hand>,
     stripes: [Stripe; STRIPES],
@@ -348,6 +359,7 @@ impl Store {
             lists: AtomicUsize::new(0),
             list_chunks: AtomicUsize::new(0),
             list_elems: AtomicUsize::new(0),
+            dict_bytes: AtomicUsize::new(0),
             next_cas: AtomicU64::new(1),
             hand: Mutex::new(Hand::default()),
             stripes: Default::default(),
@@ -401,7 +413,7 @@ impl Store {
         // left the table): read the key again.
         for _ in 0..8 {
             match self.get_item(key) {
-                Some(item) if item.kind() == Kind::List => {
+                Some(item) if item.kind().is_collection() => {
                     if let Some(item) = self.attach(item) {
                         return Some(item);
                     }
@@ -423,7 +435,7 @@ impl Store {
     /// A list head with its body attached (strings pass through); `None`
     /// if the list's body is gone (it was replaced or removed).
     fn attach(&self, item: Item) -> Option<Item> {
-        match item.list_id() {
+        match item.body_id() {
             Some(id) => Some(item.with_body(self.body_of(id)?)),
             None => Some(item),
         }
@@ -628,7 +640,10 @@ impl Store {
             },
             None => (self.new_body(), Meta::default()),
         };
-        let mut b = lock_body(&body);
+        let mut guard = lock_body(&body);
+        let Body::List(b) = &mut *guard else {
+            return Err(StoreError::WrongType);
+        };
         if b.len() + values.len() > self.config.max_list_len {
             return Err(StoreError::ListTooLong);
         }
@@ -650,11 +665,11 @@ impl Store {
         }
         let len = b.len();
         let id = b.id();
-        drop(b);
+        drop(guard);
         if old.is_none() {
             self.publish_body(id, body);
         }
-        self.put_head(&l, &h, key, id, meta, old.as_ref())?;
+        self.put_head(&l, &h, key, Kind::List, id, meta, old.as_ref())?;
         Ok(len)
     }
 
@@ -675,12 +690,15 @@ impl Store {
         let Some(body) = f.item.body().cloned() else {
             return Err(StoreError::WrongType);
         };
-        let mut b = lock_body(&body);
+        let mut guard = lock_body(&body);
+        let Body::List(b) = &mut *guard else {
+            return Err(StoreError::WrongType);
+        };
         let shape = b.shape();
         let (popped, released) = b.pop(count, front);
         self.charge(0, 0, released, shape, b.shape());
         let (len, id) = (b.len(), b.id());
-        drop(b);
+        drop(guard);
         if len == 0 {
             self.remove(&l, f.pos, &f.item);
         } else if !popped.is_empty() {
@@ -690,7 +708,7 @@ impl Store {
             };
             // The elements are already off the list: if the new head
             // cannot be stored the list keeps its old CAS, nothing worse.
-            let _ = self.put_head(&l, &h, key, id, meta, Some(&f));
+            let _ = self.put_head(&l, &h, key, Kind::List, id, meta, Some(&f));
         }
         Ok(Some(popped))
     }
@@ -723,7 +741,10 @@ impl Store {
             return Err(StoreError::ListTooLong);
         }
         let body = self.new_body();
-        let mut b = lock_body(&body);
+        let mut guard = lock_body(&body);
+        let Body::List(b) = &mut *guard else {
+            unreachable!("a new body is a list");
+        };
         let cost = list::chunks_cost(key, values);
         if !self.reserve(cost, Some(l)) {
             return Err(StoreError::OutOfMemory);
@@ -735,9 +756,9 @@ impl Store {
         };
         self.charge(cost, added, released, (0, 0), b.shape());
         let id = b.id();
-        drop(b);
+        drop(guard);
         self.publish_body(id, body);
-        if let Err(e) = self.put_head(l, h, key, id, meta, old) {
+        if let Err(e) = self.put_head(l, h, key, Kind::List, id, meta, old) {
             self.drop_body(id);
             return Err(e);
         }
@@ -747,7 +768,7 @@ impl Store {
     /// A new, empty, unpublished list body.
     fn new_body(&self) -> SharedBody {
         let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
-        Arc::new(Mutex::new(ListBody::new(self.pool.clone(), id)))
+        Arc::new(Mutex::new(Body::List(ListBody::new(self.pool.clone(), id))))
     }
 
     /// Makes body `id` findable (before its head goes into the index).
@@ -766,11 +787,18 @@ impl Store {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
         if let Some(body) = body {
-            let b = lock_body(&body);
-            let bytes = b.slot_bytes();
-            self.list_chunks
-                .fetch_sub(b.chunk_count(), Ordering::Relaxed);
-            self.list_elems.fetch_sub(b.len(), Ordering::Relaxed);
+            let bytes = match &*lock_body(&body) {
+                Body::List(b) => {
+                    self.list_chunks
+                        .fetch_sub(b.chunk_count(), Ordering::Relaxed);
+                    self.list_elems.fetch_sub(b.len(), Ordering::Relaxed);
+                    b.slot_bytes()
+                }
+                Body::Dict(d) => {
+                    self.dict_bytes.fetch_sub(d.heap_bytes(), Ordering::Relaxed);
+                    d.heap_bytes()
+                }
+            };
             self.item_bytes.fetch_sub(bytes, Ordering::Relaxed);
             self.accounted.fetch_sub(bytes, Ordering::Relaxed);
         }
@@ -804,12 +832,15 @@ impl Store {
         self.with_room(l, || self.pool.alloc(n))
     }
 
-    /// Stores a new head item for list `id` at `key` (new CAS).
+    /// Stores a new head item for the collection `id` of `kind` at `key`
+    /// (new CAS).
+    #[allow(clippy::too_many_arguments)]
     fn put_head(
         &self,
         l: &Locked<'_>,
         h: &Hashed,
         key: &[u8],
+        kind: Kind,
         id: u64,
         meta: Meta,
         old: Option<&Found>,
@@ -819,7 +850,7 @@ impl Store {
             expires_at_ms: meta.expires_at_ms,
             cas: self.new_cas(),
         };
-        self.put_locked(l, h, key, &Content::ListHead(id), hdr, old)?;
+        self.put_locked(l, h, key, &Content::Head(kind, id), hdr, old)?;
         self.sets.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -828,7 +859,7 @@ impl Store {
     /// eviction leaves it alone (it is being modified under its key's
     /// lock, possibly by the very writer that is evicting).
     fn busy(&self, item: &Item) -> bool {
-        let Some(id) = item.list_id() else {
+        let Some(id) = item.body_id() else {
             return false;
         };
         match self.body_of(id) {
@@ -865,6 +896,7 @@ impl Store {
             lists,
             list_chunks: self.list_chunks.load(Ordering::Relaxed),
             list_span_bytes: list::SPAN_BYTES * self.list_elems.load(Ordering::Relaxed),
+            dict_bytes: self.dict_bytes.load(Ordering::Relaxed),
             bytes: self.accounted.load(Ordering::Relaxed),
             item_bytes,
             index_bytes: self.index_bytes.load(Ordering::Relaxed),
@@ -902,7 +934,7 @@ impl Store {
             self.expired.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        if let Some(id) = f.item.list_id() {
+        if let Some(id) = f.item.body_id() {
             // Under the key's lock the body is in the table.
             let body = self.body_of(id)?;
             f.item = f.item.with_body(body);
@@ -926,7 +958,7 @@ impl Store {
     /// [`forget`](Self::forget), except that the body of list `keep` (the
     /// one a new head for the same list replaces this one with) stays.
     fn forget_keeping(&self, handle: u32, item: &Item, keep: Option<u64>) {
-        if let Some(id) = item.list_id().filter(|&id| Some(id) != keep) {
+        if let Some(id) = item.body_id().filter(|&id| Some(id) != keep) {
             self.drop_body(id);
         }
         let released = self.pool.release_handle(handle);
@@ -936,7 +968,7 @@ impl Store {
         self.accounted.fetch_sub(size, Ordering::Relaxed);
         match item.kind() {
             Kind::String => self.strings.fetch_sub(1, Ordering::Relaxed),
-            Kind::List => self.lists.fetch_sub(1, Ordering::Relaxed),
+            _ => self.lists.fetch_sub(1, Ordering::Relaxed),
         };
     }
 
@@ -1004,11 +1036,11 @@ impl Store {
         self.item_bytes.fetch_add(slot, Ordering::Relaxed);
         match new.kind() {
             Kind::String => self.strings.fetch_add(1, Ordering::Relaxed),
-            Kind::List => self.lists.fetch_add(1, Ordering::Relaxed),
+            _ => self.lists.fetch_add(1, Ordering::Relaxed),
         };
         if let Some(prev) = prev {
             debug_assert!(e & OCCUPIED != 0);
-            self.forget_keeping(entry_handle(e), &prev, new.list_id());
+            self.forget_keeping(entry_handle(e), &prev, new.body_id());
         }
         Ok(new)
     }
@@ -1083,7 +1115,7 @@ impl Store {
             };
             if let Some(f) = l.find(&self.pool, &h, &key) {
                 let owner = match chunk_of {
-                    Some(id) => f.item.list_id() == Some(id),
+                    Some(id) => f.item.body_id() == Some(id),
                     None => entry_handle(f.entry) == handle,
                 };
                 if owner && !self.busy(&f.item) {

@@ -1,9 +1,12 @@
-//! Read-modify-write of a list item under its key's lock: what list, hash
-//! and set commands build on (LSET, HSET, SADD...). The whole body is
-//! rebuilt: O(n), unlike the pushes and pops at the ends.
+//! Read-modify-write of a collection under its key's lock. Lists (LSET,
+//! LREM... and sorted sets, which are lists) rebuild the whole body: O(n),
+//! unlike the pushes and pops at the ends. Hashes and sets are edited in
+//! place: O(1) per field (`dict.rs`).
 
-use super::{Item, Kind, Meta, Store, StoreError};
+use super::item::{lock_body, Body};
+use super::{Dict, Item, Kind, Meta, Store, StoreError};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 /// What an update does to the list.
 pub enum ListEdit {
@@ -59,5 +62,152 @@ impl Store {
                 Ok(r)
             }
         }
+    }
+}
+
+/// What a hash or set write may add, for the store to reserve before it
+/// runs: up to `entries` new entries holding `bytes` bytes in all (fields
+/// plus values). An overestimate only makes the write evict a little more
+/// first; an underestimate lets the store pass its limit by the difference.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Growth {
+    /// New entries, at most.
+    pub entries: usize,
+    /// Their fields' and values' bytes (or a replaced value's), at most.
+    pub bytes: usize,
+}
+
+impl Store {
+    /// Runs `f` on the hash or set (`kind`) at `key` under the key's lock,
+    /// creating an empty one if absent (stored only if `f` leaves entries
+    /// in it). `WrongType` if `key` holds another kind; `OutOfMemory` if
+    /// `growth` cannot be made room for (then `f` does not run). A write
+    /// gives the key a new CAS; emptying it removes the key. O(what `f`
+    /// does): the table is edited in place.
+    pub fn update_dict<R>(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        growth: Growth,
+        f: impl FnOnce(&mut Dict) -> R,
+    ) -> Result<R, StoreError> {
+        debug_assert!(kind.is_dict());
+        self.check_len(key, 0)?;
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let old = self.find_live(&l, &h, key);
+        let (id, body, meta) = match &old {
+            Some(found) if found.item.kind() != kind => return Err(StoreError::WrongType),
+            Some(found) => match (found.item.body_id(), found.item.body()) {
+                (Some(id), Some(b)) => (id, b.clone(), meta_of(&found.item)),
+                _ => return Err(StoreError::OutOfMemory),
+            },
+            None => {
+                let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+                let body = Arc::new(Mutex::new(Body::Dict(Dict::default())));
+                (id, body, Meta::default())
+            }
+        };
+        let mut guard = lock_body(&body);
+        let Body::Dict(d) = &mut *guard else {
+            return Err(StoreError::WrongType);
+        };
+        let reserved = match growth {
+            Growth {
+                entries: 0,
+                bytes: 0,
+            } => 0,
+            g => d.growth_bound(g.entries, g.bytes),
+        };
+        // The body is locked while the store makes room: eviction skips it.
+        if !self.reserve(reserved, Some(&l)) {
+            return Err(StoreError::OutOfMemory);
+        }
+        let (before, writes) = (d.heap_bytes(), d.writes());
+        let r = f(d);
+        let after = d.heap_bytes();
+        debug_assert!(after <= before + reserved, "growth underestimated");
+        self.settle_dict(before, after, reserved);
+        let (changed, empty) = (d.writes() != writes, d.is_empty());
+        drop(guard);
+        if !changed {
+            return Ok(r);
+        }
+        if empty {
+            match &old {
+                Some(found) => self.remove(&l, found.pos, &found.item),
+                None => self.settle_dict(after, 0, 0),
+            }
+            return Ok(r);
+        }
+        if old.is_none() {
+            self.publish_body(id, body);
+        }
+        match self.put_head(&l, &h, key, kind, id, meta, old.as_ref()) {
+            Ok(()) => Ok(r),
+            Err(e) if old.is_none() => {
+                self.drop_body(id);
+                Err(e)
+            }
+            // The entries changed; the head keeps its old CAS, nothing
+            // worse.
+            Err(_) => Ok(r),
+        }
+    }
+
+    /// Replaces whatever `key` holds with a copy of `dict` as a `kind`
+    /// (hash or set); an empty `dict` removes the key. For COPY/RENAME.
+    pub fn put_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        dict: &Dict,
+        meta: Meta,
+    ) -> Result<(), StoreError> {
+        debug_assert!(kind.is_dict());
+        self.check_len(key, 0)?;
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let old = self.find_live(&l, &h, key);
+        if dict.is_empty() {
+            if let Some(found) = &old {
+                self.remove(&l, found.pos, &found.item);
+            }
+            return Ok(());
+        }
+        let copy = dict.clone();
+        let bytes = copy.heap_bytes();
+        if !self.reserve(bytes, Some(&l)) {
+            return Err(StoreError::OutOfMemory);
+        }
+        self.settle_dict(0, bytes, bytes);
+        let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+        self.publish_body(id, Arc::new(Mutex::new(Body::Dict(copy))));
+        if let Err(e) = self.put_head(&l, &h, key, kind, id, meta, old.as_ref()) {
+            self.drop_body(id);
+            return Err(e);
+        }
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Settles a dict write's accounting: its heap bytes went from
+    /// `before` to `after`, `reserved` bytes were reserved up front.
+    fn settle_dict(&self, before: usize, after: usize, reserved: usize) {
+        for counter in [&self.item_bytes, &self.dict_bytes] {
+            counter.fetch_add(after, Ordering::Relaxed);
+            counter.fetch_sub(before, Ordering::Relaxed);
+        }
+        self.accounted.fetch_add(after, Ordering::Relaxed);
+        self.accounted
+            .fetch_sub(before + reserved, Ordering::Relaxed);
+    }
+}
+
+/// The flags and expiry of `item`, for the item that replaces it.
+fn meta_of(item: &Item) -> Meta {
+    Meta {
+        flags: item.flags(),
+        expires_at_ms: item.expires_at_ms(),
     }
 }

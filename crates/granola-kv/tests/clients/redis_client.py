@@ -153,9 +153,88 @@ def main():
     r.execute_command("SELECT", 0)
     check("db0 value", r.get("shared-name"), b"db0")
     expect_error("select out of range", lambda: r.execute_command("SELECT", 16), "out of range")
+    hashes_and_sets(r, other)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
     print("redis client: all checks passed")
+
+
+def hashes_and_sets(r, other):
+    """Big hashes and sets through redis-py's own helpers (scan iterators
+    with the server's default COUNT), checked against Python's dict/set."""
+    want = {f"f{i}".encode(): f"v{i}-{i * 7919 % 1000}".encode() for i in range(20000)}
+    items = list(want.items())
+    for i in range(0, len(items), 1000):
+        check(f"hset batch {i}", r.hset("H", mapping=dict(items[i:i + 1000])), 1000)
+    check("hlen", r.hlen("H"), 20000)
+    check("hgetall", r.hgetall("H"), want)
+    check("hget", r.hget("H", "f12345"), want[b"f12345"])
+    check("hmget", r.hmget("H", ["f1", "nope", "f19999"]), [want[b"f1"], None, want[b"f19999"]])
+    check("type hash", r.type("H"), b"hash")
+    check("object encoding hash", r.object("encoding", "H"), b"hashtable")
+    # HSCAN while another client deletes a third of the fields: every field
+    # present for the whole scan is returned (duplicates allowed)
+    seen = set()
+    deleted = set()
+    for n, (f, v) in enumerate(r.hscan_iter("H")):
+        check("hscan value", v, want[f])
+        seen.add(f)
+        if n % 3 == 0 and n < 15000:
+            victim = f"f{(n * 7) % 20000}".encode()
+            deleted.add(victim)
+            other.hdel("H", victim)
+    check("hscan saw every surviving field", set(want) - deleted - seen, set())
+    left = {f: v for f, v in want.items() if f not in deleted}
+    check("hgetall after deletes", r.hgetall("H"), left)
+    matched = {f for f, _ in r.hscan_iter("H", match="f1999*")}
+    check("hscan match", matched, {f for f in left if f.startswith(b"f1999")})
+    check("hscan novalues", set(r.hscan_iter("H", match="f1999*", no_values=True)), matched)
+    expect_error("lpush on a hash", lambda: r.lpush("H", "x"), "WRONGTYPE")
+    expect_error("sadd on a hash", lambda: r.sadd("H", "x"), "WRONGTYPE")
+    # RENAME keeps the fields; EXPIRE keeps them; WATCH sees HSET
+    check("rename hash", r.rename("H", "H2"), True)
+    check("renamed hash", r.hgetall("H2"), left)
+    check("expire hash", r.expire("H2", 100), True)
+    check("hash after expire", r.hlen("H2"), len(left))
+    with r.pipeline() as p:
+        p.watch("H2")
+        p.multi()
+        p.hset("H2", "mine", "1")
+        other.hset("H2", "theirs", "1")
+        try:
+            p.execute()
+            print("FAIL watch hash: transaction applied", file=sys.stderr)
+            sys.exit(1)
+        except redis.WatchError:
+            pass
+    check("watch hash kept the other write", r.hexists("H2", "mine"), False)
+    check("hdel all", r.hdel("H2", *r.hkeys("H2")), len(left) + 1)
+    check("emptied hash is gone", r.exists("H2"), 0)
+
+    a = {f"m{i}".encode() for i in range(0, 30000, 2)}
+    b = {f"m{i}".encode() for i in range(0, 30000, 3)}
+    check("sadd a", r.sadd("A", *a), len(a))
+    check("sadd b", r.sadd("B", *b), len(b))
+    check("sadd again", r.sadd("A", "m0", "m1"), 1)
+    a.add(b"m1")
+    check("scard", r.scard("A"), len(a))
+    check("smembers", r.smembers("A"), a)
+    check("sismember", [r.sismember("A", "m4"), r.sismember("A", "m3")], [True, False])
+    check("sinter", r.sinter("A", "B"), a & b)
+    check("sunion", r.sunion("A", "B"), a | b)
+    check("sdiff", r.sdiff("A", "B"), a - b)
+    check("sscan", set(r.sscan_iter("A")), a)
+    check("type set", r.type("A"), b"set")
+    popped = r.spop("A", 100)
+    check("spop count", len(set(popped)), 100)
+    check("spop removed", a - set(popped) == r.smembers("A"), True)
+    rand = r.srandmember("B", 50)
+    check("srandmember distinct", len(set(rand)) == 50 and set(rand) <= b, True)
+    check("srandmember repeats", len(r.srandmember("B", -5000)), 5000)
+    check("copy set", r.copy("B", "B2"), True)
+    check("copied set", r.smembers("B2"), b)
+    check("srem", r.srem("B2", *b), len(b))
+    check("emptied set is gone", r.exists("B2"), 0)
 
 
 if __name__ == "__main__":

@@ -607,8 +607,12 @@ impl Pool {
     }
 
     /// The data region as (start address, length): what a datapath registers
-    /// with the kernel (io_uring fixed buffers) or NIC.
+    /// with the kernel (io_uring fixed buffers, an AF_XDP UMEM) or NIC.
+    /// Registration pins the region's pages, so from this call on the pool
+    /// stops giving freed pages back to the kernel (the resident size then
+    /// keeps its high-water mark).
     pub fn region(&self) -> (NonNull<u8>, usize) {
+        self.inner.data.pin();
         (self.inner.data.base(), self.inner.data.len())
     }
 
@@ -887,10 +891,15 @@ impl PoolInner {
         }
     }
 
-    /// Gives an empty small-class segment back to the shared allocator.
+    /// Gives an empty small-class segment back to the shared allocator,
+    /// and its pages back to the kernel: memory the pool no longer uses
+    /// stops counting in the process's RSS, so what the pool's user keeps
+    /// elsewhere (on the heap) under the same budget is not double-paid.
     /// Called with its class lock held, after its free-list entries were
     /// invalidated (generation bumped).
     fn release_segment(&self, seg: u32) {
+        self.data
+            .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
         if self.seg_draining[seg as usize].swap(false, Ordering::Relaxed) {
             self.segments_draining.fetch_sub(1, Ordering::Relaxed);
         }

@@ -12,6 +12,7 @@
 //! small pools.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether transparent huge pages were requested for a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +32,9 @@ pub(crate) struct Region {
     #[cfg_attr(not(miri), allow(dead_code))]
     align: usize,
     huge: HugePages,
+    /// Some kernel object holds the region's pages (an AF_XDP UMEM, fixed
+    /// buffers): they must never be discarded (see [`Region::discard`]).
+    pinned: AtomicBool,
 }
 
 // SAFETY: a Region is an owned range of plain memory; the pool coordinates all
@@ -100,6 +104,7 @@ impl Region {
             len,
             align,
             huge,
+            pinned: AtomicBool::new(false),
         })
     }
 
@@ -115,6 +120,7 @@ impl Region {
             len,
             align,
             huge: HugePages::Off,
+            pinned: AtomicBool::new(false),
         })
     }
 
@@ -130,11 +136,24 @@ impl Region {
         self.huge
     }
 
+    /// Marks the region as registered with the kernel: from now on
+    /// [`discard`](Self::discard) keeps the pages. A registration pins the
+    /// physical pages it found; after `MADV_DONTNEED` the process would
+    /// fault in new pages at those addresses while the kernel kept writing
+    /// (received frames) into the old ones.
+    pub(crate) fn pin(&self) {
+        self.pinned.store(true, Ordering::Release);
+    }
+
     /// Gives the physical pages behind `[offset, offset+len)` back to the
     /// kernel; the range reads as zeros afterwards. Used when large objects
-    /// are freed so the resident size follows the live data.
+    /// and emptied segments are freed, so the resident size follows the
+    /// live data. Nothing happens once the region is [pinned](Self::pin).
     pub(crate) fn discard(&self, offset: usize, len: usize) {
         debug_assert!(offset + len <= self.len);
+        if self.pinned.load(Ordering::Acquire) {
+            return;
+        }
         #[cfg(not(miri))]
         // SAFETY: the range lies inside our mapping and the caller guarantees
         // no live slot overlaps it (it was just freed).

@@ -10,8 +10,8 @@
 //!
 //! Then (`kvmem_drift`) RSS against the limit over time under size drift
 //! and a Zipf mix of sizes, beside memcached with and without its slab
-//! automover; and (`kvmem_lists`) list push/pop cost against list length
-//! beside Redis.
+//! automover; and (`kvmem_collections`) list push/pop and hash set/delete
+//! cost against the collection's size, beside Redis.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use super::super::plot::{self, Figure};
 use super::super::report::{round, text, Doc, Table};
 use super::super::servers::{stat, Kind, Server, ServerSpec};
 use super::super::Settings;
+use super::kvmem_collections::Shape;
 use super::{workload, System};
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -167,12 +168,16 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
     } else {
         serde_json::Value::Null
     };
-    let lists = if s.want("lists") {
-        super::kvmem_lists::run(s, &mut doc)?
-    } else {
-        serde_json::Value::Null
+    let mut collections = |shape: Shape| -> Result<serde_json::Value, String> {
+        if s.want(shape.name()) {
+            super::kvmem_collections::run(s, shape, &mut doc)
+        } else {
+            Ok(serde_json::Value::Null)
+        }
     };
-    doc.extra = json!({ "memory": rows, "drift": drift, "lists": lists });
+    let lists = collections(Shape::List)?;
+    let hashes = collections(Shape::Hash)?;
+    doc.extra = json!({ "memory": rows, "drift": drift, "lists": lists, "hashes": hashes });
     let fig = Figure::Bars {
         title: format!("Memory per item, {items} items of 20 B key + 100 B value"),
         y_label: "RSS growth per item (bytes)".into(),

@@ -167,6 +167,9 @@ fn general(ctx: &mut Ctx<'_>) {
     u(sink, "accepting_conns", 1);
     u(sink, "threads", shared.threads as u64);
     u(sink, "bytes", s.bytes as u64);
+    u(sink, "list_chunks", s.list_chunks as u64);
+    u(sink, "list_span_bytes", s.list_span_bytes as u64);
+    u(sink, "dict_bytes", s.dict_bytes as u64);
     u(sink, "curr_items", s.items as u64);
     u(sink, "total_items", s.sets);
     u(sink, "evictions", s.evictions);

@@ -1,12 +1,17 @@
-//! Hashes, sets and sorted sets are stored as list items whose first
-//! element is a type marker (no text client can send its leading 0xff
-//! 0x00... as a list element by accident; a binary one could, and would
-//! make that list read as a hash). The rest of the list: a hash's field,
-//! value, field, value...; a set's members; a sorted set's member, score
-//! pairs (score as 8 big-endian bytes of an f64) in (score, member)
-//! order. Every change rewrites the item under the key's lock
-//! (copy-on-write, O(size)), like list pushes; elements are sent by
-//! reference like strings.
+//! How each Redis collection type is stored, and the helpers its commands
+//! share.
+//!
+//! - **Lists** are store lists (`store/list.rs`): chunked, O(1) at both
+//!   ends, elements sent by reference.
+//! - **Hashes and sets** are the store's hash tables (`store/dict.rs`),
+//!   edited in place under the key's lock: O(1) per field or member;
+//!   replies copy the (typically small) fields and values.
+//! - **Sorted sets** are still list items whose first element is a type
+//!   marker (no text client can send its leading 0xff 0x00... as a list
+//!   element by accident; a binary one could, and would make that list
+//!   read as a sorted set), then member, score pairs (score as 8
+//!   big-endian bytes of an f64) in (score, member) order. Every change
+//!   rewrites the item under the key's lock (copy-on-write, O(size)).
 
 use crate::store::{Item, Kind};
 
@@ -23,18 +28,20 @@ pub enum CType {
     ZSet,
 }
 
-const HASH: &[u8] = b"\xff\x00granola:hash";
-const SET: &[u8] = b"\xff\x00granola:set";
 const ZSET: &[u8] = b"\xff\x00granola:zset";
 
 impl CType {
     /// The marker element a collection of this type starts with.
     pub fn marker(self) -> Option<&'static [u8]> {
+        (self == CType::ZSet).then_some(ZSET)
+    }
+
+    /// The store kind of a hash or set.
+    pub fn dict_kind(self) -> Option<Kind> {
         match self {
-            CType::List => None,
-            CType::Hash => Some(HASH),
-            CType::Set => Some(SET),
-            CType::ZSet => Some(ZSET),
+            CType::Hash => Some(Kind::Hash),
+            CType::Set => Some(Kind::Set),
+            CType::List | CType::ZSet => None,
         }
     }
 
@@ -51,15 +58,15 @@ impl CType {
 
 /// The collection type of `item` (None for a string).
 pub fn ctype(item: &Item) -> Option<CType> {
-    if item.kind() != Kind::List {
-        return None;
+    match item.kind() {
+        Kind::String => None,
+        Kind::Hash => Some(CType::Hash),
+        Kind::Set => Some(CType::Set),
+        Kind::List => Some(item.with_list_first(|first| match first {
+            Some(ZSET) => CType::ZSet,
+            _ => CType::List,
+        })),
     }
-    Some(item.with_list_first(|first| match first {
-        Some(HASH) => CType::Hash,
-        Some(SET) => CType::Set,
-        Some(ZSET) => CType::ZSet,
-        _ => CType::List,
-    }))
 }
 
 /// The elements after the marker (all of them for a list), copied.
@@ -84,8 +91,7 @@ pub fn with_marker(t: CType, mut body: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 
 use super::{Ctx, Replied};
 use crate::protocol::resp;
-use crate::store::ListEdit;
-use granola::Buf;
+use crate::store::{Dict, Growth, ListEdit};
 
 impl Ctx<'_> {
     /// The collection at `key` if it is of type `t`; `Err` (WRONGTYPE
@@ -99,11 +105,6 @@ impl Ctx<'_> {
             other => Ok(other),
         }
     }
-}
-
-/// The body elements of a collection item, by reference (marker skipped).
-pub fn elements(item: &Item, t: CType) -> impl Iterator<Item = Buf> + '_ {
-    item.list_range(0, -1).skip(usize::from(t != CType::List))
 }
 
 /// Read-modify-write of the collection of type `t` at `key`, under the
@@ -143,4 +144,57 @@ pub fn update<R>(
         return Err(Replied);
     }
     result.ok_or(Replied)
+}
+
+/// Runs `f` on the hash or set (`t`) at `key`, in place, creating it if
+/// absent (see [`crate::store::Store::update_dict`]). `growth` bounds what
+/// `f` adds. WRONGTYPE and store errors are written and returned as `Err`.
+pub fn edit<R>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    t: CType,
+    growth: Growth,
+    f: impl FnOnce(&mut Dict) -> R,
+) -> Result<R, Replied> {
+    let kind = t.dict_kind().expect("a hash or set");
+    let mut f = Some(f);
+    let mut result = None;
+    let r = ctx.db.update_dict(key, kind, growth, &mut |d| {
+        if let Some(f) = f.take() {
+            result = Some(f(d));
+        }
+    });
+    if let Err(e) = r {
+        ctx.store_error(e);
+        return Err(Replied);
+    }
+    result.ok_or(Replied)
+}
+
+/// The growth of writing these fields or members (and values).
+pub fn growth_of<'a>(entries: usize, parts: impl IntoIterator<Item = &'a [u8]>) -> Growth {
+    Growth {
+        entries,
+        bytes: parts.into_iter().map(<[u8]>::len).sum(),
+    }
+}
+
+/// Reads the hash or set (`t`) at `key` with `f` (None if absent, under
+/// the table's lock); `Err` (WRONGTYPE written) if the key holds something
+/// else.
+pub fn read<R, F>(ctx: &mut Ctx<'_>, key: &[u8], t: CType, f: F) -> Result<R, Replied>
+where
+    F: FnOnce(&mut Ctx<'_>, Option<&Dict>) -> R,
+{
+    let Some(item) = ctx.coll(key, t)? else {
+        return Ok(f(ctx, None));
+    };
+    let mut f = Some(f);
+    let run = |f: &mut Option<F>| f.take().expect("runs once");
+    if let Some(r) = item.read_dict(|d| run(&mut f)(ctx, Some(d))) {
+        return Ok(r);
+    }
+    // Not reachable (a hash or set read has its table attached), but
+    // reading it as absent is the safe answer.
+    Ok(run(&mut f)(ctx, None))
 }

@@ -1,34 +1,18 @@
 //! Hash commands: HSET HMSET HSETNX HGET HMGET HGETALL HDEL HLEN HEXISTS
-//! HSTRLEN HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN. Stored as described in
-//! [`super::collections`]; values go out by reference.
+//! HSTRLEN HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN. A hash is the store's
+//! table (see [`super::collections`]): O(1) per field.
 
-use super::collections::{elements, update, CType};
+use super::collections::{edit, growth_of, read, CType};
 use super::strings::parse_float;
 use super::{glob, parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use granola::Buf;
+use crate::store::{Dict, Growth};
 
 const T: CType = CType::Hash;
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.arg(i).unwrap_or_default()
-}
-
-/// Sets `pairs` in the flat field/value body; returns how many fields were
-/// new.
-fn put(body: &mut Vec<Vec<u8>>, field: &[u8], value: &[u8]) -> bool {
-    match body.chunks(2).position(|p| p[0] == field) {
-        Some(i) => {
-            body[2 * i + 1] = value.to_vec();
-            false
-        }
-        None => {
-            body.push(field.to_vec());
-            body.push(value.to_vec());
-            true
-        }
-    }
 }
 
 /// `HSET key field value [field value ...]`: fields added.
@@ -46,11 +30,14 @@ fn hset_inner(ctx: &mut Ctx<'_>, cmd: &Command<'_>, ok: bool) -> Step {
         resp::write_wrong_arity(ctx.out, cmd.name());
         return Step::Done;
     }
-    let pairs: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(added) = update(ctx, arg(cmd, 1), T, |h| {
-        let mut h = h.unwrap_or_default();
-        let added = pairs.chunks(2).filter(|p| put(&mut h, p[0], p[1])).count();
-        (Some(h), added)
+    let growth = growth_of((cmd.len() - 2) / 2, cmd.args().skip(2));
+    if let Ok(added) = edit(ctx, arg(cmd, 1), T, growth, |h| {
+        let mut args = cmd.args().skip(2);
+        let mut added = 0;
+        while let (Some(f), Some(v)) = (args.next(), args.next()) {
+            added += usize::from(h.insert(f, v));
+        }
+        added
     }) {
         if ok {
             ctx.ok();
@@ -64,141 +51,109 @@ fn hset_inner(ctx: &mut Ctx<'_>, cmd: &Command<'_>, ok: bool) -> Step {
 /// `HSETNX key field value`.
 pub fn hsetnx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let (f, v) = (arg(cmd, 2), arg(cmd, 3));
-    if let Ok(set) = update(ctx, arg(cmd, 1), T, |h| {
-        let mut h = h.unwrap_or_default();
-        if h.chunks(2).any(|p| p[0] == f) {
-            (None, false)
-        } else {
-            put(&mut h, f, v);
-            (Some(h), true)
-        }
+    if let Ok(set) = edit(ctx, arg(cmd, 1), T, growth_of(1, [f, v]), |h| {
+        !h.contains(f) && h.insert(f, v)
     }) {
         ctx.int(i64::from(set));
     }
     Step::Done
 }
 
-/// The value of `field` in a stored hash, by reference.
-fn lookup(item: &crate::store::Item, field: &[u8]) -> Option<Buf> {
-    let mut it = elements(item, T);
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        if k[..] == *field {
-            return Some(v);
-        }
-    }
-    None
-}
-
 /// `HGET key field`.
 pub fn hget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        match h.and_then(|h| lookup(&h, arg(cmd, 2))) {
-            Some(v) => ctx.bulk(&v),
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        match h.and_then(|h| h.get(arg(cmd, 2))) {
+            Some(v) => ctx.bytes(v),
             None => ctx.null(),
         }
-    }
+    });
     Step::Done
 }
 
 /// `HMGET key field...`.
 pub fn hmget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
         ctx.array(cmd.len() - 2);
         for f in cmd.args().skip(2) {
-            match h.as_ref().and_then(|h| lookup(h, f)) {
-                Some(v) => ctx.bulk(&v),
+            match h.and_then(|h| h.get(f)) {
+                Some(v) => ctx.bytes(v),
                 None => ctx.null(),
             }
         }
-    }
+    });
     Step::Done
 }
 
 /// `HGETALL key`: a map (RESP3) / flat array (RESP2).
 pub fn hgetall(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        let elems: Vec<Buf> = h.map(|h| elements(&h, T).collect()).unwrap_or_default();
-        ctx.map(elems.len() / 2);
-        for e in &elems {
-            ctx.bulk(e);
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        ctx.map(h.map_or(0, Dict::len));
+        for (f, v) in h.iter().flat_map(|h| h.iter()) {
+            ctx.bytes(f);
+            ctx.bytes(v);
         }
-    }
+    });
     Step::Done
 }
 
 /// `HKEYS key`.
 pub fn hkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    half(ctx, cmd, 0)
+    half(ctx, cmd, false)
 }
 
 /// `HVALS key`.
 pub fn hvals(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    half(ctx, cmd, 1)
+    half(ctx, cmd, true)
 }
 
-fn half(ctx: &mut Ctx<'_>, cmd: &Command<'_>, which: usize) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        let elems: Vec<Buf> = h
-            .map(|h| elements(&h, T).skip(which).step_by(2).collect())
-            .unwrap_or_default();
-        ctx.array(elems.len());
-        for e in &elems {
-            ctx.bulk(e);
+/// HKEYS (`values` false) or HVALS.
+fn half(ctx: &mut Ctx<'_>, cmd: &Command<'_>, values: bool) -> Step {
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        ctx.array(h.map_or(0, Dict::len));
+        for (f, v) in h.iter().flat_map(|h| h.iter()) {
+            ctx.bytes(if values { v } else { f });
         }
-    }
+    });
     Step::Done
 }
 
 /// `HDEL key field...`.
 pub fn hdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let fields: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(n) = update(ctx, arg(cmd, 1), T, |h| match h {
-        None => (None, 0),
-        Some(h) => {
-            let mut kept = Vec::with_capacity(h.len());
-            let mut removed = 0;
-            for p in h.chunks(2) {
-                if fields.contains(&&p[0][..]) {
-                    removed += 1;
-                } else {
-                    kept.extend_from_slice(p);
-                }
-            }
-            (Some(kept).filter(|_| removed > 0), removed)
-        }
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |h| {
+        cmd.args().skip(2).filter(|f| h.remove(f)).count()
     }) {
-        ctx.int(n);
+        ctx.int(n as i64);
     }
     Step::Done
 }
 
 /// `HLEN key`.
 pub fn hlen(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        ctx.int(h.map_or(0, |h| (h.list_len() - 1) / 2) as i64);
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        ctx.int(h.map_or(0, Dict::len) as i64)
+    });
     Step::Done
 }
 
 /// `HEXISTS key field`.
 pub fn hexists(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        let found = h.is_some_and(|h| lookup(&h, arg(cmd, 2)).is_some());
-        ctx.int(i64::from(found));
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        ctx.int(i64::from(h.is_some_and(|h| h.contains(arg(cmd, 2)))))
+    });
     Step::Done
 }
 
 /// `HSTRLEN key field`.
 pub fn hstrlen(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        let n = h
-            .and_then(|h| lookup(&h, arg(cmd, 2)))
-            .map_or(0, |v| v.len());
-        ctx.int(n as i64);
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        let n = h.and_then(|h| h.get(arg(cmd, 2))).map_or(0, <[u8]>::len);
+        ctx.int(n as i64)
+    });
     Step::Done
 }
+
+/// Room for a number written into a field (i64 or a formatted double).
+const NUMBER_BYTES: usize = 32;
 
 /// `HINCRBY key field delta`.
 pub fn hincrby(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
@@ -207,22 +162,20 @@ pub fn hincrby(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let f = arg(cmd, 2);
-    match update(ctx, arg(cmd, 1), T, |h| {
-        let mut h = h.unwrap_or_default();
-        let cur = match h.chunks(2).find(|p| p[0] == f) {
+    let growth = growth_of(1, [f, &[0; NUMBER_BYTES][..]]);
+    match edit(ctx, arg(cmd, 1), T, growth, |h| {
+        let cur = match h.get(f) {
             None => 0,
-            Some(p) => match parse_i64(&p[1]) {
+            Some(v) => match parse_i64(v) {
                 Some(v) => v,
-                None => return (None, Err(&b"ERR hash value is not an integer"[..])),
+                None => return Err(&b"ERR hash value is not an integer"[..]),
             },
         };
-        match cur.checked_add(delta) {
-            Some(n) => {
-                put(&mut h, f, n.to_string().as_bytes());
-                (Some(h), Ok(n))
-            }
-            None => (None, Err(&b"ERR increment or decrement would overflow"[..])),
-        }
+        let n = cur
+            .checked_add(delta)
+            .ok_or(&b"ERR increment or decrement would overflow"[..])?;
+        h.insert(f, n.to_string().as_bytes());
+        Ok(n)
     }) {
         Ok(Ok(n)) => ctx.int(n),
         Ok(Err(e)) => ctx.error(e),
@@ -238,25 +191,19 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let f = arg(cmd, 2);
-    match update(ctx, arg(cmd, 1), T, |h| {
-        let mut h = h.unwrap_or_default();
-        let cur = match h.chunks(2).find(|p| p[0] == f) {
+    let growth = growth_of(1, [f, &[0; NUMBER_BYTES][..]]);
+    match edit(ctx, arg(cmd, 1), T, growth, |h| {
+        let cur = match h.get(f) {
             None => 0.0,
-            Some(p) => match parse_float(&p[1]) {
-                Some(v) => v,
-                None => return (None, Err(&b"ERR hash value is not a float"[..])),
-            },
+            Some(v) => parse_float(v).ok_or(&b"ERR hash value is not a float"[..])?,
         };
         let n = cur + delta;
         if !n.is_finite() {
-            return (
-                None,
-                Err(&b"ERR increment would produce NaN or Infinity"[..]),
-            );
+            return Err(&b"ERR increment would produce NaN or Infinity"[..]);
         }
         let text = resp::format_double(n);
-        put(&mut h, f, text.as_bytes());
-        (Some(h), Ok(text))
+        h.insert(f, text.as_bytes());
+        Ok(text)
     }) {
         Ok(Ok(t)) => ctx.bytes(t.as_bytes()),
         Ok(Err(e)) => ctx.error(e),
@@ -265,52 +212,96 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `HSCAN key cursor [MATCH pattern] [COUNT n]`: the whole hash in one
-/// call (cursor 0), as Redis does for small hashes.
+/// `HSCAN key cursor [MATCH pattern] [COUNT n] [NOVALUES]`.
 pub fn hscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(pattern) = scan_options(ctx, cmd) else {
+    let Some(opts) = scan_options(ctx, cmd, true) else {
         return Step::Done;
     };
-    if let Ok(h) = ctx.coll(arg(cmd, 1), T) {
-        let elems: Vec<Buf> = h.map(|h| elements(&h, T).collect()).unwrap_or_default();
-        let hits: Vec<&[Buf]> = elems
-            .chunks(2)
-            .filter(|p| pattern.is_none_or(|pat| glob::matches(pat, &p[0], false)))
-            .collect();
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        let mut hits: Vec<(&[u8], &[u8])> = Vec::new();
+        let next = h.map_or(0, |h| {
+            h.scan(opts.cursor, opts.count, |f, v| {
+                if opts.matches(f) {
+                    hits.push((f, v));
+                }
+            })
+        });
         ctx.array(2);
-        ctx.bytes(b"0");
-        ctx.array(hits.len() * 2);
-        for p in hits {
-            ctx.bulk(&p[0]);
-            ctx.bulk(&p[1]);
+        ctx.bytes(next.to_string().as_bytes());
+        ctx.array(hits.len() * if opts.no_values { 1 } else { 2 });
+        for (f, v) in hits {
+            ctx.bytes(f);
+            if !opts.no_values {
+                ctx.bytes(v);
+            }
         }
-    }
+    });
     Step::Done
 }
 
-/// Parses `cursor [MATCH p] [COUNT n] [NOVALUES]` of HSCAN/SSCAN/ZSCAN;
-/// `Some(pattern)` or None (error written).
-pub fn scan_options<'a>(ctx: &mut Ctx<'_>, cmd: &Command<'a>) -> Option<Option<&'a [u8]>> {
-    if std::str::from_utf8(arg(cmd, 2))
+/// The arguments of HSCAN/SSCAN after the key.
+pub struct ScanOptions<'a> {
+    /// Where to go on (0: start).
+    pub cursor: u64,
+    /// `MATCH` pattern.
+    pub pattern: Option<&'a [u8]>,
+    /// `COUNT` (default 10): entries visited per call.
+    pub count: usize,
+    /// `NOVALUES` (HSCAN): fields only.
+    pub no_values: bool,
+}
+
+impl ScanOptions<'_> {
+    /// True if `field` passes `MATCH`.
+    pub fn matches(&self, field: &[u8]) -> bool {
+        self.pattern.is_none_or(|p| glob::matches(p, field, false))
+    }
+}
+
+/// Parses `cursor [MATCH p] [COUNT n] [NOVALUES]` (NOVALUES only if
+/// `values`: HSCAN); None if invalid (error written).
+pub fn scan_options<'a>(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command<'a>,
+    values: bool,
+) -> Option<ScanOptions<'a>> {
+    let Some(cursor) = std::str::from_utf8(arg(cmd, 2))
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
-        .is_none()
-    {
+    else {
         ctx.error(b"ERR invalid cursor");
         return None;
-    }
-    let mut pattern = None;
-    let mut opts = cmd.args().skip(3);
-    while let Some(o) = opts.next() {
-        let v = opts.next();
-        match v {
-            Some(v) if o.eq_ignore_ascii_case(b"MATCH") => pattern = Some(v),
-            Some(v) if o.eq_ignore_ascii_case(b"COUNT") && parse_i64(v).is_some_and(|n| n > 0) => {}
+    };
+    let mut opts = ScanOptions {
+        cursor,
+        pattern: None,
+        count: 10,
+        no_values: false,
+    };
+    let mut args = cmd.args().skip(3);
+    while let Some(o) = args.next() {
+        if values && o.eq_ignore_ascii_case(b"NOVALUES") {
+            opts.no_values = true;
+            continue;
+        }
+        match args.next() {
+            Some(v) if o.eq_ignore_ascii_case(b"MATCH") => opts.pattern = Some(v),
+            Some(v) if o.eq_ignore_ascii_case(b"COUNT") => match parse_i64(v) {
+                Some(n) if n > 0 => opts.count = usize::try_from(n).unwrap_or(usize::MAX),
+                Some(_) => {
+                    ctx.raw(resp::ERR_SYNTAX);
+                    return None;
+                }
+                None => {
+                    ctx.raw(resp::ERR_NOT_INTEGER);
+                    return None;
+                }
+            },
             _ => {
                 ctx.raw(resp::ERR_SYNTAX);
                 return None;
             }
         }
     }
-    Some(pattern)
+    Some(opts)
 }

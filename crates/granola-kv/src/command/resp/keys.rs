@@ -320,6 +320,13 @@ fn put_copy(
             };
             db.set(key, item.value_bytes(), meta, mode).map(|_| ())
         }
+        Kind::Hash | Kind::Set => {
+            if only_if_absent && db.get(key).is_some() {
+                return Err(crate::store::StoreError::NotStored);
+            }
+            let copy = item.read_dict(Clone::clone).unwrap_or_default();
+            db.put_dict(key, item.kind(), &copy, meta)
+        }
         Kind::List => {
             if only_if_absent && db.get(key).is_some() {
                 return Err(crate::store::StoreError::NotStored);
@@ -448,6 +455,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         b"ENCODING" => {
             let enc: &[u8] = match item.kind() {
                 Kind::List => b"listpack",
+                Kind::Hash | Kind::Set => b"hashtable",
                 Kind::String if parse_i64(item.value_bytes()).is_some() => b"int",
                 Kind::String if item.value_len() <= 44 => b"embstr",
                 Kind::String => b"raw",

@@ -1,13 +1,13 @@
 //! Set commands: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP
-//! SRANDMEMBER SINTER SUNION SDIFF SSCAN. Stored as described in
-//! [`super::collections`]; members go out by reference.
+//! SRANDMEMBER SINTER SUNION SDIFF SSCAN. A set is the store's table (see
+//! [`super::collections`]) with empty values: O(1) per member.
 
-use super::collections::{elements, update, CType};
+use super::collections::{edit, growth_of, read, CType};
 use super::hashes::scan_options;
-use super::{glob, parse_i64, Ctx};
+use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use granola::Buf;
+use crate::store::{Dict, Growth};
 
 const T: CType = CType::Set;
 
@@ -17,91 +17,77 @@ fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
 
 /// `SADD key member...`: members added.
 pub fn sadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let members: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(n) = update(ctx, arg(cmd, 1), T, |s| {
-        let mut s = s.unwrap_or_default();
-        let mut added = 0;
-        for m in &members {
-            if !s.iter().any(|e| e == m) {
-                s.push(m.to_vec());
-                added += 1;
-            }
-        }
-        (Some(s).filter(|_| added > 0), added)
+    let growth = growth_of(cmd.len() - 2, cmd.args().skip(2));
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, growth, |s| {
+        cmd.args()
+            .skip(2)
+            .filter(|m| !s.contains(m) && s.insert(m, b""))
+            .count()
     }) {
-        ctx.int(n);
+        ctx.int(n as i64);
     }
     Step::Done
 }
 
 /// `SREM key member...`: members removed.
 pub fn srem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let members: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(n) = update(ctx, arg(cmd, 1), T, |s| match s {
-        None => (None, 0),
-        Some(mut s) => {
-            let before = s.len();
-            s.retain(|e| !members.contains(&&e[..]));
-            let removed = before - s.len();
-            (Some(s).filter(|_| removed > 0), removed as i64)
-        }
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
+        cmd.args().skip(2).filter(|m| s.remove(m)).count()
     }) {
-        ctx.int(n);
+        ctx.int(n as i64);
     }
     Step::Done
 }
 
-fn members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<Buf>, super::Replied> {
-    Ok(ctx
-        .coll(key, T)?
-        .map(|s| elements(&s, T).collect())
-        .unwrap_or_default())
-}
-
-fn reply_set(ctx: &mut Ctx<'_>, m: &[Buf]) {
-    ctx.set(m.len());
-    for e in m {
-        ctx.bulk(e);
+/// Writes `members` as a set reply.
+fn reply_set<'m>(ctx: &mut Ctx<'_>, n: usize, members: impl Iterator<Item = &'m [u8]>) {
+    ctx.set(n);
+    for m in members {
+        ctx.bytes(m);
     }
 }
 
 /// `SMEMBERS key`.
 pub fn smembers(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(m) = members(ctx, arg(cmd, 1)) {
-        reply_set(ctx, &m);
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        reply_set(
+            ctx,
+            s.map_or(0, Dict::len),
+            s.iter().flat_map(|s| s.iter().map(|(m, _)| m)),
+        )
+    });
     Step::Done
 }
 
 /// `SISMEMBER key member`.
 pub fn sismember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(m) = members(ctx, arg(cmd, 1)) {
-        let hit = m.iter().any(|e| e[..] == *arg(cmd, 2));
-        ctx.int(i64::from(hit));
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        ctx.int(i64::from(s.is_some_and(|s| s.contains(arg(cmd, 2)))))
+    });
     Step::Done
 }
 
 /// `SMISMEMBER key member...`.
 pub fn smismember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(m) = members(ctx, arg(cmd, 1)) {
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
         ctx.array(cmd.len() - 2);
         for q in cmd.args().skip(2) {
-            ctx.int(i64::from(m.iter().any(|e| e[..] == *q)));
+            ctx.int(i64::from(s.is_some_and(|s| s.contains(q))));
         }
-    }
+    });
     Step::Done
 }
 
 /// `SCARD key`.
 pub fn scard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(s) = ctx.coll(arg(cmd, 1), T) {
-        ctx.int(s.map_or(0, |s| s.list_len() - 1) as i64);
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        ctx.int(s.map_or(0, Dict::len) as i64)
+    });
     Step::Done
 }
 
-/// A pseudo-random number (SPOP/SRANDMEMBER need no cryptographic one).
+/// A pseudo-random number in `0..n` (SPOP/SRANDMEMBER need no
+/// cryptographic one).
 fn random(n: usize) -> usize {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -109,29 +95,34 @@ fn random(n: usize) -> usize {
     (h.finish() as usize) % n.max(1)
 }
 
+/// The optional count of SPOP/SRANDMEMBER; Err if invalid (reply written).
+fn count_arg(ctx: &mut Ctx<'_>, cmd: &Command<'_>, signed: bool) -> Result<Option<i64>, Replied> {
+    let Some(c) = cmd.arg(2) else {
+        return Ok(None);
+    };
+    match parse_i64(c) {
+        Some(n) if signed || n >= 0 => Ok(Some(n)),
+        Some(_) => {
+            ctx.error(b"ERR value is out of range, must be positive");
+            Err(Replied)
+        }
+        None => {
+            ctx.raw(resp::ERR_NOT_INTEGER);
+            Err(Replied)
+        }
+    }
+}
+
 /// `SPOP key [count]`.
 pub fn spop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let count = match cmd.arg(2) {
-        None => None,
-        Some(c) => match parse_i64(c) {
-            Some(n) if n >= 0 => Some(n as usize),
-            _ => {
-                ctx.error(b"ERR value is out of range, must be positive");
-                return Step::Done;
-            }
-        },
+    let Ok(count) = count_arg(ctx, cmd, false) else {
+        return Step::Done;
     };
-    let Ok(popped) = update(ctx, arg(cmd, 1), T, |s| match s {
-        None => (None, Vec::new()),
-        Some(mut s) => {
-            let n = count.unwrap_or(1).min(s.len());
-            let mut out = Vec::with_capacity(n);
-            for _ in 0..n {
-                let i = random(s.len());
-                out.push(s.swap_remove(i));
-            }
-            (Some(s), out)
-        }
+    let Ok(popped) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
+        let n = (count.unwrap_or(1) as usize).min(s.len());
+        (0..n)
+            .filter_map(|_| s.remove_at(random(s.len())))
+            .collect::<Vec<_>>()
     }) else {
         return Step::Done;
     };
@@ -140,76 +131,66 @@ pub fn spop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             Some(v) => ctx.bytes(v),
             None => ctx.null(),
         },
-        Some(_) => {
-            ctx.set(popped.len());
-            for v in &popped {
-                ctx.bytes(v);
-            }
-        }
+        Some(_) => reply_set(ctx, popped.len(), popped.iter().map(|m| &m[..])),
     }
     Step::Done
 }
 
 /// `SRANDMEMBER key [count]` (negative count: repeats allowed).
 pub fn srandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let count = match cmd.arg(2) {
-        None => None,
-        Some(c) => match parse_i64(c) {
-            Some(n) => Some(n),
-            None => {
-                ctx.raw(resp::ERR_NOT_INTEGER);
-                return Step::Done;
-            }
-        },
-    };
-    let Ok(m) = members(ctx, arg(cmd, 1)) else {
+    let Ok(count) = count_arg(ctx, cmd, true) else {
         return Step::Done;
     };
-    match count {
-        None => match m.get(random(m.len())) {
-            Some(v) if !m.is_empty() => ctx.bulk(v),
-            _ => ctx.null(),
-        },
-        Some(c) if c >= 0 => {
-            let mut pool = m;
-            let n = (c as usize).min(pool.len());
-            ctx.array(n);
-            for _ in 0..n {
-                let i = random(pool.len());
-                let v = pool.swap_remove(i);
-                ctx.bulk(&v);
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        let len = s.map_or(0, Dict::len);
+        let pick = |i: usize| s.and_then(|s| s.at(i)).map(|(m, _)| m);
+        match count {
+            None => match pick(random(len)).filter(|_| len > 0) {
+                Some(m) => ctx.bytes(m),
+                None => ctx.null(),
+            },
+            Some(c) if c >= 0 => {
+                // Distinct members: a partial shuffle of the positions.
+                let n = (c as usize).min(len);
+                let mut order: Vec<usize> = (0..len).collect();
+                ctx.array(n);
+                for k in 0..n {
+                    order.swap(k, k + random(len - k));
+                    if let Some(m) = pick(order[k]) {
+                        ctx.bytes(m);
+                    }
+                }
+            }
+            Some(c) => {
+                let n = if len == 0 {
+                    0
+                } else {
+                    c.unsigned_abs() as usize
+                };
+                ctx.array(n);
+                for _ in 0..n {
+                    if let Some(m) = pick(random(len)) {
+                        ctx.bytes(m);
+                    }
+                }
             }
         }
-        Some(c) => {
-            let n = if m.is_empty() {
-                0
-            } else {
-                c.unsigned_abs() as usize
-            };
-            ctx.array(n);
-            for _ in 0..n {
-                let v = m[random(m.len())].clone();
-                ctx.bulk(&v);
-            }
-        }
-    }
+    });
     Step::Done
 }
 
 /// `SINTER key...`.
 pub fn sinter(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     combine(ctx, cmd, |acc, s| {
-        acc.retain(|e| s.iter().any(|x| x[..] == e[..]))
+        acc.retain(|m| s.is_some_and(|s| s.contains(m)))
     })
 }
 
 /// `SUNION key...`.
 pub fn sunion(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     combine(ctx, cmd, |acc, s| {
-        for x in s {
-            if !acc.iter().any(|e| e[..] == x[..]) {
-                acc.push(x.clone());
-            }
+        for (m, _) in s.iter().flat_map(|s| s.iter()) {
+            acc.insert(m, b"");
         }
     })
 }
@@ -217,41 +198,50 @@ pub fn sunion(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// `SDIFF key...`.
 pub fn sdiff(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     combine(ctx, cmd, |acc, s| {
-        acc.retain(|e| !s.iter().any(|x| x[..] == e[..]))
+        for (m, _) in s.iter().flat_map(|s| s.iter()) {
+            acc.remove(m);
+        }
     })
 }
 
-fn combine(ctx: &mut Ctx<'_>, cmd: &Command<'_>, f: impl Fn(&mut Vec<Buf>, &[Buf])) -> Step {
-    let mut acc: Option<Vec<Buf>> = None;
+/// Folds the sets at every key into the first one's copy with `f`
+/// (`None`: the key is absent).
+fn combine(ctx: &mut Ctx<'_>, cmd: &Command<'_>, f: impl Fn(&mut Dict, Option<&Dict>)) -> Step {
+    let mut acc: Option<Dict> = None;
     for key in cmd.args().skip(1) {
-        let Ok(m) = members(ctx, key) else {
+        let step = read(ctx, key, T, |_, s| match acc.as_mut() {
+            None => acc = Some(s.cloned().unwrap_or_default()),
+            Some(a) => f(a, s),
+        });
+        if step.is_err() {
             return Step::Done;
-        };
-        match acc.as_mut() {
-            None => acc = Some(m),
-            Some(a) => f(a, &m),
         }
     }
-    reply_set(ctx, &acc.unwrap_or_default());
+    let acc = acc.unwrap_or_default();
+    reply_set(ctx, acc.len(), acc.iter().map(|(m, _)| m));
     Step::Done
 }
 
-/// `SSCAN key cursor [MATCH pattern] [COUNT n]`: all members in one call.
+/// `SSCAN key cursor [MATCH pattern] [COUNT n]`.
 pub fn sscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(pattern) = scan_options(ctx, cmd) else {
+    let Some(opts) = scan_options(ctx, cmd, false) else {
         return Step::Done;
     };
-    if let Ok(m) = members(ctx, arg(cmd, 1)) {
-        let hits: Vec<&Buf> = m
-            .iter()
-            .filter(|e| pattern.is_none_or(|p| glob::matches(p, e, false)))
-            .collect();
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        let mut hits: Vec<&[u8]> = Vec::new();
+        let next = s.map_or(0, |s| {
+            s.scan(opts.cursor, opts.count, |m, _| {
+                if opts.matches(m) {
+                    hits.push(m);
+                }
+            })
+        });
         ctx.array(2);
-        ctx.bytes(b"0");
+        ctx.bytes(next.to_string().as_bytes());
         ctx.array(hits.len());
-        for e in hits {
-            ctx.bulk(e);
+        for m in hits {
+            ctx.bytes(m);
         }
-    }
+    });
     Step::Done
 }

@@ -1,15 +1,17 @@
-//! `kvmem --cases lists`: list push/pop cost against list length, beside
-//! Redis.
+//! `kvmem --cases lists,hashes`: the cost of one write against the size of
+//! the collection it lands in, beside Redis.
 //!
 //! For each server (granola-kv and Redis over RESP, each started fresh on
-//! the server CPU) and each length L (1k, 10k, 100k, 1M; `--quick` stops at
-//! 100k), a list is filled to L with pipelined multi-value RPUSHes, then
-//! `RPUSH key v` / `LPOP key` pairs are sent, pipelined 32 pairs deep, so
-//! the list stays at L while it is measured. The cost per operation is the
-//! server's CPU time over the pairs (from `/proc`) divided by the number of
-//! operations; wall time per operation is reported beside it. Every LPOP
-//! reply is checked: it must be the element pushed L pushes earlier.
-//! Lengths and servers are interleaved across repetitions; medians.
+//! the server CPU) and each size L (1k, 10k, 100k, 1M; `--quick` stops at
+//! 100k), a collection is filled to L with pipelined multi-value writes,
+//! then pairs of writes that keep it at L are sent, pipelined 32 pairs
+//! deep: `RPUSH key v` / `LPOP key` for lists, `HSET key new-field v` /
+//! `HDEL key oldest-field` for hashes. The cost per operation is the
+//! server's CPU time over the pairs (from `/proc`) divided by the number
+//! of operations; wall time per operation is reported beside it. Every
+//! reply is checked (an LPOP must return the element pushed L pushes
+//! earlier; each HSET must add and each HDEL remove one field). Sizes and
+//! servers are interleaved across repetitions; medians.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -30,6 +32,32 @@ const PAIRS: usize = 100_000;
 /// Pairs in flight at once.
 const DEPTH: usize = 32;
 
+/// Which collection a case writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// RPUSH + LPOP on a list.
+    List,
+    /// HSET of a new field + HDEL of the oldest on a hash.
+    Hash,
+}
+
+impl Shape {
+    /// The case name (`--cases`), also the figure's and JSON's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::List => "lists",
+            Shape::Hash => "hashes",
+        }
+    }
+
+    fn ops(self) -> &'static str {
+        match self {
+            Shape::List => "RPUSH/LPOP",
+            Shape::Hash => "HSET/HDEL",
+        }
+    }
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 struct Cost {
     system: String,
@@ -41,7 +69,12 @@ struct Cost {
 }
 
 /// Runs the case; returns its JSON and appends its table and notes.
-pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_json::Value, String> {
+pub fn run(
+    s: &Settings,
+    shape: Shape,
+    doc: &mut super::super::report::Doc,
+) -> Result<serde_json::Value, String> {
+    let case = shape.name();
     let lengths: &[usize] = if s.quick {
         &[1_000, 10_000, 100_000]
     } else {
@@ -49,7 +82,7 @@ pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_js
     };
     let mut specs = vec![ServerSpec::granola("granola-kv").memory(2048)];
     match s.peer_missing(Kind::Redis) {
-        Some(why) => doc.notes.push(format!("lists: skipped Redis: {why}")),
+        Some(why) => doc.notes.push(format!("{case}: skipped Redis: {why}")),
         None => specs.push(ServerSpec::redis()),
     }
     let reps = s.reps_or(3);
@@ -62,12 +95,12 @@ pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_js
             let addr = srv.addr(Protocol::Resp, Transport::Tcp)?;
             for li in rotation(lengths.len(), rep) {
                 let length = lengths[li];
-                let key = format!("list:{length}:{rep}");
+                let key = format!("{case}:{length}:{rep}");
                 let mut c = Resp::connect(addr)?;
-                fill(&mut c, &key, length)?;
+                fill(&mut c, shape, &key, length)?;
                 let cpu0 = srv.cpu_s();
                 let t = Instant::now();
-                pairs(&mut c, &key, length, PAIRS)?;
+                pairs(&mut c, shape, &key, length, PAIRS)?;
                 let wall = t.elapsed().as_secs_f64();
                 let cpu = srv.cpu_s() - cpu0;
                 let ops = 2 * PAIRS;
@@ -80,7 +113,7 @@ pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_js
                     wall_us_per_op: wall * 1e6 / ops as f64,
                 };
                 s.say(&format!(
-                    "  lists {} L={length}: {:.3} us server CPU/op, {:.3} us wall/op",
+                    "  {case} {} L={length}: {:.3} us server CPU/op, {:.3} us wall/op",
                     cost.system, cost.server_cpu_us_per_op, cost.wall_us_per_op
                 ));
                 c.command(&[b"DEL", key.as_bytes()])?;
@@ -102,7 +135,7 @@ pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_js
         })
     };
     let mut table = Table::new(&[
-        "list length",
+        "size (elements)",
         "granola-kv CPU us/op (min-max)",
         "Redis CPU us/op (min-max)",
         "granola-kv / Redis CPU",
@@ -136,20 +169,23 @@ pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_js
     ) {
         let ratio = g.0 / r.0;
         doc.notes.push(format!(
-            "lists: RPUSH/LPOP at {top} elements cost {ratio:.2}x Redis per operation in server CPU (target ≤ 2x): {}",
+            "{case}: {} at {top} elements cost {ratio:.2}x Redis per operation in server CPU (target ≤ 2x): {}",
+            shape.ops(),
             if ratio <= 2.0 { "met" } else { "MISSED" }
         ));
     }
     doc.notes.push(format!(
-        "lists: {PAIRS} RPUSH+LPOP pairs per point, {DEPTH} pairs in flight, one connection; medians of {reps}; server CPU from /proc"
+        "{case}: {PAIRS} {} pairs per point, {DEPTH} pairs in flight, one connection; medians of {reps}; server CPU from /proc",
+        shape.ops()
     ));
     doc.notes.push(format!(
-        "lists: push/pop cost against length\n\n{}",
+        "{case}: {} cost against size\n\n{}",
+        shape.ops(),
         table.markdown()
     ));
     let fig = Figure::Lines {
-        title: "RPUSH + LPOP server CPU per operation against list length".into(),
-        x_label: "list length (elements)".into(),
+        title: format!("{} server CPU per operation against size", shape.ops()),
+        x_label: "collection size (elements)".into(),
         y_label: "server CPU per operation (us)".into(),
         series: ["granola-kv", "redis"]
             .iter()
@@ -168,38 +204,47 @@ pub fn run(s: &Settings, doc: &mut super::super::report::Doc) -> Result<serde_js
         log_x: true,
         log_y: false,
     };
-    for p in plot::save(&fig, &s.fig_dir.join("kvmem-lists"))? {
+    for p in plot::save(&fig, &s.fig_dir.join(format!("kvmem-{case}")))? {
         doc.figures.push(p.display().to_string());
     }
     Ok(json!({ "pairs": PAIRS, "depth": DEPTH, "costs": costs }))
 }
 
-/// The element pushed `i`-th onto a list: self-describing, so an LPOP reply
-/// can be checked.
+/// The `i`-th element written (a list element, or a hash field and its
+/// value): self-describing, so an LPOP reply can be checked.
 fn element(i: usize) -> String {
     format!("e{i:09}")
 }
 
-/// RPUSHes elements 0..length in batches of 1000 values.
-fn fill(c: &mut Resp, key: &str, length: usize) -> Result<(), String> {
+/// Fills the collection with elements 0..length, 1000 per command.
+fn fill(c: &mut Resp, shape: Shape, key: &str, length: usize) -> Result<(), String> {
     let mut i = 0;
     while i < length {
         let n = (length - i).min(1000);
         let vals: Vec<String> = (i..i + n).map(element).collect();
-        let mut args: Vec<&[u8]> = vec![b"RPUSH", key.as_bytes()];
-        args.extend(vals.iter().map(|v| v.as_bytes()));
+        let (cmd, want): (&[u8], _) = match shape {
+            Shape::List => (b"RPUSH", format!(":{}", i + n)),
+            Shape::Hash => (b"HSET", format!(":{n}")),
+        };
+        let mut args: Vec<&[u8]> = vec![cmd, key.as_bytes()];
+        for v in &vals {
+            args.push(v.as_bytes());
+            if shape == Shape::Hash {
+                args.push(v.as_bytes());
+            }
+        }
         let reply = c.command(&args)?;
-        if reply != format!(":{}", i + n) {
-            return Err(format!("RPUSH filling {key}: {reply}"));
+        if reply != want {
+            return Err(format!("filling {key}: {reply}, want {want}"));
         }
         i += n;
     }
     Ok(())
 }
 
-/// `count` RPUSH/LPOP pairs, `DEPTH` in flight; each LPOP must return the
-/// element pushed `length` pushes before it.
-fn pairs(c: &mut Resp, key: &str, length: usize, count: usize) -> Result<(), String> {
+/// `count` pairs that keep the collection at `length`, `DEPTH` in flight,
+/// each reply checked (see the module docs).
+fn pairs(c: &mut Resp, shape: Shape, key: &str, length: usize, count: usize) -> Result<(), String> {
     let mut sent = 0;
     let mut got = 0;
     let mut buf = Vec::new();
@@ -207,20 +252,36 @@ fn pairs(c: &mut Resp, key: &str, length: usize, count: usize) -> Result<(), Str
         buf.clear();
         let n = DEPTH.min(count - sent);
         for k in 0..n {
-            let v = element(length + sent + k);
-            write_cmd(&mut buf, &[b"RPUSH", key.as_bytes(), v.as_bytes()]);
-            write_cmd(&mut buf, &[b"LPOP", key.as_bytes()]);
+            let new = element(length + sent + k);
+            let old = element(sent + k);
+            match shape {
+                Shape::List => {
+                    write_cmd(&mut buf, &[b"RPUSH", key.as_bytes(), new.as_bytes()]);
+                    write_cmd(&mut buf, &[b"LPOP", key.as_bytes()]);
+                }
+                Shape::Hash => {
+                    let (k, f) = (key.as_bytes(), new.as_bytes());
+                    write_cmd(&mut buf, &[b"HSET", k, f, f]);
+                    write_cmd(&mut buf, &[b"HDEL", k, old.as_bytes()]);
+                }
+            }
         }
         c.w.write_all(&buf).map_err(|e| e.to_string())?;
         sent += n;
         for _ in 0..n {
-            let push = c.reply()?;
-            if push != format!(":{}", length + 1) {
-                return Err(format!("RPUSH reply {push}, want :{}", length + 1));
+            let (want_write, want_remove) = match shape {
+                Shape::List => (format!(":{}", length + 1), element(got)),
+                Shape::Hash => (":1".to_string(), ":1".to_string()),
+            };
+            let write = c.reply()?;
+            if write != want_write {
+                return Err(format!("{key}: write reply {write}, want {want_write}"));
             }
-            let pop = c.reply()?;
-            if pop != element(got) {
-                return Err(format!("LPOP reply {pop:?}, want {:?}", element(got)));
+            let remove = c.reply()?;
+            if remove != want_remove {
+                return Err(format!(
+                    "{key}: removal reply {remove:?}, want {want_remove:?}"
+                ));
             }
             got += 1;
         }
