@@ -788,6 +788,53 @@ fn native_transcript() {
     assert_eq!(get(&mut n, &ctx, b"m1"), (status::OK, b"one".to_vec()));
 }
 
+/// A native GetM or GetList response is one frame, built whole: above 4
+/// MiB of values (or `-I` if larger) it is refused with TOO_LARGE instead
+/// of being built, and the connection goes on.
+#[test]
+fn native_replies_are_capped() {
+    let mut cfg = config();
+    cfg.max_item_size = 1 << 20;
+    let srv = Server::start(cfg);
+    let ctx = native_ctx();
+    let mut n = Native::connect(srv.native());
+    let big = pattern(7, 900 << 10);
+    assert_eq!(put(&mut n, &ctx, b"big", &big), (status::OK, 1));
+    let getm = |n: &mut Native, copies: usize| {
+        let mut gm = kv::GetMReq::new(&ctx);
+        for _ in 0..copies {
+            gm.append_keys(b"big");
+        }
+        n.call(kind::GET_M, &gm)
+    };
+    let r = getm(&mut n, 4);
+    let resp = kv::GetMResp::decode(&ctx, &r).unwrap();
+    assert_eq!(resp.get_status(), status::OK);
+    assert!(resp.get_values().iter().all(|v| v[..] == big[..]));
+    assert_eq!(ack(&ctx, &getm(&mut n, 5)), (status::TOO_LARGE, 0));
+
+    let mut pl = kv::PutListReq::new(&ctx);
+    pl.set_key(b"biglist");
+    for _ in 0..6 {
+        pl.append_values(&big);
+    }
+    assert_eq!(ack(&ctx, &n.call(kind::PUT_LIST, &pl)), (status::OK, 6));
+    let range = |n: &mut Native, all: bool, end: i64| {
+        let mut gl = kv::GetListReq::new(&ctx);
+        gl.set_key(b"biglist");
+        gl.set_all(all);
+        gl.set_start(0);
+        gl.set_end(end);
+        n.call(kind::GET_LIST, &gl)
+    };
+    assert_eq!(ack(&ctx, &range(&mut n, true, 0)), (status::TOO_LARGE, 0));
+    let r = range(&mut n, false, 3);
+    let resp = kv::GetListResp::decode(&ctx, &r).unwrap();
+    assert_eq!(resp.get_status(), status::OK);
+    assert_eq!(resp.get_values().len(), 4, "a page under the cap");
+    assert_eq!(get(&mut n, &ctx, b"big"), (status::OK, big));
+}
+
 #[test]
 fn memcache_pipelined() {
     let srv = Server::default_config();

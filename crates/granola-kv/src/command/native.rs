@@ -253,9 +253,28 @@ impl Spare {
     }
 }
 
+/// The value bytes one GetM/GetList response may carry when `-I` is
+/// smaller: the server's per-connection back-pressure mark. A native
+/// response is one frame, built whole before it is queued, so this is what
+/// bounds a reply while it is built; a client pages a longer list with
+/// GetList's start/end and splits a larger GetM.
+pub const MAX_REPLY_BYTES: usize = 4 << 20;
+
+/// A response whose values exceed `max(max_value, MAX_REPLY_BYTES)`:
+/// TOO_LARGE, nothing sent.
+fn over_cap<'a>(values: impl IntoIterator<Item = &'a Buf>, max_value: usize) -> bool {
+    let cap = max_value.max(MAX_REPLY_BYTES);
+    let mut total = 0usize;
+    values.into_iter().any(|v| {
+        total += v.len();
+        total > cap
+    })
+}
+
 /// Runs `req` against `store`.
 /// Values (and list elements) above `max_value` bytes (`-I`) are refused
-/// with TOO_LARGE, as memcached refuses them.
+/// with TOO_LARGE, as memcached refuses them; so are GetM and GetList
+/// responses above [`MAX_REPLY_BYTES`] (or `max_value` if larger).
 pub fn execute(
     store: &dyn Storage,
     req: &Request<'_>,
@@ -312,6 +331,14 @@ pub fn execute(
                 Some(item) if item.kind() == Kind::String => Some(item.value()),
                 _ => None,
             }));
+            if over_cap(values.iter().flatten(), max_value) {
+                values.clear();
+                spare.values = values;
+                return Response::Ack {
+                    status: status::TOO_LARGE,
+                    count: 0,
+                };
+            }
             Response::Values {
                 status: status::OK,
                 values,
@@ -347,6 +374,14 @@ pub fn execute(
                 Some(_) => status::WRONG_TYPE,
                 None => status::NOT_FOUND,
             };
+            if over_cap(&values, max_value) {
+                values.clear();
+                spare.list = values;
+                return Response::Ack {
+                    status: status::TOO_LARGE,
+                    count: 0,
+                };
+            }
             Response::List { status, values }
         }
         Request::PutList { key, values } => {
