@@ -54,6 +54,8 @@ pub struct Dict {
     payload: usize,
     /// Bumped by every write (the store gives a changed dict a new CAS).
     writes: u64,
+    /// The CAS unique of the last write (0: none since the head item's).
+    cas: u64,
 }
 
 impl std::fmt::Debug for Dict {
@@ -171,6 +173,17 @@ impl Dict {
             }
         }
         start as u64
+    }
+
+    /// The CAS unique of the table's last write, 0 if it has had none
+    /// since its head item was stored. Writes do not rewrite the head
+    /// item, so this, not the head's, is the hash's or set's CAS.
+    pub fn cas(&self) -> u64 {
+        self.cas
+    }
+
+    pub(crate) fn set_cas(&mut self, cas: u64) {
+        self.cas = cas;
     }
 
     /// How many writes the dict has had.

@@ -190,7 +190,12 @@ impl Item {
     /// The CAS unique: new on every modification of the key.
     #[inline]
     pub fn cas(&self) -> u64 {
-        u64_at(&self.buf, 20)
+        // A hash or set is written in place: its table holds the CAS of
+        // its last write.
+        match self.read_dict(Dict::cas) {
+            Some(cas) if cas != 0 => cas,
+            _ => u64_at(&self.buf, 20),
+        }
     }
 
     /// Absolute expiry in Unix milliseconds; 0 = never.

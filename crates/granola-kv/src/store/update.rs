@@ -82,8 +82,9 @@ impl Store {
     /// creating an empty one if absent (stored only if `f` leaves entries
     /// in it). `WrongType` if `key` holds another kind; `OutOfMemory` if
     /// `growth` cannot be made room for (then `f` does not run). A write
-    /// gives the key a new CAS; emptying it removes the key. O(what `f`
-    /// does): the table is edited in place.
+    /// gives the table a new CAS (what [`Item::cas`] reports for it, and
+    /// WATCH compares); emptying it removes the key. O(what `f` does): the
+    /// table is edited in place and the head item is not rewritten.
     pub fn update_dict<R>(
         &self,
         key: &[u8],
@@ -129,30 +130,29 @@ impl Store {
         debug_assert!(after <= before + reserved, "growth underestimated");
         self.settle_dict(before, after, reserved);
         let (changed, empty) = (d.writes() != writes, d.is_empty());
+        if changed {
+            // The table carries its own CAS (see `Dict::cas`): a write to
+            // a stored hash leaves the head item alone.
+            d.set_cas(self.new_cas());
+        }
         drop(guard);
         if !changed {
             return Ok(r);
         }
-        if empty {
-            match &old {
-                Some(found) => self.remove(&l, found.pos, &found.item),
-                None => self.settle_dict(after, 0, 0),
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        match (&old, empty) {
+            (Some(found), true) => self.remove(&l, found.pos, &found.item),
+            (None, true) => self.settle_dict(after, 0, 0),
+            (Some(_), false) => {}
+            (None, false) => {
+                self.publish_body(id, body);
+                if let Err(e) = self.put_head(&l, &h, key, kind, id, meta, None) {
+                    self.drop_body(id);
+                    return Err(e);
+                }
             }
-            return Ok(r);
         }
-        if old.is_none() {
-            self.publish_body(id, body);
-        }
-        match self.put_head(&l, &h, key, kind, id, meta, old.as_ref()) {
-            Ok(()) => Ok(r),
-            Err(e) if old.is_none() => {
-                self.drop_body(id);
-                Err(e)
-            }
-            // The entries changed; the head keeps its old CAS, nothing
-            // worse.
-            Err(_) => Ok(r),
-        }
+        Ok(r)
     }
 
     /// Replaces whatever `key` holds with a copy of `dict` as a `kind`
@@ -175,7 +175,8 @@ impl Store {
             }
             return Ok(());
         }
-        let copy = dict.clone();
+        let mut copy = dict.clone();
+        copy.set_cas(self.new_cas());
         let bytes = copy.heap_bytes();
         if !self.reserve(bytes, Some(&l)) {
             return Err(StoreError::OutOfMemory);
