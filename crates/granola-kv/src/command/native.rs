@@ -444,8 +444,6 @@ pub fn cap_amplification(resp: Response<Buf>, request_len: usize, factor: usize)
     }
 }
 
-/// A plain list (not a hash or set stored as one).
 fn is_list(item: &crate::store::Item) -> bool {
-    use crate::command::resp::collections::{ctype, CType};
-    item.kind() == Kind::List && ctype(item) == Some(CType::List)
+    item.kind() == Kind::List
 }

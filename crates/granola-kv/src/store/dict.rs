@@ -31,6 +31,7 @@
 
 use indexmap::IndexMap;
 use std::collections::hash_map::RandomState;
+use std::collections::BTreeSet;
 
 /// Heap bytes per table slot: the entry (hash + two boxed slices) and its
 /// index in the hash table, with the table's spare control bytes.
@@ -46,7 +47,32 @@ pub(crate) fn heap_cost(n: usize) -> usize {
     }
 }
 
-/// A hash's fields and values, or a set's members (empty values).
+/// Heap bytes per entry of a sorted set's order index, besides its
+/// member's copy: the score, the boxed member and the B-tree's nodes (11
+/// entries of 24 bytes per node, about two thirds full).
+pub(crate) const ORDER_BYTES: usize = 48;
+
+/// A score as a key that sorts like `f64::total_cmp` (-0.0 before 0.0;
+/// scores are never NaN).
+fn order_key(score: f64) -> u64 {
+    let b = score.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+fn score_of(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
+}
+
+/// A hash's fields and values, a set's members (empty values), or a sorted
+/// set's members and scores (8-byte values, see [`Dict::sorted`]).
 #[derive(Default, Clone)]
 pub struct Dict {
     entries: IndexMap<Box<[u8]>, Box<[u8]>, RandomState>,
@@ -56,6 +82,8 @@ pub struct Dict {
     writes: u64,
     /// The CAS unique of the last write (0: none since the head item's).
     cas: u64,
+    /// A sorted set's (score, member) order; `None` for hashes and sets.
+    order: Option<BTreeSet<(u64, Box<[u8]>)>>,
 }
 
 impl std::fmt::Debug for Dict {
@@ -175,6 +203,105 @@ impl Dict {
         start as u64
     }
 
+    /// An empty sorted set.
+    pub fn sorted() -> Dict {
+        Dict {
+            order: Some(BTreeSet::new()),
+            ..Dict::default()
+        }
+    }
+
+    /// True for a sorted set.
+    pub fn is_sorted(&self) -> bool {
+        self.order.is_some()
+    }
+
+    /// A sorted set member's score.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        let v = self.entries.get(member)?;
+        Some(f64::from_be_bytes(<[u8; 8]>::try_from(&v[..]).ok()?))
+    }
+
+    /// Sets a sorted set member's score (not NaN); true if the member is
+    /// new. O(log n).
+    pub fn set_score(&mut self, member: &[u8], score: f64) -> bool {
+        debug_assert!(!score.is_nan());
+        let old = self.score(member);
+        if old.is_some_and(|o| o.to_bits() == score.to_bits()) {
+            self.writes += 1;
+            return false;
+        }
+        let order = self.order.get_or_insert_with(BTreeSet::new);
+        if let Some(o) = old {
+            order.remove(&(order_key(o), Box::from(member)));
+        }
+        order.insert((order_key(score), member.into()));
+        self.payload += heap_cost(member.len()) * usize::from(old.is_none());
+        self.insert(member, &score.to_be_bytes())
+    }
+
+    /// Removes a sorted set member; true if it was there. O(log n).
+    pub fn remove_scored(&mut self, member: &[u8]) -> bool {
+        let Some(score) = self.score(member) else {
+            return false;
+        };
+        if let Some(order) = self.order.as_mut() {
+            order.remove(&(order_key(score), Box::from(member)));
+        }
+        self.payload -= heap_cost(member.len());
+        self.remove(member)
+    }
+
+    /// Sorted set members at ranks `from..to` (ascending), with scores.
+    /// Walks from the nearer end: O(log n + distance + count).
+    pub fn ranked(&self, from: usize, to: usize) -> Vec<(&[u8], f64)> {
+        let Some(order) = &self.order else {
+            return Vec::new();
+        };
+        let to = to.min(order.len());
+        if from >= to {
+            return Vec::new();
+        }
+        fn pick((k, m): &(u64, Box<[u8]>)) -> (&[u8], f64) {
+            (&m[..], score_of(*k))
+        }
+        if from <= order.len() - to {
+            order.iter().skip(from).take(to - from).map(pick).collect()
+        } else {
+            let mut v: Vec<_> = order
+                .iter()
+                .rev()
+                .skip(order.len() - to)
+                .take(to - from)
+                .map(pick)
+                .collect();
+            v.reverse();
+            v
+        }
+    }
+
+    /// Removes up to `count` members from the low (`min`) or high end, in
+    /// pop order, with their scores.
+    pub fn pop_scored(&mut self, count: usize, min: bool) -> Vec<(Box<[u8]>, f64)> {
+        let mut out = Vec::new();
+        while out.len() < count {
+            let Some(order) = self.order.as_mut() else {
+                break;
+            };
+            let Some((k, m)) = (if min {
+                order.pop_first()
+            } else {
+                order.pop_last()
+            }) else {
+                break;
+            };
+            self.payload -= heap_cost(m.len());
+            self.remove(&m);
+            out.push((m, score_of(k)));
+        }
+        out
+    }
+
     /// The CAS unique of the table's last write, 0 if it has had none
     /// since its head item was stored. Writes do not rewrite the head
     /// item, so this, not the head's, is the hash's or set's CAS.
@@ -196,15 +323,20 @@ impl Dict {
         if self.entries.capacity() == 0 {
             return 0;
         }
-        self.payload + self.entries.capacity() * SLOT_BYTES
+        let order = self.order.as_ref().map_or(0, |o| o.len() * ORDER_BYTES);
+        self.payload + self.entries.capacity() * SLOT_BYTES + order
     }
 
     /// An upper bound on how much [`heap_bytes`](Self::heap_bytes) can grow
     /// when up to `entries` new entries holding `bytes` bytes in all (fields
     /// plus values) go in: their allocations plus a table that doubles.
     pub(crate) fn growth_bound(&self, entries: usize, bytes: usize) -> usize {
-        // Two allocations per entry, each at most 23 bytes (or 32) over.
-        let payload = bytes + entries * 64;
+        // Two allocations per entry, each at most 23 bytes (or 32) over;
+        // a sorted set's order index copies the member once more.
+        let payload = match self.order {
+            None => bytes + entries * 64,
+            Some(_) => 2 * bytes + entries * (96 + ORDER_BYTES),
+        };
         let needed = self.len() + entries;
         let cap = self.entries.capacity();
         let table = if needed > cap {
@@ -280,5 +412,79 @@ mod tests {
         for (k, _) in d.iter() {
             assert!(seen.contains(k), "survivor {k:?} missed");
         }
+    }
+
+    #[test]
+    fn scores_order_like_total_cmp() {
+        let scores = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            f64::INFINITY,
+        ];
+        for w in scores.windows(2) {
+            assert!(order_key(w[0]) < order_key(w[1]), "{w:?}");
+        }
+        for s in scores {
+            assert_eq!(score_of(order_key(s)).to_bits(), s.to_bits());
+        }
+    }
+
+    #[test]
+    fn sorted_set_ranks_pops_and_charges() {
+        let mut z = Dict::sorted();
+        let mut want: Vec<(f64, Vec<u8>)> = Vec::new();
+        for i in 0..500u32 {
+            let m = format!("m{}", i * 7919 % 500).into_bytes();
+            let s = f64::from(i % 37) - 10.0;
+            let grow = z.growth_bound(1, m.len());
+            let before = z.heap_bytes();
+            assert!(z.set_score(&m, s));
+            assert!(z.heap_bytes() - before <= grow);
+            want.push((s, m));
+        }
+        // Rescore some, remove some.
+        for (i, (s, m)) in want.iter_mut().enumerate().filter(|(i, _)| i % 5 == 0) {
+            *s = -(i as f64);
+            assert!(!z.set_score(m, *s));
+        }
+        let gone: Vec<Vec<u8>> = want.iter().step_by(7).map(|(_, m)| m.clone()).collect();
+        for m in &gone {
+            assert!(z.remove_scored(m));
+        }
+        want.retain(|(_, m)| !gone.contains(m));
+        want.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let all: Vec<(Vec<u8>, f64)> = z
+            .ranked(0, z.len())
+            .iter()
+            .map(|(m, s)| (m.to_vec(), *s))
+            .collect();
+        let expect: Vec<(Vec<u8>, f64)> = want.iter().map(|(s, m)| (m.clone(), *s)).collect();
+        assert_eq!(all, expect);
+        assert_eq!(
+            z.ranked(400, 410),
+            expect[400..410]
+                .iter()
+                .map(|(m, s)| (&m[..], *s))
+                .collect::<Vec<_>>()
+        );
+        let top = z.pop_scored(3, false);
+        assert_eq!(top[0].0[..], expect[expect.len() - 1].0[..]);
+        let low = z.pop_scored(2, true);
+        assert_eq!(low[1].0[..], expect[1].0[..]);
+        assert_eq!(z.len(), expect.len() - 5);
+        let rest: Vec<Vec<u8>> = z
+            .ranked(0, z.len())
+            .iter()
+            .map(|(m, _)| m.to_vec())
+            .collect();
+        for m in &rest {
+            assert!(z.remove_scored(m));
+        }
+        assert_eq!(z.payload, 0, "every byte uncharged");
     }
 }

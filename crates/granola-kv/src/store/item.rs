@@ -38,19 +38,21 @@ const KIND_LIST: u8 = 2;
 // 3 is a list chunk (list.rs).
 const KIND_HASH: u8 = 4;
 const KIND_SET: u8 = 5;
+const KIND_ZSET: u8 = 6;
 
 /// What a key holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A byte string (memcached value, Redis string).
     String,
-    /// A list of byte strings (Redis list and sorted set, native
-    /// GetList/PutList).
+    /// A list of byte strings (Redis list, native GetList/PutList).
     List,
     /// A Redis hash: fields and values.
     Hash,
     /// A Redis set.
     Set,
+    /// A Redis sorted set.
+    ZSet,
 }
 
 impl Kind {
@@ -59,9 +61,9 @@ impl Kind {
         self != Kind::String
     }
 
-    /// True for hashes and sets (a [`Dict`] body).
+    /// True for hashes, sets and sorted sets (a [`Dict`] body).
     pub fn is_dict(self) -> bool {
-        matches!(self, Kind::Hash | Kind::Set)
+        matches!(self, Kind::Hash | Kind::Set | Kind::ZSet)
     }
 }
 
@@ -69,7 +71,7 @@ impl Kind {
 pub(crate) enum Body {
     /// A list's chunks.
     List(ListBody),
-    /// A hash's or a set's table.
+    /// A hash's, set's or sorted set's table.
     Dict(Dict),
 }
 
@@ -149,6 +151,7 @@ impl Item {
             KIND_LIST => Kind::List,
             KIND_HASH => Kind::Hash,
             KIND_SET => Kind::Set,
+            KIND_ZSET => Kind::ZSet,
             _ => return None,
         };
         let key_len = u16_at(&buf, 2);
@@ -288,19 +291,6 @@ impl Item {
         })?
     }
 
-    /// Runs `f` on the first element's bytes (None for an empty list or a
-    /// string) without taking a reference to it: for type checks, which
-    /// must not seal the chunk a push appends to.
-    pub fn with_list_first<R>(&self, f: impl FnOnce(Option<&[u8]>) -> R) -> R {
-        match &self.body {
-            Some(b) => match &*lock_body(b) {
-                Body::List(l) => f(l.first()),
-                Body::Dict(_) => f(None),
-            },
-            None => f(None),
-        }
-    }
-
     /// The positions `from..to` that LRANGE `start end` covers (Redis
     /// semantics, see [`list_range`](Self::list_range)).
     pub fn list_bounds(&self, start: i64, end: i64) -> (usize, usize) {
@@ -422,6 +412,7 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
         Kind::List => KIND_LIST,
         Kind::Hash => KIND_HASH,
         Kind::Set => KIND_SET,
+        Kind::ZSet => KIND_ZSET,
     };
     head[2..4].copy_from_slice(&(key.len() as u16).to_le_bytes());
     head[4..8].copy_from_slice(&h.flags.to_le_bytes());

@@ -75,11 +75,6 @@ impl Chunk {
         }
     }
 
-    fn elem(&self, k: usize) -> &[u8] {
-        let (s, e) = self.spans[k];
-        &self.bytes()[s as usize..e as usize]
-    }
-
     /// Bytes of the live elements.
     fn live_payload(&self) -> usize {
         self.spans.iter().map(|&(s, e)| (e - s) as usize).sum()
@@ -260,12 +255,6 @@ impl ListBody {
             i -= c.spans.len();
         }
         None
-    }
-
-    /// The first element's bytes (no reference taken, nothing sealed).
-    pub(crate) fn first(&self) -> Option<&[u8]> {
-        let c = self.chunks.iter().find(|c| !c.spans.is_empty())?;
-        Some(c.elem(0))
     }
 
     /// Element `i` (0..len), zero-copy.

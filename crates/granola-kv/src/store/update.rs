@@ -78,7 +78,8 @@ pub struct Growth {
 }
 
 impl Store {
-    /// Runs `f` on the hash or set (`kind`) at `key` under the key's lock,
+    /// Runs `f` on the hash, set or sorted set (`kind`) at `key` under the
+    /// key's lock,
     /// creating an empty one if absent (stored only if `f` leaves entries
     /// in it). `WrongType` if `key` holds another kind; `OutOfMemory` if
     /// `growth` cannot be made room for (then `f` does not run). A write
@@ -105,7 +106,11 @@ impl Store {
             },
             None => {
                 let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
-                let body = Arc::new(Mutex::new(Body::Dict(Dict::default())));
+                let dict = match kind {
+                    Kind::ZSet => Dict::sorted(),
+                    _ => Dict::default(),
+                };
+                let body = Arc::new(Mutex::new(Body::Dict(dict)));
                 (id, body, Meta::default())
             }
         };

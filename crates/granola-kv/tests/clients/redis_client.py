@@ -236,6 +236,32 @@ def hashes_and_sets(r, other):
     check("srem", r.srem("B2", *b), len(b))
     check("emptied set is gone", r.exists("B2"), 0)
 
+    scores = {f"z{i}".encode(): float((i * 7919) % 1000) / 4 for i in range(20000)}
+    for i in range(0, 20000, 1000):
+        chunk = dict(list(scores.items())[i:i + 1000])
+        check(f"zadd batch {i}", r.zadd("Z", chunk), 1000)
+    order = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]))
+    check("zcard", r.zcard("Z"), 20000)
+    check("zrange head", r.zrange("Z", 0, 9, withscores=True), order[:10])
+    check("zrange tail", r.zrange("Z", -5, -1, withscores=True), order[-5:])
+    check("zrange middle", r.zrange("Z", 10000, 10009), [m for m, _ in order[10000:10010]])
+    check("zscore", r.zscore("Z", "z123"), scores[b"z123"])
+    check("zincrby", r.zincrby("Z", 1000, "z123"), scores[b"z123"] + 1000)
+    check("zincrby moves it last", r.zrange("Z", -1, -1), [b"z123"])
+    check("zadd gt refuses lower", r.zadd("Z", {"z123": 5}, gt=True, ch=True), 0)
+    check("zadd lt takes lower", r.zadd("Z", {"z123": -1}, lt=True, ch=True), 1)
+    check("zadd lt moved it first", r.zrange("Z", 0, 0, withscores=True), [(b"z123", -1.0)])
+    check("zadd nx keeps", r.zadd("Z", {"z123": 7}, nx=True), 0)
+    check("zadd incr", r.zadd("Z", {"z123": 2}, incr=True), 1.0)
+    check("zrem", r.zrem("Z", "z123", "nope"), 1)
+    check("zpopmin", r.zpopmin("Z", 2), [o for o in order if o[0] != b"z123"][:2])
+    check("zpopmax", r.zpopmax("Z"), [max((o for o in order if o[0] != b"z123"), key=lambda kv: (kv[1], kv[0]))])
+    check("type zset", r.type("Z"), b"zset")
+    check("object encoding zset", r.object("encoding", "Z"), b"skiplist")
+    expect_error("hset on a zset", lambda: r.hset("Z", "f", "v"), "WRONGTYPE")
+    check("rename zset", r.rename("Z", "Z2"), True)
+    check("renamed zset", r.zcard("Z2"), 20000 - 4)
+
 
 if __name__ == "__main__":
     main()

@@ -6,12 +6,8 @@
 //! - **Hashes and sets** are the store's hash tables (`store/dict.rs`),
 //!   edited in place under the key's lock: O(1) per field or member;
 //!   replies copy the (typically small) fields and values.
-//! - **Sorted sets** are still list items whose first element is a type
-//!   marker (no text client can send its leading 0xff 0x00... as a list
-//!   element by accident; a binary one could, and would make that list
-//!   read as a sorted set), then member, score pairs (score as 8
-//!   big-endian bytes of an f64) in (score, member) order. Every change
-//!   rewrites the item under the key's lock (copy-on-write, O(size)).
+//! - **Sorted sets** are the same tables (member → score) plus an ordered
+//!   index of (score, member): O(log n) per member.
 
 use crate::store::{Item, Kind};
 
@@ -28,20 +24,14 @@ pub enum CType {
     ZSet,
 }
 
-const ZSET: &[u8] = b"\xff\x00granola:zset";
-
 impl CType {
-    /// The marker element a collection of this type starts with.
-    pub fn marker(self) -> Option<&'static [u8]> {
-        (self == CType::ZSet).then_some(ZSET)
-    }
-
-    /// The store kind of a hash or set.
+    /// The store kind of a hash, set or sorted set.
     pub fn dict_kind(self) -> Option<Kind> {
         match self {
             CType::Hash => Some(Kind::Hash),
             CType::Set => Some(Kind::Set),
-            CType::List | CType::ZSet => None,
+            CType::ZSet => Some(Kind::ZSet),
+            CType::List => None,
         }
     }
 
@@ -62,31 +52,14 @@ pub fn ctype(item: &Item) -> Option<CType> {
         Kind::String => None,
         Kind::Hash => Some(CType::Hash),
         Kind::Set => Some(CType::Set),
-        Kind::List => Some(item.with_list_first(|first| match first {
-            Some(ZSET) => CType::ZSet,
-            _ => CType::List,
-        })),
+        Kind::ZSet => Some(CType::ZSet),
+        Kind::List => Some(CType::List),
     }
 }
 
-/// The elements after the marker (all of them for a list), copied.
-pub fn body(item: &Item, t: CType) -> Vec<Vec<u8>> {
-    let skip = usize::from(t != CType::List);
-    item.list_range(0, -1)
-        .skip(skip)
-        .map(|b| b.to_vec())
-        .collect()
-}
-
-/// A collection of type `t` with these body elements (marker first).
-pub fn with_marker(t: CType, mut body: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    match t.marker() {
-        Some(m) if !body.is_empty() => {
-            body.insert(0, m.to_vec());
-            body
-        }
-        _ => body,
-    }
+/// A list's elements, copied.
+fn body(item: &Item) -> Vec<Vec<u8>> {
+    item.list_range(0, -1).map(|b| b.to_vec()).collect()
 }
 
 use super::{Ctx, Replied};
@@ -107,32 +80,32 @@ impl Ctx<'_> {
     }
 }
 
-/// Read-modify-write of the collection of type `t` at `key`, under the
-/// key's lock: `f` gets its body (None if absent) and returns the new body
-/// (None: unchanged; empty: the key is removed) and a result. WRONGTYPE and
-/// store errors are written and returned as `Err`.
-pub fn update<R>(
+/// Read-modify-write of the list at `key`, under the key's lock (O(n):
+/// for edits in the middle): `f` gets its elements (None if absent) and
+/// returns the new elements (None: unchanged; empty: the key is removed)
+/// and a result. WRONGTYPE and store errors are written and returned as
+/// `Err`.
+pub fn update_list<R>(
     ctx: &mut Ctx<'_>,
     key: &[u8],
-    t: CType,
     mut f: impl FnMut(Option<Vec<Vec<u8>>>) -> (Option<Vec<Vec<u8>>>, R),
 ) -> Result<R, Replied> {
     let mut result = None;
     let mut wrong = false;
     let r = ctx.db.update_list(key, &mut |item| {
         let current = match item {
-            Some(i) if ctype(i) != Some(t) => {
+            Some(i) if i.kind() != Kind::List => {
                 wrong = true;
                 return ListEdit::Keep;
             }
-            Some(i) => Some(body(i, t)),
+            Some(i) => Some(body(i)),
             None => None,
         };
         let (new, r) = f(current);
         result = Some(r);
         match new {
             None => ListEdit::Keep,
-            Some(b) => ListEdit::Replace(with_marker(t, b)),
+            Some(b) => ListEdit::Replace(b),
         }
     });
     if wrong {
@@ -146,7 +119,7 @@ pub fn update<R>(
     result.ok_or(Replied)
 }
 
-/// Runs `f` on the hash or set (`t`) at `key`, in place, creating it if
+/// Runs `f` on the hash, set or sorted set (`t`) at `key`, in place, creating it if
 /// absent (see [`crate::store::Store::update_dict`]). `growth` bounds what
 /// `f` adds. WRONGTYPE and store errors are written and returned as `Err`.
 pub fn edit<R>(
@@ -156,7 +129,7 @@ pub fn edit<R>(
     growth: Growth,
     f: impl FnOnce(&mut Dict) -> R,
 ) -> Result<R, Replied> {
-    let kind = t.dict_kind().expect("a hash or set");
+    let kind = t.dict_kind().expect("a hash, set or sorted set");
     let mut f = Some(f);
     let mut result = None;
     let r = ctx.db.update_dict(key, kind, growth, &mut |d| {
@@ -179,7 +152,7 @@ pub fn growth_of<'a>(entries: usize, parts: impl IntoIterator<Item = &'a [u8]>) 
     }
 }
 
-/// Reads the hash or set (`t`) at `key` with `f` (None if absent, under
+/// Reads the hash, set or sorted set (`t`) at `key` with `f` (None if absent, under
 /// the table's lock); `Err` (WRONGTYPE written) if the key holds something
 /// else.
 pub fn read<R, F>(ctx: &mut Ctx<'_>, key: &[u8], t: CType, f: F) -> Result<R, Replied>

@@ -320,7 +320,7 @@ fn put_copy(
             };
             db.set(key, item.value_bytes(), meta, mode).map(|_| ())
         }
-        Kind::Hash | Kind::Set => {
+        Kind::Hash | Kind::Set | Kind::ZSet => {
             if only_if_absent && db.get(key).is_some() {
                 return Err(crate::store::StoreError::NotStored);
             }
@@ -456,6 +456,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             let enc: &[u8] = match item.kind() {
                 Kind::List => b"listpack",
                 Kind::Hash | Kind::Set => b"hashtable",
+                Kind::ZSet => b"skiplist",
                 Kind::String if parse_i64(item.value_bytes()).is_some() => b"int",
                 Kind::String if item.value_len() <= 44 => b"embstr",
                 Kind::String => b"raw",

@@ -1,7 +1,7 @@
 //! List commands: RPUSH LPUSH RPUSHX LPUSHX LPOP RPOP LRANGE LLEN LINDEX
 //! LSET LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH.
 
-use super::collections::{update, CType};
+use super::collections::update_list;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -116,7 +116,7 @@ pub fn lpushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 fn pushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
     let values: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(n) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+    if let Ok(n) = update_list(ctx, arg(cmd, 1), |l| match l {
         None => (None, 0),
         Some(mut l) => {
             for v in &values {
@@ -197,7 +197,7 @@ pub fn lset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let v = arg(cmd, 3);
-    match update(ctx, arg(cmd, 1), CType::List, |l| match l {
+    match update_list(ctx, arg(cmd, 1), |l| match l {
         None => (None, Err(b"ERR no such key".as_slice())),
         Some(mut l) => match index(i, l.len()) {
             Some(i) => {
@@ -221,7 +221,7 @@ pub fn lrem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let v = arg(cmd, 3);
-    if let Ok(n) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+    if let Ok(n) = update_list(ctx, arg(cmd, 1), |l| match l {
         None => (None, 0),
         Some(mut l) => {
             let limit = if count == 0 {
@@ -259,7 +259,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.raw(resp::ERR_NOT_INTEGER);
         return Step::Done;
     };
-    if update(ctx, arg(cmd, 1), CType::List, |l| match l {
+    if update_list(ctx, arg(cmd, 1), |l| match l {
         None => (None, ()),
         Some(l) => {
             let n = l.len() as i64;
@@ -291,7 +291,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let (pivot, v) = (arg(cmd, 3), arg(cmd, 4));
-    if let Ok(n) = update(ctx, arg(cmd, 1), CType::List, |l| match l {
+    if let Ok(n) = update_list(ctx, arg(cmd, 1), |l| match l {
         None => (None, 0),
         Some(mut l) => match l.iter().position(|e| e == pivot) {
             Some(p) => {
@@ -408,7 +408,7 @@ fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left:
     if ctx.list(dst).is_err() {
         return Step::Done;
     }
-    let Ok(v) = update(ctx, src, CType::List, |l| match l {
+    let Ok(v) = update_list(ctx, src, |l| match l {
         None => (None, None),
         Some(mut l) => {
             let v = if from_left {
@@ -425,7 +425,7 @@ fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left:
         ctx.null();
         return Step::Done;
     };
-    if update(ctx, dst, CType::List, |l| {
+    if update_list(ctx, dst, |l| {
         let mut l = l.unwrap_or_default();
         if to_left {
             l.insert(0, v.clone());

@@ -185,11 +185,7 @@ impl Ctx<'_> {
     }
     fn typed(&mut self, key: &[u8], kind: Kind) -> Result<Option<Item>, Replied> {
         match self.db.get(key) {
-            Some(i)
-                if i.kind() != kind
-                    || (kind == Kind::List
-                        && collections::ctype(&i) != Some(collections::CType::List)) =>
-            {
+            Some(i) if i.kind() != kind => {
                 self.raw(resp::ERR_WRONGTYPE);
                 Err(Replied)
             }

@@ -1,13 +1,15 @@
 //! Sorted-set commands, the ones caches and redis-benchmark use: ZADD
-//! (NX XX CH), ZINCRBY, ZSCORE, ZCARD, ZREM, ZRANGE (by index,
-//! WITHSCORES), ZPOPMIN, ZPOPMAX. Stored as member, score pairs in (score,
-//! member) order (see [`super::collections`]); O(size) per change.
+//! (NX XX GT LT CH INCR), ZINCRBY, ZSCORE, ZCARD, ZREM, ZRANGE (by index,
+//! WITHSCORES), ZPOPMIN, ZPOPMAX. A sorted set is the store's table of
+//! member → score plus an ordered (score, member) index (see
+//! [`super::collections`]): O(log n) per member.
 
-use super::collections::{update, CType};
+use super::collections::{edit, growth_of, read, CType};
 use super::strings::parse_float;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
+use crate::store::{Dict, Growth};
 
 const T: CType = CType::ZSet;
 
@@ -15,51 +17,46 @@ fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.arg(i).unwrap_or_default()
 }
 
-/// (member, score) pairs of a body.
-fn pairs(body: Vec<Vec<u8>>) -> Vec<(Vec<u8>, f64)> {
-    let mut out = Vec::with_capacity(body.len() / 2);
-    let mut it = body.into_iter();
-    while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        let score = <[u8; 8]>::try_from(&s[..]).map_or(0.0, f64::from_be_bytes);
-        out.push((m, score));
-    }
-    out
-}
+const NAN: &[u8] = b"ERR resulting score is not a number (NaN)";
 
-fn to_body(mut p: Vec<(Vec<u8>, f64)>) -> Vec<Vec<u8>> {
-    p.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-    p.into_iter()
-        .flat_map(|(m, s)| [m, s.to_be_bytes().to_vec()])
-        .collect()
-}
-
-/// `ZADD key [NX|XX] [CH] [INCR] score member [score member ...]`.
+/// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`.
 pub fn zadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let (mut nx, mut xx, mut ch, mut incr) = (false, false, false, false);
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
     let mut i = 2;
     while i < cmd.len() {
         let o = arg(cmd, i).to_ascii_uppercase();
         match &o[..] {
             b"NX" => nx = true,
             b"XX" => xx = true,
+            b"GT" => gt = true,
+            b"LT" => lt = true,
             b"CH" => ch = true,
             b"INCR" => incr = true,
-            b"GT" | b"LT" => {
-                ctx.error(b"ERR GT and LT are not supported by granola-kv");
-                return Step::Done;
-            }
             _ => break,
         }
         i += 1;
     }
     let rest: Vec<&[u8]> = cmd.args().skip(i).collect();
-    if rest.is_empty() || rest.len() % 2 != 0 || (nx && xx) || (incr && rest.len() != 2) {
+    if rest.is_empty() || rest.len() % 2 != 0 {
         ctx.raw(resp::ERR_SYNTAX);
         return Step::Done;
     }
-    let mut adds = Vec::new();
+    if nx && xx {
+        ctx.error(b"ERR XX and NX options at the same time are not compatible");
+        return Step::Done;
+    }
+    if (gt && lt) || (nx && (gt || lt)) {
+        ctx.error(b"ERR GT, LT, and/or NX options at the same time are not compatible");
+        return Step::Done;
+    }
+    if incr && rest.len() != 2 {
+        ctx.error(b"ERR INCR option supports a single increment-element pair");
+        return Step::Done;
+    }
+    let mut adds = Vec::with_capacity(rest.len() / 2);
     for p in rest.chunks(2) {
-        match parse_float(p[0]) {
+        match parse_float(p[0]).filter(|s| !s.is_nan()) {
             Some(s) => adds.push((p[1], s)),
             None => {
                 ctx.error(b"ERR value is not a valid float");
@@ -67,127 +64,114 @@ pub fn zadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
         }
     }
-    let r = update(ctx, arg(cmd, 1), T, |z| {
-        let mut z = pairs(z.unwrap_or_default());
+    let growth = growth_of(adds.len(), adds.iter().map(|(m, _)| *m));
+    let r = edit(ctx, arg(cmd, 1), T, growth, |z| {
         let (mut added, mut changed, mut last) = (0i64, 0i64, None);
-        for (m, s) in &adds {
-            match z.iter_mut().find(|(zm, _)| zm == m) {
-                Some(e) if !nx => {
-                    let new = if incr { e.1 + s } else { *s };
-                    if new != e.1 {
-                        changed += 1;
-                    }
-                    e.1 = new;
-                    last = Some(new);
-                }
-                Some(_) => {}
-                None if !xx => {
-                    z.push((m.to_vec(), *s));
+        for &(m, s) in &adds {
+            let old = z.score(m);
+            let new = match old {
+                Some(o) if incr => o + s,
+                _ => s,
+            };
+            if new.is_nan() {
+                return Err(NAN);
+            }
+            let allowed = match old {
+                None => !xx,
+                Some(o) => !(nx || (gt && new <= o) || (lt && new >= o)),
+            };
+            if !allowed {
+                continue;
+            }
+            last = Some(new);
+            if old != Some(new) {
+                if z.set_score(m, new) {
                     added += 1;
-                    last = Some(*s);
+                } else {
+                    changed += 1;
                 }
-                None => {}
             }
         }
-        let n = if ch { added + changed } else { added };
-        (Some(to_body(z)), (n, last))
+        Ok((if ch { added + changed } else { added }, last))
     });
-    if let Ok((n, last)) = r {
-        if incr {
-            match last {
-                Some(s) => ctx.double(s),
-                None => ctx.null(),
-            }
-        } else {
-            ctx.int(n);
-        }
+    match r {
+        Ok(Ok((_, last))) if incr => match last {
+            Some(s) => ctx.double(s),
+            None => ctx.null(),
+        },
+        Ok(Ok((n, _))) => ctx.int(n),
+        Ok(Err(e)) => ctx.error(e),
+        Err(_) => {}
     }
     Step::Done
 }
 
 /// `ZINCRBY key increment member`.
 pub fn zincrby(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(d) = parse_float(arg(cmd, 2)) else {
+    let Some(d) = parse_float(arg(cmd, 2)).filter(|d| !d.is_nan()) else {
         ctx.error(b"ERR value is not a valid float");
         return Step::Done;
     };
     let m = arg(cmd, 3);
-    if let Ok(s) = update(ctx, arg(cmd, 1), T, |z| {
-        let mut z = pairs(z.unwrap_or_default());
-        let s = match z.iter_mut().find(|(zm, _)| zm == m) {
-            Some(e) => {
-                e.1 += d;
-                e.1
-            }
-            None => {
-                z.push((m.to_vec(), d));
-                d
-            }
-        };
-        (Some(to_body(z)), s)
+    match edit(ctx, arg(cmd, 1), T, growth_of(1, [m]), |z| {
+        let s = z.score(m).unwrap_or(0.0) + d;
+        if s.is_nan() {
+            return Err(NAN);
+        }
+        z.set_score(m, s);
+        Ok(s)
     }) {
-        ctx.double(s);
+        Ok(Ok(s)) => ctx.double(s),
+        Ok(Err(e)) => ctx.error(e),
+        Err(_) => {}
     }
     Step::Done
 }
 
-fn read(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, super::Replied> {
-    Ok(ctx
-        .coll(key, T)?
-        .map(|z| pairs(super::collections::body(&z, T)))
-        .unwrap_or_default())
-}
-
 /// `ZSCORE key member`.
 pub fn zscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(z) = read(ctx, arg(cmd, 1)) {
-        match z.iter().find(|(m, _)| m[..] == *arg(cmd, 2)) {
-            Some((_, s)) => ctx.double(*s),
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        match z.and_then(|z| z.score(arg(cmd, 2))) {
+            Some(s) => ctx.double(s),
             None => ctx.null(),
         }
-    }
+    });
     Step::Done
 }
 
 /// `ZCARD key`.
 pub fn zcard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(z) = ctx.coll(arg(cmd, 1), T) {
-        ctx.int(z.map_or(0, |z| (z.list_len() - 1) / 2) as i64);
-    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        ctx.int(z.map_or(0, Dict::len) as i64)
+    });
     Step::Done
 }
 
 /// `ZREM key member...`.
 pub fn zrem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let ms: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(n) = update(ctx, arg(cmd, 1), T, |z| match z {
-        None => (None, 0),
-        Some(z) => {
-            let mut z = pairs(z);
-            let before = z.len();
-            z.retain(|(m, _)| !ms.contains(&&m[..]));
-            let removed = (before - z.len()) as i64;
-            (Some(to_body(z)).filter(|_| removed > 0), removed)
-        }
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+        cmd.args().skip(2).filter(|m| z.remove_scored(m)).count()
     }) {
-        ctx.int(n);
+        ctx.int(n as i64);
     }
     Step::Done
 }
 
-fn reply_pairs(ctx: &mut Ctx<'_>, z: &[(Vec<u8>, f64)], scores: bool) {
+/// Writes (member, score) pairs: flat in RESP2 or without scores, as
+/// [member, score] pairs in RESP3.
+fn reply_pairs<M: AsRef<[u8]>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: bool) {
     let resp3 = ctx.version() == resp::Version::Resp3;
     if scores && resp3 {
         ctx.array(z.len());
         for (m, s) in z {
             ctx.array(2);
-            ctx.bytes(m);
+            ctx.bytes(m.as_ref());
             ctx.double(*s);
         }
     } else {
         ctx.array(z.len() * if scores { 2 } else { 1 });
         for (m, s) in z {
-            ctx.bytes(m);
+            ctx.bytes(m.as_ref());
             if scores {
                 ctx.double(*s);
             }
@@ -209,17 +193,16 @@ pub fn zrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             return Step::Done;
         }
     };
-    if let Ok(z) = read(ctx, arg(cmd, 1)) {
-        let n = z.len() as i64;
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        let n = z.map_or(0, Dict::len) as i64;
         let s = if a < 0 { (n + a).max(0) } else { a };
         let e = if b < 0 { n + b } else { b.min(n - 1) };
-        let slice = if s > e || s >= n {
-            &z[0..0]
-        } else {
-            &z[s as usize..=e as usize]
+        let ranked = match z {
+            Some(z) if s <= e && s < n => z.ranked(s as usize, e as usize + 1),
+            _ => Vec::new(),
         };
-        reply_pairs(ctx, slice, scores);
-    }
+        reply_pairs(ctx, &ranked, scores);
+    });
     Step::Done
 }
 
@@ -244,20 +227,8 @@ fn zpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, min: bool) -> Step {
             }
         },
     };
-    if let Ok(popped) = update(ctx, arg(cmd, 1), T, |z| match z {
-        None => (None, Vec::new()),
-        Some(z) => {
-            let mut z = pairs(z);
-            let n = count.min(z.len());
-            let out: Vec<(Vec<u8>, f64)> = if min {
-                z.drain(..n).collect()
-            } else {
-                let mut t: Vec<_> = z.drain(z.len() - n..).collect();
-                t.reverse();
-                t
-            };
-            (Some(to_body(z)), out)
-        }
+    if let Ok(popped) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+        z.pop_scored(count, min)
     }) {
         if ctx.version() == resp::Version::Resp3 && cmd.len() == 2 {
             match popped.first() {
