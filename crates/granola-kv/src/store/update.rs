@@ -200,13 +200,18 @@ impl Store {
     /// Settles a dict write's accounting: its heap bytes went from
     /// `before` to `after`, `reserved` bytes were reserved up front.
     fn settle_dict(&self, before: usize, after: usize, reserved: usize) {
-        for counter in [&self.item_bytes, &self.dict_bytes] {
-            counter.fetch_add(after, Ordering::Relaxed);
-            counter.fetch_sub(before, Ordering::Relaxed);
-        }
-        self.accounted.fetch_add(after, Ordering::Relaxed);
-        self.accounted
-            .fetch_sub(before + reserved, Ordering::Relaxed);
+        // Net changes only: most writes leave the size as it was, and each
+        // atomic add is a shared cache line.
+        let apply = |counter: &std::sync::atomic::AtomicUsize, add: usize, sub: usize| {
+            if add > sub {
+                counter.fetch_add(add - sub, Ordering::Relaxed);
+            } else if sub > add {
+                counter.fetch_sub(sub - add, Ordering::Relaxed);
+            }
+        };
+        apply(&self.item_bytes, after, before);
+        apply(&self.dict_bytes, after, before);
+        apply(&self.accounted, after, before + reserved);
     }
 }
 
