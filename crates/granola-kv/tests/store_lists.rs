@@ -305,3 +305,21 @@ fn concurrent_readers_never_see_a_torn_list() {
         check(b);
     }
 }
+
+#[test]
+fn every_push_and_pop_changes_the_cas() {
+    let s = store();
+    s.list_push(b"l", &[b"a"], false).unwrap();
+    let mut seen = vec![s.get(b"l").unwrap().cas()];
+    s.list_push(b"l", &[b"b", b"c"], true).unwrap();
+    seen.push(s.get(b"l").unwrap().cas());
+    s.list_pop(b"l", 1, false).unwrap();
+    seen.push(s.get(b"l").unwrap().cas());
+    s.list_pop(b"l", 0, false).unwrap();
+    let unchanged = s.get(b"l").unwrap().cas();
+    s.touch(b"l", 0);
+    assert_eq!(s.get(b"l").unwrap().cas(), unchanged, "touch keeps the CAS");
+    seen.push(unchanged);
+    assert!(seen.windows(2).take(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert_eq!(seen[2], seen[3], "popping nothing is no change");
+}

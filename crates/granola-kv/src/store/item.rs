@@ -193,11 +193,15 @@ impl Item {
     /// The CAS unique: new on every modification of the key.
     #[inline]
     pub fn cas(&self) -> u64 {
-        // A hash or set is written in place: its table holds the CAS of
-        // its last write.
-        match self.read_dict(Dict::cas) {
-            Some(cas) if cas != 0 => cas,
-            _ => u64_at(&self.buf, 20),
+        // A collection is written in place: its body holds the CAS of its
+        // last write (0 until then: the head item's holds).
+        let body = self.body.as_ref().map_or(0, |b| match &*lock_body(b) {
+            Body::List(l) => l.cas(),
+            Body::Dict(d) => d.cas(),
+        });
+        match body {
+            0 => u64_at(&self.buf, 20),
+            cas => cas,
         }
     }
 

@@ -185,6 +185,9 @@ pub(crate) struct ListBody {
     len: usize,
     /// Slot bytes of the chunks + SPAN_BYTES per element.
     bytes: usize,
+    /// The CAS unique of the last push or pop (0: none since the head
+    /// item was stored, whose CAS then holds).
+    cas: u64,
 }
 
 impl Drop for ListBody {
@@ -204,7 +207,18 @@ impl ListBody {
             chunks: VecDeque::new(),
             len: 0,
             bytes: 0,
+            cas: 0,
         }
+    }
+
+    /// The CAS unique of the last push or pop, 0 if none since the head
+    /// item was stored.
+    pub(crate) fn cas(&self) -> u64 {
+        self.cas
+    }
+
+    pub(crate) fn set_cas(&mut self, cas: u64) {
+        self.cas = cas;
     }
 
     /// The list's id (what its head item and chunks carry).

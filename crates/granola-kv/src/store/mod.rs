@@ -19,8 +19,9 @@
 //!   (the memory limit and `max_list_len` bound a list). Each element goes
 //!   out as a zero-copy sub-`Buf` of its chunk, so a reply in flight never
 //!   sees a torn list. The body sits behind its own mutex: list reads take
-//!   it briefly (strings stay lock-free). Every write also rewrites the
-//!   small head item, so the CAS and WATCH see each change. Edits in the
+//!   it briefly (strings stay lock-free). Pushes and pops leave the head
+//!   item alone: the body carries the CAS of its last write, which
+//!   [`Item::cas`] reports (so WATCH sees each change). Edits in the
 //!   middle (LSET, LREM, LINSERT, and sorted-set writes, which are lists
 //!   with a type marker) rebuild the body: O(n).
 //! - **Hashes and sets** are a head item (kind hash or set) plus a hash
@@ -665,11 +666,18 @@ impl Store {
         }
         let len = b.len();
         let id = b.id();
-        drop(guard);
-        if old.is_none() {
-            self.publish_body(id, body);
+        if old.is_some() {
+            // The body carries the list's CAS (see `Item::cas`): a push
+            // onto a stored list leaves its head item alone.
+            b.set_cas(self.new_cas());
         }
-        self.put_head(&l, &h, key, Kind::List, id, meta, old.as_ref())?;
+        drop(guard);
+        if old.is_some() {
+            self.sets.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.publish_body(id, body);
+            self.put_head(&l, &h, key, Kind::List, id, meta, None)?;
+        }
         Ok(len)
     }
 
@@ -697,18 +705,14 @@ impl Store {
         let shape = b.shape();
         let (popped, released) = b.pop(count, front);
         self.charge(0, 0, released, shape, b.shape());
-        let (len, id) = (b.len(), b.id());
+        if !popped.is_empty() {
+            b.set_cas(self.new_cas());
+            self.sets.fetch_add(1, Ordering::Relaxed);
+        }
+        let len = b.len();
         drop(guard);
         if len == 0 {
             self.remove(&l, f.pos, &f.item);
-        } else if !popped.is_empty() {
-            let meta = Meta {
-                flags: f.item.flags(),
-                expires_at_ms: f.item.expires_at_ms(),
-            };
-            // The elements are already off the list: if the new head
-            // cannot be stored the list keeps its old CAS, nothing worse.
-            let _ = self.put_head(&l, &h, key, Kind::List, id, meta, Some(&f));
         }
         Ok(Some(popped))
     }

@@ -144,6 +144,20 @@ def main():
         p.set("w", cur + b"!")
         check("watch untouched applies", p.execute(), [True])
     check("watch result", r.get("w"), b"theirs!")
+    # WATCH sees a push onto a list (written in place)
+    r.rpush("wl", "a")
+    with r.pipeline() as p:
+        p.watch("wl")
+        p.multi()
+        p.rpush("wl", "mine")
+        other.lpush("wl", "theirs")
+        try:
+            p.execute()
+            print("FAIL watch list: transaction applied", file=sys.stderr)
+            sys.exit(1)
+        except redis.WatchError:
+            pass
+    check("watch list kept the other push", r.lrange("wl", 0, -1), [b"theirs", b"a"])
     # SELECT: databases are separate keyspaces
     r.set("shared-name", "db0")
     check("select 5", r.execute_command("SELECT", 5), True)
