@@ -110,6 +110,15 @@ impl Storage for Db<'_> {
         self.wrote();
         self.with_key(key, |k| self.store.list_push(k, values, front))
     }
+    fn list_push_existing(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+    ) -> Result<usize, StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.list_push_existing(k, values, front))
+    }
     fn list_pop(
         &self,
         key: &[u8],

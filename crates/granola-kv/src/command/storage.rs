@@ -21,6 +21,13 @@ pub trait Storage: Send + Sync {
     fn flush_all(&self);
     /// RPUSH/LPUSH; the new length.
     fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError>;
+    /// RPUSHX/LPUSHX: onto an existing list only; the new length (0: absent).
+    fn list_push_existing(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+    ) -> Result<usize, StoreError>;
     /// LPOP/RPOP of up to `count` elements, zero-copy (`None` if absent).
     fn list_pop(
         &self,
@@ -85,6 +92,14 @@ impl Storage for Store {
     }
     fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
         Store::list_push(self, key, values, front)
+    }
+    fn list_push_existing(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+    ) -> Result<usize, StoreError> {
+        Store::list_push_existing(self, key, values, front)
     }
     fn list_pop(
         &self,

@@ -619,6 +619,27 @@ impl Store {
         values: &[&[u8]],
         front: bool,
     ) -> Result<usize, StoreError> {
+        self.push(key, values, front, true)
+    }
+
+    /// RPUSHX / LPUSHX: [`list_push`](Self::list_push) onto an existing
+    /// list only; 0 (nothing stored) if `key` is absent.
+    pub fn list_push_existing(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+    ) -> Result<usize, StoreError> {
+        self.push(key, values, front, false)
+    }
+
+    fn push(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+        create: bool,
+    ) -> Result<usize, StoreError> {
         for v in values {
             self.check_len(key, v.len())?;
         }
@@ -628,7 +649,7 @@ impl Store {
         let (body, meta) = match &old {
             Some(f) if f.item.kind() != Kind::List => return Err(StoreError::WrongType),
             Some(f) if values.is_empty() => return Ok(f.item.list_len()),
-            None if values.is_empty() => return Ok(0),
+            None if values.is_empty() || !create => return Ok(0),
             Some(f) => match f.item.body() {
                 Some(b) => (
                     b.clone(),
@@ -819,15 +840,10 @@ impl Store {
         (chunks_before, len_before): (usize, usize),
         (chunks_after, len_after): (usize, usize),
     ) {
-        self.list_chunks.fetch_add(chunks_after, Ordering::Relaxed);
-        self.list_chunks.fetch_sub(chunks_before, Ordering::Relaxed);
-        self.list_elems.fetch_add(len_after, Ordering::Relaxed);
-        self.list_elems.fetch_sub(len_before, Ordering::Relaxed);
-        self.item_bytes.fetch_add(added, Ordering::Relaxed);
-        self.item_bytes.fetch_sub(released, Ordering::Relaxed);
-        self.accounted.fetch_add(added, Ordering::Relaxed);
-        self.accounted
-            .fetch_sub(reserved + released, Ordering::Relaxed);
+        adjust(&self.list_chunks, chunks_after, chunks_before);
+        adjust(&self.list_elems, len_after, len_before);
+        adjust(&self.item_bytes, added, released);
+        adjust(&self.accounted, added, reserved + released);
     }
 
     /// A slot for a list chunk: like an item's, evicting segments first
@@ -1238,6 +1254,17 @@ impl Drop for Store {
 
 /// memcached's number check: ASCII digits (trailing spaces allowed, as
 /// older servers pad decr results), at most u64::MAX.
+/// Adds `add - sub` to `counter` (one atomic operation, none if they are
+/// equal: most writes leave most counters as they were, and each atomic
+/// add is a shared cache line).
+fn adjust(counter: &AtomicUsize, add: usize, sub: usize) {
+    if add > sub {
+        counter.fetch_add(add - sub, Ordering::Relaxed);
+    } else if sub > add {
+        counter.fetch_sub(sub - add, Ordering::Relaxed);
+    }
+}
+
 fn parse_u64(v: &[u8]) -> Option<u64> {
     let digits = v.trim_ascii_end();
     if digits.is_empty() || digits.len() > 20 {

@@ -4,7 +4,7 @@
 //! place: O(1) per field (`dict.rs`).
 
 use super::item::{lock_body, Body};
-use super::{Dict, Item, Kind, Meta, Store, StoreError};
+use super::{adjust, Dict, Item, Kind, Meta, Store, StoreError};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -200,18 +200,9 @@ impl Store {
     /// Settles a dict write's accounting: its heap bytes went from
     /// `before` to `after`, `reserved` bytes were reserved up front.
     fn settle_dict(&self, before: usize, after: usize, reserved: usize) {
-        // Net changes only: most writes leave the size as it was, and each
-        // atomic add is a shared cache line.
-        let apply = |counter: &std::sync::atomic::AtomicUsize, add: usize, sub: usize| {
-            if add > sub {
-                counter.fetch_add(add - sub, Ordering::Relaxed);
-            } else if sub > add {
-                counter.fetch_sub(sub - add, Ordering::Relaxed);
-            }
-        };
-        apply(&self.item_bytes, after, before);
-        apply(&self.dict_bytes, after, before);
-        apply(&self.accounted, after, before + reserved);
+        adjust(&self.item_bytes, after, before);
+        adjust(&self.dict_bytes, after, before);
+        adjust(&self.accounted, after, before + reserved);
     }
 }
 

@@ -21,11 +21,8 @@ pub fn lpush(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 fn push(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
-    // A hash or set is a list item too: refuse those first.
-    if ctx.list(arg(cmd, 1)).is_err() {
-        return Step::Done;
-    }
     let values: Vec<&[u8]> = cmd.args().skip(2).collect();
+    // Another type at the key is the store's WrongType.
     match ctx.db.list_push(arg(cmd, 1), &values, front) {
         Ok(len) => ctx.int(len as i64),
         Err(e) => ctx.store_error(e),
@@ -116,21 +113,9 @@ pub fn lpushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 fn pushx(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
     let values: Vec<&[u8]> = cmd.args().skip(2).collect();
-    if let Ok(n) = update_list(ctx, arg(cmd, 1), |l| match l {
-        None => (None, 0),
-        Some(mut l) => {
-            for v in &values {
-                if front {
-                    l.insert(0, v.to_vec());
-                } else {
-                    l.push(v.to_vec());
-                }
-            }
-            let n = l.len();
-            (Some(l), n)
-        }
-    }) {
-        ctx.int(n as i64);
+    match ctx.db.list_push_existing(arg(cmd, 1), &values, front) {
+        Ok(len) => ctx.int(len as i64),
+        Err(e) => ctx.store_error(e),
     }
     Step::Done
 }
