@@ -84,6 +84,14 @@ impl Storage for Db<'_> {
     fn delete(&self, key: &[u8]) -> bool {
         self.with_key(key, |k| self.store.delete(k))
     }
+    fn update_string(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<(), StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.update_string(k, f))
+    }
     fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
         self.with_key(key, |k| self.store.incr_decr(k, delta, incr))
     }

@@ -13,6 +13,13 @@ pub trait Storage: Send + Sync {
     fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError>;
     /// Removes `key`; true if it was there.
     fn delete(&self, key: &[u8]) -> bool;
+    /// Read-modify-write of a string value (see [`Store::update_string`]);
+    /// `f` runs at most once.
+    fn update_string(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<(), StoreError>;
     /// memcached incr/decr on a decimal u64.
     fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError>;
     /// Sets the expiry of a live item; returns it.
@@ -80,6 +87,13 @@ impl Storage for Store {
     }
     fn delete(&self, key: &[u8]) -> bool {
         Store::delete(self, key)
+    }
+    fn update_string(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<(), StoreError> {
+        Store::update_string(self, key, f)
     }
     fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
         Store::incr_decr(self, key, delta, incr)

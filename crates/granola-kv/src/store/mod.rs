@@ -565,6 +565,37 @@ impl Store {
         Ok(new)
     }
 
+    /// Read-modify-write of a string under the key's lock: `f` gets the
+    /// current value (None if absent) and returns the value to store (None:
+    /// leave the key as it is). A stored value keeps the old item's flags
+    /// and expiry (none for a new key) and gets a new CAS. `WrongType` if
+    /// the key holds a collection. One lookup, no retry: what INCR and
+    /// friends need.
+    pub fn update_string(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<(), StoreError> {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let old = self.find_live(&l, &h, key);
+        if old.as_ref().is_some_and(|o| o.item.kind() != Kind::String) {
+            return Err(StoreError::WrongType);
+        }
+        let Some(new) = f(old.as_ref().map(|o| o.item.value_bytes())) else {
+            return Ok(());
+        };
+        let hdr = Header {
+            flags: old.as_ref().map_or(0, |o| o.item.flags()),
+            expires_at_ms: old.as_ref().map_or(0, |o| o.item.expires_at_ms()),
+            cas: self.new_cas(),
+        };
+        let parts: [&[u8]; 1] = [&new];
+        self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, old.as_ref())?;
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Sets a new expiry (absolute ms, 0 = never) on a live item and returns
     /// the updated item (for `gat`); `None` if absent. Items are immutable,
     /// so this copies the item into a new slot (CAS unchanged). If memory
@@ -949,7 +980,7 @@ impl Store {
     /// absent.
     fn find_live(&self, l: &Locked<'_>, h: &Hashed, key: &[u8]) -> Option<Found> {
         let mut f = l.find(&self.pool, h, key)?;
-        if f.item.expired(self.clock.now_ms()) {
+        if f.item.expires_at_ms() != 0 && f.item.expired(self.clock.now_ms()) {
             self.remove(l, f.pos, &f.item);
             self.expired.fetch_add(1, Ordering::Relaxed);
             return None;

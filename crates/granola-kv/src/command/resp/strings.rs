@@ -91,7 +91,6 @@ pub fn set(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let mut cond = SetMode::Set;
     let mut get = false;
     let mut ttl = Ttl::None;
-    let now = ctx.db.now_ms();
     let mut opts = cmd.args().skip(3);
     while let Some(o) = opts.next() {
         let unit = [
@@ -111,7 +110,7 @@ pub fn set(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 ctx.raw(resp::ERR_SYNTAX);
                 return Step::Done;
             };
-            match expiry::parse(a, unit, absolute, now) {
+            match expiry::parse(a, unit, absolute, ctx.db.now_ms()) {
                 Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => ttl = Ttl::Set(w),
                 Ok(_) => return invalid_set_expire(ctx),
                 Err(Bad::Range) => return invalid_set_expire(ctx),
@@ -164,7 +163,6 @@ fn set_string(
     ttl: Ttl,
     want_old: bool,
 ) -> Result<(bool, Option<Item>), super::Replied> {
-    let now = ctx.db.now_ms();
     let simple = !want_old && ttl != Ttl::Keep;
     for _ in 0..64 {
         let old = if simple { None } else { ctx.db.get(key) };
@@ -175,7 +173,7 @@ fn set_string(
         let expires_at_ms = match ttl {
             Ttl::None => 0,
             Ttl::Keep => old.as_ref().map_or(0, Item::expires_at_ms),
-            Ttl::Set(w) => w.at_ms(now).max(1) as u64,
+            Ttl::Set(w) => w.at_ms(ctx.db.now_ms()).max(1) as u64,
         };
         let meta = Meta {
             flags: 0,
@@ -560,47 +558,30 @@ pub fn decrby(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 /// INCR/DECR with Redis semantics (signed 64-bit, missing key = 0,
-/// overflow is an error): read, compute, write back with a CAS so
-/// concurrent increments are not lost.
+/// overflow is an error), read and written under the key's lock.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
-    for _ in 0..64 {
-        let (current, mode, meta) = match ctx.db.get(key) {
-            None => (0, SetMode::Add, Meta::default()),
-            Some(i) if i.kind() != Kind::String => {
-                ctx.raw(resp::ERR_WRONGTYPE);
-                return;
-            }
-            Some(i) => match parse_i64(i.value_bytes()) {
-                Some(v) => (
-                    v,
-                    SetMode::Cas(i.cas()),
-                    Meta {
-                        flags: i.flags(),
-                        expires_at_ms: i.expires_at_ms(),
-                    },
-                ),
+    let mut outcome: Result<i64, &'static [u8]> = Err(resp::ERR_NOT_INTEGER);
+    let r = ctx.db.update_string(key, &mut |cur| {
+        let cur = match cur {
+            None => 0,
+            Some(v) => match parse_i64(v) {
+                Some(v) => v,
                 None => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return;
+                    outcome = Err(resp::ERR_NOT_INTEGER);
+                    return None;
                 }
             },
         };
-        let Some(next) = current.checked_add(delta) else {
-            ctx.raw(resp::ERR_OVERFLOW);
-            return;
+        let Some(next) = cur.checked_add(delta) else {
+            outcome = Err(resp::ERR_OVERFLOW);
+            return None;
         };
-        match ctx.db.set(key, next.to_string().as_bytes(), meta, mode) {
-            Ok(_) => {
-                ctx.int(next);
-                return;
-            }
-            // Someone else wrote in between: retry.
-            Err(StoreError::Exists | StoreError::NotStored | StoreError::NotFound) => {}
-            Err(e) => {
-                ctx.store_error(e);
-                return;
-            }
-        }
+        outcome = Ok(next);
+        Some(next.to_string().into_bytes())
+    });
+    match (r, outcome) {
+        (Err(e), _) => ctx.store_error(e),
+        (Ok(()), Ok(n)) => ctx.int(n),
+        (Ok(()), Err(line)) => ctx.raw(line),
     }
-    ctx.error(b"ERR too much contention on key");
 }
