@@ -4,6 +4,7 @@
 //! types (`0xff 0xfe 'D' n`). Keys a binary client writes with that prefix
 //! land in database `n` — documented, not prevented.
 
+use super::storage::StringEdit;
 use super::Storage;
 use crate::store::{
     Dict, Growth, Item, Kind, ListEdit, Meta, SetMode, Store, StoreError, StoreStats,
@@ -84,11 +85,7 @@ impl Storage for Db<'_> {
     fn delete(&self, key: &[u8]) -> bool {
         self.with_key(key, |k| self.store.delete(k))
     }
-    fn update_string(
-        &self,
-        key: &[u8],
-        f: &mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
-    ) -> Result<(), StoreError> {
+    fn update_string(&self, key: &[u8], f: StringEdit<'_>) -> Result<(), StoreError> {
         self.wrote();
         self.with_key(key, |k| self.store.update_string(k, f))
     }

@@ -26,7 +26,7 @@ pub(crate) mod process;
 pub mod resp;
 mod storage;
 
-pub use storage::Storage;
+pub use storage::{Storage, StringEdit};
 
 /// What a command did.
 #[derive(Debug, Clone, PartialEq, Eq)]

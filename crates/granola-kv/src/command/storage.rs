@@ -4,6 +4,10 @@ use crate::store::{
     Dict, Growth, Item, Kind, ListEdit, Meta, SetMode, Store, StoreError, StoreStats,
 };
 
+/// A string edit: the current value (None if absent) to the value to
+/// store (None: leave it).
+pub type StringEdit<'a> = &'a mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>;
+
 /// What commands need from the store. [`Store`] implements it; commands
 /// take `&dyn Storage`, so a command file depends on this interface only.
 pub trait Storage: Send + Sync {
@@ -15,11 +19,7 @@ pub trait Storage: Send + Sync {
     fn delete(&self, key: &[u8]) -> bool;
     /// Read-modify-write of a string value (see [`Store::update_string`]);
     /// `f` runs at most once.
-    fn update_string(
-        &self,
-        key: &[u8],
-        f: &mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
-    ) -> Result<(), StoreError>;
+    fn update_string(&self, key: &[u8], f: StringEdit<'_>) -> Result<(), StoreError>;
     /// memcached incr/decr on a decimal u64.
     fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError>;
     /// Sets the expiry of a live item; returns it.
@@ -88,11 +88,7 @@ impl Storage for Store {
     fn delete(&self, key: &[u8]) -> bool {
         Store::delete(self, key)
     }
-    fn update_string(
-        &self,
-        key: &[u8],
-        f: &mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
-    ) -> Result<(), StoreError> {
+    fn update_string(&self, key: &[u8], f: StringEdit<'_>) -> Result<(), StoreError> {
         Store::update_string(self, key, f)
     }
     fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
