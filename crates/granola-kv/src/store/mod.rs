@@ -1003,24 +1003,24 @@ impl Store {
 
     /// Accounting and release for an entry that left the index.
     fn forget(&self, handle: u32, item: &Item) {
-        self.forget_keeping(handle, item, None);
-    }
-
-    /// [`forget`](Self::forget), except that the body of list `keep` (the
-    /// one a new head for the same list replaces this one with) stays.
-    fn forget_keeping(&self, handle: u32, item: &Item, keep: Option<u64>) {
-        if let Some(id) = item.body_id().filter(|&id| Some(id) != keep) {
-            self.drop_body(id);
-        }
-        let released = self.pool.release_handle(handle);
-        debug_assert!(released, "the index owned a handle");
-        let size = self.pool.slot_size(item.buf());
+        let size = self.release_entry(handle, item, None);
         self.item_bytes.fetch_sub(size, Ordering::Relaxed);
         self.accounted.fetch_sub(size, Ordering::Relaxed);
         match item.kind() {
             Kind::String => self.strings.fetch_sub(1, Ordering::Relaxed),
             _ => self.lists.fetch_sub(1, Ordering::Relaxed),
         };
+    }
+
+    /// Releases the index's reference to `item` (and its body, unless it
+    /// is `keep`); its slot size, for the caller's accounting.
+    fn release_entry(&self, handle: u32, item: &Item, keep: Option<u64>) -> usize {
+        if let Some(id) = item.body_id().filter(|&id| Some(id) != keep) {
+            self.drop_body(id);
+        }
+        let released = self.pool.release_handle(handle);
+        debug_assert!(released, "the index owned a handle");
+        self.pool.slot_size(item.buf())
     }
 
     /// Builds the item and swaps it into the index, evicting as needed.
@@ -1084,14 +1084,27 @@ impl Store {
         let e = l
             .cell(pos)
             .swap(make_entry(handle, tag) | REF, Ordering::AcqRel);
-        self.item_bytes.fetch_add(slot, Ordering::Relaxed);
-        match new.kind() {
-            Kind::String => self.strings.fetch_add(1, Ordering::Relaxed),
-            _ => self.lists.fetch_add(1, Ordering::Relaxed),
+        let count = |kind: Kind| match kind {
+            Kind::String => &self.strings,
+            _ => &self.lists,
         };
-        if let Some(prev) = prev {
-            debug_assert!(e & OCCUPIED != 0);
-            self.forget_keeping(entry_handle(e), &prev, new.body_id());
+        match prev {
+            // An overwrite settles the counters by their net change (most
+            // often none: same kind, same slot size).
+            Some(prev) => {
+                debug_assert!(e & OCCUPIED != 0);
+                let size = self.release_entry(entry_handle(e), &prev, new.body_id());
+                adjust(&self.item_bytes, slot, size);
+                adjust(&self.accounted, 0, size);
+                if prev.kind().is_collection() != new.kind().is_collection() {
+                    count(new.kind()).fetch_add(1, Ordering::Relaxed);
+                    count(prev.kind()).fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+            None => {
+                self.item_bytes.fetch_add(slot, Ordering::Relaxed);
+                count(new.kind()).fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(new)
     }
