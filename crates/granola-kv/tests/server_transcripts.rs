@@ -145,6 +145,68 @@ fn memcache_classic_transcript() {
     c.expect_closed();
 }
 
+/// Stale-while-revalidate as memcached 1.6.18 does it, byte for byte
+/// (this transcript was recorded from it, CAS values included: a fresh
+/// server numbers them the same way): `md I` marks an item stale with a
+/// new CAS and optionally a new TTL; the first fetch gets `X W` (recache
+/// it), later ones `Z X`; a plain store clears it; `ms I` with an older
+/// CAS stores but stays stale; `R<token>` hands out the win when the
+/// remaining TTL is below the token; `N` vivifies with the win taken.
+#[test]
+fn memcache_meta_invalidation_like_memcached() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    for (req, want) in [
+        (&b"ms k 3 T60\r\nabc\r\n"[..], &b"HD\r\n"[..]),
+        (b"mg k c v\r\n", b"VA 3 c1\r\nabc\r\n"),
+        (b"md k I T30\r\n", b"HD\r\n"),
+        (b"mg k c v t\r\n", b"VA 3 c2 t30 X W\r\nabc\r\n"),
+        (b"mg k c v t\r\n", b"VA 3 c2 t30 Z X\r\nabc\r\n"),
+        (b"mg k v\r\n", b"VA 3 Z X\r\nabc\r\n"),
+        (b"ms k 3\r\nnew\r\n", b"HD\r\n"),
+        (b"mg k v c\r\n", b"VA 3 c3\r\nnew\r\n"),
+        (b"md k I\r\n", b"HD\r\n"),
+        (b"mg k s v\r\n", b"VA 3 s3 X W\r\nnew\r\n"),
+        (b"ms k 3 I\r\nxyz\r\n", b"HD\r\n"),
+        (b"mg k v\r\n", b"VA 3\r\nxyz\r\n"),
+        (b"md k I\r\n", b"HD\r\n"),
+        (b"mg k c\r\n", b"HD c6 X W\r\n"),
+        (b"ms k 3 C1 I\r\nold\r\n", b"HD\r\n"),
+        (b"mg k v c\r\n", b"VA 3 c7 Z X\r\nold\r\n"),
+        (b"gets k\r\n", b"VALUE k 0 3 7\r\nold\r\nEND\r\n"),
+        (b"md k C1\r\n", b"EX\r\n"),
+        (b"md k I C999\r\n", b"EX\r\n"),
+        (b"md nope I\r\n", b"NF\r\n"),
+        (b"ms r 3 T100\r\nabc\r\n", b"HD\r\n"),
+        (b"mg r R200 v c t\r\n", b"VA 3 c8 t100 W\r\nabc\r\n"),
+        (b"mg r R200 v c t\r\n", b"VA 3 c8 t100 Z\r\nabc\r\n"),
+        (b"mg r R50 v c t\r\n", b"VA 3 c8 t100 Z\r\nabc\r\n"),
+        (b"mg viv N30 v c\r\n", b"VA 0 c9 W\r\n\r\n"),
+        (b"mg viv N30 v c\r\n", b"VA 0 c9 Z\r\n\r\n"),
+        (b"ms viv 1\r\nx\r\n", b"HD\r\n"),
+        (b"mg viv v\r\n", b"VA 1\r\nx\r\n"),
+    ] {
+        c.roundtrip(req, want);
+    }
+}
+
+/// `E<token>` (memcached 1.6.21 and later): the token becomes the new CAS
+/// of whatever the command writes.
+#[test]
+fn memcache_meta_explicit_cas() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    c.roundtrip(b"ms e 3 E12345\r\nabc\r\n", b"HD\r\n");
+    c.roundtrip(b"mg e c\r\n", b"HD c12345\r\n");
+    c.roundtrip(b"ms e 3 C12345 E500\r\nxyz\r\n", b"HD\r\n");
+    c.roundtrip(b"md e I E777\r\n", b"HD\r\n");
+    c.roundtrip(b"mg e c v\r\n", b"VA 3 c777 X W\r\nxyz\r\n");
+    c.roundtrip(b"ms n 1 E55\r\n5\r\n", b"HD\r\n");
+    c.roundtrip(b"ma n E77 c v\r\n", b"VA 1 c77\r\n6\r\n");
+    c.roundtrip(b"ma fresh N0 J9 E88 c v\r\n", b"VA 1 c88\r\n9\r\n");
+    c.roundtrip(b"mg viv N30 E99 c\r\n", b"HD c99 W\r\n");
+}
+
 #[test]
 fn memcache_meta_transcript() {
     let srv = Server::default_config();
@@ -206,7 +268,8 @@ fn memcache_meta_transcript() {
     c.roundtrip(b"me nope\r\n", b"EN\r\n");
     // mg N: a miss creates an empty item and this client wins (W).
     c.roundtrip(b"mg viv N30 v\r\n", b"VA 0 W\r\n\r\n");
-    c.roundtrip(b"mg viv v s\r\n", b"VA 0 s0\r\n\r\n");
+    // Later fetches of the placeholder: Z (the win is out), as memcached.
+    c.roundtrip(b"mg viv v s\r\n", b"VA 0 s0 Z\r\n\r\n");
     // Meta flag errors.
     c.roundtrip(b"mg m zz\r\n", b"CLIENT_ERROR invalid flag\r\n");
     c.roundtrip(b"md m v\r\n", b"CLIENT_ERROR invalid or duplicate flag\r\n");

@@ -7,7 +7,8 @@
 use super::storage::StringEdit;
 use super::Storage;
 use crate::store::{
-    Dict, Growth, Item, Kind, ListEdit, Meta, SetMode, Store, StoreError, StoreStats,
+    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Store,
+    StoreError, StoreStats,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -89,8 +90,29 @@ impl Storage for Db<'_> {
         self.wrote();
         self.with_key(key, |k| self.store.update_string(k, f))
     }
-    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
-        self.with_key(key, |k| self.store.incr_decr(k, delta, incr))
+    fn set_with(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+        mode: SetMode,
+        extra: SetExtra,
+    ) -> Result<u64, StoreError> {
+        self.wrote();
+        self.with_key(key, |k| self.store.set_with(k, value, meta, mode, extra))
+    }
+    fn remark(&self, key: &[u8], f: &mut dyn FnMut(&Item) -> Option<Remark>) -> Option<Item> {
+        self.wrote();
+        self.with_key(key, |k| self.store.remark(k, f))
+    }
+    fn incr_decr_with(
+        &self,
+        key: &[u8],
+        delta: u64,
+        incr: bool,
+        rule: CasRule,
+    ) -> Result<u64, StoreError> {
+        self.with_key(key, |k| self.store.incr_decr_with(k, delta, incr, rule))
     }
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
         self.with_key(key, |k| self.store.touch(k, expires_at_ms))

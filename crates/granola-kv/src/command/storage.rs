@@ -1,7 +1,8 @@
 //! The storage the commands run against.
 
 use crate::store::{
-    Dict, Growth, Item, Kind, ListEdit, Meta, SetMode, Store, StoreError, StoreStats,
+    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Store,
+    StoreError, StoreStats,
 };
 
 /// A string edit: the current value (None if absent) to the value to
@@ -20,8 +21,30 @@ pub trait Storage: Send + Sync {
     /// Read-modify-write of a string value (see [`Store::update_string`]);
     /// `f` runs at most once.
     fn update_string(&self, key: &[u8], f: StringEdit<'_>) -> Result<(), StoreError>;
+    /// [`Storage::set`] with the meta protocol's extras.
+    fn set_with(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+        mode: SetMode,
+        extra: SetExtra,
+    ) -> Result<u64, StoreError>;
+    /// Rewrites a string's metadata under its key's lock (see
+    /// [`Store::remark`]); `f` runs at most once.
+    fn remark(&self, key: &[u8], f: &mut dyn FnMut(&Item) -> Option<Remark>) -> Option<Item>;
     /// memcached incr/decr on a decimal u64.
-    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError>;
+    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
+        self.incr_decr_with(key, delta, incr, CasRule::default())
+    }
+    /// incr/decr under meta `ma`'s CAS rules (see [`Store::incr_decr_with`]).
+    fn incr_decr_with(
+        &self,
+        key: &[u8],
+        delta: u64,
+        incr: bool,
+        rule: CasRule,
+    ) -> Result<u64, StoreError>;
     /// Sets the expiry of a live item; returns it.
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item>;
     /// Removes every item.
@@ -91,8 +114,27 @@ impl Storage for Store {
     fn update_string(&self, key: &[u8], f: StringEdit<'_>) -> Result<(), StoreError> {
         Store::update_string(self, key, f)
     }
-    fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
-        Store::incr_decr(self, key, delta, incr)
+    fn set_with(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+        mode: SetMode,
+        extra: SetExtra,
+    ) -> Result<u64, StoreError> {
+        Store::set_with(self, key, value, meta, mode, extra)
+    }
+    fn remark(&self, key: &[u8], f: &mut dyn FnMut(&Item) -> Option<Remark>) -> Option<Item> {
+        Store::remark(self, key, f)
+    }
+    fn incr_decr_with(
+        &self,
+        key: &[u8],
+        delta: u64,
+        incr: bool,
+        rule: CasRule,
+    ) -> Result<u64, StoreError> {
+        Store::incr_decr_with(self, key, delta, incr, rule)
     }
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
         Store::touch(self, key, expires_at_ms)

@@ -2,9 +2,9 @@
 //!
 //! ```text
 //!  string item (one slot, immutable once stored)
-//!   0      1    2         4       8           12              20      28
-//!   | kind | 0  | key_len | flags | value_len | expires_at_ms | cas   | key | value |
-//!     u8     u8   u16       u32     u32         u64             u64
+//!   0      1       2         4       8           12              20      28
+//!   | kind | marks | key_len | flags | value_len | expires_at_ms | cas   | key | value |
+//!     u8     u8      u16       u32     u32         u64             u64
 //!
 //!  collection head item (list, hash, set): the value is the id of the
 //!  collection's body (list.rs, dict.rs)
@@ -39,6 +39,18 @@ const KIND_LIST: u8 = 2;
 const KIND_HASH: u8 = 4;
 const KIND_SET: u8 = 5;
 const KIND_ZSET: u8 = 6;
+
+/// memcached meta-protocol marks of a string item (header byte 1): set
+/// by `md ... I` (invalidate) and `mg` (the recache win), cleared by the
+/// next plain store.
+pub struct Marks;
+
+impl Marks {
+    /// Invalidated (`md I`, or `ms I` with an older CAS): served with `X`.
+    pub const STALE: u8 = 1;
+    /// A client was handed the recache win (`W`); later ones get `Z`.
+    pub const WIN_SENT: u8 = 2;
+}
 
 /// What a key holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,6 +215,11 @@ impl Item {
             0 => u64_at(&self.buf, 20),
             cas => cas,
         }
+    }
+
+    /// The item's [`Marks`] bits.
+    pub fn marks(&self) -> u8 {
+        self.buf[1]
     }
 
     /// Absolute expiry in Unix milliseconds; 0 = never.
@@ -377,6 +394,8 @@ pub(crate) struct Header {
     pub flags: u32,
     pub expires_at_ms: u64,
     pub cas: u64,
+    /// [`Marks`] bits.
+    pub marks: u8,
 }
 
 impl Content<'_> {
@@ -418,6 +437,7 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
         Kind::Set => KIND_SET,
         Kind::ZSet => KIND_ZSET,
     };
+    head[1] = h.marks;
     head[2..4].copy_from_slice(&(key.len() as u16).to_le_bytes());
     head[4..8].copy_from_slice(&h.flags.to_le_bytes());
     head[8..12].copy_from_slice(&(value_len as u32).to_le_bytes());
@@ -483,6 +503,7 @@ mod tests {
     fn build_and_read_back() {
         let pool = Pool::with_capacity(4 << 20).unwrap();
         let h = Header {
+            marks: 0,
             flags: 7,
             expires_at_ms: 99,
             cas: 5,

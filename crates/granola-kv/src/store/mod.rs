@@ -78,7 +78,7 @@ mod update;
 
 pub use clock::{now_ms, Clock};
 pub use dict::Dict;
-pub use item::{Item, Kind};
+pub use item::{Item, Kind, Marks};
 pub use update::{Growth, ListEdit};
 
 use granola::Pool;
@@ -181,6 +181,37 @@ pub struct Meta {
     pub flags: u32,
     /// Absolute expiry in Unix milliseconds; 0 = never.
     pub expires_at_ms: u64,
+}
+
+/// The memcached meta protocol's extras to a store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetExtra {
+    /// `E<token>`: the new item's CAS instead of a fresh one.
+    pub cas: Option<u64>,
+    /// `I` with `C<cas>`: a CAS older than the item's still stores, and
+    /// marks the new item stale (memcached's set-to-invalid).
+    pub invalidate: bool,
+}
+
+/// The CAS conditions of a meta arithmetic command.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CasRule {
+    /// `C<cas>`: apply only to the item with this CAS.
+    pub compare: Option<u64>,
+    /// `E<token>`: the result's CAS instead of a fresh one.
+    pub new: Option<u64>,
+}
+
+/// New metadata for [`Store::remark`].
+#[derive(Clone, Copy, Debug)]
+pub struct Remark {
+    /// [`Marks`] bits.
+    pub marks: u8,
+    /// Absolute expiry (Unix ms, 0 = never).
+    pub expires_at_ms: u64,
+    /// CAS unique: this one (`E<token>`, or the item's to keep it), or a
+    /// fresh one if None.
+    pub cas: Option<u64>,
 }
 
 /// Counters (a snapshot; each field is read separately).
@@ -480,16 +511,40 @@ impl Store {
         meta: Meta,
         mode: SetMode,
     ) -> Result<u64, StoreError> {
+        self.set_with(key, value, meta, mode, SetExtra::default())
+    }
+
+    /// [`set`](Self::set) with the memcached meta protocol's extras (see
+    /// [`SetExtra`]).
+    pub fn set_with(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+        mode: SetMode,
+        extra: SetExtra,
+    ) -> Result<u64, StoreError> {
         self.check_len(key, value.len())?;
         let h = self.hash(key);
         let l = self.lock(&h);
         let old = self.find_live(&l, &h, key);
         let parts: [&[u8]; 1] = [value];
-        let cas = self.new_cas();
+        let cas = extra.cas.unwrap_or_else(|| self.new_cas());
+        let mut marks = 0;
+        let mut mode = mode;
+        if let (SetMode::Cas(c), Some(f), true) = (mode, &old, extra.invalidate) {
+            // An older CAS still stores, as stale, keeping whether the
+            // recache win was handed out.
+            if c < f.item.cas() {
+                marks = Marks::STALE | (f.item.marks() & Marks::WIN_SENT);
+                mode = SetMode::Set;
+            }
+        }
         let hdr = |m: Meta| Header {
             flags: m.flags,
             expires_at_ms: m.expires_at_ms,
             cas,
+            marks,
         };
         match (mode, &old) {
             (SetMode::Add, Some(_)) | (SetMode::Replace, None) => {
@@ -539,6 +594,19 @@ impl Store {
     /// otherwise; `WrongType` for lists); incr wraps at 2^64, decr stops at
     /// 0. Keeps flags and expiry, gets a new CAS; returns the new value.
     pub fn incr_decr(&self, key: &[u8], delta: u64, incr: bool) -> Result<u64, StoreError> {
+        self.incr_decr_with(key, delta, incr, CasRule::default())
+    }
+
+    /// [`incr_decr`](Self::incr_decr) under meta `ma`'s CAS rules: only
+    /// if the item's CAS is `rule.compare` (else `Exists`), and the result
+    /// takes CAS `rule.new` instead of a fresh one.
+    pub fn incr_decr_with(
+        &self,
+        key: &[u8],
+        delta: u64,
+        incr: bool,
+        rule: CasRule,
+    ) -> Result<u64, StoreError> {
         let h = self.hash(key);
         let l = self.lock(&h);
         let Some(f) = self.find_live(&l, &h, key) else {
@@ -546,6 +614,9 @@ impl Store {
         };
         if f.item.kind() != Kind::String {
             return Err(StoreError::WrongType);
+        }
+        if rule.compare.is_some_and(|c| c != f.item.cas()) {
+            return Err(StoreError::Exists);
         }
         let cur = parse_u64(f.item.value_bytes()).ok_or(StoreError::NotNumeric)?;
         let new = if incr {
@@ -557,7 +628,8 @@ impl Store {
         let hdr = Header {
             flags: f.item.flags(),
             expires_at_ms: f.item.expires_at_ms(),
-            cas: self.new_cas(),
+            cas: rule.new.unwrap_or_else(|| self.new_cas()),
+            marks: 0,
         };
         let parts: [&[u8]; 1] = [digits.as_bytes()];
         self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, Some(&f))?;
@@ -589,6 +661,7 @@ impl Store {
             flags: old.as_ref().map_or(0, |o| o.item.flags()),
             expires_at_ms: old.as_ref().map_or(0, |o| o.item.expires_at_ms()),
             cas: self.new_cas(),
+            marks: 0,
         };
         let parts: [&[u8]; 1] = [&new];
         self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, old.as_ref())?;
@@ -609,11 +682,41 @@ impl Store {
             flags: f.item.flags(),
             expires_at_ms,
             cas: f.item.cas(),
+            marks: f.item.marks(),
         };
         let item = f.item.clone();
         match self.put_locked(&l, &h, key, &Content::CopyOf(&item), hdr, Some(&f)) {
             // A list head keeps its body (same id): attach it.
             Ok(new) => self.attach(new).or(Some(item)),
+            Err(_) => Some(item),
+        }
+    }
+
+    /// Rewrites a live string item's metadata under the key's lock: `f`
+    /// sees the item and returns its new [`Remark`] (None: leave it). The
+    /// value is copied unchanged. Returns the item as it is afterwards
+    /// (None if absent or not a string). For `md ... I` and the recache
+    /// win of `mg`, which must be decided by one client only.
+    pub fn remark(&self, key: &[u8], f: impl FnOnce(&Item) -> Option<Remark>) -> Option<Item> {
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        let found = self.find_live(&l, &h, key)?;
+        if found.item.kind() != Kind::String {
+            return None;
+        }
+        let Some(r) = f(&found.item) else {
+            return Some(found.item);
+        };
+        let hdr = Header {
+            flags: found.item.flags(),
+            expires_at_ms: r.expires_at_ms,
+            cas: r.cas.unwrap_or_else(|| self.new_cas()),
+            marks: r.marks,
+        };
+        let item = found.item.clone();
+        match self.put_locked(&l, &h, key, &Content::CopyOf(&item), hdr, Some(&found)) {
+            Ok(new) => Some(new),
+            // No memory for the copy: the item stays as it was.
             Err(_) => Some(item),
         }
     }
@@ -900,6 +1003,7 @@ impl Store {
             flags: meta.flags,
             expires_at_ms: meta.expires_at_ms,
             cas: self.new_cas(),
+            marks: 0,
         };
         self.put_locked(l, h, key, &Content::Head(kind, id), hdr, old)?;
         self.sets.fetch_add(1, Ordering::Relaxed);

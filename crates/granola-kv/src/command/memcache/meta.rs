@@ -5,10 +5,12 @@ use crate::protocol::memcache::{
     self as mc, ArithMode, DeleteResult, MeInfo, MetaArith, MetaDebug, MetaDelete, MetaGet,
     MetaItem, MetaSet, MissResult, KEY_BUF_LEN,
 };
-use crate::store::{Meta, SetMode, StoreError};
+use crate::store::{CasRule, Item, Marks, Meta, Remark, SetExtra, SetMode, StoreError};
 use std::sync::atomic::Ordering;
 
-/// `mg <key> <flags>*`.
+/// `mg <key> <flags>*`. A stale item (`md ... I`) is served with `X`;
+/// the first client to fetch it, or to fetch an item whose remaining TTL
+/// is below `R<token>`, gets `W` (it should recache), later ones `Z`.
 pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
     let mut kb = [0u8; KEY_BUF_LEN];
     let key = m.key.bytes(&mut kb);
@@ -21,33 +23,68 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
     if item.is_none() {
         if let Some(t) = m.vivify {
             // N: create an empty placeholder; this client "wins" the right
-            // to fill it.
+            // to fill it, later fetchers see Z until it is stored.
             let meta = Meta {
                 flags: 0,
                 expires_at_ms: ctx.expires_ms(i64::from(t)),
             };
-            if ctx.db.set(key, b"", meta, SetMode::Add).is_ok() {
-                item = string_item(ctx.db.get(key));
+            let extra = SetExtra {
+                cas: m.new_cas,
+                ..SetExtra::default()
+            };
+            if ctx.db.set_with(key, b"", meta, SetMode::Add, extra).is_ok() {
+                item = string_item(ctx.db.remark(key, &mut |i| {
+                    Some(Remark {
+                        marks: Marks::WIN_SENT,
+                        expires_at_ms: i.expires_at_ms(),
+                        cas: Some(i.cas()),
+                    })
+                }));
                 win = true;
             }
         }
     }
-    match item {
-        Some(item) => {
-            let info = MetaItem {
-                client_flags: item.flags(),
-                cas: item.cas(),
-                ttl: ctx.ttl_secs(&item),
-                last_access: 0,
-                fetched: false,
-                win,
-                stale: false,
-                token_sent: false,
-            };
-            m.write_hit(ctx.out, &item.value(), &info);
-        }
-        None => m.write_miss(ctx.out),
+    let Some(mut item) = item else {
+        return m.write_miss(ctx.out);
+    };
+    let stale = item.marks() & Marks::STALE != 0;
+    let ttl = ctx.ttl_secs(&item);
+    let recache = m.recache.is_some_and(|r| ttl >= 0 && ttl < i64::from(r));
+    // Once the win is out, every other fetch says so (Z), recache or not.
+    let mut token_sent = !win && item.marks() & Marks::WIN_SENT != 0;
+    if (stale || recache) && !win && !token_sent {
+        (win, item) = claim_win(ctx, key, item);
+        token_sent = !win;
     }
+    let info = MetaItem {
+        client_flags: item.flags(),
+        cas: item.cas(),
+        ttl: ctx.ttl_secs(&item),
+        last_access: 0,
+        fetched: false,
+        win,
+        stale,
+        token_sent,
+    };
+    m.write_hit(ctx.out, &item.value(), &info);
+}
+
+/// Hands this client the recache win for `item` if nobody has had it
+/// since it was invalidated or stored (decided under the key's lock).
+fn claim_win(ctx: &mut Ctx<'_>, key: &[u8], item: Item) -> (bool, Item) {
+    let cas = item.cas();
+    let mut won = false;
+    let now = ctx.db.remark(key, &mut |cur| {
+        (cur.cas() == cas && cur.marks() & Marks::WIN_SENT == 0).then(|| {
+            won = true;
+            Remark {
+                marks: cur.marks() | Marks::WIN_SENT,
+                expires_at_ms: cur.expires_at_ms(),
+                cas: Some(cur.cas()),
+            }
+        })
+    });
+    (won, string_item(now).unwrap_or(item))
 }
 
 /// `ms <key> <datalen> <flags>*`.
@@ -63,7 +100,11 @@ pub fn set(ctx: &mut Ctx<'_>, m: MetaSet<'_>) {
         Some(c) => SetMode::Cas(c),
         None => set_mode(m.store_mode(), None),
     };
-    let r = ctx.db.set(key, m.data, meta, mode);
+    let extra = SetExtra {
+        cas: m.new_cas,
+        invalidate: m.invalidate,
+    };
+    let r = ctx.db.set_with(key, m.data, meta, mode, extra);
     match (store_result(&r), r) {
         (Some(res), r) => m.write_result(ctx.out, res, r.unwrap_or(0)),
         (None, Err(e)) => ctx.store_error(e),
@@ -71,18 +112,38 @@ pub fn set(ctx: &mut Ctx<'_>, m: MetaSet<'_>) {
     }
 }
 
-/// `md <key> <flags>*`.
+/// `md <key> <flags>*`. With `I` the item is not removed but invalidated:
+/// marked stale with a new CAS (`E<token>` if given) and, with `T`, a new
+/// TTL; fetches then see `X` and one of them wins the recache (`W`).
 pub fn delete(ctx: &mut Ctx<'_>, m: MetaDelete<'_>) {
     let mut kb = [0u8; KEY_BUF_LEN];
     let key = m.key.bytes(&mut kb);
-    let result = match (m.compare_cas, string_item(ctx.db.get(key))) {
-        (_, None) => DeleteResult::NotFound,
-        (Some(c), Some(item)) if item.cas() != c => DeleteResult::Exists,
-        _ => {
-            if ctx.db.delete(key) {
-                DeleteResult::Deleted
-            } else {
-                DeleteResult::NotFound
+    let result = if m.invalidate {
+        let expires = m.ttl.map(|t| ctx.expires_ms(i64::from(t)));
+        let mut result = DeleteResult::NotFound;
+        ctx.db.remark(key, &mut |cur| {
+            if m.compare_cas.is_some_and(|c| c != cur.cas()) {
+                result = DeleteResult::Exists;
+                return None;
+            }
+            result = DeleteResult::Deleted;
+            Some(Remark {
+                marks: Marks::STALE,
+                expires_at_ms: expires.unwrap_or(cur.expires_at_ms()),
+                cas: m.new_cas,
+            })
+        });
+        result
+    } else {
+        match (m.compare_cas, string_item(ctx.db.get(key))) {
+            (_, None) => DeleteResult::NotFound,
+            (Some(c), Some(item)) if item.cas() != c => DeleteResult::Exists,
+            _ => {
+                if ctx.db.delete(key) {
+                    DeleteResult::Deleted
+                } else {
+                    DeleteResult::NotFound
+                }
             }
         }
     };
@@ -102,7 +163,13 @@ pub fn arith(ctx: &mut Ctx<'_>, m: MetaArith<'_>) {
             _ => {}
         }
     }
-    let mut r = ctx.db.incr_decr(key, m.delta, incr);
+    // The CAS is compared again under the key's lock: nothing may change
+    // the item between the check above and the increment.
+    let rule = CasRule {
+        compare: m.compare_cas,
+        new: m.new_cas,
+    };
+    let mut r = ctx.db.incr_decr_with(key, m.delta, incr, rule);
     // T<ttl>: a hit also takes the new TTL.
     if let (Ok(_), Some(t)) = (&r, m.ttl) {
         ctx.db.touch(key, ctx.expires_ms(i64::from(t)));
@@ -114,9 +181,13 @@ pub fn arith(ctx: &mut Ctx<'_>, m: MetaArith<'_>) {
                 expires_at_ms: ctx.expires_ms(i64::from(t)),
             };
             let init = m.initial.to_string();
+            let extra = SetExtra {
+                cas: m.new_cas,
+                ..SetExtra::default()
+            };
             r = ctx
                 .db
-                .set(key, init.as_bytes(), meta, SetMode::Add)
+                .set_with(key, init.as_bytes(), meta, SetMode::Add, extra)
                 .map(|_| m.initial);
         }
     }

@@ -110,7 +110,9 @@ impl Ctx<'_> {
     fn ttl_secs(&self, item: &Item) -> i64 {
         match item.expires_at_ms() {
             0 => -1,
-            at => (at.saturating_sub(self.db.now_ms()) / 1000) as i64,
+            // Whole seconds, rounded up as memcached's clock reports them
+            // (`T100` reads back `t100` at once).
+            at => at.saturating_sub(self.db.now_ms()).div_ceil(1000) as i64,
         }
     }
 
