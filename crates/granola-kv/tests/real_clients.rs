@@ -354,6 +354,85 @@ fn memccapable_ascii() {
     assert!(!text.contains("[FAIL]"), "{text}");
 }
 
+/// A port free for both TCP and UDP on 127.0.0.1 (memaslap's UDP mode
+/// sends to the TCP port's number).
+fn free_tcp_udp_port() -> u16 {
+    for _ in 0..50 {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free for both TCP and UDP");
+}
+
+/// One memaslap (`memcaslap` in Debian's libmemcached-tools) run against
+/// a fresh server: its own workload (90% get, 10% set of 100 B values,
+/// every get of a key it set is verified), bounded by an operation count.
+/// Returns memaslap's report.
+fn memaslap(extra: &[&str]) -> String {
+    let mut cfg = common::config();
+    let port = free_tcp_udp_port();
+    // memcached TCP and UDP on that port, every other protocol off.
+    cfg.ephemeral_ports = false;
+    cfg.port = port;
+    cfg.udp_port = port;
+    (cfg.resp_port, cfg.native_port, cfg.native_udp_port) = (0, 0, 0);
+    let _srv = Server::start(cfg);
+    let mut cmd = Command::new("memcaslap");
+    cmd.arg(format!("--servers=127.0.0.1:{port}"))
+        .args(["--threads=2", "--concurrency=16", "--execute_number=40000"])
+        .args(["--fixed_size=100", "--verify=1.0"])
+        .args(extra);
+    let out = run(cmd, b"");
+    check(&format!("memcaslap {extra:?}"), &out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A counter from memaslap's report (`name: value` or `name value`).
+fn memaslap_stat(report: &str, name: &str) -> u64 {
+    report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(name))
+        .and_then(|rest| rest.trim_start_matches(':').split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in memaslap's report:\n{report}"))
+}
+
+/// memaslap over TCP (text and binary protocol) and UDP: every operation
+/// completes and no verified get returns a wrong value.
+#[test]
+fn memaslap_tcp_udp_binary() {
+    let ok = Command::new("memcaslap")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        skip("memcaslap not on PATH (Debian package libmemcached-tools)");
+        return;
+    }
+    for extra in [&[][..], &["--binary"], &["--udp"]] {
+        let report = memaslap(extra);
+        let (gets, sets) = (
+            memaslap_stat(&report, "cmd_get"),
+            memaslap_stat(&report, "cmd_set"),
+        );
+        assert!(
+            gets + sets >= 40_000,
+            "{extra:?}: {gets} gets + {sets} sets\n{report}"
+        );
+        assert!(sets > 0 && gets > 0, "{extra:?}\n{report}");
+        assert_eq!(
+            memaslap_stat(&report, "verify_failed"),
+            0,
+            "{extra:?}\n{report}"
+        );
+    }
+}
+
 /// `redis-benchmark -q -n 2000` over its whole default test list: every
 /// test completes and none reports an error.
 #[test]
