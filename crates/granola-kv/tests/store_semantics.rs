@@ -395,3 +395,44 @@ fn dropping_the_store_returns_its_slots() {
     drop(held);
     assert_eq!(pool.stats().live_slots, 0);
 }
+
+/// A hash kept at a fixed size by adding a field and removing the oldest
+/// (the pattern of `kvmem --cases hashes`): removals leave tombstones, and
+/// a table whose free slots they used up grows on an insert its capacity
+/// still fits. That growth is charged and settled: the store stays within
+/// its limit, and every field written last is there.
+#[test]
+fn hash_churn_stays_within_the_limit() {
+    use granola_kv::store::Growth;
+    let limit = 4 << 20;
+    let s = Store::new(
+        Pool::with_capacity(16 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: limit,
+            ..Default::default()
+        },
+    );
+    let field = |i: usize| format!("e{i:09}").into_bytes();
+    let grow = |n: usize| Growth {
+        entries: n,
+        bytes: 20 * n,
+    };
+    s.update_dict(b"h", Kind::Hash, grow(1000), |d| {
+        for i in 0..1000 {
+            d.insert(&field(i), &field(i));
+        }
+    })
+    .unwrap();
+    for k in 0..20_000 {
+        s.update_dict(b"h", Kind::Hash, grow(1), |d| {
+            d.insert(&field(1000 + k), &field(1000 + k));
+            assert!(d.remove(&field(k)));
+        })
+        .unwrap();
+        let st = s.stats();
+        assert!(st.bytes <= st.limit, "{st:?}");
+    }
+    let h = s.get(b"h").unwrap();
+    assert_eq!(h.dict_len(), 1000);
+    assert!(h.read_dict(|d| d.contains(&field(20_999))).unwrap());
+}

@@ -327,9 +327,13 @@ impl Dict {
         self.payload + self.entries.capacity() * SLOT_BYTES + order
     }
 
-    /// An upper bound on how much [`heap_bytes`](Self::heap_bytes) can grow
-    /// when up to `entries` new entries holding `bytes` bytes in all (fields
-    /// plus values) go in: their allocations plus a table that doubles.
+    /// What [`heap_bytes`](Self::heap_bytes) can grow by when up to
+    /// `entries` new entries holding `bytes` bytes in all (fields plus
+    /// values) go in: their allocations plus, if they do not fit the
+    /// table's capacity, a table that doubles. Not a strict bound: a table
+    /// whose free slots are used up by removed entries' tombstones may
+    /// also grow when an insert fits its capacity (the store settles that
+    /// after the write; see `Store::update_dict`).
     pub(crate) fn growth_bound(&self, entries: usize, bytes: usize) -> usize {
         // Two allocations per entry, each at most 23 bytes (or 32) over;
         // a sorted set's order index copies the member once more.
