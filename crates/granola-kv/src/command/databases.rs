@@ -117,6 +117,10 @@ impl Storage for Db<'_> {
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
         self.with_key(key, |k| self.store.touch(k, expires_at_ms))
     }
+    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        self.wrote();
+        self.with_key(key, |k| self.store.expire(k, expires_at_ms))
+    }
     fn flush_all(&self) {
         if self.sole() {
             return self.store.flush_all();

@@ -47,6 +47,8 @@ pub trait Storage: Send + Sync {
     ) -> Result<u64, StoreError>;
     /// Sets the expiry of a live item; returns it.
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item>;
+    /// Sets the expiry as a modification (new CAS; see [`Store::expire`]).
+    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item>;
     /// Removes every item.
     fn flush_all(&self);
     /// RPUSH/LPUSH; the new length.
@@ -138,6 +140,9 @@ impl Storage for Store {
     }
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
         Store::touch(self, key, expires_at_ms)
+    }
+    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        Store::expire(self, key, expires_at_ms)
     }
     fn flush_all(&self) {
         Store::flush_all(self)

@@ -675,13 +675,37 @@ impl Store {
     /// for the copy cannot be found, the item keeps its old expiry and is
     /// returned as it was.
     pub fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        self.retime(key, expires_at_ms, false)
+    }
+
+    /// [`touch`](Self::touch) that counts as a modification: the item (or
+    /// the collection) gets a new CAS, so a Redis WATCH on the key sees an
+    /// EXPIRE or PERSIST, as in Redis. (memcached's touch keeps the CAS.)
+    pub fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        self.retime(key, expires_at_ms, true)
+    }
+
+    fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
         let h = self.hash(key);
         let l = self.lock(&h);
         let f = self.find_live(&l, &h, key)?;
+        let cas = if modify {
+            let cas = self.new_cas();
+            // A collection reports its body's CAS (see `Item::cas`).
+            if let Some(body) = f.item.body() {
+                match &mut *lock_body(body) {
+                    Body::List(b) => b.set_cas(cas),
+                    Body::Dict(d) => d.set_cas(cas),
+                }
+            }
+            cas
+        } else {
+            f.item.cas()
+        };
         let hdr = Header {
             flags: f.item.flags(),
             expires_at_ms,
-            cas: f.item.cas(),
+            cas,
             marks: f.item.marks(),
         };
         let item = f.item.clone();

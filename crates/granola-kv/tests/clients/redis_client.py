@@ -158,6 +158,23 @@ def main():
         except redis.WatchError:
             pass
     check("watch list kept the other push", r.lrange("wl", 0, -1), [b"theirs", b"a"])
+    # WATCH sees an EXPIRE (a TTL-only change), on a string and on a hash
+    r.set("wt", "v")
+    r.hset("wh", "f", "v")
+    for key, write in [("wt", lambda p: p.set("wt", "mine")), ("wh", lambda p: p.hset("wh", "f", "mine"))]:
+        with r.pipeline() as p:
+            p.watch(key)
+            p.multi()
+            write(p)
+            other.expire(key, 1000)
+            try:
+                p.execute()
+                print(f"FAIL watch expire {key}: transaction applied", file=sys.stderr)
+                sys.exit(1)
+            except redis.WatchError:
+                pass
+    check("watch expire kept the string", r.get("wt"), b"v")
+    check("watch expire kept the hash", r.hget("wh", "f"), b"v")
     # SELECT: databases are separate keyspaces
     r.set("shared-name", "db0")
     check("select 5", r.execute_command("SELECT", 5), True)

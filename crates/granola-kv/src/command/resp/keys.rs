@@ -118,7 +118,7 @@ fn set_expiry(ctx: &mut Ctx<'_>, cmd: &Command<'_>, unit: i64, absolute: bool, n
     let done = if at <= now as i64 {
         ctx.db.delete(key)
     } else {
-        ctx.db.touch(key, at as u64).is_some()
+        ctx.db.expire(key, at as u64).is_some()
     };
     ctx.int(i64::from(done));
     Step::Done
@@ -130,7 +130,7 @@ pub fn persist(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let had = ctx
         .db
         .get(key)
-        .is_some_and(|i| i.expires_at_ms() != 0 && ctx.db.touch(key, 0).is_some());
+        .is_some_and(|i| i.expires_at_ms() != 0 && ctx.db.expire(key, 0).is_some());
     ctx.int(i64::from(had));
     Step::Done
 }

@@ -309,7 +309,7 @@ pub fn getex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 if at != 0 && at <= now {
                     ctx.db.delete(key);
                 } else {
-                    ctx.db.touch(key, at);
+                    ctx.db.expire(key, at);
                 }
             }
             ctx.bulk(&i.value());
