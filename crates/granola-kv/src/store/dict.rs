@@ -32,6 +32,7 @@
 use indexmap::IndexMap;
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 /// Heap bytes per table slot: the entry (hash + two boxed slices) and its
 /// index in the hash table, with the table's spare control bytes.
@@ -280,6 +281,49 @@ impl Dict {
         }
     }
 
+    /// A sorted set member's rank (0 = lowest score). O(rank): the order
+    /// index is a B-tree without subtree counts.
+    pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        let score = self.score(member)?;
+        let order = self.order.as_ref()?;
+        Some(order.range(..(order_key(score), Box::from(member))).count())
+    }
+
+    /// Sorted set members whose score lies within `lo..hi`, ascending (use
+    /// `.rev()` for descending), with their scores. O(log n + returned).
+    pub fn by_score(
+        &self,
+        lo: Bound<f64>,
+        hi: Bound<f64>,
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        // Keys are whole u64s, so "after score s" is "from key(s) + 1".
+        let start = match lo {
+            Bound::Unbounded => 0,
+            Bound::Included(s) => order_key(s),
+            Bound::Excluded(s) => order_key(s).saturating_add(1),
+        };
+        let end = match hi {
+            Bound::Unbounded => u64::MAX,
+            Bound::Included(s) => order_key(s),
+            Bound::Excluded(s) => order_key(s).saturating_sub(1),
+        };
+        let range = match &self.order {
+            Some(order) if start <= end && !order.is_empty() => {
+                let from = Bound::Included((start, Box::<[u8]>::default()));
+                let to = match end.checked_add(1) {
+                    Some(e) => Bound::Excluded((e, Box::<[u8]>::default())),
+                    None => Bound::Unbounded,
+                };
+                Some(order.range((from, to)))
+            }
+            _ => None,
+        };
+        range
+            .into_iter()
+            .flatten()
+            .map(|(k, m)| (&m[..], score_of(*k)))
+    }
+
     /// Removes up to `count` members from the low (`min`) or high end, in
     /// pop order, with their scores.
     pub fn pop_scored(&mut self, count: usize, min: bool) -> Vec<(Box<[u8]>, f64)> {
@@ -490,5 +534,47 @@ mod tests {
             assert!(z.remove_scored(m));
         }
         assert_eq!(z.payload, 0, "every byte uncharged");
+    }
+
+    #[test]
+    fn score_ranges_and_ranks() {
+        let mut z = Dict::sorted();
+        for (m, sc) in [
+            ("a", 1.0),
+            ("b", 2.0),
+            ("c", 2.0),
+            ("d", 3.5),
+            ("e", f64::INFINITY),
+        ] {
+            z.set_score(m.as_bytes(), sc);
+        }
+        let names = |it: Vec<(&[u8], f64)>| -> String {
+            it.iter()
+                .map(|(m, _)| std::str::from_utf8(m).unwrap())
+                .collect()
+        };
+        use Bound::*;
+        assert_eq!(
+            names(z.by_score(Included(2.0), Included(3.5)).collect()),
+            "bcd"
+        );
+        assert_eq!(names(z.by_score(Excluded(2.0), Unbounded).collect()), "de");
+        assert_eq!(names(z.by_score(Unbounded, Excluded(2.0)).collect()), "a");
+        assert_eq!(
+            names(z.by_score(Included(3.0), Included(1.0)).collect()),
+            ""
+        );
+        assert_eq!(
+            names(z.by_score(Unbounded, Unbounded).rev().collect()),
+            "edcba"
+        );
+        assert_eq!(
+            names(z.by_score(Included(f64::INFINITY), Unbounded).collect()),
+            "e"
+        );
+        assert_eq!(z.rank(b"a"), Some(0));
+        assert_eq!(z.rank(b"c"), Some(2));
+        assert_eq!(z.rank(b"e"), Some(4));
+        assert_eq!(z.rank(b"zz"), None);
     }
 }

@@ -169,6 +169,44 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("sorted-set", "zrange", -4, RS, KEY1, zsets::zrange),
     cmd!("sorted-set", "zpopmin", -2, W, KEY1, zsets::zpopmin),
     cmd!("sorted-set", "zpopmax", -2, W, KEY1, zsets::zpopmax),
+    cmd!("sorted-set", "zrevrange", -4, RS, KEY1, zsets::zrevrange),
+    cmd!("sorted-set", "zrank", -3, R, KEY1, zsets::zrank),
+    cmd!("sorted-set", "zrevrank", -3, R, KEY1, zsets::zrevrank),
+    cmd!("sorted-set", "zcount", 4, R, KEY1, zsets::zcount),
+    cmd!(
+        "sorted-set",
+        "zrangebyscore",
+        -4,
+        RS,
+        KEY1,
+        zsets::zrangebyscore
+    ),
+    cmd!(
+        "sorted-set",
+        "zrevrangebyscore",
+        -4,
+        RS,
+        KEY1,
+        zsets::zrevrangebyscore
+    ),
+    cmd!(
+        "sorted-set",
+        "zremrangebyscore",
+        4,
+        W,
+        KEY1,
+        zsets::zremrangebyscore
+    ),
+    cmd!(
+        "sorted-set",
+        "zremrangebyrank",
+        4,
+        W,
+        KEY1,
+        zsets::zremrangebyrank
+    ),
+    cmd!("sorted-set", "zmscore", -3, R, KEY1, zsets::zmscore),
+    cmd!("sorted-set", "zscan", -3, RS, KEY1, zsets::zscan),
     // server
     cmd!("connection", "ping", -1, C, NOKEY, server::ping),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),

@@ -1,15 +1,19 @@
-//! Sorted-set commands, the ones caches and redis-benchmark use: ZADD
-//! (NX XX GT LT CH INCR), ZINCRBY, ZSCORE, ZCARD, ZREM, ZRANGE (by index,
-//! WITHSCORES), ZPOPMIN, ZPOPMAX. A sorted set is the store's table of
+//! Sorted-set commands: ZADD (NX XX GT LT CH INCR), ZINCRBY, ZSCORE,
+//! ZMSCORE, ZCARD, ZREM, ZRANGE and ZREVRANGE (by index, WITHSCORES),
+//! ZRANGEBYSCORE and ZREVRANGEBYSCORE (LIMIT), ZCOUNT, ZRANK, ZREVRANK,
+//! ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZPOPMIN, ZPOPMAX, ZSCAN. A sorted
+//! set is the store's table of
 //! member → score plus an ordered (score, member) index (see
 //! [`super::collections`]): O(log n) per member.
 
 use super::collections::{edit, growth_of, read, CType};
+use super::hashes::scan_options;
 use super::strings::parse_float;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use crate::store::{Dict, Growth};
+use std::ops::Bound;
 
 const T: CType = CType::ZSet;
 
@@ -181,6 +185,27 @@ fn reply_pairs<M: AsRef<[u8]>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: bool) 
 
 /// `ZRANGE key start stop [WITHSCORES]` (by index).
 pub fn zrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    by_index(ctx, cmd, false)
+}
+
+/// `ZREVRANGE key start stop [WITHSCORES]` (by index, highest first).
+pub fn zrevrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    by_index(ctx, cmd, true)
+}
+
+/// Redis' `start stop` index range over `n` members, as `from..to`.
+fn index_range(a: i64, b: i64, n: usize) -> (usize, usize) {
+    let n = n as i64;
+    let s = if a < 0 { (n + a).max(0) } else { a };
+    let e = if b < 0 { n + b } else { b.min(n - 1) };
+    if s > e || s >= n {
+        (0, 0)
+    } else {
+        (s as usize, e as usize + 1)
+    }
+}
+
+fn by_index(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
     let (Some(a), Some(b)) = (parse_i64(arg(cmd, 2)), parse_i64(arg(cmd, 3))) else {
         ctx.raw(resp::ERR_NOT_INTEGER);
         return Step::Done;
@@ -194,14 +219,231 @@ pub fn zrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
-        let n = z.map_or(0, Dict::len) as i64;
-        let s = if a < 0 { (n + a).max(0) } else { a };
-        let e = if b < 0 { n + b } else { b.min(n - 1) };
+        let n = z.map_or(0, Dict::len);
+        let (from, to) = index_range(a, b, n);
         let ranked = match z {
-            Some(z) if s <= e && s < n => z.ranked(s as usize, e as usize + 1),
-            _ => Vec::new(),
+            Some(z) if rev => {
+                let mut v = z.ranked(n - to, n - from);
+                v.reverse();
+                v
+            }
+            Some(z) => z.ranked(from, to),
+            None => Vec::new(),
         };
         reply_pairs(ctx, &ranked, scores);
+    });
+    Step::Done
+}
+
+/// A score bound: `-inf`, `+inf`, `(x` (exclusive) or `x`.
+fn score_bound(b: &[u8]) -> Option<Bound<f64>> {
+    match b {
+        b"-inf" | b"-INF" => return Some(Bound::Unbounded),
+        b"+inf" | b"inf" | b"+INF" | b"INF" => return Some(Bound::Unbounded),
+        _ => {}
+    }
+    let (exclusive, num) = match b.strip_prefix(b"(") {
+        Some(rest) => (true, rest),
+        None => (false, b),
+    };
+    let v = parse_float(num).filter(|v| !v.is_nan())?;
+    Some(if exclusive {
+        Bound::Excluded(v)
+    } else {
+        Bound::Included(v)
+    })
+}
+
+/// `min max` of a score-range command; None if invalid (error written).
+fn score_range(ctx: &mut Ctx<'_>, lo: &[u8], hi: &[u8]) -> Option<(Bound<f64>, Bound<f64>)> {
+    // "+inf" as a minimum or "-inf" as a maximum select nothing.
+    let empty = lo.eq_ignore_ascii_case(b"+inf") || hi.eq_ignore_ascii_case(b"-inf");
+    match (score_bound(lo), score_bound(hi)) {
+        (Some(_), Some(_)) if empty => Some((Bound::Excluded(f64::INFINITY), Bound::Unbounded)),
+        (Some(l), Some(h)) => Some((l, h)),
+        _ => {
+            ctx.error(b"ERR min or max is not a float");
+            None
+        }
+    }
+}
+
+/// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
+pub fn zrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    by_score(ctx, cmd, false)
+}
+
+/// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
+pub fn zrevrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    by_score(ctx, cmd, true)
+}
+
+fn by_score(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
+    let (lo, hi) = if rev {
+        (arg(cmd, 3), arg(cmd, 2))
+    } else {
+        (arg(cmd, 2), arg(cmd, 3))
+    };
+    let Some((lo, hi)) = score_range(ctx, lo, hi) else {
+        return Step::Done;
+    };
+    let (mut scores, mut offset, mut count) = (false, 0usize, usize::MAX);
+    let mut opts = cmd.args().skip(4);
+    while let Some(o) = opts.next() {
+        if o.eq_ignore_ascii_case(b"WITHSCORES") {
+            scores = true;
+        } else if o.eq_ignore_ascii_case(b"LIMIT") {
+            match (
+                opts.next().and_then(parse_i64),
+                opts.next().and_then(parse_i64),
+            ) {
+                (Some(o), Some(c)) if o >= 0 => {
+                    offset = o as usize;
+                    // A negative count is "all the rest", as in Redis.
+                    count = usize::try_from(c).unwrap_or(usize::MAX);
+                }
+                (Some(_), Some(_)) => {
+                    // A negative offset selects nothing.
+                    count = 0;
+                }
+                _ => {
+                    ctx.raw(resp::ERR_NOT_INTEGER);
+                    return Step::Done;
+                }
+            }
+        } else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    }
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        let hits: Vec<(&[u8], f64)> = match z {
+            Some(z) if rev => z.by_score(lo, hi).rev().skip(offset).take(count).collect(),
+            Some(z) => z.by_score(lo, hi).skip(offset).take(count).collect(),
+            None => Vec::new(),
+        };
+        reply_pairs(ctx, &hits, scores);
+    });
+    Step::Done
+}
+
+/// `ZCOUNT key min max`.
+pub fn zcount(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some((lo, hi)) = score_range(ctx, arg(cmd, 2), arg(cmd, 3)) else {
+        return Step::Done;
+    };
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        ctx.int(z.map_or(0, |z| z.by_score(lo, hi).count()) as i64)
+    });
+    Step::Done
+}
+
+/// `ZRANK key member [WITHSCORE]`.
+pub fn zrank(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    rank(ctx, cmd, false)
+}
+
+/// `ZREVRANK key member [WITHSCORE]`.
+pub fn zrevrank(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    rank(ctx, cmd, true)
+}
+
+fn rank(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
+    let with_score = match cmd.len() {
+        3 => false,
+        4 if arg(cmd, 3).eq_ignore_ascii_case(b"WITHSCORE") => true,
+        _ => {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    };
+    let m = arg(cmd, 2);
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        let found = z.and_then(|z| Some((z.rank(m)?, z.score(m)?, z.len())));
+        match found {
+            None if with_score => ctx.null_array(),
+            None => ctx.null(),
+            Some((r, s, n)) => {
+                let r = if rev { n - 1 - r } else { r };
+                if with_score {
+                    ctx.array(2);
+                    ctx.int(r as i64);
+                    ctx.double(s);
+                } else {
+                    ctx.int(r as i64);
+                }
+            }
+        }
+    });
+    Step::Done
+}
+
+/// `ZREMRANGEBYSCORE key min max`: members removed.
+pub fn zremrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some((lo, hi)) = score_range(ctx, arg(cmd, 2), arg(cmd, 3)) else {
+        return Step::Done;
+    };
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+        let doomed: Vec<Vec<u8>> = z.by_score(lo, hi).map(|(m, _)| m.to_vec()).collect();
+        doomed.iter().filter(|m| z.remove_scored(m)).count()
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `ZREMRANGEBYRANK key start stop`: members removed.
+pub fn zremrangebyrank(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let (Some(a), Some(b)) = (parse_i64(arg(cmd, 2)), parse_i64(arg(cmd, 3))) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    };
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+        let (from, to) = index_range(a, b, z.len());
+        let doomed: Vec<Vec<u8>> = z.ranked(from, to).iter().map(|(m, _)| m.to_vec()).collect();
+        doomed.iter().filter(|m| z.remove_scored(m)).count()
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `ZMSCORE key member...`.
+pub fn zmscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        ctx.array(cmd.len() - 2);
+        for m in cmd.args().skip(2) {
+            match z.and_then(|z| z.score(m)) {
+                Some(s) => ctx.double(s),
+                None => ctx.null(),
+            }
+        }
+    });
+    Step::Done
+}
+
+/// `ZSCAN key cursor [MATCH pattern] [COUNT n]`: member, score pairs.
+pub fn zscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(opts) = scan_options(ctx, cmd, false) else {
+        return Step::Done;
+    };
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        let mut hits: Vec<&[u8]> = Vec::new();
+        let next = z.map_or(0, |z| {
+            z.scan(opts.cursor, opts.count, |m, _| {
+                if opts.matches(m) {
+                    hits.push(m);
+                }
+            })
+        });
+        ctx.array(2);
+        ctx.bytes(next.to_string().as_bytes());
+        ctx.array(hits.len() * 2);
+        for m in hits {
+            ctx.bytes(m);
+            let score = z.and_then(|z| z.score(m)).unwrap_or(0.0);
+            ctx.bytes(resp::format_double(score).as_bytes());
+        }
     });
     Step::Done
 }
