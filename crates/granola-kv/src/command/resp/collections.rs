@@ -171,3 +171,52 @@ where
     // reading it as absent is the safe answer.
     Ok(run(&mut f)(ctx, None))
 }
+
+/// The largest `|count|` SRANDMEMBER and HRANDFIELD accept: a reply is
+/// built whole, so a count must not make it unboundedly large (Redis
+/// refuses only counts beyond ±2^62).
+pub const MAX_RANDOM_COUNT: u64 = 1 << 20;
+
+/// A pseudo-random number in `0..n` (SPOP, SRANDMEMBER, HRANDFIELD need
+/// no cryptographic one).
+pub fn random(n: usize) -> usize {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(n);
+    (h.finish() as usize) % n.max(1)
+}
+
+/// Positions for SRANDMEMBER/HRANDFIELD over `len` entries, as Redis
+/// picks them: `None` one (if any), `count >= 0` up to `count` distinct,
+/// `count < 0` exactly `|count|` with repeats (none from an empty one).
+/// The caller has checked `|count| <= MAX_RANDOM_COUNT`.
+pub fn random_positions(len: usize, count: Option<i64>) -> Vec<usize> {
+    match count {
+        _ if len == 0 => Vec::new(),
+        None => vec![random(len)],
+        Some(c) if c < 0 => (0..c.unsigned_abs()).map(|_| random(len)).collect(),
+        Some(c) => {
+            let n = (c as usize).min(len);
+            if n * 2 >= len {
+                // Most of them: a partial shuffle of every position.
+                let mut all: Vec<usize> = (0..len).collect();
+                for k in 0..n {
+                    all.swap(k, k + random(len - k));
+                }
+                all.truncate(n);
+                all
+            } else {
+                // Few of many: draw until n distinct ones came up.
+                let mut seen = std::collections::HashSet::with_capacity(n);
+                let mut out = Vec::with_capacity(n);
+                while out.len() < n {
+                    let i = random(len);
+                    if seen.insert(i) {
+                        out.push(i);
+                    }
+                }
+                out
+            }
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! Hash commands: HSET HMSET HSETNX HGET HMGET HGETALL HDEL HLEN HEXISTS
-//! HSTRLEN HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN. A hash is the store's
+//! HSTRLEN HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN. A hash is the store's
 //! table (see [`super::collections`]): O(1) per field.
 
-use super::collections::{edit, growth_of, read, CType};
+use super::collections::{edit, growth_of, random_positions, read, CType};
+use super::sets::count_arg;
 use super::strings::parse_float;
 use super::{glob, parse_i64, Ctx};
 use crate::command::Step;
@@ -209,6 +210,51 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         Ok(Err(e)) => ctx.error(e),
         Err(_) => {}
     }
+    Step::Done
+}
+
+/// `HRANDFIELD key [count [WITHVALUES]]` (negative count: repeats).
+pub fn hrandfield(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let values = match cmd.len() {
+        2 | 3 => false,
+        4 if arg(cmd, 3).eq_ignore_ascii_case(b"WITHVALUES") => true,
+        _ => {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    };
+    let Ok(count) = count_arg(ctx, cmd, true) else {
+        return Step::Done;
+    };
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
+        let picks = random_positions(h.map_or(0, Dict::len), count);
+        let entry = |i: usize| h.and_then(|h| h.at(i)).unwrap_or((b"", b""));
+        match count {
+            None => match picks.first() {
+                Some(&i) => ctx.bytes(entry(i).0),
+                None => ctx.null(),
+            },
+            Some(_) if values && ctx.version() == resp::Version::Resp3 => {
+                ctx.array(picks.len());
+                for i in picks {
+                    let (f, v) = entry(i);
+                    ctx.array(2);
+                    ctx.bytes(f);
+                    ctx.bytes(v);
+                }
+            }
+            Some(_) => {
+                ctx.array(picks.len() * if values { 2 } else { 1 });
+                for i in picks {
+                    let (f, v) = entry(i);
+                    ctx.bytes(f);
+                    if values {
+                        ctx.bytes(v);
+                    }
+                }
+            }
+        }
+    });
     Step::Done
 }
 

@@ -1,13 +1,16 @@
 //! Set commands: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP
-//! SRANDMEMBER SINTER SUNION SDIFF SSCAN. A set is the store's table (see
+//! SRANDMEMBER SMOVE SINTER SUNION SDIFF (and their STORE forms)
+//! SINTERCARD SSCAN. A set is the store's table (see
 //! [`super::collections`]) with empty values: O(1) per member.
 
-use super::collections::{edit, growth_of, read, CType};
+use super::collections::{
+    edit, growth_of, random, random_positions, read, CType, MAX_RANDOM_COUNT,
+};
 use super::hashes::scan_options;
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Growth};
+use crate::store::{Dict, Growth, Kind, Meta};
 
 const T: CType = CType::Set;
 
@@ -86,22 +89,18 @@ pub fn scard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// A pseudo-random number in `0..n` (SPOP/SRANDMEMBER need no
-/// cryptographic one).
-fn random(n: usize) -> usize {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_usize(n);
-    (h.finish() as usize) % n.max(1)
-}
-
-/// The optional count of SPOP/SRANDMEMBER; Err if invalid (reply written).
-fn count_arg(ctx: &mut Ctx<'_>, cmd: &Command<'_>, signed: bool) -> Result<Option<i64>, Replied> {
+/// The optional count of SPOP/SRANDMEMBER/HRANDFIELD (argument 2); Err
+/// if invalid (reply written).
+pub(super) fn count_arg(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command<'_>,
+    signed: bool,
+) -> Result<Option<i64>, Replied> {
     let Some(c) = cmd.arg(2) else {
         return Ok(None);
     };
     match parse_i64(c) {
-        Some(n) if signed || n >= 0 => Ok(Some(n)),
+        Some(n) if (signed || n >= 0) && n.unsigned_abs() <= MAX_RANDOM_COUNT => Ok(Some(n)),
         Some(_) => {
             ctx.error(b"ERR value is out of range, must be positive");
             Err(Replied)
@@ -142,36 +141,17 @@ pub fn srandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
-        let len = s.map_or(0, Dict::len);
-        let pick = |i: usize| s.and_then(|s| s.at(i)).map(|(m, _)| m);
+        let picks = random_positions(s.map_or(0, Dict::len), count);
+        let member = |i: usize| s.and_then(|s| s.at(i)).map_or(&b""[..], |(m, _)| m);
         match count {
-            None => match pick(random(len)).filter(|_| len > 0) {
-                Some(m) => ctx.bytes(m),
+            None => match picks.first() {
+                Some(&i) => ctx.bytes(member(i)),
                 None => ctx.null(),
             },
-            Some(c) if c >= 0 => {
-                // Distinct members: a partial shuffle of the positions.
-                let n = (c as usize).min(len);
-                let mut order: Vec<usize> = (0..len).collect();
-                ctx.array(n);
-                for k in 0..n {
-                    order.swap(k, k + random(len - k));
-                    if let Some(m) = pick(order[k]) {
-                        ctx.bytes(m);
-                    }
-                }
-            }
-            Some(c) => {
-                let n = if len == 0 {
-                    0
-                } else {
-                    c.unsigned_abs() as usize
-                };
-                ctx.array(n);
-                for _ in 0..n {
-                    if let Some(m) = pick(random(len)) {
-                        ctx.bytes(m);
-                    }
+            Some(_) => {
+                ctx.array(picks.len());
+                for i in picks {
+                    ctx.bytes(member(i));
                 }
             }
         }
@@ -179,46 +159,147 @@ pub fn srandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// How SINTER/SUNION/SDIFF fold each further set into the first.
+#[derive(Clone, Copy)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+impl Op {
+    fn fold(self, acc: &mut Dict, s: Option<&Dict>) {
+        match self {
+            Op::Inter => acc.retain(|m| s.is_some_and(|s| s.contains(m))),
+            Op::Union => {
+                for (m, _) in s.iter().flat_map(|s| s.iter()) {
+                    acc.insert(m, b"");
+                }
+            }
+            Op::Diff => {
+                for (m, _) in s.iter().flat_map(|s| s.iter()) {
+                    acc.remove(m);
+                }
+            }
+        }
+    }
+}
+
 /// `SINTER key...`.
 pub fn sinter(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    combine(ctx, cmd, |acc, s| {
-        acc.retain(|m| s.is_some_and(|s| s.contains(m)))
-    })
+    reply_combined(ctx, cmd, Op::Inter)
 }
 
 /// `SUNION key...`.
 pub fn sunion(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    combine(ctx, cmd, |acc, s| {
-        for (m, _) in s.iter().flat_map(|s| s.iter()) {
-            acc.insert(m, b"");
-        }
-    })
+    reply_combined(ctx, cmd, Op::Union)
 }
 
 /// `SDIFF key...`.
 pub fn sdiff(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    combine(ctx, cmd, |acc, s| {
-        for (m, _) in s.iter().flat_map(|s| s.iter()) {
-            acc.remove(m);
-        }
-    })
+    reply_combined(ctx, cmd, Op::Diff)
 }
 
-/// Folds the sets at every key into the first one's copy with `f`
-/// (`None`: the key is absent).
-fn combine(ctx: &mut Ctx<'_>, cmd: &Command<'_>, f: impl Fn(&mut Dict, Option<&Dict>)) -> Step {
+/// `SINTERSTORE destination key...`: the result's size.
+pub fn sinterstore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    store_combined(ctx, cmd, Op::Inter)
+}
+
+/// `SUNIONSTORE destination key...`.
+pub fn sunionstore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    store_combined(ctx, cmd, Op::Union)
+}
+
+/// `SDIFFSTORE destination key...`.
+pub fn sdiffstore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    store_combined(ctx, cmd, Op::Diff)
+}
+
+/// Folds the sets at `keys` into a copy of the first one (an absent key is
+/// an empty set).
+fn combine<'k>(
+    ctx: &mut Ctx<'_>,
+    keys: impl Iterator<Item = &'k [u8]>,
+    op: Op,
+) -> Result<Dict, Replied> {
     let mut acc: Option<Dict> = None;
-    for key in cmd.args().skip(1) {
-        let step = read(ctx, key, T, |_, s| match acc.as_mut() {
+    for key in keys {
+        read(ctx, key, T, |_, s| match acc.as_mut() {
             None => acc = Some(s.cloned().unwrap_or_default()),
-            Some(a) => f(a, s),
-        });
-        if step.is_err() {
+            Some(a) => op.fold(a, s),
+        })?;
+    }
+    Ok(acc.unwrap_or_default())
+}
+
+fn reply_combined(ctx: &mut Ctx<'_>, cmd: &Command<'_>, op: Op) -> Step {
+    if let Ok(acc) = combine(ctx, cmd.args().skip(1), op) {
+        reply_set(ctx, acc.len(), acc.iter().map(|(m, _)| m));
+    }
+    Step::Done
+}
+
+fn store_combined(ctx: &mut Ctx<'_>, cmd: &Command<'_>, op: Op) -> Step {
+    let Ok(acc) = combine(ctx, cmd.args().skip(2), op) else {
+        return Step::Done;
+    };
+    // Whatever the destination held is replaced (an empty result deletes
+    // it), as in Redis.
+    match ctx
+        .db
+        .put_dict(arg(cmd, 1), Kind::Set, &acc, Meta::default())
+    {
+        Ok(()) => ctx.int(acc.len() as i64),
+        Err(e) => ctx.store_error(e),
+    }
+    Step::Done
+}
+
+/// `SINTERCARD numkeys key... [LIMIT limit]`.
+pub fn sintercard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let n = match parse_i64(arg(cmd, 1)) {
+        Some(n) if n > 0 && (n as usize) <= cmd.len() - 2 => n as usize,
+        _ => {
+            ctx.error(b"ERR numkeys should be greater than 0");
             return Step::Done;
         }
+    };
+    let limit = match (cmd.len() - 2 - n, cmd.arg(2 + n), cmd.arg(3 + n)) {
+        (0, _, _) => usize::MAX,
+        (2, Some(o), Some(v)) if o.eq_ignore_ascii_case(b"LIMIT") => match parse_i64(v) {
+            Some(0) => usize::MAX,
+            Some(l) if l > 0 => l as usize,
+            _ => {
+                ctx.error(b"ERR LIMIT can't be negative");
+                return Step::Done;
+            }
+        },
+        _ => {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    };
+    if let Ok(acc) = combine(ctx, cmd.args().skip(2).take(n), Op::Inter) {
+        ctx.int(acc.len().min(limit) as i64);
     }
-    let acc = acc.unwrap_or_default();
-    reply_set(ctx, acc.len(), acc.iter().map(|(m, _)| m));
+    Step::Done
+}
+
+/// `SMOVE source destination member`: 1 if moved. (Two keys, two locks:
+/// a reader between the two steps may see the member in neither set.)
+pub fn smove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let (src, dst, m) = (arg(cmd, 1), arg(cmd, 2), arg(cmd, 3));
+    // Both must be sets (or absent) before anything moves.
+    if ctx.coll(src, T).is_err() || ctx.coll(dst, T).is_err() {
+        return Step::Done;
+    }
+    let Ok(moved) = edit(ctx, src, T, Growth::default(), |s| s.remove(m)) else {
+        return Step::Done;
+    };
+    if moved && edit(ctx, dst, T, growth_of(1, [m]), |s| s.insert(m, b"")).is_err() {
+        return Step::Done;
+    }
+    ctx.int(i64::from(moved));
     Step::Done
 }
 

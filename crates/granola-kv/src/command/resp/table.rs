@@ -147,6 +147,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("hash", "hincrby", 4, W, KEY1, hashes::hincrby),
     cmd!("hash", "hincrbyfloat", 4, W, KEY1, hashes::hincrbyfloat),
     cmd!("hash", "hscan", -3, RS, KEY1, hashes::hscan),
+    cmd!("hash", "hrandfield", -2, RS, KEY1, hashes::hrandfield),
     // sets
     cmd!("set", "sadd", -3, W, KEY1, sets::sadd),
     cmd!("set", "srem", -3, W, KEY1, sets::srem),
@@ -160,6 +161,11 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("set", "sunion", -2, RS, ALLKEYS, sets::sunion),
     cmd!("set", "sdiff", -2, RS, ALLKEYS, sets::sdiff),
     cmd!("set", "sscan", -3, RS, KEY1, sets::sscan),
+    cmd!("set", "smove", 4, W, KEY12, sets::smove),
+    cmd!("set", "sinterstore", -3, W, ALLKEYS, sets::sinterstore),
+    cmd!("set", "sunionstore", -3, W, ALLKEYS, sets::sunionstore),
+    cmd!("set", "sdiffstore", -3, W, ALLKEYS, sets::sdiffstore),
+    cmd!("set", "sintercard", -3, RS, NOKEY, sets::sintercard),
     // sorted sets
     cmd!("sorted-set", "zadd", -4, W, KEY1, zsets::zadd),
     cmd!("sorted-set", "zincrby", 4, W, KEY1, zsets::zincrby),
