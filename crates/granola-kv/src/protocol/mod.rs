@@ -61,6 +61,12 @@ pub trait ReplySink {
     fn full(&self) -> bool {
         false
     }
+    /// True if [`value`](Self::value) would copy a value of `len` bytes
+    /// (below the copy threshold): a composer may then write it together
+    /// with its framing in one copy.
+    fn copies(&self, _len: usize) -> bool {
+        true
+    }
 }
 
 impl ReplySink for Vec<u8> {
@@ -80,6 +86,10 @@ impl<S: ReplySink + ?Sized> ReplySink for &mut S {
 
     fn value(&mut self, value: &granola::Buf) {
         (**self).value(value);
+    }
+
+    fn copies(&self, len: usize) -> bool {
+        (**self).copies(len)
     }
 
     fn full(&self) -> bool {

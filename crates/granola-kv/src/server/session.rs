@@ -78,6 +78,10 @@ impl ReplySink for Out<'_> {
     fn full(&self) -> bool {
         self.tx.queued_bytes() > self.mark
     }
+
+    fn copies(&self, len: usize) -> bool {
+        len < self.tx.config().copy_threshold
+    }
 }
 
 /// A connection running protocol `P`.

@@ -27,7 +27,7 @@
 //! entry (see the store docs) before trusting it.
 
 use super::dict::Dict;
-use super::list::ListBody;
+use super::list::{ListBody, ListElem};
 use granola::{Buf, BufMut, Pool};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -318,14 +318,19 @@ impl Item {
         range_bounds(start, end, self.list_len())
     }
 
-    /// Elements at positions `from..to` (clamped), zero-copy, collected
-    /// under the body's lock.
-    pub fn list_slice(&self, from: usize, to: usize) -> impl Iterator<Item = Buf> + '_ {
-        let elems = match &self.body {
-            Some(b) if from < to => with_list(b, |l| l.range(from, to)).unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        elems.into_iter()
+    /// Visits list elements at positions `from..to` under the body's lock
+    /// (see [`ListElem`]); `f` returns false to stop. How many were
+    /// visited (0 for other kinds). Keep `f` short: writers wait.
+    pub fn list_visit(
+        &self,
+        from: usize,
+        to: usize,
+        mut f: impl FnMut(ListElem<'_>) -> bool,
+    ) -> usize {
+        self.body
+            .as_ref()
+            .and_then(|b| with_list(b, |l| l.visit(from, to, &mut f)))
+            .unwrap_or(0)
     }
 
     /// Elements `start..=end` with Redis LRANGE semantics: negative indices

@@ -49,6 +49,26 @@ pub(crate) const SPAN_BYTES: usize = 8;
 const CHUNK_HEADER: usize = 16;
 const KIND_CHUNK: u8 = 3;
 
+/// One element of a list, borrowed while its body is locked (see
+/// [`ListBody::visit`]).
+pub struct ListElem<'a> {
+    chunk: &'a Chunk,
+    k: usize,
+}
+
+impl ListElem<'_> {
+    /// The element's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        let (s, e) = self.chunk.spans[self.k];
+        &self.chunk.bytes()[s as usize..e as usize]
+    }
+
+    /// The element as a zero-copy `Buf` sharing its (sealed) chunk.
+    pub fn buf(&self) -> Option<Buf> {
+        self.chunk.get(self.k)
+    }
+}
+
 /// A chunk's slot: still being written by the body, or frozen.
 enum Slot {
     Open(BufMut),
@@ -301,6 +321,38 @@ impl ListBody {
             k = 0;
         }
         out
+    }
+
+    /// Visits the elements at positions `from..to` in order, sealing the
+    /// chunks they are in first (so each can be taken as a zero-copy
+    /// [`Buf`]); `f` returns false to stop. How many were visited. Unlike
+    /// [`range`](Self::range) nothing is collected: an element the caller
+    /// copies costs no reference count.
+    pub(crate) fn visit(
+        &mut self,
+        from: usize,
+        to: usize,
+        f: &mut dyn FnMut(ListElem<'_>) -> bool,
+    ) -> usize {
+        let want = to.min(self.len).saturating_sub(from);
+        let Some((mut ci, mut k)) = self.locate(from) else {
+            return 0;
+        };
+        let mut seen = 0;
+        while seen < want && ci < self.chunks.len() {
+            let c = &mut self.chunks[ci];
+            c.seal(&self.pool);
+            while k < c.spans.len() && seen < want {
+                if !f(ListElem { chunk: c, k }) {
+                    return seen;
+                }
+                seen += 1;
+                k += 1;
+            }
+            ci += 1;
+            k = 0;
+        }
+        seen
     }
 
     /// Most bytes a push of `values` can add (what the caller reserves):

@@ -79,6 +79,7 @@ mod update;
 pub use clock::{now_ms, Clock};
 pub use dict::Dict;
 pub use item::{Item, Kind, Marks};
+pub use list::ListElem;
 pub use update::{Growth, ListEdit};
 
 use granola::Pool;

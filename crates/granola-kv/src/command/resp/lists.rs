@@ -62,18 +62,40 @@ pub fn lrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     } else {
         (ctx.resume >> 32, ctx.resume & 0xffff_ffff)
     };
-    let mut elems = item.as_ref().map(|l| {
+    // Elements are written while the list's lock is held: those below the
+    // copy threshold are copied straight from their chunk (no reference
+    // taken), larger ones go out by reference.
+    let mut n = from;
+    let mut paused = false;
+    if let Some(l) = &item {
         let (lo, hi) = l.list_bounds(a, b);
-        l.list_slice(lo + from, hi)
-    });
-    for n in from..count {
-        if n > from && ctx.full() {
-            return Step::Pause((count << 32) | n);
+        l.list_visit(lo + from, hi, |e| {
+            if n >= count {
+                return false;
+            }
+            if n > from && ctx.full() {
+                paused = true;
+                return false;
+            }
+            let v = e.bytes();
+            if ctx.copies(v.len()) {
+                ctx.bytes(v);
+            } else {
+                match e.buf() {
+                    Some(buf) => ctx.bulk(&buf),
+                    None => ctx.bytes(v),
+                }
+            }
+            n += 1;
+            true
+        });
+    }
+    // A list shortened since the header was sent ends with nulls.
+    for k in n..count {
+        if paused || (k > from && ctx.full()) {
+            return Step::Pause((count << 32) | k);
         }
-        match elems.as_mut().and_then(Iterator::next) {
-            Some(v) => ctx.bulk(&v),
-            None => ctx.null(),
-        }
+        ctx.null();
     }
     Step::Done
 }

@@ -159,6 +159,11 @@ impl Ctx<'_> {
     pub fn full(&self) -> bool {
         self.out.full()
     }
+    /// True if a value of `len` bytes would be copied into the reply
+    /// (below the copy threshold) rather than referenced.
+    pub fn copies(&self, len: usize) -> bool {
+        self.out.copies(len)
+    }
     /// The error reply of a store error.
     pub fn store_error(&mut self, e: StoreError) {
         match e {
