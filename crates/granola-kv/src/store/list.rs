@@ -50,7 +50,7 @@ const CHUNK_HEADER: usize = 16;
 const KIND_CHUNK: u8 = 3;
 
 /// One element of a list, borrowed while its body is locked (see
-/// [`ListBody::visit`]).
+/// [`Item::list_visit`](super::Item::list_visit)).
 pub struct ListElem<'a> {
     chunk: &'a Chunk,
     k: usize,
