@@ -1,9 +1,10 @@
-//! The body of a hash or a set: a hash table on the heap.
+//! The body of a hash, a set or a sorted set: a hash table on the heap.
 //!
 //! ```text
-//!  index entry ──► head item [header (kind hash|set) | key | body id u64]
+//!  index entry ──► head item [header (kind hash|set|zset) | key | body id u64]
 //!                       │ id
-//!  Store::bodies[id] ──► Body::Dict(Dict { entries: IndexMap<field, value> })
+//!  Store::bodies[id] ──► Body::Dict(Dict { entries: IndexMap<field, value>,
+//!                                          order: (sorted sets) BTreeSet<(score, member)> })
 //! ```
 //!
 //! - **O(1) per field.** HSET, HDEL, SADD, SREM, HGET, SISMEMBER touch one
@@ -25,6 +26,10 @@
 //!   into the hole, and the last entry has already been visited, so an
 //!   entry present for the whole scan is returned at least once, as
 //!   HSCAN/SSCAN promise (entries added during a scan may be missed).
+//! - **Sorted sets** keep member → score (8 bytes) in the table and an
+//!   ordered index of (score, member) beside it: O(log n) per member,
+//!   score ranges O(log n + returned), ranks O(rank) (the B-tree keeps no
+//!   subtree counts).
 //! - Like a list body, a dict is behind its own mutex, taken by writers
 //!   (who hold the key's shard lock) and briefly by readers; eviction
 //!   skips a body that is locked.
@@ -114,7 +119,10 @@ impl Dict {
         self.entries.contains_key(field)
     }
 
-    /// Sets `field` to `value`; true if the field is new.
+    /// Sets `field` to `value`; true if the field is new. For hashes and
+    /// sets: a sorted set keeps its order index with
+    /// [`set_score`](Self::set_score), [`remove_scored`](Self::remove_scored)
+    /// and [`pop_scored`](Self::pop_scored) instead.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         self.writes += 1;
         match self.entries.get_mut(field) {
@@ -227,6 +235,8 @@ impl Dict {
     /// new. O(log n).
     pub fn set_score(&mut self, member: &[u8], score: f64) -> bool {
         debug_assert!(!score.is_nan());
+        // -0 and 0 are one score (as in Redis), stored as 0.
+        let score = if score == 0.0 { 0.0 } else { score };
         let old = self.score(member);
         if old.is_some_and(|o| o.to_bits() == score.to_bits()) {
             self.writes += 1;

@@ -1,7 +1,7 @@
 //! Read-modify-write of a collection under its key's lock. Lists (LSET,
-//! LREM... and sorted sets, which are lists) rebuild the whole body: O(n),
-//! unlike the pushes and pops at the ends. Hashes and sets are edited in
-//! place: O(1) per field (`dict.rs`).
+//! LREM, LINSERT...) rebuild the whole body: O(n), unlike the pushes and
+//! pops at the ends. Hashes, sets and sorted sets are edited in place:
+//! O(1) per field, O(log n) per sorted-set member (`dict.rs`).
 
 use super::item::{lock_body, Body};
 use super::{adjust, Dict, Item, Kind, Meta, Store, StoreError};
@@ -79,9 +79,9 @@ pub struct Growth {
 
 impl Store {
     /// Runs `f` on the hash, set or sorted set (`kind`) at `key` under the
-    /// key's lock,
-    /// creating an empty one if absent (stored only if `f` leaves entries
-    /// in it). `WrongType` if `key` holds another kind; `OutOfMemory` if
+    /// key's lock, creating an empty one if absent (stored only if `f`
+    /// leaves entries in it). `WrongType` if `key` holds another kind (or
+    /// `kind` is not one of those three); `OutOfMemory` if
     /// `growth` cannot be made room for (then `f` does not run). A write
     /// gives the table a new CAS (what [`Item::cas`] reports for it, and
     /// WATCH compares); emptying it removes the key. O(what `f` does): the
@@ -93,7 +93,9 @@ impl Store {
         growth: Growth,
         f: impl FnOnce(&mut Dict) -> R,
     ) -> Result<R, StoreError> {
-        debug_assert!(kind.is_dict());
+        if !kind.is_dict() {
+            return Err(StoreError::WrongType);
+        }
         self.check_len(key, 0)?;
         let h = self.hash(key);
         let l = self.lock(&h);
@@ -165,7 +167,8 @@ impl Store {
     }
 
     /// Replaces whatever `key` holds with a copy of `dict` as a `kind`
-    /// (hash or set); an empty `dict` removes the key. For COPY/RENAME.
+    /// (hash, set or sorted set: `WrongType` otherwise); an empty `dict`
+    /// removes the key. For COPY, RENAME and the S*STORE commands.
     pub fn put_dict(
         &self,
         key: &[u8],
@@ -173,7 +176,9 @@ impl Store {
         dict: &Dict,
         meta: Meta,
     ) -> Result<(), StoreError> {
-        debug_assert!(kind.is_dict());
+        if !kind.is_dict() || dict.is_sorted() != (kind == Kind::ZSet) {
+            return Err(StoreError::WrongType);
+        }
         self.check_len(key, 0)?;
         let h = self.hash(key);
         let l = self.lock(&h);
