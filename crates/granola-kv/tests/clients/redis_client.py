@@ -184,6 +184,8 @@ def main():
     r.execute_command("SELECT", 0)
     check("db0 value", r.get("shared-name"), b"db0")
     expect_error("select out of range", lambda: r.execute_command("SELECT", 16), "out of range")
+    stats = r.info("commandstats")
+    check("commandstats parse", stats["cmdstat_get"]["calls"] >= 3, True)
     hashes_and_sets(r, other)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
