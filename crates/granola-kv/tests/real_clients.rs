@@ -38,6 +38,16 @@ fn skip(what: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {what} ({HINT})");
 }
 
+/// True if `program arg` can be started (the tool is installed).
+fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
 /// The Python interpreter, if it runs and has `modules`.
 fn python_with(modules: &str) -> Option<PathBuf> {
     let py = std::env::var_os("GRANOLA_PYTHON")
@@ -305,13 +315,7 @@ fn pylibmc_script() {
 /// them pass against memcached 1.6).
 #[test]
 fn memccapable_binary() {
-    let ok = Command::new("memccapable")
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !ok {
+    if !runs("memccapable", "--help") {
         skip("memccapable not on PATH (Debian package libmemcached-tools)");
         return;
     }
@@ -332,13 +336,7 @@ fn memccapable_binary() {
 /// protocol check memcached 1.6 passes.
 #[test]
 fn memccapable_ascii() {
-    let ok = Command::new("memccapable")
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !ok {
+    if !runs("memccapable", "--help") {
         skip("memccapable not on PATH (Debian package libmemcached-tools)");
         return;
     }
@@ -404,13 +402,7 @@ fn memaslap_stat(report: &str, name: &str) -> u64 {
 /// completes and no verified get returns a wrong value.
 #[test]
 fn memaslap_tcp_udp_binary() {
-    let ok = Command::new("memcaslap")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !ok {
+    if !runs("memcaslap", "--version") {
         skip("memcaslap not on PATH (Debian package libmemcached-tools)");
         return;
     }

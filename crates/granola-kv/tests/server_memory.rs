@@ -30,19 +30,6 @@ use common::*;
 const LIMIT_MB: usize = 32;
 const FIXED_OVERHEAD: usize = 16 << 20;
 
-/// Resident set size: `VmRSS` of /proc/self/status (the same figure as
-/// /proc/self/statm's second field, in kB rather than pages).
-fn rss_bytes() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kb: usize = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("VmRSS in kB");
-    kb << 10
-}
-
 /// Sets `count` keys `<prefix><i>` to `value_len`-byte values, pipelined
 /// in batches of 64, checking every reply.
 fn fill(c: &mut Client, prefix: &str, count: usize, value_len: usize) {

@@ -24,17 +24,6 @@ use common::*;
 const LIMIT_MB: usize = 32;
 const FIXED_OVERHEAD: usize = 32 << 20;
 
-fn rss_bytes() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .expect("VmRSS in kB")
-        << 10
-}
-
 /// A self-verifying value: `key|version|len|` then bytes derived from
 /// them, then an 8-byte FNV-1a checksum of everything before it. Values
 /// shorter than the header are a prefix of the derived bytes.
@@ -49,12 +38,6 @@ fn value(key: &str, version: u64, len: usize) -> Vec<u8> {
     let sum = fnv(&v);
     v.extend_from_slice(&sum.to_le_bytes());
     v
-}
-
-fn fnv(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| {
-        (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 /// Checks a value read back for `key`: it must be one this test wrote.

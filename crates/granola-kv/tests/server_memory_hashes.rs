@@ -23,23 +23,6 @@ const FIXED_OVERHEAD: usize = 12 << 20;
 const FIELDS: usize = 16;
 const VALUE_LEN: usize = 200;
 
-fn rss_bytes() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .expect("VmRSS in kB")
-        << 10
-}
-
-fn fnv(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| {
-        (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 /// `key|field|` padded with bytes derived from them, then the FNV-1a
 /// checksum of everything before it.
 fn value(key: &str, field: usize) -> Vec<u8> {

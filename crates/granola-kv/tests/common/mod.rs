@@ -568,3 +568,23 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     out.truncate(len);
     out
 }
+
+/// This process's resident set size in bytes (the servers the tests start
+/// run in it): `VmRSS` of /proc/self/status.
+pub fn rss_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .expect("VmRSS in kB")
+        << 10
+}
+
+/// FNV-1a 64: the checksum self-verifying test values carry.
+pub fn fnv(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| {
+        (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
+    })
+}
