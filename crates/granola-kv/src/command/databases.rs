@@ -79,10 +79,6 @@ impl Storage for Db<'_> {
     fn get(&self, key: &[u8]) -> Option<Item> {
         self.with_key(key, |k| self.store.get(k))
     }
-    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError> {
-        self.wrote();
-        self.with_key(key, |k| self.store.set(k, value, meta, mode))
-    }
     fn delete(&self, key: &[u8]) -> bool {
         self.with_key(key, |k| self.store.delete(k))
     }
@@ -114,12 +110,21 @@ impl Storage for Db<'_> {
     ) -> Result<u64, StoreError> {
         self.with_key(key, |k| self.store.incr_decr_with(k, delta, incr, rule))
     }
-    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
-        self.with_key(key, |k| self.store.touch(k, expires_at_ms))
+    fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
+        if modify {
+            self.wrote();
+        }
+        self.with_key(key, |k| self.store.retime(k, expires_at_ms, modify))
     }
-    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+    fn list_push_with(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+        create: bool,
+    ) -> Result<usize, StoreError> {
         self.wrote();
-        self.with_key(key, |k| self.store.expire(k, expires_at_ms))
+        self.with_key(key, |k| self.store.list_push_with(k, values, front, create))
     }
     fn flush_all(&self) {
         if self.sole() {
@@ -136,19 +141,6 @@ impl Storage for Db<'_> {
                 break;
             }
         }
-    }
-    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
-        self.wrote();
-        self.with_key(key, |k| self.store.list_push(k, values, front))
-    }
-    fn list_push_existing(
-        &self,
-        key: &[u8],
-        values: &[&[u8]],
-        front: bool,
-    ) -> Result<usize, StoreError> {
-        self.wrote();
-        self.with_key(key, |k| self.store.list_push_existing(k, values, front))
     }
     fn list_pop(
         &self,

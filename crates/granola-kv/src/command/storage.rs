@@ -15,7 +15,9 @@ pub trait Storage: Send + Sync {
     /// The live item at `key`.
     fn get(&self, key: &[u8]) -> Option<Item>;
     /// Stores a string value; returns its CAS unique.
-    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError>;
+    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError> {
+        self.set_with(key, value, meta, mode, SetExtra::default())
+    }
     /// Removes `key`; true if it was there.
     fn delete(&self, key: &[u8]) -> bool;
     /// Read-modify-write of a string value (see [`Store::update_string`]);
@@ -45,21 +47,41 @@ pub trait Storage: Send + Sync {
         incr: bool,
         rule: CasRule,
     ) -> Result<u64, StoreError>;
-    /// Sets the expiry of a live item; returns it.
-    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item>;
-    /// Sets the expiry as a modification (new CAS; see [`Store::expire`]).
-    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item>;
+    /// Sets the expiry of a live item, as a modification (new CAS) or not
+    /// (see [`Store::retime`]); returns it.
+    fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item>;
+    /// Sets the expiry of a live item, keeping its CAS (memcached touch).
+    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        self.retime(key, expires_at_ms, false)
+    }
+    /// Sets the expiry as a modification (Redis EXPIRE: WATCH sees it).
+    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        self.retime(key, expires_at_ms, true)
+    }
     /// Removes every item.
     fn flush_all(&self);
+    /// RPUSH/LPUSH (`create`) or RPUSHX/LPUSHX (onto an existing list
+    /// only); the new length (0: absent). See [`Store::list_push_with`].
+    fn list_push_with(
+        &self,
+        key: &[u8],
+        values: &[&[u8]],
+        front: bool,
+        create: bool,
+    ) -> Result<usize, StoreError>;
     /// RPUSH/LPUSH; the new length.
-    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError>;
+    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
+        self.list_push_with(key, values, front, true)
+    }
     /// RPUSHX/LPUSHX: onto an existing list only; the new length (0: absent).
     fn list_push_existing(
         &self,
         key: &[u8],
         values: &[&[u8]],
         front: bool,
-    ) -> Result<usize, StoreError>;
+    ) -> Result<usize, StoreError> {
+        self.list_push_with(key, values, front, false)
+    }
     /// LPOP/RPOP of up to `count` elements, zero-copy (`None` if absent).
     fn list_pop(
         &self,
@@ -107,9 +129,6 @@ impl Storage for Store {
     fn get(&self, key: &[u8]) -> Option<Item> {
         Store::get(self, key)
     }
-    fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError> {
-        Store::set(self, key, value, meta, mode)
-    }
     fn delete(&self, key: &[u8]) -> bool {
         Store::delete(self, key)
     }
@@ -138,25 +157,20 @@ impl Storage for Store {
     ) -> Result<u64, StoreError> {
         Store::incr_decr_with(self, key, delta, incr, rule)
     }
-    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
-        Store::touch(self, key, expires_at_ms)
+    fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
+        Store::retime(self, key, expires_at_ms, modify)
     }
-    fn expire(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
-        Store::expire(self, key, expires_at_ms)
-    }
-    fn flush_all(&self) {
-        Store::flush_all(self)
-    }
-    fn list_push(&self, key: &[u8], values: &[&[u8]], front: bool) -> Result<usize, StoreError> {
-        Store::list_push(self, key, values, front)
-    }
-    fn list_push_existing(
+    fn list_push_with(
         &self,
         key: &[u8],
         values: &[&[u8]],
         front: bool,
+        create: bool,
     ) -> Result<usize, StoreError> {
-        Store::list_push_existing(self, key, values, front)
+        Store::list_push_with(self, key, values, front, create)
+    }
+    fn flush_all(&self) {
+        Store::flush_all(self)
     }
     fn list_pop(
         &self,

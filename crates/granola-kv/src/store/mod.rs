@@ -686,7 +686,8 @@ impl Store {
         self.retime(key, expires_at_ms, true)
     }
 
-    fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
+    /// [`expire`](Self::expire) if `modify`, else [`touch`](Self::touch).
+    pub fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
         let h = self.hash(key);
         let l = self.lock(&h);
         let f = self.find_live(&l, &h, key)?;
@@ -778,7 +779,7 @@ impl Store {
         values: &[&[u8]],
         front: bool,
     ) -> Result<usize, StoreError> {
-        self.push(key, values, front, true)
+        self.list_push_with(key, values, front, true)
     }
 
     /// RPUSHX / LPUSHX: [`list_push`](Self::list_push) onto an existing
@@ -789,10 +790,12 @@ impl Store {
         values: &[&[u8]],
         front: bool,
     ) -> Result<usize, StoreError> {
-        self.push(key, values, front, false)
+        self.list_push_with(key, values, front, false)
     }
 
-    fn push(
+    /// [`list_push`](Self::list_push) if `create`, else
+    /// [`list_push_existing`](Self::list_push_existing).
+    pub fn list_push_with(
         &self,
         key: &[u8],
         values: &[&[u8]],

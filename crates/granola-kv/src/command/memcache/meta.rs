@@ -59,7 +59,8 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
     let info = MetaItem {
         client_flags: item.flags(),
         cas: item.cas(),
-        ttl: ctx.ttl_secs(&item),
+        // Claiming the win keeps the expiry: the TTL read above holds.
+        ttl,
         last_access: 0,
         fetched: false,
         win,

@@ -2,10 +2,11 @@
 //! HSTRLEN HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN. A hash is the store's
 //! table (see [`super::collections`]): O(1) per field.
 
+use super::collection_scan::scan_step;
 use super::collections::{edit, growth_of, random_positions, read, CType};
 use super::sets::count_arg;
 use super::strings::parse_float;
-use super::{glob, parse_i64, Ctx};
+use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use crate::store::{Dict, Growth};
@@ -260,94 +261,17 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `HSCAN key cursor [MATCH pattern] [COUNT n] [NOVALUES]`.
 pub fn hscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(opts) = scan_options(ctx, cmd, true) else {
-        return Step::Done;
-    };
-    let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
-        let mut hits: Vec<(&[u8], &[u8])> = Vec::new();
-        let next = h.map_or(0, |h| {
-            h.scan(opts.cursor, opts.count, |f, v| {
-                if opts.matches(f) {
-                    hits.push((f, v));
-                }
-            })
-        });
-        ctx.array(2);
-        ctx.bytes(next.to_string().as_bytes());
-        ctx.array(hits.len() * if opts.no_values { 1 } else { 2 });
-        for (f, v) in hits {
+    scan_step(
+        ctx,
+        cmd,
+        T,
+        true,
+        |o| if o.no_values { 1 } else { 2 },
+        |ctx, o, f, v| {
             ctx.bytes(f);
-            if !opts.no_values {
+            if !o.no_values {
                 ctx.bytes(v);
             }
-        }
-    });
-    Step::Done
-}
-
-/// The arguments of HSCAN/SSCAN after the key.
-pub struct ScanOptions<'a> {
-    /// Where to go on (0: start).
-    pub cursor: u64,
-    /// `MATCH` pattern.
-    pub pattern: Option<&'a [u8]>,
-    /// `COUNT` (default 10): entries visited per call.
-    pub count: usize,
-    /// `NOVALUES` (HSCAN): fields only.
-    pub no_values: bool,
-}
-
-impl ScanOptions<'_> {
-    /// True if `field` passes `MATCH`.
-    pub fn matches(&self, field: &[u8]) -> bool {
-        self.pattern.is_none_or(|p| glob::matches(p, field, false))
-    }
-}
-
-/// Parses `cursor [MATCH p] [COUNT n] [NOVALUES]` (NOVALUES only if
-/// `values`: HSCAN); None if invalid (error written).
-pub fn scan_options<'a>(
-    ctx: &mut Ctx<'_>,
-    cmd: &Command<'a>,
-    values: bool,
-) -> Option<ScanOptions<'a>> {
-    let Some(cursor) = std::str::from_utf8(arg(cmd, 2))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        ctx.error(b"ERR invalid cursor");
-        return None;
-    };
-    let mut opts = ScanOptions {
-        cursor,
-        pattern: None,
-        count: 10,
-        no_values: false,
-    };
-    let mut args = cmd.args().skip(3);
-    while let Some(o) = args.next() {
-        if values && o.eq_ignore_ascii_case(b"NOVALUES") {
-            opts.no_values = true;
-            continue;
-        }
-        match args.next() {
-            Some(v) if o.eq_ignore_ascii_case(b"MATCH") => opts.pattern = Some(v),
-            Some(v) if o.eq_ignore_ascii_case(b"COUNT") => match parse_i64(v) {
-                Some(n) if n > 0 => opts.count = usize::try_from(n).unwrap_or(usize::MAX),
-                Some(_) => {
-                    ctx.raw(resp::ERR_SYNTAX);
-                    return None;
-                }
-                None => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return None;
-                }
-            },
-            _ => {
-                ctx.raw(resp::ERR_SYNTAX);
-                return None;
-            }
-        }
-    }
-    Some(opts)
+        },
+    )
 }

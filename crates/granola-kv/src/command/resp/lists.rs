@@ -49,13 +49,13 @@ pub fn lrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             .get(arg(cmd, 1))
             .filter(|i| i.kind() == crate::store::Kind::List)
     };
+    let bounds = item.as_ref().map(|l| l.list_bounds(a, b));
     // resume = (announced count << 32) | next element.
     let (count, from) = if ctx.resume == 0 {
-        let Some(l) = &item else {
+        let Some((lo, hi)) = bounds else {
             ctx.raw(resp::EMPTY_ARRAY);
             return Step::Done;
         };
-        let (lo, hi) = l.list_bounds(a, b);
         let count = (hi - lo).min(u32::MAX as usize);
         ctx.array(count);
         (count, 0)
@@ -67,8 +67,7 @@ pub fn lrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     // taken), larger ones go out by reference.
     let mut n = from;
     let mut paused = false;
-    if let Some(l) = &item {
-        let (lo, hi) = l.list_bounds(a, b);
+    if let (Some(l), Some((lo, hi))) = (&item, bounds) {
         l.list_visit(lo + from, hi, |e| {
             if n >= count {
                 return false;

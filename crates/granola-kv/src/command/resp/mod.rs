@@ -6,6 +6,7 @@
 //! helpers (which speak RESP2 or RESP3, whichever the connection chose).
 
 pub mod clients;
+mod collection_scan;
 pub mod collections;
 mod connection;
 mod expiry;

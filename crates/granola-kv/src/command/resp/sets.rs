@@ -3,10 +3,10 @@
 //! SINTERCARD SSCAN. A set is the store's table (see
 //! [`super::collections`]) with empty values: O(1) per member.
 
+use super::collection_scan::scan_step;
 use super::collections::{
     edit, growth_of, random, random_positions, read, CType, MAX_RANDOM_COUNT,
 };
-use super::hashes::scan_options;
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -305,24 +305,5 @@ pub fn smove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `SSCAN key cursor [MATCH pattern] [COUNT n]`.
 pub fn sscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(opts) = scan_options(ctx, cmd, false) else {
-        return Step::Done;
-    };
-    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
-        let mut hits: Vec<&[u8]> = Vec::new();
-        let next = s.map_or(0, |s| {
-            s.scan(opts.cursor, opts.count, |m, _| {
-                if opts.matches(m) {
-                    hits.push(m);
-                }
-            })
-        });
-        ctx.array(2);
-        ctx.bytes(next.to_string().as_bytes());
-        ctx.array(hits.len());
-        for m in hits {
-            ctx.bytes(m);
-        }
-    });
-    Step::Done
+    scan_step(ctx, cmd, T, false, |_| 1, |ctx, _, m, _| ctx.bytes(m))
 }

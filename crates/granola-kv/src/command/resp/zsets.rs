@@ -6,8 +6,8 @@
 //! member → score plus an ordered (score, member) index (see
 //! [`super::collections`]): O(log n) per member.
 
+use super::collection_scan::scan_step;
 use super::collections::{edit, growth_of, read, CType};
-use super::hashes::scan_options;
 use super::strings::parse_float;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
@@ -424,28 +424,19 @@ pub fn zmscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT n]`: member, score pairs.
 pub fn zscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(opts) = scan_options(ctx, cmd, false) else {
-        return Step::Done;
-    };
-    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
-        let mut hits: Vec<&[u8]> = Vec::new();
-        let next = z.map_or(0, |z| {
-            z.scan(opts.cursor, opts.count, |m, _| {
-                if opts.matches(m) {
-                    hits.push(m);
-                }
-            })
-        });
-        ctx.array(2);
-        ctx.bytes(next.to_string().as_bytes());
-        ctx.array(hits.len() * 2);
-        for m in hits {
+    scan_step(
+        ctx,
+        cmd,
+        T,
+        false,
+        |_| 2,
+        |ctx, _, m, score| {
+            // The table's value is the score, 8 big-endian bytes.
+            let s = <[u8; 8]>::try_from(score).map_or(0.0, f64::from_be_bytes);
             ctx.bytes(m);
-            let score = z.and_then(|z| z.score(m)).unwrap_or(0.0);
-            ctx.bytes(resp::format_double(score).as_bytes());
-        }
-    });
-    Step::Done
+            ctx.bytes(resp::format_double(s).as_bytes());
+        },
+    )
 }
 
 /// `ZPOPMIN key [count]`.
