@@ -1,7 +1,8 @@
 //! The traits generated types implement, shaped for serialize-and-send.
 
-use crate::wire::{DecodeCx, EncodeError, EncodedSizes, Encoder, HeaderReader};
-use crate::{Buf, Context, DecodeError};
+use crate::codec::Anchor;
+use crate::wire::{DecodeCx, DecodeOptions, EncodeError, EncodedSizes, Encoder, HeaderReader};
+use crate::{Buf, DecodeError, DEFAULT_COPY_THRESHOLD};
 use std::io::IoSlice;
 
 /// A message that can be serialized as one head buffer (headers + copied
@@ -32,9 +33,18 @@ pub trait Message {
     #[doc(hidden)]
     fn __encode_header<F: FnMut(&Buf)>(&self, enc: &mut Encoder<'_, F>, at: usize);
 
-    /// Sizes of the encoded form.
+    /// Sizes of the encoded form with the default copy threshold
+    /// ([`DEFAULT_COPY_THRESHOLD`]).
     fn encoded_sizes(&self) -> EncodedSizes {
-        let mut s = EncodedSizes::default();
+        self.encoded_sizes_with(DEFAULT_COPY_THRESHOLD)
+    }
+
+    /// Sizes of the encoded form when pool references ([`Buf`] fields) of at
+    /// least `threshold` bytes are sent by reference and everything else is
+    /// copied: `0` references every pool value, `usize::MAX` copies all.
+    /// [`encode`](Self::encode) follows the threshold recorded here.
+    fn encoded_sizes_with(&self, threshold: usize) -> EncodedSizes {
+        let mut s = EncodedSizes::with_threshold(threshold);
         self.__accumulate(&mut s);
         s
     }
@@ -72,7 +82,7 @@ pub trait Message {
         // release builds too. The zero-copy entries already handed to the
         // callback must then be discarded with the buffer.
         if !enc.in_bounds()
-            || enc.cursors() != (sizes.header_len, sizes.head_len(), sizes.total_len())
+            || enc.cursors() != (sizes.header_len(), sizes.head_len(), sizes.total_len())
         {
             return Err(EncodeError::StaleSizes);
         }
@@ -113,34 +123,76 @@ pub trait Message {
             return Err(EncodeError::TooLarge);
         }
         let mut head = vec![0u8; sizes.head_len()];
-        let mut entries = Vec::with_capacity(sizes.zero_copy_count);
+        let mut entries = Vec::with_capacity(sizes.zero_copy_count());
         self.encode(&sizes, &mut head, |b| entries.push(b.clone()))?;
         Ok(Sga { head, entries })
     }
 }
 
 /// A message that can be decoded, zero-copy, from bytes in `'a`.
+///
+/// [`decode`](Self::decode) borrows: bytes and string fields point into the
+/// input, nothing is copied or reference-counted, strings are validated on
+/// first access. [`IntoOwned::into_owned`] detaches the result, and
+/// [`decode_buf`](Self::decode_buf) decodes a pool buffer straight into an
+/// owned message whose large fields reference the buffer.
 pub trait Decode<'a>: Sized {
-    /// Decodes a message from `bytes` under `ctx`'s decode limits.
-    ///
-    /// Bytes/string fields at or above the copy threshold become
-    /// [`Buf`] references into `bytes`' pool slot (when it is in `ctx`'s
-    /// pool); smaller ones borrow `bytes` directly. Nothing is copied and
-    /// strings are not validated until accessed.
-    fn decode(ctx: &'a Context, bytes: &'a [u8]) -> Result<Self, DecodeError> {
-        let mut cx = DecodeCx::new(bytes, ctx.decode_options())?;
+    /// Decodes under the default limits ([`DecodeOptions::default`]).
+    fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        Self::decode_with(bytes, &DecodeOptions::default())
+    }
+
+    /// Decodes under `options`' limits (for untrusted input, tighten them).
+    fn decode_with(bytes: &'a [u8], options: &DecodeOptions) -> Result<Self, DecodeError> {
+        let mut cx = DecodeCx::new(bytes, options)?;
         cx.charge_bytes(std::mem::size_of::<Self>(), 0)?;
         let root = cx.root()?;
-        Self::__decode(ctx, &mut cx, &root)
+        Self::__decode(&mut cx, &root)
+    }
+
+    /// Decodes `packet` into an owned message: fields of at least
+    /// [`DEFAULT_COPY_THRESHOLD`] bytes reference the packet's slot (no
+    /// copy, and they keep it alive); smaller ones are copied so they do not
+    /// pin it.
+    fn decode_buf(packet: &'a Buf) -> Result<Self::Owned, DecodeError>
+    where
+        Self: IntoOwned,
+    {
+        Self::decode_buf_with(packet, &DecodeOptions::default(), DEFAULT_COPY_THRESHOLD)
+    }
+
+    /// [`decode_buf`](Self::decode_buf) with explicit limits and threshold.
+    fn decode_buf_with(
+        packet: &'a Buf,
+        options: &DecodeOptions,
+        threshold: usize,
+    ) -> Result<Self::Owned, DecodeError>
+    where
+        Self: IntoOwned,
+    {
+        Ok(Self::decode_with(packet, options)?.into_owned_in(Anchor::packet(packet, threshold)))
     }
 
     /// Decodes the message whose header `header` has been checked.
     #[doc(hidden)]
-    fn __decode(
-        ctx: &'a Context,
-        cx: &mut DecodeCx<'a>,
-        header: &HeaderReader<'a>,
-    ) -> Result<Self, DecodeError>;
+    fn __decode(cx: &mut DecodeCx<'a>, header: &HeaderReader<'a>) -> Result<Self, DecodeError>;
+}
+
+/// Detaching a message from the bytes it borrows: the result is `'static`,
+/// so it can be returned, stored, and sent to other threads.
+pub trait IntoOwned: Sized {
+    /// The message type with no borrow (`Msg<'static>`).
+    type Owned: 'static;
+
+    /// Copies every borrowed field; owned and pool-referenced fields are
+    /// kept (a pool reference is a reference-count increment, not a copy).
+    fn into_owned(self) -> Self::Owned {
+        self.into_owned_in(Anchor::NONE)
+    }
+
+    /// Detaches, referencing the anchor's packet where it allows.
+    #[doc(hidden)]
+    fn into_owned_in(self, anchor: Anchor<'_>) -> Self::Owned;
 }
 
 /// A serialized message as a scatter-gather list: `head` (headers + copied

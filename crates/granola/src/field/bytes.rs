@@ -1,108 +1,124 @@
-//! [`HybridBytes`]: a bytes field that is either copied or referenced.
+//! [`HybridBytes`]: a bytes field that is borrowed, owned, or a pool
+//! reference.
 
-use crate::{Buf, Context};
+use crate::Buf;
 
-/// A bytes field value: either bytes that will be *copied* into the message
-/// at serialization (`Copied`), or a *zero-copy* reference to pool memory
-/// (`Shared`) that goes to the datapath as its own gather entry.
+/// A bytes field value.
 ///
-/// Build it with [`HybridBytes::new`], which applies the context's copy
-/// threshold once, at assignment time (Cornflakes §3.2.1): below the
-/// threshold the bytes are copied into the arena; at or above it the slot is
-/// recovered from the pool if the bytes live there, and copied otherwise.
+/// Three forms, one API (it dereferences to `[u8]`):
+///
+/// - `Borrowed`: bytes the message borrows, e.g. straight from a received
+///   packet (the decoder's zero-copy form) or from the caller's own data
+///   while building a reply;
+/// - `Owned`: an owned, cheaply cloned copy ([`bytes::Bytes`]);
+/// - `Shared`: a reference-counted view of pool memory ([`Buf`]), which a
+///   datapath can send **by reference** (its own gather entry).
+///
+/// Whether a value is copied into the message's head buffer or sent by
+/// reference is decided when the message is serialized, from the
+/// serializer's copy threshold: a `Shared` value at or above it is
+/// referenced; everything else is copied. The threshold is a property of the
+/// datapath (it depends on the machine, see `granola-net`'s calibration), so
+/// the message does not carry one.
 ///
 /// ```
-/// use granola::{Context, HybridBytes, Pool};
+/// use granola::{HybridBytes, Pool};
 /// let pool = Pool::with_capacity(8 << 20).unwrap();
-/// let ctx = Context::new(&pool).with_copy_threshold(512);
 /// let big = pool.alloc_copy(&[7u8; 4096]).unwrap();
-/// assert!(HybridBytes::new(&big, &ctx).is_zero_copy());        // referenced
-/// assert!(!HybridBytes::new(&big[..100], &ctx).is_zero_copy()); // small: copied
-/// assert!(!HybridBytes::new(&vec![7u8; 4096], &ctx).is_zero_copy()); // heap: copied
+/// assert!(HybridBytes::from(big).is_shared());           // may go by reference
+/// assert!(!HybridBytes::from(&b"small"[..]).is_shared()); // borrowed: copied
+/// assert!(!HybridBytes::from(vec![7u8; 4096]).is_shared()); // heap: copied
 /// ```
 #[derive(Clone)]
 pub enum HybridBytes<'a> {
-    /// Bytes to copy when serializing: in the context's arena, or borrowed
-    /// straight from a received packet by the decoder.
-    Copied(&'a [u8]),
-    /// A reference-counted view of pool memory, sent without copying.
+    /// Borrowed bytes (copied when serialized).
+    Borrowed(&'a [u8]),
+    /// Owned bytes (copied when serialized).
+    Owned(bytes::Bytes),
+    /// A reference-counted view of pool memory, sent by reference when at
+    /// least the serializer's copy threshold.
     Shared(Buf),
 }
 
+impl Default for HybridBytes<'_> {
+    #[inline]
+    fn default() -> Self {
+        HybridBytes::Borrowed(&[])
+    }
+}
+
 impl<'a> HybridBytes<'a> {
-    /// Applies the threshold: copy into the arena, or recover a reference.
+    /// `bytes` as a pool reference if they lie in `pool`, else borrowed.
     #[inline]
-    pub fn new(bytes: &[u8], ctx: &'a Context) -> HybridBytes<'a> {
-        if bytes.len() >= ctx.copy_threshold() {
-            if let Some(buf) = ctx.pool().recover(bytes) {
-                return HybridBytes::Shared(buf);
-            }
+    pub fn recover(bytes: &'a [u8], pool: &crate::Pool) -> HybridBytes<'a> {
+        match pool.recover(bytes) {
+            Some(buf) => HybridBytes::Shared(buf),
+            None => HybridBytes::Borrowed(bytes),
         }
-        HybridBytes::Copied(ctx.arena().alloc_slice_copy(bytes))
-    }
-
-    /// Applies the threshold to bytes already held as a [`Buf`]: keeps the
-    /// reference if large enough, copies otherwise (no recovery needed).
-    #[inline]
-    pub fn from_buf(buf: Buf, ctx: &'a Context) -> HybridBytes<'a> {
-        if buf.len() >= ctx.copy_threshold() {
-            HybridBytes::Shared(buf)
-        } else {
-            HybridBytes::Copied(ctx.arena().alloc_slice_copy(&buf))
-        }
-    }
-
-    /// Used by decoders: `bytes` is a range of the received message, which
-    /// outlives `'a`. Large fields become references into the packet's slot
-    /// (if it is in the pool); small ones borrow the packet with no copy and
-    /// no reference-count traffic, and are copied only if re-serialized.
-    #[inline]
-    pub fn decoded(bytes: &'a [u8], ctx: &'a Context) -> HybridBytes<'a> {
-        if bytes.len() >= ctx.copy_threshold() {
-            if let Some(buf) = ctx.pool().recover(bytes) {
-                return HybridBytes::Shared(buf);
-            }
-        }
-        HybridBytes::Copied(bytes)
     }
 
     /// The bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match self {
-            HybridBytes::Copied(b) => b,
+            HybridBytes::Borrowed(b) => b,
+            HybridBytes::Owned(b) => b,
             HybridBytes::Shared(b) => b.as_slice(),
         }
     }
 
-    /// Length in bytes.
+    /// True if this value is a pool reference (sent by reference when at
+    /// least the serializer's copy threshold).
     #[inline]
-    pub fn len(&self) -> usize {
-        match self {
-            HybridBytes::Copied(b) => b.len(),
-            HybridBytes::Shared(b) => b.len(),
-        }
-    }
-
-    /// True if empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// True if this field will be sent by reference.
-    #[inline]
-    pub fn is_zero_copy(&self) -> bool {
+    pub fn is_shared(&self) -> bool {
         matches!(self, HybridBytes::Shared(_))
     }
 
-    /// An owned [`Buf`] with these bytes that outlives the message (e.g. to
-    /// store a received value): the reference itself, a recovered reference
-    /// into the packet, or a fresh pool copy. `None` if the pool is full.
-    pub fn to_buf(&self, ctx: &Context) -> Option<Buf> {
+    /// The pool reference, if this value is one.
+    #[inline]
+    pub fn as_buf(&self) -> Option<&Buf> {
+        match self {
+            HybridBytes::Shared(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// An owned value with the same bytes that no longer borrows: borrowed
+    /// bytes are copied, owned and shared ones are kept.
+    pub fn into_owned(self) -> HybridBytes<'static> {
+        match self {
+            HybridBytes::Borrowed(b) => HybridBytes::Owned(bytes::Bytes::copy_from_slice(b)),
+            HybridBytes::Owned(b) => HybridBytes::Owned(b),
+            HybridBytes::Shared(b) => HybridBytes::Shared(b),
+        }
+    }
+
+    /// Like [`into_owned`](Self::into_owned), but borrowed bytes that lie
+    /// inside `packet` and are at least `threshold` long become references
+    /// into it (zero copy; they keep the packet's slot alive). Smaller ones
+    /// are copied, so a small field kept for long does not pin a large
+    /// receive buffer.
+    pub fn into_owned_in(self, packet: &Buf, threshold: usize) -> HybridBytes<'static> {
+        if let HybridBytes::Borrowed(b) = self {
+            if b.len() >= threshold {
+                let start = b.as_ptr().addr().wrapping_sub(packet.as_ptr().addr());
+                if let Some(buf) = start
+                    .checked_add(b.len())
+                    .and_then(|end| packet.try_slice(start..end))
+                {
+                    return HybridBytes::Shared(buf);
+                }
+            }
+        }
+        self.into_owned()
+    }
+
+    /// A pool [`Buf`] with these bytes: the reference itself, or a copy in
+    /// `pool` (`None` if the pool is full).
+    pub fn to_buf(&self, pool: &crate::Pool) -> Option<Buf> {
         match self {
             HybridBytes::Shared(b) => Some(b.clone()),
-            HybridBytes::Copied(b) => ctx.pool().recover(b).or_else(|| ctx.pool().alloc_copy(b)),
+            other => pool.alloc_copy(other),
         }
     }
 }
@@ -121,15 +137,81 @@ impl AsRef<[u8]> for HybridBytes<'_> {
     }
 }
 
+impl<'a> From<&'a [u8]> for HybridBytes<'a> {
+    #[inline]
+    fn from(b: &'a [u8]) -> Self {
+        HybridBytes::Borrowed(b)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for HybridBytes<'a> {
+    #[inline]
+    fn from(b: &'a [u8; N]) -> Self {
+        HybridBytes::Borrowed(b)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for HybridBytes<'a> {
+    #[inline]
+    fn from(b: &'a Vec<u8>) -> Self {
+        HybridBytes::Borrowed(b)
+    }
+}
+
+impl From<Vec<u8>> for HybridBytes<'_> {
+    #[inline]
+    fn from(b: Vec<u8>) -> Self {
+        HybridBytes::Owned(b.into())
+    }
+}
+
+impl From<bytes::Bytes> for HybridBytes<'_> {
+    #[inline]
+    fn from(b: bytes::Bytes) -> Self {
+        HybridBytes::Owned(b)
+    }
+}
+
+impl From<Buf> for HybridBytes<'_> {
+    #[inline]
+    fn from(b: Buf) -> Self {
+        HybridBytes::Shared(b)
+    }
+}
+
 impl PartialEq for HybridBytes<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.as_slice() == other.as_slice()
     }
 }
 
+impl Eq for HybridBytes<'_> {}
+
+impl PartialOrd for HybridBytes<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HybridBytes<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl std::hash::Hash for HybridBytes<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
+    }
+}
+
 impl std::fmt::Debug for HybridBytes<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.is_zero_copy() { "ref" } else { "copy" };
+        let kind = match self {
+            HybridBytes::Borrowed(_) => "borrowed",
+            HybridBytes::Owned(_) => "owned",
+            HybridBytes::Shared(_) => "shared",
+        };
         write!(f, "HybridBytes::{kind}({} bytes)", self.len())
     }
 }

@@ -3,64 +3,47 @@
 #![allow(unsafe_code)] // one block: skipping re-validation of checked bytes
 
 use super::HybridBytes;
-use crate::{Buf, Context};
-use std::cell::Cell;
+use crate::Buf;
 use std::str::Utf8Error;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Utf8State {
-    Unchecked,
-    Valid,
-}
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A string field: [`HybridBytes`] plus UTF-8 validation on first access.
 ///
 /// Decoding never validates (Cornflakes §6.4: UTF-8 checks were most of the
 /// baselines' decode time); [`as_str`](Self::as_str) checks once and
-/// remembers a success. Values built from `&str` are known valid.
-#[derive(Clone)]
+/// remembers a success. Values built from `&str` or `String` are known
+/// valid.
 pub struct HybridStr<'a> {
     bytes: HybridBytes<'a>,
-    state: Cell<Utf8State>,
+    /// Set once the bytes passed `from_utf8`; the bytes never change, so a
+    /// relaxed flag is enough (a thread that sees `true` sees it for these
+    /// same bytes).
+    valid: AtomicBool,
 }
 
 impl<'a> HybridStr<'a> {
-    /// Applies the copy threshold to a `&str` (see [`HybridBytes::new`]).
-    #[inline]
-    pub fn new(s: &str, ctx: &'a Context) -> HybridStr<'a> {
-        HybridStr {
-            bytes: HybridBytes::new(s.as_bytes(), ctx),
-            state: Cell::new(Utf8State::Valid),
-        }
-    }
-
     /// Wraps bytes not yet known to be UTF-8 (checked on first `as_str`).
     #[inline]
     pub fn from_bytes_unchecked(bytes: HybridBytes<'a>) -> HybridStr<'a> {
         HybridStr {
             bytes,
-            state: Cell::new(Utf8State::Unchecked),
+            valid: AtomicBool::new(false),
         }
-    }
-
-    /// Applies the threshold to a [`Buf`] holding a string's bytes
-    /// (validated lazily).
-    pub fn from_buf(buf: Buf, ctx: &'a Context) -> HybridStr<'a> {
-        HybridStr::from_bytes_unchecked(HybridBytes::from_buf(buf, ctx))
     }
 
     /// The string, validating it the first time.
     #[inline]
     pub fn as_str(&self) -> Result<&str, Utf8Error> {
         let bytes = self.bytes.as_slice();
-        if self.state.get() == Utf8State::Valid {
-            // SAFETY: the state is Valid only after these exact bytes passed
-            // from_utf8 (or came from a &str), and they cannot change: a
-            // Copied slice is a shared borrow and a Buf's slot is frozen.
+        if self.valid.load(Ordering::Relaxed) {
+            // SAFETY: the flag is set only after these exact bytes passed
+            // from_utf8 (or came from a str), and they cannot change: a
+            // borrowed slice is a shared borrow, `Bytes` is immutable and a
+            // Buf's slot is frozen.
             return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
         }
         let s = std::str::from_utf8(bytes)?;
-        self.state.set(Utf8State::Valid);
+        self.valid.store(true, Ordering::Relaxed);
         Ok(s)
     }
 
@@ -88,16 +71,119 @@ impl<'a> HybridStr<'a> {
         self.bytes.is_empty()
     }
 
-    /// True if this field will be sent by reference.
+    /// True if this value is a pool reference (see [`HybridBytes`]).
     #[inline]
-    pub fn is_zero_copy(&self) -> bool {
-        self.bytes.is_zero_copy()
+    pub fn is_shared(&self) -> bool {
+        self.bytes.is_shared()
+    }
+
+    /// An owned string that no longer borrows (see
+    /// [`HybridBytes::into_owned`]).
+    pub fn into_owned(self) -> HybridStr<'static> {
+        let valid = self.valid.load(Ordering::Relaxed);
+        HybridStr {
+            bytes: self.bytes.into_owned(),
+            valid: AtomicBool::new(valid),
+        }
+    }
+
+    /// See [`HybridBytes::into_owned_in`].
+    pub fn into_owned_in(self, packet: &Buf, threshold: usize) -> HybridStr<'static> {
+        let valid = self.valid.load(Ordering::Relaxed);
+        HybridStr {
+            bytes: self.bytes.into_owned_in(packet, threshold),
+            valid: AtomicBool::new(valid),
+        }
+    }
+
+    fn known_valid(bytes: HybridBytes<'a>) -> HybridStr<'a> {
+        HybridStr {
+            bytes,
+            valid: AtomicBool::new(true),
+        }
+    }
+}
+
+impl Clone for HybridStr<'_> {
+    fn clone(&self) -> Self {
+        HybridStr {
+            bytes: self.bytes.clone(),
+            valid: AtomicBool::new(self.valid.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl Default for HybridStr<'_> {
+    fn default() -> Self {
+        HybridStr::known_valid(HybridBytes::default())
+    }
+}
+
+impl<'a> From<&'a str> for HybridStr<'a> {
+    #[inline]
+    fn from(s: &'a str) -> Self {
+        HybridStr::known_valid(HybridBytes::Borrowed(s.as_bytes()))
+    }
+}
+
+impl<'a> From<&'a String> for HybridStr<'a> {
+    #[inline]
+    fn from(s: &'a String) -> Self {
+        HybridStr::from(s.as_str())
+    }
+}
+
+impl From<String> for HybridStr<'_> {
+    #[inline]
+    fn from(s: String) -> Self {
+        HybridStr::known_valid(HybridBytes::Owned(s.into_bytes().into()))
+    }
+}
+
+/// A string held in pool memory (validated lazily): sent by reference when
+/// at least the serializer's copy threshold.
+impl From<Buf> for HybridStr<'_> {
+    #[inline]
+    fn from(b: Buf) -> Self {
+        HybridStr::from_bytes_unchecked(HybridBytes::Shared(b))
     }
 }
 
 impl PartialEq for HybridStr<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for HybridStr<'_> {}
+
+impl PartialEq<str> for HybridStr<'_> {
+    fn eq(&self, other: &str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for HybridStr<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl PartialOrd for HybridStr<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HybridStr<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl std::hash::Hash for HybridStr<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
     }
 }
 

@@ -74,7 +74,7 @@ pub fn present_count(bitmap: &[u32]) -> usize {
 
 /// Limits applied while decoding untrusted bytes (like capnp's
 /// `ReaderOptions`). Exceeding one yields a [`DecodeError`], never a panic.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeOptions {
     /// Deepest nesting of messages (the root is depth 0).
     pub max_depth: u32,

@@ -14,7 +14,7 @@ use super::{
 /// limits, and the remaining item budget.
 pub struct DecodeCx<'a> {
     obj: &'a [u8],
-    opts: &'a DecodeOptions,
+    opts: DecodeOptions,
     budget: usize,
     /// Bytes of decoded structs and list storage still allowed.
     bytes_budget: usize,
@@ -22,13 +22,13 @@ pub struct DecodeCx<'a> {
 
 impl<'a> DecodeCx<'a> {
     /// Starts decoding `obj` under `opts`.
-    pub fn new(obj: &'a [u8], opts: &'a DecodeOptions) -> Result<Self, DecodeError> {
+    pub fn new(obj: &'a [u8], opts: &DecodeOptions) -> Result<Self, DecodeError> {
         if obj.len() > opts.max_message_len {
             return Err(DecodeError::new(K::MessageTooLarge, 0));
         }
         Ok(DecodeCx {
             obj,
-            opts,
+            opts: *opts,
             // One item per input byte at most: no aliasing trick can make
             // the decoder do more work than the input is long.
             budget: opts.max_items.min(obj.len()),
@@ -67,7 +67,7 @@ impl<'a> DecodeCx<'a> {
 
     /// The decode limits in force.
     pub fn options(&self) -> &DecodeOptions {
-        self.opts
+        &self.opts
     }
 }
 

@@ -1,23 +1,68 @@
 //! Encoding: size accounting and the one-pass header/copy writer.
 
-use super::{WireScalar, ENTRY_LEN};
+use super::WireScalar;
 use crate::{Buf, HybridBytes};
 
 /// What serializing a message will produce, computed by
-/// [`Message::encoded_sizes`](crate::Message::encoded_sizes) before writing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// [`Message::encoded_sizes`](crate::Message::encoded_sizes) before writing,
+/// for one copy threshold.
+///
+/// Only the message can produce it: `encode` compares its cursors with these
+/// sizes and refuses stale ones (`EncodeError::StaleSizes`) in every build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EncodedSizes {
-    /// Bytes of headers and entry arrays (the header region).
-    pub header_len: usize,
-    /// Bytes of copied field data (follow the header region).
-    pub copy_len: usize,
-    /// Number of zero-copy entries (one gather entry each).
-    pub zero_copy_count: usize,
-    /// Bytes in zero-copy entries (follow the copy region on the wire).
-    pub zero_copy_len: usize,
+    header_len: usize,
+    copy_len: usize,
+    zero_copy_count: usize,
+    zero_copy_len: usize,
+    threshold: usize,
 }
 
 impl EncodedSizes {
+    /// Empty sizes for serializing with `threshold` (see
+    /// [`Message::encoded_sizes_with`](crate::Message::encoded_sizes_with)).
+    #[doc(hidden)]
+    #[inline]
+    pub fn with_threshold(threshold: usize) -> EncodedSizes {
+        EncodedSizes {
+            header_len: 0,
+            copy_len: 0,
+            zero_copy_count: 0,
+            zero_copy_len: 0,
+            threshold,
+        }
+    }
+
+    /// Bytes of headers and entry arrays (the header region).
+    #[inline]
+    pub fn header_len(&self) -> usize {
+        self.header_len
+    }
+
+    /// Bytes of copied field data (they follow the header region).
+    #[inline]
+    pub fn copy_len(&self) -> usize {
+        self.copy_len
+    }
+
+    /// Number of zero-copy entries (one gather entry each).
+    #[inline]
+    pub fn zero_copy_count(&self) -> usize {
+        self.zero_copy_count
+    }
+
+    /// Bytes in zero-copy entries (they follow the copy region on the wire).
+    #[inline]
+    pub fn zero_copy_len(&self) -> usize {
+        self.zero_copy_len
+    }
+
+    /// The copy threshold these sizes were computed for.
+    #[inline]
+    pub fn threshold(&self) -> usize {
+        self.threshold
+    }
+
     /// Bytes the caller's buffer must hold: header + copied data.
     #[inline]
     pub fn head_len(&self) -> usize {
@@ -30,16 +75,34 @@ impl EncodedSizes {
         self.header_len + self.copy_len + self.zero_copy_len
     }
 
+    /// Accounts for header-region bytes (a header or an entry array).
+    #[doc(hidden)]
+    #[inline]
+    pub fn add_header(&mut self, len: usize) {
+        self.header_len += len;
+    }
+
     /// Accounts for one bytes/string field's data.
+    #[doc(hidden)]
     #[inline]
     pub fn add_bytes(&mut self, b: &HybridBytes<'_>) {
-        match b {
-            HybridBytes::Copied(s) => self.copy_len += s.len(),
-            HybridBytes::Shared(buf) => {
+        match by_reference(b, self.threshold) {
+            Some(buf) => {
                 self.zero_copy_count += 1;
                 self.zero_copy_len += buf.len();
             }
+            None => self.copy_len += b.len(),
         }
+    }
+}
+
+/// The pool reference to send for `b`, if it is one and at least
+/// `threshold` long; `None` means "copy it".
+#[inline]
+fn by_reference<'b>(b: &'b HybridBytes<'_>, threshold: usize) -> Option<&'b Buf> {
+    match b {
+        HybridBytes::Shared(buf) if buf.len() >= threshold => Some(buf),
+        _ => None,
     }
 }
 
@@ -58,6 +121,7 @@ pub struct Encoder<'b, F> {
     /// Wire offset of the next zero-copy entry.
     zero_copy: usize,
     on_zero_copy: F,
+    threshold: usize,
     /// Set when a write fell outside `buf`: the sizes were stale.
     overflowed: bool,
 }
@@ -80,6 +144,7 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
             copy: sizes.header_len,
             zero_copy: sizes.header_len + sizes.copy_len,
             on_zero_copy,
+            threshold: sizes.threshold,
             overflowed: false,
         }
     }
@@ -157,48 +222,29 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
     /// its `(len, offset)` pair at `at` (a slot or a list entry).
     #[inline]
     pub fn put_bytes(&mut self, at: usize, b: &HybridBytes<'_>) {
-        match b {
-            HybridBytes::Copied(s) => {
-                let off = self.copy;
-                if let Some(dst) = self.out(off, s.len()) {
-                    dst.copy_from_slice(s);
-                }
-                self.copy += s.len();
-                self.put_pair(at, s.len(), off);
-            }
-            HybridBytes::Shared(buf) => {
+        match by_reference(b, self.threshold) {
+            Some(buf) => {
                 let off = self.zero_copy;
                 self.zero_copy += buf.len();
                 (self.on_zero_copy)(buf);
                 self.put_pair(at, buf.len(), off);
             }
-        }
-    }
-
-    /// Writes a repeated bytes/string field: slot, entry array, data.
-    #[inline]
-    pub fn put_bytes_list<'x, 'y: 'x, I>(&mut self, slot: usize, items: I)
-    where
-        I: ExactSizeIterator<Item = &'x HybridBytes<'y>>,
-    {
-        let n = items.len();
-        let arr = self.alloc_aux(n * ENTRY_LEN);
-        self.put_pair(slot, n, arr);
-        for (i, b) in items.enumerate() {
-            self.put_bytes(arr + i * ENTRY_LEN, b);
-        }
-    }
-
-    /// Writes a repeated scalar field: slot and packed entry array.
-    #[inline]
-    pub fn put_scalar_list<T: WireScalar>(&mut self, slot: usize, items: &[T]) {
-        let arr = self.alloc_aux(items.len() * T::WIDTH);
-        self.put_pair(slot, items.len(), arr);
-        for (i, v) in items.iter().enumerate() {
-            let p = arr + i * T::WIDTH;
-            if let Some(dst) = self.out(p, T::WIDTH) {
-                v.write_entry(dst);
+            None => {
+                let off = self.copy;
+                if let Some(dst) = self.out(off, b.len()) {
+                    dst.copy_from_slice(b);
+                }
+                self.copy += b.len();
+                self.put_pair(at, b.len(), off);
             }
+        }
+    }
+
+    /// Writes one scalar list entry (`T::WIDTH` bytes) at `at`.
+    #[inline]
+    pub fn put_scalar_entry<T: WireScalar>(&mut self, at: usize, v: T) {
+        if let Some(dst) = self.out(at, T::WIDTH) {
+            v.write_entry(dst);
         }
     }
 
@@ -211,12 +257,11 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
         h
     }
 
-    /// Reserves the entry array of a repeated message field and writes its
-    /// slot; returns the array's offset (entries are 8 bytes, filled with
-    /// [`put_nested`](Self::put_nested)).
+    /// Reserves the entry array of a repeated field (`count` entries of
+    /// `width` bytes) and writes its slot; returns the array's offset.
     #[inline]
-    pub fn put_message_list(&mut self, slot: usize, count: usize) -> usize {
-        let arr = self.alloc_aux(count * ENTRY_LEN);
+    pub fn put_list(&mut self, slot: usize, count: usize, width: usize) -> usize {
+        let arr = self.alloc_aux(count * width);
         self.put_pair(slot, count, arr);
         arr
     }

@@ -1,0 +1,229 @@
+//! The two macros generated code invokes: one line per message or oneof
+//! turns a plain struct (or enum) into a granola message. They are how the
+//! generated files stay close to prost's in size: the per-field work lives
+//! in [`FieldCodec`](crate::__private::FieldCodec) impls, not in generated
+//! code. Not a stable API: only `granola-build` output should call them.
+
+/// Implements `Message`, `Decode`, `IntoOwned`, `PartialEq` and the
+/// nested-message element impls for a generated struct.
+///
+/// `message!(Name<'a>, WORDS, { field = NUMBER, ... })`: `WORDS` is the
+/// bitmap words the highest field number needs; fields are listed in
+/// field-number order (a oneof at its lowest member number), which is the
+/// order their data is placed on the wire.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! message {
+    ($name:ident <$lt:lifetime>, $words:literal, { $($field:ident = $tag:literal),* $(,)? }) => {
+        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], $words, { $($field = $tag),* });
+    };
+    ($name:ident, $words:literal, { $($field:ident = $tag:literal),* $(,)? }) => {
+        $crate::message!(@impl $name, [$name], [$name], $words, { $($field = $tag),* });
+    };
+    (@bitmap $self:ident, $words:literal, { $($field:ident = $tag:literal),* }) => {{
+        #[allow(unused_mut)]
+        let mut bm = [0u32; $words];
+        $(
+            if let ::core::option::Option::Some(t) = $crate::__private::FieldCodec::tag(&$self.$field, $tag) {
+                $crate::__private::set_bit(&mut bm, t);
+            }
+        )*
+        bm
+    }};
+    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], $words:literal, { $($field:ident = $tag:literal),* }) => {
+        #[allow(deprecated)]
+        impl<'a> $crate::Message for $($ty)+ {
+            #[inline]
+            fn __header_len(&self) -> usize {
+                let bm = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                $crate::__private::header_len(
+                    $crate::__private::used_words(&bm),
+                    $crate::__private::present_count(&bm),
+                )
+            }
+
+            fn __accumulate(&self, sizes: &mut $crate::EncodedSizes) {
+                sizes.add_header($crate::Message::__header_len(self));
+                $( $crate::__private::FieldCodec::accumulate(&self.$field, sizes); )*
+            }
+
+            fn __encode_header<F: FnMut(&$crate::Buf)>(
+                &self,
+                enc: &mut $crate::__private::Encoder<'_, F>,
+                at: usize,
+            ) {
+                let bm = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                let first = enc.begin_header(at, &bm[..$crate::__private::used_words(&bm)]);
+                let _ = first;
+                $(
+                    if let ::core::option::Option::Some(t) = $crate::__private::FieldCodec::tag(&self.$field, $tag) {
+                        let slot = $crate::__private::slot_of(&bm, first, t);
+                        $crate::__private::FieldCodec::put(&self.$field, enc, slot);
+                    }
+                )*
+            }
+        }
+
+        #[allow(deprecated)]
+        impl<'a> $crate::Decode<'a> for $($ty)+ {
+            fn __decode(
+                cx: &mut $crate::__private::DecodeCx<'a>,
+                h: &$crate::__private::HeaderReader<'a>,
+            ) -> ::core::result::Result<Self, $crate::DecodeError> {
+                let _ = (&cx, &h);
+                ::core::result::Result::Ok($name {
+                    $( $field: $crate::__private::FieldCodec::take(h, cx, $tag)?, )*
+                })
+            }
+        }
+
+        #[allow(deprecated)]
+        impl<'a> $crate::IntoOwned for $($ty)+ {
+            type Owned = $($owned)+;
+            fn into_owned_in(self, anchor: $crate::__private::Anchor<'_>) -> $($owned)+ {
+                let _ = anchor;
+                $name {
+                    $( $field: $crate::__private::FieldCodec::owned_in(self.$field, anchor), )*
+                }
+            }
+        }
+
+        /// Equality means "same fields, same values"; floats compare by bit
+        /// pattern, so it is reflexive (NaN == NaN) and implies identical
+        /// encoding.
+        #[allow(deprecated)]
+        impl<'a> ::core::cmp::PartialEq for $($ty)+ {
+            fn eq(&self, other: &Self) -> bool {
+                let _ = other;
+                true $( && $crate::__private::FieldCodec::same(&self.$field, &other.$field) )*
+            }
+        }
+
+        $crate::message!(@element [$($ty)+], [$($ty)+], [$($owned)+], []);
+        $crate::message!(@element [::std::boxed::Box<$($ty)+>], [$($ty)+], [::std::boxed::Box<$($owned)+>], [*]);
+    };
+    // `$ty` is the message or its box, `$inner` the message; `$deref`
+    // unboxes.
+    (@element [$($ty:tt)+], [$($inner:tt)+], [$($owned:tt)+], [$($deref:tt)*]) => {
+        impl<'a> $crate::__private::Element<'a> for $($ty)+ {
+            const WIDTH: usize = $crate::__private::ENTRY_LEN;
+            type Owned = $($owned)+;
+            #[inline]
+            fn accumulate(&self, sizes: &mut $crate::EncodedSizes) {
+                <$($inner)+ as $crate::Message>::__accumulate(self, sizes);
+            }
+            #[inline]
+            fn put_slot<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+                let h = enc.put_nested(at, <$($inner)+ as $crate::Message>::__header_len(self));
+                <$($inner)+ as $crate::Message>::__encode_header(self, enc, h);
+            }
+            #[inline]
+            fn put_entry<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+                self.put_slot(enc, at);
+            }
+            fn read_slot(
+                h: &$crate::__private::HeaderReader<'a>,
+                cx: &mut $crate::__private::DecodeCx<'a>,
+                n: u32,
+            ) -> ::core::result::Result<::core::option::Option<Self>, $crate::DecodeError> {
+                match h.nested::<$($inner)+>(cx, n)? {
+                    ::core::option::Option::Some(nh) => ::core::result::Result::Ok(
+                        ::core::option::Option::Some(<$($inner)+ as $crate::Decode<'a>>::__decode(cx, &nh)?.into()),
+                    ),
+                    ::core::option::Option::None => ::core::result::Result::Ok(::core::option::Option::None),
+                }
+            }
+            fn read_entry(
+                l: &$crate::__private::ListReader<'a>,
+                cx: &mut $crate::__private::DecodeCx<'a>,
+                i: usize,
+            ) -> ::core::result::Result<Self, $crate::DecodeError> {
+                let nh = l.nested(cx, i)?;
+                ::core::result::Result::Ok(<$($inner)+ as $crate::Decode<'a>>::__decode(cx, &nh)?.into())
+            }
+            #[inline]
+            fn same(&self, other: &Self) -> bool {
+                self == other
+            }
+            fn owned_in(self, anchor: $crate::__private::Anchor<'_>) -> $($owned)+ {
+                $crate::IntoOwned::into_owned_in($($deref)* self, anchor).into()
+            }
+        }
+    };
+}
+
+/// Implements the element impl of a generated oneof enum:
+/// `oneof!(Name<'a>, { Variant(Type) = NUMBER, ... })`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! oneof {
+    ($name:ident <$lt:lifetime>, { $($var:ident($vty:ty) = $tag:literal),* $(,)? }) => {
+        $crate::oneof!(@impl $name, [$name<$lt>], [$name<'static>], { $($var($vty) = $tag),* });
+    };
+    ($name:ident, { $($var:ident($vty:ty) = $tag:literal),* $(,)? }) => {
+        $crate::oneof!(@impl $name, [$name], [$name], { $($var($vty) = $tag),* });
+    };
+    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], { $($var:ident($vty:ty) = $tag:literal),* }) => {
+        #[allow(deprecated)]
+        impl<'a> $crate::__private::Element<'a> for $($ty)+ {
+            const WIDTH: usize = $crate::__private::ENTRY_LEN;
+            type Owned = $($owned)+;
+            #[inline]
+            fn tag(&self, _: u32) -> u32 {
+                match self { $( $name::$var(_) => $tag, )* }
+            }
+            #[inline]
+            fn accumulate(&self, sizes: &mut $crate::EncodedSizes) {
+                match self { $( $name::$var(v) => $crate::__private::Element::accumulate(v, sizes), )* }
+            }
+            #[inline]
+            fn put_slot<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+                match self { $( $name::$var(v) => $crate::__private::Element::put_slot(v, enc, at), )* }
+            }
+            #[inline]
+            fn put_entry<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+                self.put_slot(enc, at);
+            }
+            fn read_slot(
+                h: &$crate::__private::HeaderReader<'a>,
+                cx: &mut $crate::__private::DecodeCx<'a>,
+                _: u32,
+            ) -> ::core::result::Result<::core::option::Option<Self>, $crate::DecodeError> {
+                // Several members present (hostile or corrupt input): the
+                // lowest-numbered one wins.
+                $(
+                    if let ::core::option::Option::Some(v) =
+                        <$vty as $crate::__private::Element<'a>>::read_slot(h, cx, $tag)?
+                    {
+                        return ::core::result::Result::Ok(::core::option::Option::Some($name::$var(v)));
+                    }
+                )*
+                ::core::result::Result::Ok(::core::option::Option::None)
+            }
+            fn read_entry(
+                _: &$crate::__private::ListReader<'a>,
+                _: &mut $crate::__private::DecodeCx<'a>,
+                _: usize,
+            ) -> ::core::result::Result<Self, $crate::DecodeError> {
+                ::core::result::Result::Err($crate::__private::oneof_in_list())
+            }
+            fn same(&self, other: &Self) -> bool {
+                match (self, other) {
+                    $( ($name::$var(a), $name::$var(b)) => $crate::__private::Element::same(a, b), )*
+                    #[allow(unreachable_patterns)]
+                    _ => false,
+                }
+            }
+            fn owned_in(self, anchor: $crate::__private::Anchor<'_>) -> $($owned)+ {
+                match self { $( $name::$var(v) => $name::$var($crate::__private::Element::owned_in(v, anchor)), )* }
+            }
+        }
+
+        #[allow(deprecated)]
+        impl<'a> ::core::cmp::PartialEq for $($ty)+ {
+            fn eq(&self, other: &Self) -> bool {
+                $crate::__private::Element::same(self, other)
+            }
+        }
+    };
+}
