@@ -41,6 +41,9 @@ pub(crate) struct Model {
     pub field_attrs: Vec<(String, String)>,
     /// Generate a read-only `<Name>View<'a>` per message.
     pub views: bool,
+    /// Messages mapped with `Config::extern_path`: nothing is generated for
+    /// them, but whether they borrow decides how fields name them.
+    pub extern_messages: Vec<Message>,
 }
 
 /// Whether a proto path given to `Config` (`.pkg.Msg`, `.pkg`, or `.` for
@@ -83,7 +86,11 @@ pub(crate) fn apply_externs(model: &mut Model, externs: &[(String, String)]) {
             .any(|(p, _)| !p.trim_start_matches('.').is_empty() && path_matches(p, full))
     };
     for p in &mut model.packages {
-        p.messages.retain(|m| !is_extern(&m.full_name));
+        let (gone, kept) = std::mem::take(&mut p.messages)
+            .into_iter()
+            .partition(|m| is_extern(&m.full_name));
+        p.messages = kept;
+        model.extern_messages.extend::<Vec<Message>>(gone);
         p.enums.retain(|e| !is_extern(&e.full_name));
     }
     model
@@ -133,6 +140,9 @@ pub(crate) struct Message {
     pub oneofs: Vec<Oneof>,
     /// `option deprecated = true;`
     pub deprecated: bool,
+    /// The synthetic `XEntry` message of a `map<K, V>` field: no type is
+    /// generated for it (the field is a `BTreeMap`).
+    pub map_entry: bool,
 }
 
 impl Message {
@@ -145,8 +155,6 @@ impl Message {
 /// A `oneof`: one struct field holding a Rust enum of its members.
 pub(crate) struct Oneof {
     pub proto_name: String,
-    /// Snake-case base of method names, and the struct field identifier.
-    pub rust_name: String,
     pub ident: String,
     /// The Rust enum's name (upper camel case), in the message's module.
     pub type_name: String,
@@ -210,6 +218,10 @@ pub(crate) struct Field {
     pub enum_type: Option<String>,
     /// Index into the message's `oneofs` if this field is a oneof member.
     pub oneof: Option<usize>,
+    /// proto3 `optional`: explicit presence (`Option<T>`).
+    pub optional: bool,
+    /// A `map<K, V>` field (`kind` names its entry message).
+    pub map: bool,
     /// `[deprecated = true]`
     pub deprecated: bool,
 }
@@ -455,6 +467,7 @@ pub(crate) fn build(
             type_attrs: Vec::new(),
             field_attrs: Vec::new(),
             views: false,
+            extern_messages: Vec::new(),
         });
     }
     // Report in file order, then source order within each file.
@@ -747,7 +760,6 @@ fn message(
             oneofs.push(Oneof {
                 proto_name: o.name().to_owned(),
                 ident: ident_name(&rust_name),
-                rust_name,
                 type_name: o.name().to_upper_camel_case(),
                 doc: fcx.doc(&at(&[MSG_ONEOF, i as i32])),
             });
@@ -805,6 +817,7 @@ fn message(
         enums,
         oneofs,
         deprecated: m.options.as_ref().is_some_and(|o| o.deprecated()),
+        map_entry: m.options.as_ref().is_some_and(|o| o.map_entry()),
     })
 }
 
@@ -834,7 +847,7 @@ fn field(
             &at(&[FIELD_LABEL]),
             unsupported(
                 &format!("required field `{name}`"),
-                "proto3 fields have no `required`; every granola field has explicit presence",
+                "proto3 fields have no `required`; use `optional` for explicit presence",
             ),
         ));
         ok = false;
@@ -942,59 +955,23 @@ fn field(
         doc: fcx.doc(path),
         enum_type: (f.r#type() == Type::Enum).then(|| type_name.to_owned()),
         oneof: None,
+        optional: f.proto3_optional(),
+        map: is_map,
         deprecated: f.options.as_ref().is_some_and(|o| o.deprecated()),
     })
 }
 
-/// The method names generated for a field (must match `codegen`).
+/// The method names generated for a field (must match `codegen`): fields
+/// are public, so only enum fields get accessors (`x()` gives the Rust
+/// enum, `set_x()` takes it; repeated ones `x()` iterates, `push_x()`
+/// appends), as in prost.
 pub(crate) fn method_names(f: &Field) -> Vec<String> {
     let n = &f.rust_name;
-    if f.oneof.is_some() {
-        return vec![format!("set_{n}")];
+    match (f.enum_type.is_some() && f.oneof.is_none(), f.repeated) {
+        (false, _) => Vec::new(),
+        (true, false) => vec![n.clone(), format!("set_{n}")],
+        (true, true) => vec![n.clone(), format!("push_{n}")],
     }
-    let mut v = vec![format!("has_{n}"), format!("get_{n}"), format!("clear_{n}")];
-    if f.enum_type.is_some() {
-        if f.repeated {
-            v.extend([format!("append_{n}_raw")]);
-        } else {
-            v.extend([format!("get_{n}_raw"), format!("set_{n}_raw")]);
-        }
-    }
-    match (&f.kind, f.repeated) {
-        (Kind::Scalar(_), false) => v.push(format!("set_{n}")),
-        (Kind::Bytes | Kind::String, false) => {
-            v.extend([
-                format!("{n}_field"),
-                format!("set_{n}"),
-                format!("set_{n}_buf"),
-                format!("set_{n}_field"),
-            ]);
-            if matches!(f.kind, Kind::String) {
-                v.push(format!("get_{n}_bytes"));
-            }
-        }
-        (Kind::Message(_), false) => v.extend([format!("mut_{n}"), format!("set_{n}")]),
-        (Kind::Scalar(_), true) => v.extend([
-            format!("{n}_len"),
-            format!("init_{n}"),
-            format!("append_{n}"),
-        ]),
-        (Kind::Bytes | Kind::String, true) => v.extend([
-            format!("{n}_len"),
-            format!("init_{n}"),
-            format!("append_{n}"),
-            format!("append_{n}_buf"),
-            format!("append_{n}_field"),
-        ]),
-        (Kind::Message(_), true) => v.extend([
-            format!("get_{n}_mut"),
-            format!("{n}_len"),
-            format!("init_{n}"),
-            format!("append_{n}"),
-            format!("push_{n}"),
-        ]),
-    }
-    v
 }
 
 /// Field names (after snake-casing) and generated method names must be
@@ -1021,21 +998,12 @@ fn check_names(
             .collect()
     };
     let mut struct_fields: HashMap<String, &str> = HashMap::new();
-    struct_fields.insert("__ctx".into(), "(internal context)");
     let mut methods: HashMap<String, &str> = HashMap::new();
-    for reserved in ["new", "context", "__bitmap"] {
-        methods.insert(reserved.into(), "(built-in method)");
+    for reserved in ["into_owned", "encoded_sizes", "encoded_len", "encode", "to_vec", "to_sga"] {
+        methods.insert(reserved.into(), "(a granola::Message method)");
     }
     for o in oneofs {
         struct_fields.insert(o.ident.clone(), &o.proto_name);
-        for name in [
-            format!("has_{}", o.rust_name),
-            format!("get_{}", o.rust_name),
-            format!("set_{}", o.rust_name),
-            format!("clear_{}", o.rust_name),
-        ] {
-            methods.insert(name, &o.proto_name);
-        }
     }
     for f in fields.iter().filter(|f| f.oneof.is_none()) {
         if let Some(other) = struct_fields.insert(f.ident.clone(), &f.proto_name) {

@@ -105,6 +105,7 @@ macro_rules! message {
     // `$ty` is the message or its box, `$inner` the message; `$deref`
     // unboxes.
     (@element [$($ty:tt)+], [$($inner:tt)+], [$($owned:tt)+], [$($deref:tt)*]) => {
+        #[allow(deprecated)]
         impl<'a> $crate::__private::Element<'a> for $($ty)+ {
             const WIDTH: usize = $crate::__private::ENTRY_LEN;
             type Owned = $($owned)+;
