@@ -115,10 +115,17 @@ pub trait Message {
     }
 
     /// Serializes into a scatter-gather list: a head vector plus one cloned
-    /// [`Buf`] per zero-copy entry (the non-fused path). Fails, before
-    /// allocating, for objects over the format's 4 GiB.
+    /// [`Buf`] per zero-copy entry (the non-fused path), with the default
+    /// copy threshold. Fails, before allocating, for objects over the
+    /// format's 4 GiB.
     fn to_sga(&self) -> Result<Sga, EncodeError> {
-        let sizes = self.encoded_sizes();
+        self.to_sga_with(DEFAULT_COPY_THRESHOLD)
+    }
+
+    /// [`to_sga`](Self::to_sga) with pool references of at least
+    /// `threshold` bytes sent by reference.
+    fn to_sga_with(&self, threshold: usize) -> Result<Sga, EncodeError> {
+        let sizes = self.encoded_sizes_with(threshold);
         if sizes.total_len() > u32::MAX as usize {
             return Err(EncodeError::TooLarge);
         }
