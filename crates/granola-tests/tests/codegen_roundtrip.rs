@@ -1,7 +1,7 @@
 //! Round trips through the code granola-build generates (see `build.rs`):
 //! `to_vec()` then `Decode::decode` must give back an equal message.
 
-use granola::{Buf, Context, Decode, DecodeOptions, Message, Pool};
+use granola::{Decode, DecodeOptions, IntoOwned, Message, Pool};
 use granola_tests::geo::{common, shapes};
 use granola_tests::{names, recursive, sample, scalars};
 
@@ -9,170 +9,177 @@ fn pool() -> Pool {
     Pool::with_capacity(16 << 20).unwrap()
 }
 
-/// Encodes `m`, copies the bytes into the pool (as a receive path would)
-/// and decodes them again.
-fn round_trip<'a, M>(ctx: &'a Context, m: &M) -> (Buf, Vec<u8>)
-where
-    M: Message + Decode<'a> + PartialEq + std::fmt::Debug,
-{
-    let v = m.to_vec().unwrap();
-    assert_eq!(
-        m.to_sga().unwrap().to_vec(),
-        v,
-        "to_sga and to_vec disagree"
-    );
-    assert_eq!(m.encoded_len(), v.len());
-    (ctx.pool().alloc_copy(&v).unwrap(), v)
+/// Encodes `$m` (checking the three encode paths agree), decodes the bytes
+/// as `$t`, borrowed and owned, and checks both equal `$m` and re-encode
+/// like it. Evaluates to the bytes.
+macro_rules! round_trip {
+    ($t:ty, $m:expr) => {{
+        let m = $m;
+        let v = m.to_vec().unwrap();
+        assert_eq!(
+            m.to_sga().unwrap().to_vec(),
+            v,
+            "to_sga and to_vec disagree"
+        );
+        assert_eq!(m.encoded_len(), v.len());
+        // Decoded from the heap, nothing is a pool reference: re-encoding
+        // copies every field, as `m` does with an infinite threshold.
+        let all_copied = m.to_sga_with(usize::MAX).unwrap().to_vec();
+        let d = <$t>::decode(&v).unwrap();
+        assert_eq!(&d, m);
+        assert_eq!(d.to_vec().unwrap(), all_copied);
+        let owned = <$t>::decode(&v).unwrap().into_owned();
+        assert_eq!(&owned, m);
+        assert_eq!(owned.to_vec().unwrap(), all_copied, "the owned copy re-encodes the same");
+        v
+    }};
 }
 
 /// The scenario of `tests/smoke.rs`, on the generated type.
 #[test]
 fn generated_sample_round_trips() {
     let pool = pool();
-    let ctx = Context::new(&pool).with_copy_threshold(512);
     let big = pool.alloc_copy(&[9u8; 2048]).unwrap();
-    let mut m = sample::Sample::new(&ctx);
-    m.set_id(7);
-    m.set_name("hello");
-    m.set_data(&big);
-    m.append_vals(b"small");
-    m.append_vals(&big[..1024]);
-    m.append_keys("k1");
-    m.append_nums(-3);
-    m.mut_inner().set_a(42);
-    m.append_items().set_payload(b"p");
-    m.set_flag(true);
-    m.set_ratio(0.5);
+    let m = sample::Sample {
+        id: 7,
+        name: "hello".into(),
+        data: big.clone().into(),
+        vals: vec![b"small".into(), big.slice(..1024).into()],
+        keys: vec!["k1".into()],
+        nums: vec![-3],
+        inner: Some(sample::Inner {
+            a: 42,
+            ..Default::default()
+        }),
+        items: vec![sample::Inner {
+            payload: b"p".into(),
+            ..Default::default()
+        }],
+        flag: true,
+        ratio: 0.5,
+    };
     assert_eq!(big.ref_count(), 3);
-    let sizes = m.encoded_sizes();
-    assert_eq!(sizes.zero_copy_count, 2);
-    let (rx, v) = round_trip(&ctx, &m);
-    let d = sample::Sample::decode(&ctx, &rx).unwrap();
+    assert_eq!(m.encoded_sizes_with(512).zero_copy_count(), 2);
+    let v = m.to_vec().unwrap();
+    let rx = pool.alloc_copy(&v).unwrap();
+    let d = sample::Sample::decode_buf_with(&rx, &DecodeOptions::default(), 512).unwrap();
     assert_eq!(d, m);
     assert_eq!(d.to_vec().unwrap(), v);
-    assert_eq!(d.get_id(), 7);
-    assert_eq!(d.get_name().unwrap(), "hello");
-    assert_eq!(d.get_name_bytes(), b"hello");
-    assert!(d.data_field().unwrap().is_zero_copy());
-    assert_eq!(d.get_data(), &[9u8; 2048][..]);
-    assert_eq!(d.vals_len(), 2);
-    assert_eq!(d.get_vals()[0].as_slice(), b"small");
-    assert_eq!(d.get_keys()[0].as_str().unwrap(), "k1");
-    assert_eq!(d.get_nums(), &[-3]);
-    assert_eq!(d.get_inner().unwrap().get_a(), 42);
-    assert!(!d.get_inner().unwrap().has_payload());
-    assert_eq!(d.get_items()[0].get_payload(), b"p");
-    assert!(d.get_flag());
-    assert_eq!(d.get_ratio(), 0.5);
+    assert_eq!(d.id, 7);
+    assert_eq!(d.name.as_str().unwrap(), "hello");
+    assert_eq!(d.name.as_bytes(), b"hello");
+    assert!(d.data.is_shared(), "2 KiB in the received buffer is referenced");
+    assert!(!d.name.is_shared(), "5 bytes are copied, not pinning the buffer");
+    assert_eq!(&d.data[..], &[9u8; 2048][..]);
+    assert_eq!(d.vals.len(), 2);
+    assert_eq!(&d.vals[0][..], b"small");
+    assert_eq!(d.keys[0], "k1");
+    assert_eq!(d.nums, [-3]);
+    assert_eq!(d.inner.as_ref().unwrap().a, 42);
+    assert!(d.inner.as_ref().unwrap().payload.is_empty());
+    assert_eq!(&d.items[0].payload[..], b"p");
+    assert!(d.flag);
+    assert_eq!(d.ratio, 0.5);
     assert!(format!("{d:?}").starts_with("Sample { id: 7, name: "));
     drop(d);
     drop(m);
     assert_eq!(big.ref_count(), 1);
 }
 
-/// Sets every field of a `Sample`.
-macro_rules! fill_sample {
-    ($m:expr, $big:expr) => {{
-        let m = &mut $m;
-        m.set_id(0xdead_beef);
-        m.set_name("a name that is long enough");
-        m.set_data($big);
-        m.append_vals(b"v1");
-        m.append_vals(&$big[..700]);
-        m.append_vals(b"");
-        m.append_keys("k1");
-        m.append_keys("k2");
-        m.init_nums(3);
-        m.append_nums(i32::MIN);
-        m.append_nums(0);
-        m.append_nums(i32::MAX);
-        m.mut_inner().set_a(u64::MAX);
-        m.mut_inner().set_payload(&$big[..600]);
-        m.append_items().set_a(1);
-        m.append_items().set_payload(b"two");
-        m.set_flag(false);
-        m.set_ratio(-1.25);
-    }};
-}
-
 #[test]
 fn filled_sample_round_trips() {
     let pool = pool();
-    let ctx = Context::new(&pool).with_copy_threshold(512);
     let big = pool.alloc_copy(&[3u8; 1500]).unwrap();
-    let mut g = sample::Sample::new(&ctx);
-    fill_sample!(g, &big);
-    let v = g.to_vec().unwrap();
+    let g = sample::Sample {
+        id: 0xdead_beef,
+        name: "a name that is long enough".into(),
+        data: big.clone().into(),
+        vals: vec![b"v1".into(), big.slice(..700).into(), b"".into()],
+        keys: vec!["k1".into(), "k2".into()],
+        nums: vec![i32::MIN, 0, i32::MAX],
+        inner: Some(sample::Inner {
+            a: u64::MAX,
+            payload: big.slice(..600).into(),
+        }),
+        items: vec![
+            sample::Inner {
+                a: 1,
+                ..Default::default()
+            },
+            sample::Inner {
+                payload: b"two".into(),
+                ..Default::default()
+            },
+        ],
+        flag: false,
+        ratio: -1.25,
+    };
+    let v = round_trip!(sample::Sample, &g);
     let rx = pool.alloc_copy(&v).unwrap();
-    let d = sample::Sample::decode(&ctx, &rx).unwrap();
+    let d = sample::Sample::decode_buf_with(&rx, &DecodeOptions::default(), 512).unwrap();
     assert_eq!(d, g);
-    assert_eq!(d.to_vec().unwrap(), v);
-    assert_eq!(g.to_sga().unwrap().to_vec(), v);
+    assert_eq!(d.to_sga_with(512).unwrap().to_vec(), g.to_sga_with(512).unwrap().to_vec());
+}
+
+fn all_scalars() -> scalars::AllScalars<'static> {
+    let mut m = scalars::AllScalars {
+        i32: i32::MIN,
+        i64: i64::MIN,
+        u32: u32::MAX,
+        u64: u64::MAX,
+        s32: -5,
+        s64: -6,
+        f32: 7,
+        f64: 8,
+        sf32: -9,
+        sf64: -10,
+        flag: true,
+        fl: 1.5,
+        db: -2.25,
+        text: "text".into(),
+        blob: b"blob".into(),
+        opt: Some(0),
+        high: 33,
+        ..Default::default()
+    };
+    for i in 0..3 {
+        m.r_i32.push(-i);
+        m.r_i64.push(i64::from(-i) << 40);
+        m.r_u32.push(i as u32);
+        m.r_u64.push(u64::MAX - i as u64);
+        m.r_s32.push(i32::MIN + i);
+        m.r_s64.push(i64::MIN + i64::from(i));
+        m.r_f32.push(u32::MAX - i as u32);
+        m.r_f64.push(i as u64);
+        m.r_sf32.push(-i);
+        m.r_sf64.push(i64::from(i));
+        m.r_flag.push(i % 2 == 0);
+        m.r_fl.push(i as f32 / 4.0);
+        m.r_db.push(-(i as f64));
+        m.r_text.push(format!("t{i}").into());
+        m.r_blob.push(vec![i as u8; 3].into());
+    }
+    m
 }
 
 #[test]
 fn all_scalars_round_trip() {
-    let pool = pool();
-    let ctx = Context::new(&pool);
-    let mut m = scalars::AllScalars::new(&ctx);
-    m.set_i32(i32::MIN);
-    m.set_i64(i64::MIN);
-    m.set_u32(u32::MAX);
-    m.set_u64(u64::MAX);
-    m.set_s32(-5);
-    m.set_s64(-6);
-    m.set_f32(7);
-    m.set_f64(8);
-    m.set_sf32(-9);
-    m.set_sf64(-10);
-    m.set_flag(true);
-    m.set_fl(1.5);
-    m.set_db(-2.25);
-    m.set_text("text");
-    m.set_blob(b"blob");
-    for i in 0..3 {
-        m.append_r_i32(-i);
-        m.append_r_i64(i64::from(-i) << 40);
-        m.append_r_u32(i as u32);
-        m.append_r_u64(u64::MAX - i as u64);
-        m.append_r_s32(i32::MIN + i);
-        m.append_r_s64(i64::MIN + i64::from(i));
-        m.append_r_f32(u32::MAX - i as u32);
-        m.append_r_f64(i as u64);
-        m.append_r_sf32(-i);
-        m.append_r_sf64(i64::from(i));
-        m.append_r_flag(i % 2 == 0);
-        m.append_r_fl(i as f32 / 4.0);
-        m.append_r_db(-(i as f64));
-        m.append_r_text(&format!("t{i}"));
-        m.append_r_blob(&[i as u8; 3]);
-    }
-    m.set_opt(0);
-    m.set_high(33);
-    let (rx, v) = round_trip(&ctx, &m);
-    let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, m);
-    assert_eq!(d.to_vec().unwrap(), v);
-    assert_eq!(
-        (d.get_i32(), d.get_i64(), d.get_u32(), d.get_u64()),
-        (i32::MIN, i64::MIN, u32::MAX, u64::MAX)
-    );
-    assert_eq!(
-        (d.get_s32(), d.get_s64(), d.get_f32(), d.get_f64()),
-        (-5, -6, 7, 8)
-    );
-    assert_eq!((d.get_sf32(), d.get_sf64()), (-9, -10));
-    assert!(d.get_flag());
-    assert_eq!((d.get_fl(), d.get_db()), (1.5, -2.25));
-    assert_eq!(d.get_text().unwrap(), "text");
-    assert_eq!(d.get_blob(), b"blob");
-    assert_eq!(d.get_r_i64(), &[0, -(1 << 40), -(2 << 40)]);
-    assert_eq!(d.get_r_flag(), &[true, false, true]);
-    assert_eq!(d.get_r_fl(), &[0.0, 0.25, 0.5]);
-    assert_eq!(d.get_r_text()[2].as_str().unwrap(), "t2");
-    assert_eq!(d.get_r_blob()[1].as_slice(), &[1, 1, 1]);
-    assert!(d.has_opt());
-    assert_eq!(d.get_opt(), 0);
+    let m = all_scalars();
+    let v = round_trip!(scalars::AllScalars, &m);
+    let d = scalars::AllScalars::decode(&v).unwrap();
+    assert_eq!((d.i32, d.i64, d.u32, d.u64), (i32::MIN, i64::MIN, u32::MAX, u64::MAX));
+    assert_eq!((d.s32, d.s64, d.f32, d.f64), (-5, -6, 7, 8));
+    assert_eq!((d.sf32, d.sf64), (-9, -10));
+    assert!(d.flag);
+    assert_eq!((d.fl, d.db), (1.5, -2.25));
+    assert_eq!(d.text, "text");
+    assert_eq!(&d.blob[..], b"blob");
+    assert_eq!(d.r_i64, [0, -(1 << 40), -(2 << 40)]);
+    assert_eq!(d.r_flag, [true, false, true]);
+    assert_eq!(d.r_fl, [0.0, 0.25, 0.5]);
+    assert_eq!(d.r_text[2], "t2");
+    assert_eq!(&d.r_blob[1][..], &[1, 1, 1]);
+    assert_eq!(d.opt, Some(0), "an optional field set to zero stays present");
 
     // Slots are in field-number order, whatever the declaration order:
     // read the raw header with the runtime's reader.
@@ -189,210 +196,227 @@ fn all_scalars_round_trip() {
     // Bitmap words: field 115 needs 4.
     assert_eq!(&v[..4], &4u32.to_le_bytes());
 
-    // Absent fields stay absent.
-    let empty = scalars::AllScalars::new(&ctx);
-    let rx = pool.alloc_copy(&empty.to_vec().unwrap()).unwrap();
-    let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
-    assert!(!d.has_i32() && !d.has_r_text() && !d.has_high());
-    assert_eq!(d.get_r_i32(), &[] as &[i32]);
+    // Implicit-presence fields at their default are not written (proto3),
+    // so a default message is the 4-byte empty header.
+    let empty = scalars::AllScalars::default();
+    let v = round_trip!(scalars::AllScalars, &empty);
+    assert_eq!(v, 0u32.to_le_bytes());
+    let d = scalars::AllScalars::decode(&v).unwrap();
+    assert!(d.r_text.is_empty() && d.opt.is_none() && d.high == 0);
     assert_eq!(d, empty);
 }
 
 #[test]
 fn empty_and_sparse_messages_round_trip() {
-    let pool = pool();
-    let ctx = Context::new(&pool);
-    let e = scalars::Empty::new(&ctx);
-    let (rx, v) = round_trip(&ctx, &e);
+    let v = round_trip!(scalars::Empty, &scalars::Empty::default());
     assert_eq!(v, 0u32.to_le_bytes());
-    assert_eq!(scalars::Empty::decode(&ctx, &rx).unwrap(), e);
 
-    let mut s = scalars::Sparse::new(&ctx);
-    s.set_last(b"at the highest field number");
-    let (rx, v) = round_trip(&ctx, &s);
+    let s = scalars::Sparse {
+        last: b"at the highest field number".into(),
+        ..Default::default()
+    };
+    let v = round_trip!(scalars::Sparse, &s);
     assert_eq!(
         &v[..4],
         &(granola::wire::MAX_FIELD_NUMBER / 32).to_le_bytes()
     );
-    let d = scalars::Sparse::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, s);
-    assert!(!d.has_first());
-    assert_eq!(d.get_last(), b"at the highest field number");
+    let d = scalars::Sparse::decode(&v).unwrap();
+    assert_eq!(d.first, 0);
+    assert_eq!(&d.last[..], b"at the highest field number");
 }
 
 #[test]
 fn nested_messages_across_packages_round_trip() {
-    let pool = pool();
-    let ctx = Context::new(&pool);
-    let mut c = shapes::Canvas::new(&ctx);
+    let mut c = shapes::Canvas::default();
     for s in 0..3u32 {
-        let shape = c.append_shapes();
-        shape.set_name(&format!("shape {s}"));
+        let mut shape = shapes::Shape {
+            name: format!("shape {s}").into(),
+            meta: Some(common::point::Meta {
+                tags: vec![s],
+                ..Default::default()
+            }),
+            first: Some(shapes::shape::Vertex {
+                idx: 100 + s,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         for i in 0..=s {
-            let v = shape.append_vertices();
-            v.set_idx(i);
-            v.mut_p().set_x(f64::from(i));
-            v.mut_p().set_y(-f64::from(i));
-            v.mut_p().mut_meta().set_label("corner");
-            v.append_tags().set_name("t");
+            shape.vertices.push(shapes::shape::Vertex {
+                idx: i,
+                p: Some(common::Point {
+                    x: f64::from(i),
+                    y: -f64::from(i),
+                    meta: Some(common::point::Meta {
+                        label: "corner".into(),
+                        ..Default::default()
+                    }),
+                }),
+                tags: vec![shapes::shape::vertex::Tag { name: "t".into() }],
+            });
         }
-        shape.mut_meta().append_tags(s);
-        shape.mut_first().set_idx(100 + s);
+        c.shapes.push(shape);
     }
-    c.mut_tag().set_name("canvas");
-    let mut p = common::Point::new(&ctx);
-    p.set_x(1.0);
-    let mut meta = common::point::Meta::new(&ctx);
-    meta.set_label("pushed");
-    p.set_meta(meta);
-    c.push_points(p);
-    c.append_points();
+    c.tag = Some(shapes::shape::vertex::Tag {
+        name: "canvas".into(),
+    });
+    c.points.push(common::Point {
+        x: 1.0,
+        meta: Some(common::point::Meta {
+            label: "pushed".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    c.points.push(common::Point::default());
 
-    let (rx, v) = round_trip(&ctx, &c);
-    let d = shapes::Canvas::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, c);
-    assert_eq!(d.to_vec().unwrap(), v);
-    assert_eq!(d.shapes_len(), 3);
-    let s2: &shapes::Shape<'_> = &d.get_shapes()[2];
-    assert_eq!(s2.get_name().unwrap(), "shape 2");
-    let v1: &shapes::shape::Vertex<'_> = &s2.get_vertices()[1];
-    assert_eq!(v1.get_idx(), 1);
-    assert_eq!(v1.get_p().unwrap().get_y(), -1.0);
-    assert_eq!(
-        v1.get_p().unwrap().get_meta().unwrap().get_label().unwrap(),
-        "corner"
-    );
-    let tag: &shapes::shape::vertex::Tag<'_> = &v1.get_tags()[0];
-    assert_eq!(tag.get_name().unwrap(), "t");
-    assert_eq!(s2.get_meta().unwrap().get_tags(), &[2]);
-    assert_eq!(s2.get_first().unwrap().get_idx(), 102);
-    assert_eq!(d.get_tag().unwrap().get_name().unwrap(), "canvas");
-    assert_eq!(
-        d.get_points()[0].get_meta().unwrap().get_label().unwrap(),
-        "pushed"
-    );
-    assert!(!d.get_points()[1].has_x());
+    let v = round_trip!(shapes::Canvas, &c);
+    let d = shapes::Canvas::decode(&v).unwrap();
+    assert_eq!(d.shapes.len(), 3);
+    let s2: &shapes::Shape<'_> = &d.shapes[2];
+    assert_eq!(s2.name, "shape 2");
+    let v1: &shapes::shape::Vertex<'_> = &s2.vertices[1];
+    assert_eq!(v1.idx, 1);
+    let p = v1.p.as_ref().unwrap();
+    assert_eq!(p.y, -1.0);
+    assert_eq!(p.meta.as_ref().unwrap().label, "corner");
+    assert_eq!(v1.tags[0].name, "t");
+    assert_eq!(s2.meta.as_ref().unwrap().tags, [2]);
+    assert_eq!(s2.first.as_ref().unwrap().idx, 102);
+    assert_eq!(d.tag.as_ref().unwrap().name, "canvas");
+    assert_eq!(d.points[0].meta.as_ref().unwrap().label, "pushed");
+    assert_eq!(d.points[1].x, 0.0);
 }
 
-fn node<'a>(ctx: &'a Context, depth: u32, value: i64) -> recursive::Node<'a> {
-    let mut n = recursive::Node::new(ctx);
-    n.set_value(value);
+fn node(depth: u32, value: i64) -> recursive::Node {
+    let mut n = recursive::Node {
+        value,
+        ..Default::default()
+    };
     if depth > 0 {
-        n.set_left(node(ctx, depth - 1, value * 2));
-        n.set_right(node(ctx, depth - 1, value * 2 + 1));
+        n.left = Some(Box::new(node(depth - 1, value * 2)));
+        n.right = Some(Box::new(node(depth - 1, value * 2 + 1)));
         if depth % 2 == 0 {
-            n.push_children(node(ctx, depth / 2, -value));
+            n.children.push(node(depth / 2, -value));
         }
     }
     n
 }
 
-fn sum(n: &recursive::Node<'_>) -> i64 {
-    n.get_value()
-        + n.get_left().map_or(0, sum)
-        + n.get_right().map_or(0, sum)
-        + n.get_children().iter().map(sum).sum::<i64>()
+fn sum(n: &recursive::Node) -> i64 {
+    n.value
+        + n.left.as_deref().map_or(0, sum)
+        + n.right.as_deref().map_or(0, sum)
+        + n.children.iter().map(sum).sum::<i64>()
 }
 
 #[test]
 fn recursive_messages_round_trip() {
-    let pool = pool();
-    let ctx = Context::new(&pool);
-    let root = node(&ctx, 8, 1);
+    // A schema with no bytes or strings gives types with no lifetime.
+    let root: recursive::Node = node(8, 1);
     let expected = sum(&root);
-    let (rx, v) = round_trip(&ctx, &root);
-    let d = recursive::Node::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, root);
+    let v = round_trip!(recursive::Node, &root);
+    let d = recursive::Node::decode(&v).unwrap();
     assert_eq!(sum(&d), expected);
-    assert_eq!(d.to_vec().unwrap(), v);
 
     // Mutual recursion: Tree -> Forest -> Tree.
-    let mut t = recursive::Tree::new(&ctx);
-    t.set_root(node(&ctx, 2, 5));
-    let inner = t.mut_forest().append_trees();
-    inner.set_root(node(&ctx, 1, 7));
-    inner.mut_forest().append_trees().mut_root().set_value(9);
-    let (rx, _) = round_trip(&ctx, &t);
-    let d = recursive::Tree::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, t);
-    let deepest = &d.get_forest().unwrap().get_trees()[0]
-        .get_forest()
-        .unwrap()
-        .get_trees()[0];
-    assert_eq!(deepest.get_root().unwrap().get_value(), 9);
+    let t = recursive::Tree {
+        root: Some(node(2, 5)),
+        forest: Some(recursive::Forest {
+            trees: vec![recursive::Tree {
+                root: Some(node(1, 7)),
+                forest: Some(recursive::Forest {
+                    trees: vec![recursive::Tree {
+                        root: Some(recursive::Node {
+                            value: 9,
+                            ..Default::default()
+                        }),
+                        forest: None,
+                    }],
+                }),
+            }],
+        }),
+    };
+    let v = round_trip!(recursive::Tree, &t);
+    let d = recursive::Tree::decode(&v).unwrap();
+    let deepest = &d.forest.as_ref().unwrap().trees[0].forest.as_ref().unwrap().trees[0];
+    assert_eq!(deepest.root.as_ref().unwrap().value, 9);
 
     // The decoder's depth limit applies to recursive data.
-    let ctx2 = Context::new(&pool).with_decode_options(DecodeOptions {
+    let opts = DecodeOptions {
         max_depth: 3,
         ..DecodeOptions::default()
-    });
-    let deep = node(&ctx, 6, 1).to_vec().unwrap();
-    let rx = pool.alloc_copy(&deep).unwrap();
-    assert!(recursive::Node::decode(&ctx2, &rx).is_err());
+    };
+    let deep = node(6, 1).to_vec().unwrap();
+    assert!(recursive::Node::decode_with(&deep, &opts).is_err());
 }
 
 #[test]
 fn awkward_names_round_trip() {
-    let pool = pool();
-    let ctx = Context::new(&pool);
-    let mut o = names::Option::new(&ctx);
-    o.set_type("t");
-    o.set_fn(1);
-    o.set_match(true);
-    o.set_self(-4);
-    o.set_async(b"a");
-    o.set_camel_case_field(8);
-    o.mut_result().set_string("s");
-    o.mut_result().mut_box().set_yield(0.5);
-    o.mut_result().mut_box().mut_string().set_vec(b"v");
-    o.append_vec().append_loop("l");
-    let (rx, _) = round_trip(&ctx, &o);
-    let d = names::Option::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, o);
-    assert_eq!(d.get_type().unwrap(), "t");
-    assert_eq!(d.get_fn(), 1);
-    assert!(d.get_match());
-    assert_eq!(d.get_self(), -4);
-    assert_eq!(d.get_async(), b"a");
-    assert_eq!(d.get_camel_case_field(), 8);
-    let r: &names::Result<'_> = d.get_result().unwrap();
-    assert_eq!(r.get_string().unwrap(), "s");
-    let b: &names::Box<'_> = r.get_box().unwrap();
-    assert_eq!(b.get_yield(), 0.5);
-    let s: &names::String<'_> = b.get_string().unwrap();
-    assert_eq!(s.get_vec(), b"v");
-    let v: &names::Vec<'_> = &d.get_vec()[0];
-    assert_eq!(v.get_loop()[0].as_str().unwrap(), "l");
+    let o = names::Option {
+        r#type: "t".into(),
+        r#fn: 1,
+        r#match: true,
+        self_: -4,
+        r#async: b"a".into(),
+        camel_case_field: 8,
+        result: Some(names::Result {
+            string: "s".into(),
+            r#box: Some(names::Box {
+                r#yield: Some(0.5),
+                string: Some(names::String { vec: b"v".into() }),
+            }),
+        }),
+        vec: vec![names::Vec {
+            r#loop: vec!["l".into()],
+        }],
+    };
+    let v = round_trip!(names::Option, &o);
+    let d = names::Option::decode(&v).unwrap();
+    assert_eq!(d.r#type, "t");
+    assert_eq!(d.r#fn, 1);
+    assert!(d.r#match);
+    assert_eq!(d.self_, -4);
+    assert_eq!(&d.r#async[..], b"a");
+    assert_eq!(d.camel_case_field, 8);
+    let r: &names::Result<'_> = d.result.as_ref().unwrap();
+    assert_eq!(r.string, "s");
+    let b: &names::Box<'_> = r.r#box.as_ref().unwrap();
+    assert_eq!(b.r#yield, Some(0.5));
+    let s: &names::String<'_> = b.string.as_ref().unwrap();
+    assert_eq!(&s.vec[..], b"v");
+    let v: &names::Vec<'_> = &d.vec[0];
+    assert_eq!(v.r#loop[0], "l");
 }
 
 #[test]
 fn float_equality_is_bitwise() {
-    let pool = pool();
-    let ctx = Context::new(&pool);
-    let mut m = scalars::AllScalars::new(&ctx);
-    m.set_fl(f32::NAN);
-    m.set_db(-0.0);
-    m.append_r_db(f64::NAN);
-    m.append_r_fl(-0.0);
+    let m = scalars::AllScalars {
+        fl: f32::NAN,
+        db: -0.0,
+        r_db: vec![f64::NAN],
+        r_fl: vec![-0.0],
+        ..Default::default()
+    };
     assert_eq!(m, m, "NaN fields must compare equal to themselves");
-    let (rx, _) = round_trip(&ctx, &m);
-    let d = scalars::AllScalars::decode(&ctx, &rx).unwrap();
-    assert_eq!(d, m);
-    assert!(d.get_fl().is_nan() && d.get_r_db()[0].is_nan());
-    let mut z = scalars::AllScalars::new(&ctx);
-    z.set_fl(f32::NAN);
-    z.set_db(0.0);
-    z.append_r_db(f64::NAN);
-    z.append_r_fl(-0.0);
+    let v = round_trip!(scalars::AllScalars, &m);
+    let d = scalars::AllScalars::decode(&v).unwrap();
+    assert!(d.fl.is_nan() && d.r_db[0].is_nan());
+    assert_eq!(d.db.to_bits(), (-0.0f64).to_bits(), "-0.0 is written");
+    let z = scalars::AllScalars {
+        db: 0.0,
+        ..m.clone()
+    };
     assert_ne!(z, m, "0.0 and -0.0 encode differently");
-    let mut z = scalars::AllScalars::new(&ctx);
-    z.set_fl(f32::NAN);
-    z.set_db(-0.0);
-    z.append_r_db(f64::NAN);
-    z.append_r_fl(0.0);
+    let z = scalars::AllScalars {
+        r_fl: vec![0.0],
+        ..m.clone()
+    };
     assert_ne!(z, m, "repeated floats compare bitwise too");
 
-    let mut g = sample::Sample::new(&ctx);
-    g.set_ratio(f64::NAN);
+    let g = sample::Sample {
+        ratio: f64::NAN,
+        ..Default::default()
+    };
     assert_eq!(g, g);
 }
