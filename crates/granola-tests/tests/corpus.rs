@@ -2,36 +2,43 @@
 //! message of each API filled through the generated accessors, encoded,
 //! decoded, compared, and read back through a view.
 
-use granola::{Context, Decode, DecodeOptions, Message, Pool};
+use granola::{Decode, DecodeOptions, IntoOwned, Message, Pool};
 use granola_tests::corpus::pubsub::v1 as ps;
 use granola_tests::corpus::store;
+use granola_tests::google::protobuf as wkt;
 
 #[test]
 fn pubsub_round_trips() {
     let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool).with_copy_threshold(256);
     let payload = pool.alloc_copy(&[b'm'; 1000]).unwrap();
-    let mut r = ps::StreamingPullResponse::new(&ctx);
+    let mut r = ps::StreamingPullResponse::default();
     for i in 0..3 {
-        let rm = r.append_received_messages();
-        rm.set_ack_id(&format!("ack-{i}"));
-        rm.set_delivery_attempt(i);
-        let m = rm.mut_message();
-        m.set_data(&payload); // referenced
-        m.set_message_id(&i.to_string());
-        let a = m.append_attributes();
-        a.set_key("origin");
-        a.set_value("test");
-        m.mut_publish_time()
-            .set_seconds(1_700_000_000 + i64::from(i));
+        r.received_messages.push(ps::ReceivedMessage {
+            ack_id: format!("ack-{i}").into(),
+            delivery_attempt: i,
+            message: Some(ps::PubsubMessage {
+                data: payload.clone().into(), // referenced
+                message_id: i.to_string().into(),
+                attributes: [("origin".into(), "test".into())].into(),
+                publish_time: Some(wkt::Timestamp {
+                    seconds: 1_700_000_000 + i64::from(i),
+                    nanos: 0,
+                }),
+                ..Default::default()
+            }),
+        });
     }
-    let mut conf = ps::streaming_pull_response::AcknowledgeConfirmation::new(&ctx);
-    conf.append_ack_ids("ack-0");
-    r.set_acknowledge_confirmation(conf);
-    assert_eq!(r.encoded_sizes().zero_copy_count, 3);
+    r.confirmation = Some(
+        ps::streaming_pull_response::Confirmation::AcknowledgeConfirmation(
+            ps::streaming_pull_response::AcknowledgeConfirmation {
+                ack_ids: vec!["ack-0".into()],
+                ..Default::default()
+            },
+        ),
+    );
+    assert_eq!(r.encoded_sizes_with(256).zero_copy_count(), 3);
     let bytes = r.to_vec().unwrap();
-    let rx = pool.alloc_copy(&bytes).unwrap();
-    let d = ps::StreamingPullResponse::decode(&ctx, &rx).unwrap();
+    let d = ps::StreamingPullResponse::decode(&bytes).unwrap();
     assert_eq!(d, r);
     let opts = DecodeOptions::default();
     let v = ps::StreamingPullResponseView::new(&bytes, &opts).unwrap();
@@ -39,56 +46,81 @@ fn pubsub_round_trips() {
     assert_eq!(m1.ack_id().unwrap(), "ack-1");
     assert_eq!(m1.message().unwrap().unwrap().data().unwrap(), &payload[..]);
 
-    let mut t = ps::Topic::new(&ctx);
-    t.set_name("projects/p/topics/t");
+    let mut t = ps::Topic {
+        name: "projects/p/topics/t".into(),
+        message_retention_duration: Some(wkt::Duration {
+            seconds: 86_400,
+            nanos: 0,
+        }),
+        message_storage_policy: Some(ps::MessageStoragePolicy {
+            allowed_persistence_regions: vec!["eu".into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
     t.set_state(ps::topic::State::Active);
-    t.mut_message_retention_duration().set_seconds(86_400);
-    t.mut_message_storage_policy()
-        .append_allowed_persistence_regions("eu");
-    let rx = pool.alloc_copy(&t.to_vec().unwrap()).unwrap();
-    assert_eq!(ps::Topic::decode(&ctx, &rx).unwrap(), t);
+    let bytes = t.to_vec().unwrap();
+    let d = ps::Topic::decode(&bytes).unwrap();
+    assert_eq!(d, t);
+    assert_eq!(d.state(), ps::topic::State::Active);
 }
 
 #[test]
 fn store_round_trips() {
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    let mut o = store::Object::new(&ctx);
-    o.set_bucket("b");
-    o.set_key("k");
-    o.set_generation(-1);
-    o.set_content(b"hello");
+    let mut o = store::Object {
+        bucket: "b".into(),
+        key: "k".into(),
+        generation: -1,
+        content: b"hello".into(),
+        parts: [(
+            "p0".into(),
+            store::object::Part {
+                crc64: u64::MAX,
+                chunk: b"c".into(),
+                ..Default::default()
+            },
+        )]
+        .into(),
+        metadata: Some(wkt::Struct {
+            fields: [(
+                "owner".into(),
+                wkt::Value {
+                    kind: Some(wkt::value::Kind::StringValue("me".into())),
+                },
+            )]
+            .into(),
+        }),
+        size_limit: Some(wkt::Int64Value { value: 1 << 40 }),
+        details: vec![wkt::Any {
+            type_url: "type.googleapis.com/corpus.store.Object".into(),
+            value: b"\x00".into(),
+        }],
+        ..Default::default()
+    };
     o.set_storage_class(store::object::StorageClass::Nearline);
-    let p = o.append_parts();
-    p.set_key("p0");
-    p.mut_value().set_crc64(u64::MAX);
-    p.mut_value().set_chunk(b"c");
-    let f = o.mut_metadata().append_fields();
-    f.set_key("owner");
-    f.mut_value().set_string_value("me");
-    o.mut_size_limit().set_value(1 << 40);
-    let any = o.append_details();
-    any.set_type_url("type.googleapis.com/corpus.store.Object");
-    any.set_value(b"\x00");
-    let mut g = store::GetRequest::new(&ctx);
-    g.set_bucket("b");
-    let mut since = granola_tests::google::protobuf::Timestamp::new(&ctx);
-    since.set_seconds(5);
-    g.set_if_modified_since(since);
-    let mut w = store::WatchEvent::new(&ctx);
+    let g = store::GetRequest {
+        bucket: "b".into(),
+        condition: Some(store::get_request::Condition::IfModifiedSince(
+            wkt::Timestamp {
+                seconds: 5,
+                nanos: 0,
+            },
+        )),
+        ..Default::default()
+    };
+    let mut w = store::WatchEvent {
+        object: Some(o),
+        revision: -7,
+        ..Default::default()
+    };
     w.set_kind(store::watch_event::Kind::Deleted);
-    w.set_object(o);
-    w.set_revision(-7);
-    let rx = pool.alloc_copy(&w.to_vec().unwrap()).unwrap();
-    let d = store::WatchEvent::decode(&ctx, &rx).unwrap();
+    let bytes = w.to_vec().unwrap();
+    let d = store::WatchEvent::decode(&bytes).unwrap().into_owned();
+    drop(bytes);
     assert_eq!(d, w);
-    assert_eq!(
-        d.get_object().unwrap().get_parts()[0]
-            .get_value()
-            .unwrap()
-            .get_crc64(),
-        u64::MAX
-    );
-    let rx = pool.alloc_copy(&g.to_vec().unwrap()).unwrap();
-    assert_eq!(store::GetRequest::decode(&ctx, &rx).unwrap(), g);
+    let part = &d.object.as_ref().unwrap().parts[&b"p0"[..]];
+    assert_eq!(part.crc64, u64::MAX);
+    assert_eq!(d.kind(), store::watch_event::Kind::Deleted);
+    let bytes = g.to_vec().unwrap();
+    assert_eq!(store::GetRequest::decode(&bytes).unwrap(), g);
 }

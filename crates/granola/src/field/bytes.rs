@@ -199,6 +199,13 @@ impl Ord for HybridBytes<'_> {
     }
 }
 
+/// Map lookups by bytes: `map.get(&b"key"[..])`.
+impl std::borrow::Borrow<[u8]> for HybridBytes<'_> {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
 impl std::hash::Hash for HybridBytes<'_> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.as_slice().hash(state);

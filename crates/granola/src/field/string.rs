@@ -181,6 +181,14 @@ impl Ord for HybridStr<'_> {
     }
 }
 
+/// Map lookups by bytes: `map.get(&b"key"[..])` (ordering, equality and
+/// hashing are those of the bytes).
+impl std::borrow::Borrow<[u8]> for HybridStr<'_> {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 impl std::hash::Hash for HybridStr<'_> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.as_bytes().hash(state);
