@@ -667,7 +667,9 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
             ));
             let d = docs(&d);
             let user_attrs = type_attrs(model, &format!("{}.{}", m.full_name, o.proto_name));
-            let members: Vec<&Field> = m.fields.iter().filter(|f| f.oneof == Some(i)).collect();
+            let mut members: Vec<&Field> =
+                m.fields.iter().filter(|f| f.oneof == Some(i)).collect();
+            members.sort_by_key(|f| f.number);
             let variants = members.iter().map(|f| {
                 let var = variant_name(f);
                 let st = field_type(model, an, m, f, &inner_scope);

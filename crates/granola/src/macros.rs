@@ -154,7 +154,8 @@ macro_rules! message {
 }
 
 /// Implements the element impl of a generated oneof enum:
-/// `oneof!(Name<'a>, { Variant(Type) = NUMBER, ... })`.
+/// `oneof!(Name<'a>, { Variant(Type) = NUMBER, ... })`, members in number
+/// order.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! oneof {
@@ -191,15 +192,17 @@ macro_rules! oneof {
                 _: u32,
             ) -> ::core::result::Result<::core::option::Option<Self>, $crate::DecodeError> {
                 // Several members present (hostile or corrupt input): the
-                // lowest-numbered one wins.
+                // highest-numbered one wins (members are listed in number
+                // order), as protobuf's "last one wins".
+                let mut found = ::core::option::Option::None;
                 $(
                     if let ::core::option::Option::Some(v) =
                         <$vty as $crate::__private::Element<'a>>::read_slot(h, cx, $tag)?
                     {
-                        return ::core::result::Result::Ok(::core::option::Option::Some($name::$var(v)));
+                        found = ::core::option::Option::Some($name::$var(v));
                     }
                 )*
-                ::core::result::Result::Ok(::core::option::Option::None)
+                ::core::result::Result::Ok(found)
             }
             fn read_entry(
                 _: &$crate::__private::ListReader<'a>,
