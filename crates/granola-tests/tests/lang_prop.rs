@@ -2,7 +2,7 @@
 //! copy threshold, survives encode -> decode -> encode -> decode unchanged,
 //! and the three serialization paths agree.
 
-use granola::{Context, Decode, Message, Pool};
+use granola::{Decode, DecodeOptions, IntoOwned, Message, MessageType, Pool};
 use granola_tests::lang::{shape, Maps, Shape};
 use proptest::collection::vec;
 use proptest::option::of;
@@ -61,49 +61,53 @@ fn shape_spec() -> impl Strategy<Value = ShapeSpec> {
         })
 }
 
-fn build<'a>(ctx: &'a Context, s: &ShapeSpec) -> Shape<'a> {
-    let mut m = Shape::new(ctx);
+/// The message `s` describes; blobs live in `pool`, so they go by
+/// reference at or above the serializer's threshold.
+fn build(pool: &Pool, s: &ShapeSpec) -> Shape<'static> {
+    let mut m = Shape::default();
     if let Some(k) = s.kind {
-        m.set_kind_raw(k);
+        m.kind = k;
     }
     if let Some(c) = s.color {
-        m.set_color_raw(c);
+        m.color = c;
     }
     if let Some(p) = &s.palette {
-        m.init_palette(p.len());
-        for &v in p {
-            m.append_palette_raw(v);
-        }
+        m.palette = p.clone();
     }
-    match &s.body {
-        None => {}
-        Some(Body::Radius(r)) => m.set_radius(*r),
-        Some(Body::Label(l)) => m.set_label(l),
-        Some(Body::Blob(b)) => m.set_blob(b),
-        Some(Body::Inner(k)) => {
-            let mut i = Shape::new(ctx);
-            if let Some(k) = k {
-                i.set_kind_raw(*k);
-            }
-            m.set_inner(i);
-        }
-        Some(Body::Tint(t)) => m.set_body(shape::Body::Tint(*t)),
-    }
-    match s.flag {
-        None => {}
-        Some(Ok(b)) => m.set_on(b),
-        Some(Err(l)) => m.set_level(l),
-    }
+    m.body = s.body.as_ref().map(|b| match b {
+        Body::Radius(r) => shape::Body::Radius(*r),
+        Body::Label(l) => shape::Body::Label(l.clone().into()),
+        Body::Blob(b) if b.is_empty() => shape::Body::Blob(Vec::new().into()),
+        Body::Blob(b) => shape::Body::Blob(pool.alloc_copy(b).unwrap().into()),
+        Body::Inner(k) => shape::Body::Inner(Box::new(Shape {
+            kind: k.unwrap_or(0),
+            ..Default::default()
+        })),
+        Body::Tint(t) => shape::Body::Tint(*t),
+    });
+    m.flag = s.flag.map(|f| match f {
+        Ok(b) => shape::Flag::On(b),
+        Err(l) => shape::Flag::Level(l),
+    });
     m
 }
 
-/// All three serialization paths agree; `decode` checks the pool copy.
-fn check_round_trip<M: Message>(pool: &Pool, m: &M, decode: impl Fn(&[u8])) {
-    let v = m.to_vec().unwrap();
-    assert_eq!(m.to_sga().unwrap().to_vec(), v);
-    assert_eq!(m.encoded_len(), v.len());
+/// All three serialization paths agree at `threshold`; the bytes decode
+/// (borrowed from the heap, and owned from a pool copy) to `m`, and
+/// re-encoding the decoded message decodes to `m` again.
+fn check_round_trip<T: MessageType + Message>(pool: &Pool, m: &T, threshold: usize) {
+    let v = m.to_sga_with(threshold).unwrap().to_vec();
+    assert_eq!(m.encoded_sizes_with(threshold).total_len(), v.len());
+    assert_eq!(m.to_vec().unwrap().len(), v.len());
+    let d = T::Of::decode(&v).unwrap();
+    assert_eq!(&d, m.shorten());
+    let again = d.to_vec().unwrap();
+    assert_eq!(&T::Of::decode(&again).unwrap(), m.shorten());
     let rx = pool.alloc_copy(&v).unwrap();
-    decode(&rx);
+    let owned = T::Of::decode_buf_with(&rx, &DecodeOptions::default(), threshold).unwrap();
+    // Layouts may differ (which values are referenced), not the message.
+    let again = owned.to_sga_with(threshold).unwrap().to_vec();
+    assert_eq!(&T::Of::decode(&again).unwrap(), m.shorten());
 }
 
 proptest! {
@@ -112,17 +116,11 @@ proptest! {
     #[test]
     fn shapes_round_trip(spec in shape_spec(), threshold in prop_oneof![Just(0usize), Just(64), Just(usize::MAX)]) {
         let pool = Pool::with_capacity(8 << 20).unwrap();
-        let ctx = Context::new(&pool).with_copy_threshold(threshold);
-        let m = build(&ctx, &spec);
-        check_round_trip(&pool, &m, |rx| {
-            let d = Shape::decode(&ctx, rx).unwrap();
-            assert_eq!(d, m);
-            // Re-encoding may lay bytes out differently (decoded values
-            // above the threshold are referenced), but decodes the same.
-            let again = d.to_vec().unwrap();
-            assert_eq!(Shape::decode(&ctx, &again).unwrap(), m);
-            assert_eq!(d.get_color_raw(), spec.color.unwrap_or(0));
-        });
+        let m = build(&pool, &spec);
+        check_round_trip(&pool, &m, threshold);
+        let v = m.to_vec().unwrap();
+        let d = Shape::decode(&v).unwrap().into_owned();
+        assert_eq!(d.color, spec.color.unwrap_or(0));
     }
 
     #[test]
@@ -134,40 +132,24 @@ proptest! {
         b_b in vec((any::<bool>(), vec(any::<u8>(), 0..4)), 0..3),
     ) {
         let pool = Pool::with_capacity(8 << 20).unwrap();
-        let ctx = Context::new(&pool).with_copy_threshold(32);
-        let mut m = Maps::new(&ctx);
-        for (k, v) in &s_s {
-            let e = m.append_s_s();
-            e.set_key(k);
-            e.set_value(v);
-        }
-        for (k, v) in &u32_e {
-            let e = m.append_u32_e();
-            e.set_key(*k);
-            e.set_value_raw(*v);
-        }
-        for (k, v) in &i32_b {
-            let e = m.append_i32_b();
-            e.set_key(*k);
-            e.set_value(v);
-        }
-        for (k, v) in &i64_m {
-            let s = build(&ctx, v);
-            let e = m.append_i64_m();
-            e.set_key(*k);
-            e.set_value(s);
-        }
-        for (k, v) in &b_b {
-            let e = m.append_b_b();
-            e.set_key(*k);
-            e.set_value(v);
-        }
-        check_round_trip(&pool, &m, |rx| {
-            let d = Maps::decode(&ctx, rx).unwrap();
-            assert_eq!(d, m);
-            let again = d.to_vec().unwrap();
-            assert_eq!(Maps::decode(&ctx, &again).unwrap(), m);
-            assert_eq!(d.get_u32_e().len(), u32_e.len());
-        });
+        let m = Maps {
+            s_s: s_s.iter().map(|(k, v)| (k.clone().into(), v.clone().into())).collect(),
+            u32_e: u32_e.iter().copied().collect(),
+            i32_b: i32_b
+                .iter()
+                .map(|(k, v)| {
+                    let v = if v.is_empty() { Vec::new().into() } else { pool.alloc_copy(v).unwrap().into() };
+                    (*k, v)
+                })
+                .collect(),
+            i64_m: i64_m.iter().map(|(k, v)| (*k, build(&pool, v))).collect(),
+            b_b: b_b.iter().map(|(k, v)| (*k, v.clone().into())).collect(),
+            ..Default::default()
+        };
+        check_round_trip(&pool, &m, 32);
+        let v = m.to_vec().unwrap();
+        let d = Maps::decode(&v).unwrap();
+        let distinct: std::collections::BTreeSet<u32> = u32_e.iter().map(|(k, _)| *k).collect();
+        assert_eq!(d.u32_e.len(), distinct.len());
     }
 }

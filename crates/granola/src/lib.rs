@@ -55,7 +55,7 @@ mod pool;
 pub mod wire;
 
 pub use field::{HybridBytes, HybridStr};
-pub use message::{Decode, IntoOwned, Message, Sga};
+pub use message::{Decode, IntoOwned, Message, MessageType, Sga};
 
 /// The default copy threshold in bytes: pool references at least this large
 /// are sent by reference; smaller values are copied.

@@ -15,10 +15,10 @@
 #[macro_export]
 macro_rules! message {
     ($name:ident <$lt:lifetime>, $words:literal, { $($field:ident = $tag:literal),* $(,)? }) => {
-        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], $words, { $($field = $tag),* });
+        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], [$name<'x>], $words, { $($field = $tag),* });
     };
     ($name:ident, $words:literal, { $($field:ident = $tag:literal),* $(,)? }) => {
-        $crate::message!(@impl $name, [$name], [$name], $words, { $($field = $tag),* });
+        $crate::message!(@impl $name, [$name], [$name], [$name], $words, { $($field = $tag),* });
     };
     (@bitmap $self:ident, $words:literal, { $($field:ident = $tag:literal),* }) => {{
         #[allow(unused_mut)]
@@ -30,7 +30,16 @@ macro_rules! message {
         )*
         bm
     }};
-    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], $words:literal, { $($field:ident = $tag:literal),* }) => {
+    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], [$($of:tt)+], $words:literal, { $($field:ident = $tag:literal),* }) => {
+        #[allow(deprecated)]
+        impl $crate::MessageType for $($owned)+ {
+            type Of<'x> = $($of)+;
+            #[inline]
+            fn shorten<'x>(&self) -> &<Self as $crate::MessageType>::Of<'x> {
+                self
+            }
+        }
+
         #[allow(deprecated)]
         impl<'a> $crate::Message for $($ty)+ {
             #[inline]

@@ -202,6 +202,25 @@ pub trait IntoOwned: Sized {
     fn into_owned_in(self, anchor: Anchor<'_>) -> Self::Owned;
 }
 
+/// A generated message type named without its lifetime, for generic code:
+/// implemented by the owned form (`Msg<'static>`), with `Of<'x>` the form
+/// that borrows for `'x` (`Msg<'x>`). `fn f<T: MessageType>(bytes: &[u8])`
+/// can then decode a `T::Of<'_>` and compare it with a `T`.
+pub trait MessageType: IntoOwned<Owned = Self> + Clone + Send + Sync + 'static {
+    /// The message borrowing for `'x`.
+    type Of<'x>: Message
+        + Decode<'x>
+        + IntoOwned<Owned = Self>
+        + PartialEq
+        + Clone
+        + Default
+        + std::fmt::Debug;
+
+    /// This owned message seen as one that borrows for `'x` (it borrows
+    /// nothing, so it can pretend to): for comparing with decoded ones.
+    fn shorten<'x>(&self) -> &Self::Of<'x>;
+}
+
 /// A serialized message as a scatter-gather list: `head` (headers + copied
 /// data) followed by `entries` (zero-copy references).
 #[derive(Debug, Default)]
