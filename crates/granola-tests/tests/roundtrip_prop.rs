@@ -2,7 +2,7 @@
 //! decode unchanged, all three serialization paths agree byte for byte, the
 //! copy/reference decision follows the threshold, and no pool slot leaks.
 
-use granola::{Buf, Context, Decode, HybridBytes, Message, Pool};
+use granola::{Decode, DecodeOptions, HybridBytes, IntoOwned, Message, Pool};
 use granola_tests::sample::{Inner, Sample};
 use proptest::collection::vec;
 use proptest::option::of;
@@ -75,115 +75,67 @@ fn sample_spec() -> impl Strategy<Value = SampleSpec> {
         )
 }
 
-/// Keeps pool copies of the "in pool" values alive while a message is built.
-struct Source {
-    pool: Pool,
-    held: Vec<Buf>,
-}
-
-impl Source {
-    fn bytes<'s>(&'s mut self, b: &'s BytesSpec) -> &'s [u8] {
-        if b.in_pool && !b.data.is_empty() {
-            self.held.push(self.pool.alloc_copy(&b.data).unwrap());
-            self.held.last().unwrap()
-        } else {
-            &b.data
-        }
+/// A bytes value as the spec says: a pool buffer (which the serializer
+/// may send by reference) or an owned heap copy.
+fn bytes(pool: &Pool, b: &BytesSpec) -> HybridBytes<'static> {
+    if b.in_pool && !b.data.is_empty() {
+        pool.alloc_copy(&b.data).unwrap().into()
+    } else {
+        b.data.clone().into()
     }
 }
 
-fn fill_inner(m: &mut Inner<'_>, s: &InnerSpec, src: &mut Source) {
-    if let Some(a) = s.a {
-        m.set_a(a);
-    }
-    if let Some(p) = &s.payload {
-        m.set_payload(src.bytes(p));
+fn inner(pool: &Pool, s: &InnerSpec) -> Inner<'static> {
+    Inner {
+        a: s.a.unwrap_or(0),
+        payload: s.payload.as_ref().map(|p| bytes(pool, p)).unwrap_or_default(),
     }
 }
 
-fn build<'a>(ctx: &'a Context, s: &SampleSpec, src: &mut Source) -> Sample<'a> {
-    let mut m = Sample::new(ctx);
-    if let Some(v) = s.id {
-        m.set_id(v);
+fn build(pool: &Pool, s: &SampleSpec) -> Sample<'static> {
+    Sample {
+        id: s.id.unwrap_or(0),
+        name: s.name.clone().unwrap_or_default().into(),
+        data: s.data.as_ref().map(|d| bytes(pool, d)).unwrap_or_default(),
+        vals: s.vals.iter().flatten().map(|v| bytes(pool, v)).collect(),
+        keys: s.keys.iter().flatten().map(|k| k.clone().into()).collect(),
+        nums: s.nums.clone().unwrap_or_default(),
+        inner: s.inner.as_ref().map(|i| inner(pool, i)),
+        items: s.items.iter().flatten().map(|i| inner(pool, i)).collect(),
+        flag: s.flag.unwrap_or(false),
+        ratio: s.ratio.unwrap_or(0.0),
     }
-    if let Some(v) = &s.name {
-        m.set_name(v);
-    }
-    if let Some(v) = &s.data {
-        m.set_data(src.bytes(v));
-    }
-    if let Some(vals) = &s.vals {
-        m.init_vals(vals.len());
-        for v in vals {
-            m.append_vals(src.bytes(v));
-        }
-    }
-    if let Some(keys) = &s.keys {
-        m.init_keys(keys.len());
-        for k in keys {
-            m.append_keys(k);
-        }
-    }
-    if let Some(nums) = &s.nums {
-        m.init_nums(nums.len());
-        for &n in nums {
-            m.append_nums(n);
-        }
-    }
-    if let Some(i) = &s.inner {
-        fill_inner(m.mut_inner(), i, src);
-    }
-    if let Some(items) = &s.items {
-        m.init_items(items.len());
-        for i in items {
-            fill_inner(m.append_items(), i, src);
-        }
-    }
-    if let Some(v) = s.flag {
-        m.set_flag(v);
-    }
-    if let Some(v) = s.ratio {
-        m.set_ratio(v);
-    }
-    m
 }
 
 fn expect_zero_copy(b: &BytesSpec, threshold: usize) -> bool {
     b.in_pool && !b.data.is_empty() && b.data.len() >= threshold
 }
 
-fn check_bytes(field: &HybridBytes<'_>, spec: &BytesSpec, threshold: usize) {
-    assert_eq!(field.as_slice(), &spec.data[..]);
-    assert_eq!(field.is_zero_copy(), expect_zero_copy(spec, threshold));
-}
-
 fn check_spec(m: &Sample<'_>, s: &SampleSpec) {
-    assert_eq!(m.has_id(), s.id.is_some());
-    assert_eq!(m.get_id(), s.id.unwrap_or(0));
-    assert_eq!(m.get_name().unwrap(), s.name.as_deref().unwrap_or(""));
+    assert_eq!(m.id, s.id.unwrap_or(0));
+    assert_eq!(m.name.as_str().unwrap(), s.name.as_deref().unwrap_or(""));
     assert_eq!(
-        m.get_data(),
+        &m.data[..],
         s.data.as_ref().map_or(&[][..], |d| &d.data[..])
     );
-    let vals: Vec<&[u8]> = m.get_vals().iter().map(|v| v.as_slice()).collect();
+    let vals: Vec<&[u8]> = m.vals.iter().map(|v| v.as_slice()).collect();
     let want: Vec<&[u8]> = s.vals.iter().flatten().map(|v| &v.data[..]).collect();
     assert_eq!(vals, want);
-    assert_eq!(m.has_vals(), s.vals.is_some());
-    let keys: Vec<&str> = m.get_keys().iter().map(|k| k.as_str().unwrap()).collect();
+    let keys: Vec<&str> = m.keys.iter().map(|k| k.as_str().unwrap()).collect();
     let want: Vec<&str> = s.keys.iter().flatten().map(|k| k.as_str()).collect();
     assert_eq!(keys, want);
-    assert_eq!(m.get_nums(), s.nums.as_deref().unwrap_or(&[]));
-    assert_eq!(m.has_inner(), s.inner.is_some());
-    assert_eq!(m.items_len(), s.items.as_ref().map_or(0, |v| v.len()));
-    for (got, want) in m.get_items().iter().zip(s.items.iter().flatten()) {
-        assert_eq!(got.get_a(), want.a.unwrap_or(0));
+    assert_eq!(m.nums, s.nums.as_deref().unwrap_or(&[]));
+    assert_eq!(m.inner.is_some(), s.inner.is_some());
+    assert_eq!(m.items.len(), s.items.as_ref().map_or(0, |v| v.len()));
+    for (got, want) in m.items.iter().zip(s.items.iter().flatten()) {
+        assert_eq!(got.a, want.a.unwrap_or(0));
         assert_eq!(
-            got.get_payload(),
+            &got.payload[..],
             want.payload.as_ref().map_or(&[][..], |p| &p.data[..])
         );
     }
-    assert_eq!(m.get_flag(), s.flag.unwrap_or(false));
-    assert_eq!(m.get_ratio(), s.ratio.unwrap_or(0.0));
+    assert_eq!(m.flag, s.flag.unwrap_or(false));
+    assert_eq!(m.ratio, s.ratio.unwrap_or(0.0));
 }
 
 proptest! {
@@ -196,63 +148,65 @@ proptest! {
     fn encode_decode_round_trip(spec in sample_spec(), t in prop_oneof![Just(0usize), Just(512), Just(usize::MAX)]) {
         let pool = Pool::with_capacity(64 << 20).unwrap();
         {
-            let ctx = Context::new(&pool).with_copy_threshold(t);
-            let mut src = Source { pool: pool.clone(), held: Vec::new() };
-            let m = build(&ctx, &spec, &mut src);
+            let m = build(&pool, &spec);
             check_spec(&m, &spec);
-            if let Some(d) = &spec.data {
-                check_bytes(m.data_field().unwrap(), d, t);
-            }
-            for (f, s) in m.get_vals().iter().zip(spec.vals.iter().flatten()) {
-                check_bytes(f, s, t);
-            }
 
             // Three serialization paths agree.
-            let flat = m.to_vec().unwrap();
-            let sga = m.to_sga().unwrap();
-            prop_assert!(sga.to_vec() == flat, "sga differs from to_vec");
-            let sizes = m.encoded_sizes();
+            let sga = m.to_sga_with(t).unwrap();
+            let flat = sga.to_vec();
+            let sizes = m.encoded_sizes_with(t);
             prop_assert_eq!(sizes.total_len(), flat.len());
-            prop_assert_eq!(sga.entries.len(), sizes.zero_copy_count);
+            prop_assert_eq!(sga.entries.len(), sizes.zero_copy_count());
+            let by_reference = spec.data.iter().chain(spec.vals.iter().flatten())
+                .chain(spec.inner.iter().chain(spec.items.iter().flatten()).filter_map(|i| i.payload.as_ref()))
+                .filter(|b| expect_zero_copy(b, t))
+                .count();
+            prop_assert_eq!(sizes.zero_copy_count(), by_reference, "the threshold decides what is referenced");
             let mut head = vec![0u8; sizes.head_len()];
             let mut fused = Vec::new();
             m.encode(&sizes, &mut head, |b| fused.extend_from_slice(b)).unwrap();
             head.extend_from_slice(&fused);
-            prop_assert!(head == flat, "fused encode differs from to_vec");
+            prop_assert!(head == flat, "fused encode differs from to_sga");
+            prop_assert!(m.to_vec().unwrap() == m.to_sga().unwrap().to_vec(), "to_vec differs from to_sga");
 
             // Decode from a received pool buffer, at the same and another
             // threshold: same logical message.
             let rx = pool.alloc_copy(&flat).unwrap();
-            let d = Sample::decode(&ctx, &rx).unwrap();
+            let d = Sample::decode_buf_with(&rx, &DecodeOptions::default(), t).unwrap();
             prop_assert_eq!(&d, &m);
             check_spec(&d, &spec);
             // Re-encoding may lay bytes out differently (a value copied at
             // the sender because it was on the heap is referenced from the
             // receive buffer now), but it is the same message.
-            let again = d.to_vec().unwrap();
-            prop_assert_eq!(&Sample::decode(&ctx, &again).unwrap(), &m);
-            let other = Context::new(&pool).with_copy_threshold(if t == 0 { usize::MAX } else { 0 });
-            let d2 = Sample::decode(&other, &rx).unwrap();
+            let again = d.to_sga_with(t).unwrap().to_vec();
+            prop_assert_eq!(&Sample::decode(&again).unwrap(), &m);
+            let other = if t == 0 { usize::MAX } else { 0 };
+            let d2 = Sample::decode_buf_with(&rx, &DecodeOptions::default(), other).unwrap();
             check_spec(&d2, &spec);
-            // From plain heap memory too.
-            check_spec(&Sample::decode(&ctx, &flat).unwrap(), &spec);
+            // Borrowed from plain heap memory too, and detached.
+            check_spec(&Sample::decode(&flat).unwrap(), &spec);
+            check_spec(&Sample::decode(&flat).unwrap().into_owned(), &spec);
         }
-        // Every message, decoded view and held source is gone: nothing leaked.
+        // Every message, decoded copy and source is gone: nothing leaked.
         prop_assert_eq!(pool.stats().live_slots, 0);
     }
 
     #[test]
     fn random_bytes_never_panic(bytes in vec(any::<u8>(), 0..256)) {
         let pool = Pool::with_capacity(8 << 20).unwrap();
-        let ctx = Context::new(&pool).with_copy_threshold(0);
-        let rx = pool.alloc_copy(&bytes);
-        let input: &[u8] = rx.as_deref().unwrap_or(&bytes);
-        if let Ok(m) = Sample::decode(&ctx, input) {
+        if let Ok(m) = Sample::decode(&bytes) {
             // Anything that decodes re-encodes to something that decodes
             // to the same message.
             let again = m.to_vec().unwrap();
-            let d = Sample::decode(&ctx, &again).unwrap();
+            let d = Sample::decode(&again).unwrap();
             prop_assert_eq!(&d, &m);
         };
+        // Owned, from a pool buffer, with every value referenced.
+        if let Some(rx) = pool.alloc_copy(&bytes) {
+            if let Ok(m) = Sample::decode_buf_with(&rx, &DecodeOptions::default(), 0) {
+                let again = m.to_sga_with(0).unwrap().to_vec();
+                prop_assert_eq!(&Sample::decode(&again).unwrap(), &m);
+            }
+        }
     }
 }
