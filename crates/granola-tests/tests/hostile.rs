@@ -3,11 +3,9 @@
 //! aliasing inflated fails cleanly, and stale `EncodedSizes` are an error
 //! in every build.
 
-use granola::{
-    Context, Decode, DecodeErrorKind as K, DecodeOptions, EncodeError, EncodedSizes, Message, Pool,
-};
+use granola::{Decode, DecodeErrorKind as K, DecodeOptions, EncodeError, Message};
 use granola_tests::lang::{Maps, Wide};
-use granola_tests::recursive::Forest;
+use granola_tests::recursive::{Forest, Tree};
 use granola_tests::sample::Sample;
 
 fn le(words: &[u32]) -> Vec<u8> {
@@ -29,42 +27,33 @@ fn aliased_list(field: u32, n: u32) -> Vec<u8> {
 
 #[test]
 fn aliased_entries_of_wide_messages_hit_the_memory_budget() {
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
     let n = 100_000;
     let input = aliased_list(1, n);
-    let limit = ctx.decode_options().decoded_bytes_limit(input.len());
+    let limit = DecodeOptions::default().decoded_bytes_limit(input.len());
     let wanted = n as usize * std::mem::size_of::<Maps<'_>>();
     assert!(wanted > limit, "test input must exceed the budget");
-    let e = Wide::decode(&ctx, &input).unwrap_err();
+    // The list's storage is charged before its Vec is allocated.
+    let e = Wide::decode(&input).unwrap_err();
     assert_eq!(e.kind, K::DecodedTooLarge);
-    // Charged before allocating: the arena holds (almost) nothing.
-    assert!(ctx.arena_bytes() < 64 << 10, "{}", ctx.arena_bytes());
 }
 
 #[test]
 fn decoded_memory_stays_within_the_documented_bound() {
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    // Small structs: the aliased list decodes, and the arena (which rounds
-    // its chunks up to at most twice what was asked) stays in the bound.
+    // Small structs: the aliased list decodes, and what it allocates (one
+    // Vec of trees; empty trees allocate nothing else) is in the bound.
     let input = aliased_list(1, 50_000);
-    let limit = ctx.decode_options().decoded_bytes_limit(input.len());
-    let f = Forest::decode(&ctx, &input).unwrap();
-    assert_eq!(f.get_trees().len(), 50_000);
-    assert!(
-        ctx.arena_bytes() <= 2 * limit,
-        "{} > 2 * {limit}",
-        ctx.arena_bytes()
-    );
+    let limit = DecodeOptions::default().decoded_bytes_limit(input.len());
+    let f = Forest::decode(&input).unwrap();
+    assert_eq!(f.trees.len(), 50_000);
+    let allocated = f.trees.capacity() * std::mem::size_of::<Tree>();
+    assert!(allocated <= limit, "{allocated} > {limit}");
     // A stricter factor turns the same input into an error.
     let strict = DecodeOptions {
         decoded_bytes_per_input_byte: 1,
         ..DecodeOptions::default()
     };
-    let ctx = Context::new(&pool).with_decode_options(strict);
     assert_eq!(
-        Forest::decode(&ctx, &input).unwrap_err().kind,
+        Forest::decode_with(&input, &strict).unwrap_err().kind,
         K::DecodedTooLarge
     );
     // And the absolute cap holds whatever the input length.
@@ -72,9 +61,8 @@ fn decoded_memory_stays_within_the_documented_bound() {
         max_decoded_bytes: 1 << 16,
         ..DecodeOptions::default()
     };
-    let ctx = Context::new(&pool).with_decode_options(capped);
     assert_eq!(
-        Forest::decode(&ctx, &input).unwrap_err().kind,
+        Forest::decode_with(&input, &capped).unwrap_err().kind,
         K::DecodedTooLarge
     );
 }
@@ -92,10 +80,8 @@ fn re_encoding_aliased_data_past_4_gib_is_an_error() {
         input.extend(le(&[data, data_at]));
     }
     input.resize(input.len() + data as usize, 7);
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    let m = Sample::decode(&ctx, &input).unwrap();
-    assert_eq!(m.get_vals().len(), n as usize);
+    let m = Sample::decode(&input).unwrap();
+    assert_eq!(m.vals.len(), n as usize);
     assert!(m.encoded_len() > u32::MAX as usize);
     // Errors, before any allocation of the object's size.
     assert_eq!(m.to_vec().unwrap_err(), EncodeError::TooLarge);
@@ -110,32 +96,33 @@ fn re_encoding_aliased_data_past_4_gib_is_an_error() {
 
 #[test]
 fn stale_sizes_are_an_error_in_every_build() {
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    let mut m = Sample::new(&ctx);
-    m.set_id(1);
-    m.set_name("short");
+    let mut m = Sample {
+        id: 1,
+        name: "short".into(),
+        ..Default::default()
+    };
     let sizes = m.encoded_sizes();
     let mut head = vec![0u8; 4096];
 
     // The message grows after sizing: more header and copied bytes.
-    m.set_name("a longer name than before");
-    m.append_nums(5);
+    m.name = "a longer name than before".into();
+    m.nums.push(5);
     assert_eq!(
         m.encode(&sizes, &mut head, |_| {}).unwrap_err(),
         EncodeError::StaleSizes
     );
     // Or shrinks.
     let big = m.encoded_sizes();
-    m.clear_nums();
+    m.nums.clear();
     assert_eq!(
         m.encode(&big, &mut head, |_| {}).unwrap_err(),
         EncodeError::StaleSizes
     );
-    // Made-up sizes, with a buffer exactly that small: no panic either.
-    let zero = EncodedSizes::default();
+    // Sizes of another message, with a buffer exactly that small: no panic
+    // either.
+    let zero = Sample::default().encoded_sizes();
     assert_eq!(
-        m.encode(&zero, &mut [], |_| {}).unwrap_err(),
+        m.encode(&zero, &mut [0u8; 4], |_| {}).unwrap_err(),
         EncodeError::StaleSizes
     );
     // Fresh sizes work.

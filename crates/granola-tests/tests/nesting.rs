@@ -2,25 +2,29 @@
 //! depth the limits allow, and a clear error (never a stack overflow) past
 //! them.
 
-use granola::{Context, Decode, DecodeErrorKind, DecodeOptions, Message, Pool};
+use granola::{Decode, DecodeErrorKind, DecodeOptions, Message};
 use granola_tests::recursive::Node;
 use proptest::prelude::*;
 
-fn chain<'a>(ctx: &'a Context, depth: usize) -> Node<'a> {
-    let mut root = Node::new(ctx);
-    let mut cur = &mut root;
-    for d in 0..depth {
-        cur.set_value(d as i64);
-        cur = cur.mut_left();
+fn chain(depth: usize) -> Node {
+    let mut root = Node {
+        value: -1,
+        ..Default::default()
+    };
+    for d in (0..depth).rev() {
+        root = Node {
+            value: d as i64,
+            left: Some(Box::new(root)),
+            ..Default::default()
+        };
     }
-    cur.set_value(-1);
     root
 }
 
-fn depth_of(n: &Node<'_>) -> usize {
+fn depth_of(n: &Node) -> usize {
     let mut d = 0;
     let mut cur = n;
-    while let Some(next) = cur.get_left() {
+    while let Some(next) = cur.left.as_deref() {
         d += 1;
         cur = next;
     }
@@ -29,21 +33,19 @@ fn depth_of(n: &Node<'_>) -> usize {
 
 #[test]
 fn depth_limit_is_an_error_not_a_crash() {
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    let limit = ctx.decode_options().max_depth as usize;
-    let ok = chain(&ctx, limit).to_vec().unwrap();
-    assert_eq!(depth_of(&Node::decode(&ctx, &ok).unwrap()), limit);
-    let too_deep = chain(&ctx, limit + 1).to_vec().unwrap();
-    let e = Node::decode(&ctx, &too_deep).unwrap_err();
+    let limit = DecodeOptions::default().max_depth as usize;
+    let ok = chain(limit).to_vec().unwrap();
+    assert_eq!(depth_of(&Node::decode(&ok).unwrap()), limit);
+    let too_deep = chain(limit + 1).to_vec().unwrap();
+    let e = Node::decode(&too_deep).unwrap_err();
     assert_eq!(e.kind, DecodeErrorKind::TooDeep);
     // A stricter reader refuses what a default one accepts.
-    let strict = Context::new(&pool).with_decode_options(DecodeOptions {
+    let strict = DecodeOptions {
         max_depth: 3,
         ..DecodeOptions::default()
-    });
-    assert!(Node::decode(&strict, &chain(&ctx, 3).to_vec().unwrap()).is_ok());
-    assert!(Node::decode(&strict, &chain(&ctx, 4).to_vec().unwrap()).is_err());
+    };
+    assert!(Node::decode_with(&chain(3).to_vec().unwrap(), &strict).is_ok());
+    assert!(Node::decode_with(&chain(4).to_vec().unwrap(), &strict).is_err());
 }
 
 #[test]
@@ -52,9 +54,7 @@ fn self_referencing_header_is_bounded() {
     // infinite chain on the wire, stopped by the depth limit.
     let words: [u32; 4] = [1, 0b10, 16, 0];
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    let e = Node::decode(&ctx, &bytes).unwrap_err();
+    let e = Node::decode(&bytes).unwrap_err();
     assert!(matches!(
         e.kind,
         DecodeErrorKind::TooDeep | DecodeErrorKind::TooManyItems
@@ -76,28 +76,26 @@ fn shape() -> impl Strategy<Value = Shape> {
         })
 }
 
-fn fill(n: &mut Node<'_>, s: &Shape) {
+fn build(s: &Shape) -> Node {
     match s {
-        Shape::Leaf(v) => n.set_value(*v),
-        Shape::Branch(left, children) => {
-            fill(n.mut_left(), left);
-            n.init_children(children.len());
-            for c in children {
-                fill(n.append_children(), c);
-            }
-        }
+        Shape::Leaf(v) => Node {
+            value: *v,
+            ..Default::default()
+        },
+        Shape::Branch(left, children) => Node {
+            left: Some(Box::new(build(left))),
+            children: children.iter().map(build).collect(),
+            ..Default::default()
+        },
     }
 }
 
 proptest! {
     #[test]
     fn trees_round_trip(s in shape()) {
-        let pool = Pool::with_capacity(8 << 20).unwrap();
-        let ctx = Context::new(&pool);
-        let mut n = Node::new(&ctx);
-        fill(&mut n, &s);
+        let n = build(&s);
         let bytes = n.to_vec().unwrap();
-        let d = Node::decode(&ctx, &bytes).unwrap();
+        let d = Node::decode(&bytes).unwrap();
         prop_assert_eq!(&d, &n);
         prop_assert!(d.to_vec().unwrap() == bytes);
     }
