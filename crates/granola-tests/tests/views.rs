@@ -1,29 +1,39 @@
 //! Read-only views (`Config::views`): every accessor agrees with the owned
 //! decoder, nothing is allocated, and hostile bytes give errors.
 
-use granola::{Context, Decode, DecodeErrorKind as K, DecodeOptions, Message, Pool};
+use granola::{Decode, DecodeErrorKind as K, DecodeOptions, Message, Pool};
 use granola_tests::lang::{self, shape, Color};
-use granola_tests::sample::{Sample, SampleView};
+use granola_tests::sample::{Inner, Sample, SampleView};
 
 #[test]
 fn sample_view_matches_the_owned_decoder() {
     let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool).with_copy_threshold(64);
     let big = pool.alloc_copy(&[4u8; 300]).unwrap();
-    let mut m = Sample::new(&ctx);
-    m.set_id(9);
-    m.set_name("héllo");
-    m.set_data(&big);
-    m.append_vals(b"a");
-    m.append_vals(&big);
-    m.append_keys("k");
-    m.append_nums(-5);
-    m.append_nums(6);
-    m.mut_inner().set_a(3);
-    m.append_items().set_payload(b"p");
-    m.append_items().set_a(8);
-    m.set_ratio(0.25);
-    let bytes = m.to_vec().unwrap();
+    let m = Sample {
+        id: 9,
+        name: "héllo".into(),
+        data: big.clone().into(),
+        vals: vec![b"a".into(), big.clone().into()],
+        keys: vec!["k".into()],
+        nums: vec![-5, 6],
+        inner: Some(Inner {
+            a: 3,
+            ..Default::default()
+        }),
+        items: vec![
+            Inner {
+                payload: b"p".into(),
+                ..Default::default()
+            },
+            Inner {
+                a: 8,
+                ..Default::default()
+            },
+        ],
+        ratio: 0.25,
+        ..Default::default()
+    };
+    let bytes = m.to_sga_with(64).unwrap().to_vec();
     let opts = DecodeOptions::default();
     let v = SampleView::new(&bytes, &opts).unwrap();
     assert_eq!(v.id(), 9);
@@ -40,19 +50,19 @@ fn sample_view_matches_the_owned_decoder() {
     assert!(!v.has_flag() && !v.flag());
     assert_eq!(v.ratio(), 0.25);
     // The owned decoder agrees.
-    let d = Sample::decode(&ctx, &bytes).unwrap();
-    assert_eq!(d.get_id(), v.id());
-    assert_eq!(d.get_name().unwrap(), v.name().unwrap());
+    let d = Sample::decode(&bytes).unwrap();
+    assert_eq!(d.id, v.id());
+    assert_eq!(d.name.as_str().unwrap(), v.name().unwrap());
 }
 
 #[test]
 fn views_of_enums_oneofs_and_maps() {
-    let pool = Pool::with_capacity(8 << 20).unwrap();
-    let ctx = Context::new(&pool);
-    let mut s = lang::Shape::new(&ctx);
-    s.set_color_raw(77);
+    let mut s = lang::Shape {
+        color: 77,
+        body: Some(shape::Body::Label("l".into())),
+        ..Default::default()
+    };
     s.set_kind(shape::Kind::Circle);
-    s.set_label("l");
     let bytes = s.to_vec().unwrap();
     let opts = DecodeOptions::default();
     let v = lang::ShapeView::new(&bytes, &opts).unwrap();
@@ -61,10 +71,10 @@ fn views_of_enums_oneofs_and_maps() {
     assert_eq!(v.label().unwrap(), "l");
     assert!(!v.has_radius());
 
-    let mut m = lang::Maps::new(&ctx);
-    let e = m.append_s_s();
-    e.set_key("k");
-    e.set_value("v");
+    let m = lang::Maps {
+        s_s: [("k".into(), "v".into())].into(),
+        ..Default::default()
+    };
     let bytes = m.to_vec().unwrap();
     let v = lang::MapsView::new(&bytes, &opts).unwrap();
     let e = v.s_s_get(0).unwrap().unwrap();
