@@ -47,31 +47,37 @@
 //! `build.rs` does exactly the above for `schemas/sample.proto`):
 //!
 //! ```
-//! use granola::{Context, Decode, Message, Pool};
+//! use granola::{Decode, IntoOwned, Message, Pool};
 //! use granola_tests::sample::Sample;
 //!
 //! let pool = Pool::with_capacity(8 << 20)?;
-//! let ctx = Context::new(&pool).with_copy_threshold(512);
 //! let value_in_pool = pool.alloc_copy(&[7u8; 4096]).unwrap();
 //!
-//! let mut m = Sample::new(&ctx);
-//! m.set_id(7);
-//! m.append_keys("user:1");
-//! m.append_vals(&value_in_pool); // >= threshold and in the pool: referenced
+//! // Public fields, `Default` for the rest, as with prost.
+//! let m = Sample {
+//!     id: 7,
+//!     keys: vec!["user:1".into()],
+//!     vals: vec![value_in_pool.into()], // a pool buffer: may go by reference
+//!     ..Default::default()
+//! };
 //!
-//! // Serialize-and-send: size, then one pass that writes the head buffer
-//! // and hands each zero-copy piece to the datapath.
-//! let sizes = m.encoded_sizes();
+//! // Serialize-and-send: size (for the datapath's copy threshold), then one
+//! // pass that writes the head buffer and hands each zero-copy piece over.
+//! let sizes = m.encoded_sizes_with(512);
 //! let mut head = vec![0u8; sizes.head_len()];
 //! let mut iovecs = Vec::new();
 //! m.encode(&sizes, &mut head, |zero_copy| iovecs.push(zero_copy.clone()))?;
 //! assert_eq!(iovecs.len(), 1);
 //!
-//! // The receiver sees one contiguous object.
+//! // The receiver sees one contiguous object; decoding borrows it.
 //! let bytes = m.to_vec()?;
-//! let back = Sample::decode(&ctx, &bytes)?;
-//! assert_eq!(back.get_id(), 7);
-//! assert_eq!(back.get_vals()[0].len(), 4096);
+//! let back = Sample::decode(&bytes)?;
+//! assert_eq!(back.id, 7);
+//! assert_eq!(back.vals[0].len(), 4096);
+//! // Detached, it can outlive the bytes and move to another thread.
+//! let owned: Sample<'static> = back.into_owned();
+//! drop(bytes);
+//! std::thread::spawn(move || assert_eq!(owned.keys[0], "user:1")).join().unwrap();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -110,23 +116,43 @@
 //!
 //! ## What is generated
 //!
-//! For each message `M` (type name verbatim from the schema), a
-//! `pub struct M<'a>` that borrows a `granola::Context`, with
-//! `M::new(&ctx)`, `context()`, and per field `x` (snake case):
+//! For each message `M` (type name verbatim from the schema), a struct with
+//! **public fields**, as prost generates, deriving `Clone`, `Debug` and
+//! `Default`:
 //!
-//! | field | accessors |
+//! | proto field | Rust field |
 //! | --- | --- |
-//! | scalar | `has_x`, `get_x`, `set_x`, `clear_x` |
-//! | `bytes` | `has_x`, `get_x -> &[u8]`, `x_field`, `set_x(&[u8])`, `set_x_buf(Buf)`, `set_x_field`, `clear_x` |
-//! | `string` | as `bytes`, with `get_x -> Result<&str, Utf8Error>` and `get_x_bytes` |
-//! | message | `has_x`, `get_x -> Option<&T>`, `mut_x`, `set_x`, `clear_x` |
-//! | `repeated` scalar | `has_x`, `get_x -> &[T]`, `x_len`, `init_x(capacity)`, `append_x`, `clear_x` |
-//! | `repeated bytes`/`string` | as repeated scalar, plus `append_x_buf`, `append_x_field` |
-//! | `repeated` message | `get_x`, `get_x_mut`, `x_len`, `init_x`, `append_x() -> &mut T`, `push_x(T)`, `clear_x` |
-//! | enum `E` | `has_x`, `get_x -> E` (unknown or absent: the default), `get_x_raw -> i32`, `set_x(E)`, `set_x_raw(i32)`, `clear_x` |
-//! | `repeated` enum | as repeated scalar over raw `i32`s, with `append_x(E)` and `append_x_raw(i32)` |
-//! | `map<K, V>` | a repeated message of the entry type `m::XEntry` (`key`, `value` fields, accessors as above) |
-//! | `oneof o` | `has_o`, `get_o -> Option<&m::O>`, `set_o(m::O)`, `clear_o`, and per member `y` a `set_y(value)` |
+//! | scalar | `T` (proto3 implicit presence: the default is not written) |
+//! | `optional` scalar, `bytes` or `string` | `Option<T>` |
+//! | `bytes` | `granola::HybridBytes<'a>` |
+//! | `string` | `granola::HybridStr<'a>` (UTF-8 checked on first `as_str()`) |
+//! | message | `Option<T>`, `Option<Box<T>>` where the schema is recursive |
+//! | `repeated` | `Vec<T>` |
+//! | `map<K, V>` | `BTreeMap<K, V>` (key order: a message always encodes to the same bytes) |
+//! | enum `E` | `i32` (open: unknown values survive), with `x() -> E` and `set_x(E)`; repeated: `x()` iterates, `push_x(E)` |
+//! | `oneof o` | `Option<m::O>`, an enum with one variant per member |
+//!
+//! **Ownership.** `M<'a>` borrows for `'a` only what it was given or
+//! decoded from: `M::decode(&bytes)` is zero-copy (fields point into
+//! `bytes`), and building one from `&str`/`&[u8]` borrows them. Fields built
+//! from `String`, `Vec<u8>`, `bytes::Bytes` or a pool `Buf` own their data,
+//! and `into_owned()` detaches any message, giving `M<'static>`: `Send`,
+//! `Sync`, `Clone` (reference counts, no copies of pool data), returnable
+//! from the function that decoded it. `Decode::decode_buf(&packet)` goes
+//! straight from a received pool buffer to `M<'static>`, referencing the
+//! packet for large fields and copying small ones. A message with no bytes
+//! or string field anywhere below it has no lifetime at all. Generic code
+//! names the family as `T: granola::MessageType` (`T::Of<'x>`).
+//!
+//! **Copy or reference** is decided when serializing, by the copy
+//! threshold the serializer passes (`encoded_sizes_with(threshold)`; a
+//! datapath calibrates its own): a pool `Buf` at least that large is sent by
+//! reference, everything else is copied into the head buffer.
+//!
+//! The impls (`granola::Message`, `Decode`, `IntoOwned`, `MessageType`,
+//! `PartialEq` with floats compared by bit pattern) come from one
+//! `granola::message!` line per message, so the generated files stay close
+//! to prost's in size.
 //!
 //! With [`Config::views`], each message `M` also gets `MView<'a>`: a
 //! read-only view over received bytes (`MView::new(&bytes, &options)`
@@ -144,7 +170,7 @@
 //! `From<E> for i32` and `TryFrom<i32>`. Enums are open: fields store the
 //! raw `i32`, so values this schema does not know survive a round trip.
 //! `[deprecated = true]` on a field, message, enum or value becomes
-//! `#[deprecated]` on its accessors / type / variant. A `service` goes to
+//! `#[deprecated]` on its field / type / variant. A `service` goes to
 //! the [`ServiceGenerator`] set with [`Config::service_generator`] (nothing
 //! is generated without one). The well-known types
 //! (`google/protobuf/*.proto`: `Timestamp`, `Duration`, `Struct`/`Value`,
@@ -152,17 +178,13 @@
 //! compile like any imported file, into `google.protobuf.rs`; or reuse
 //! existing Rust types with [`Config::extern_path`].
 //!
-//! plus `granola::Message`, `granola::Decode`, `PartialEq` and `Debug`
-//! impls. Scalars map as int32/sint32/sfixed32 → `i32`,
+//! Scalars map as int32/sint32/sfixed32 → `i32`,
 //! int64/sint64/sfixed64 → `i64`, uint32/fixed32 → `u32`, uint64/fixed64 →
-//! `u64`, bool → `bool`, float → `f32`, double → `f64`. Every field has
-//! explicit presence, so the proto3 `optional` keyword is accepted and
-//! changes nothing. Field names that are Rust keywords become raw
-//! identifiers (`r#type`); generated code uses fully-qualified paths, so
-//! messages may be called `Option`, `Result`, `Vec`, `Box` or `String`.
-//! Recursive messages work (message fields are arena-boxed). The field's
-//! declaration and its leading comment in the schema become the getter's
-//! doc comment.
+//! `u64`, bool → `bool`, float → `f32`, double → `f64`. Field names that
+//! are Rust keywords become raw identifiers (`r#type`); generated code uses
+//! fully-qualified paths, so messages may be called `Option`, `Result`,
+//! `Vec`, `Box` or `String`. The field's declaration and its leading
+//! comment in the schema become the field's doc comment.
 //!
 //! ## What is rejected
 //!

@@ -72,9 +72,12 @@ fn type_and_field_attributes_are_emitted() {
         .generate(&["tests/golden/lang.proto"], &["tests/golden"])
         .unwrap();
     let out = &files[0].content;
-    assert!(out.contains("#[must_use]\npub struct Shape<'a>"), "{out}");
-    assert!(out.contains("#[non_exhaustive]\n    #[derive(Debug)]\n    pub enum Body<'a>"));
-    assert!(out.contains("#[doc(alias = \"strings\")]\n    s_s:"));
+    assert!(
+        out.contains("#[must_use]\n#[derive(Clone, Debug, Default)]\npub struct Shape<'a>"),
+        "{out}"
+    );
+    assert!(out.contains("#[non_exhaustive]\n    #[derive(Clone, Debug)]\n    pub enum Body<'a>"));
+    assert!(out.contains("#[doc(alias = \"strings\")]\n    pub s_s:"));
     // A bad attribute is an error, not broken output.
     let e = Config::new()
         .type_attribute(".", "derive(Clone")

@@ -121,13 +121,13 @@ fn field_number_above_max_is_rejected() {
 
 #[test]
 fn name_clashes_are_rejected() {
-    // `string name` generates `get_name_bytes`, as does `name_bytes`.
-    // (Fields whose snake-case names collide are already rejected by the
-    // parser's JSON-name check.)
+    // Enum field `kind` generates `set_kind()`, as does enum field
+    // `set_kind` (its getter). (Fields whose snake-case names collide are
+    // already rejected by the parser's JSON-name check.)
     expect(
         "name_clash.proto",
         6,
-        &["get_name_bytes", "clashes", "name_bytes"],
+        &["method `set_kind`", "clashes", "`kind`"],
     );
 }
 
@@ -141,7 +141,7 @@ fn all_problems_are_reported() {
     let e = errors("many.proto");
     assert_eq!(e.diagnostics().len(), 3, "{e}");
     expect("many.proto", 4, &["message name `u64`"]);
-    expect("many.proto", 11, &["get_name_bytes", "clashes"]);
+    expect("many.proto", 11, &["set_kind", "clashes"]);
     expect("many.proto", 12, &["field number 40000"]);
 }
 

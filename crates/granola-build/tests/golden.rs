@@ -114,7 +114,7 @@ fn header_and_layout() {
         .generate(&[Path::new(GOLDEN).join("names.proto")], &[GOLDEN])
         .unwrap();
     assert_eq!(files[0].name, "_.rs");
-    assert!(files[0].content.contains("r#type: ::core::option::Option<"));
+    assert!(files[0].content.contains("pub r#type: ::granola::HybridStr<'a>,"));
 }
 
 #[test]
