@@ -45,7 +45,7 @@ fn granola_variants_echo_the_list_shape() {
             &spec(TxConfig::default()),
             &server,
             &client,
-            v.handler_factory(&server),
+            v.handler_factory(),
             v.client(7),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", v.name()));
@@ -73,7 +73,7 @@ fn peer_variants_echo_the_list_shape() {
             &spec(TxConfig::default()),
             &server,
             &client,
-            v.handler_factory(&server),
+            v.handler_factory(),
             v.client(7),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", v.name()));

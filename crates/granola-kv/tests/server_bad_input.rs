@@ -131,21 +131,19 @@ fn oversized_keys_and_values() {
     // Native: a Put above the item limit gets TOO_LARGE; a frame above
     // the receive buffer (max item + 64 KiB, at least 1 MiB) closes. (The
     // store's limit is on the item, max_item_size + 1 KiB: 66 KiB is over.)
-    let ctx = native_ctx();
     let mut n = Client::connect(srv.native());
-    let mut p = kv::PutReq::new(&ctx);
-    p.set_key(b"nover");
-    p.set_value(&pattern(5, 66 << 10));
+    let p = kv::PutReq {
+        key: (b"nover").into(),
+        value: pattern(5, 66 << 10).into(),
+    };
     n.send(&native_frame(kind::PUT, 1, &p));
     let a = n.read_reply_to(kind::PUT, 1);
-    assert_eq!(
-        kv::Ack::decode(&ctx, &a).unwrap().get_status(),
-        status::TOO_LARGE
-    );
+    assert_eq!(kv::Ack::decode(&a).unwrap().status, status::TOO_LARGE);
     let huge = vec![0u8; 3 << 20];
-    let mut p = kv::PutReq::new(&ctx);
-    p.set_key(b"huge");
-    p.set_value(&huge);
+    let p = kv::PutReq {
+        key: (b"huge").into(),
+        value: (&huge).into(),
+    };
     let frame = native_frame(kind::PUT, 2, &p);
     // The server may close before taking all of it.
     let _ = n.s.write_all(&frame);
@@ -231,18 +229,18 @@ fn malformed_commands() {
 
     // Native: a header announcing more than the frame cap closes the
     // connection; another native connection is unaffected.
-    let ctx = native_ctx();
     let mut good = Client::connect(srv.native());
     let mut bad = Client::connect(srv.native());
     bad.send(&[0xffu8; 64]);
     assert!(bad.read_to_close().is_empty());
-    let mut g = kv::GetReq::new(&ctx);
-    g.set_key(b"after-malformed");
+    let g = kv::GetReq {
+        key: (b"after-malformed").into(),
+    };
     good.send(&native_frame(kind::GET, 5, &g));
     let r = good.read_reply_to(kind::GET, 5);
-    let r = kv::GetResp::decode(&ctx, &r).unwrap();
-    assert_eq!(r.get_status(), status::OK);
-    assert_eq!(r.get_value(), pattern(7, 3000));
+    let r = kv::GetResp::decode(&r).unwrap();
+    assert_eq!(r.status, status::OK);
+    assert_eq!(r.value, pattern(7, 3000));
 }
 
 #[test]
@@ -281,11 +279,8 @@ fn half_sent_requests_complete_after_a_pause() {
     r.send(b"PI");
     pause();
     r.roundtrip(b"NG\r\n", b"+PONG\r\n");
-
-    let ctx = native_ctx();
     let mut n = Client::connect(srv.native());
-    let mut g = kv::GetReq::new(&ctx);
-    g.set_key(b"k");
+    let g = kv::GetReq { key: (b"k").into() };
     let frame = native_frame(kind::GET, 3, &g);
     n.send(&frame[..5]);
     pause();
@@ -293,7 +288,7 @@ fn half_sent_requests_complete_after_a_pause() {
     pause();
     n.send(&frame[14..]);
     let r = n.read_reply_to(kind::GET, 3);
-    assert_eq!(kv::GetResp::decode(&ctx, &r).unwrap().get_value(), b"abc");
+    assert_eq!(kv::GetResp::decode(&r).unwrap().value, b"abc");
 }
 
 #[test]

@@ -693,101 +693,100 @@ impl Native {
     }
 }
 
-fn ack(ctx: &granola::Context, bytes: &[u8]) -> (u32, u64) {
-    let a = kv::Ack::decode(ctx, bytes).expect("Ack decodes");
-    (a.get_status(), a.get_count())
+fn ack(bytes: &[u8]) -> (u32, u64) {
+    let a = kv::Ack::decode(bytes).expect("Ack decodes");
+    (a.status, a.count)
 }
 
-fn get_resp(ctx: &granola::Context, bytes: &[u8]) -> (u32, Vec<u8>) {
-    let r = kv::GetResp::decode(ctx, bytes).expect("GetResp decodes");
-    (r.get_status(), r.get_value().to_vec())
+fn get_resp(bytes: &[u8]) -> (u32, Vec<u8>) {
+    let r = kv::GetResp::decode(bytes).expect("GetResp decodes");
+    (r.status, r.value.to_vec())
 }
 
-fn put(n: &mut Native, ctx: &granola::Context, key: &[u8], value: &[u8]) -> (u32, u64) {
-    let mut p = kv::PutReq::new(ctx);
-    p.set_key(key);
-    p.set_value(value);
-    let r = n.call(kind::PUT, &p);
-    ack(ctx, &r)
+fn put(n: &mut Native, key: &[u8], value: &[u8]) -> (u32, u64) {
+    let p = kv::PutReq {
+        key: key.into(),
+        value: value.into(),
+    };
+    ack(&n.call(kind::PUT, &p))
 }
 
-fn get(n: &mut Native, ctx: &granola::Context, key: &[u8]) -> (u32, Vec<u8>) {
-    let mut g = kv::GetReq::new(ctx);
-    g.set_key(key);
-    let r = n.call(kind::GET, &g);
-    get_resp(ctx, &r)
+fn get(n: &mut Native, key: &[u8]) -> (u32, Vec<u8>) {
+    get_resp(&n.call(kind::GET, &kv::GetReq { key: key.into() }))
+}
+
+fn list_of<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Vec<granola::HybridBytes<'a>> {
+    items.into_iter().map(Into::into).collect()
 }
 
 #[test]
 fn native_transcript() {
     let srv = Server::default_config();
-    let ctx = native_ctx();
     let mut n = Native::connect(srv.native());
 
-    assert_eq!(put(&mut n, &ctx, b"k1", b"v1"), (status::OK, 1));
-    assert_eq!(get(&mut n, &ctx, b"k1"), (status::OK, b"v1".to_vec()));
-    assert_eq!(get(&mut n, &ctx, b"nope"), (status::NOT_FOUND, vec![]));
-    assert_eq!(put(&mut n, &ctx, b"k2", b""), (status::OK, 1));
-    assert_eq!(get(&mut n, &ctx, b"k2"), (status::OK, vec![]));
+    assert_eq!(put(&mut n, b"k1", b"v1"), (status::OK, 1));
+    assert_eq!(get(&mut n, b"k1"), (status::OK, b"v1".to_vec()));
+    assert_eq!(get(&mut n, b"nope"), (status::NOT_FOUND, vec![]));
+    assert_eq!(put(&mut n, b"k2", b""), (status::OK, 1));
+    assert_eq!(get(&mut n, b"k2"), (status::OK, vec![]));
 
     // PutM / GetM
-    let mut pm = kv::PutMReq::new(&ctx);
-    for (k, v) in [(b"m1", b"one"), (b"m2", b"two")] {
-        pm.append_keys(k);
-        pm.append_values(v);
-    }
-    assert_eq!(ack(&ctx, &n.call(kind::PUT_M, &pm)), (status::OK, 2));
-    let mut bad_pm = kv::PutMReq::new(&ctx);
-    bad_pm.append_keys(b"x");
+    let pm = kv::PutMReq {
+        keys: list_of([&b"m1"[..], b"m2"]),
+        values: list_of([&b"one"[..], b"two"]),
+    };
+    assert_eq!(ack(&n.call(kind::PUT_M, &pm)), (status::OK, 2));
+    let bad_pm = kv::PutMReq {
+        keys: list_of([&b"x"[..]]),
+        values: Vec::new(),
+    };
     assert_eq!(
-        ack(&ctx, &n.call(kind::PUT_M, &bad_pm)),
+        ack(&n.call(kind::PUT_M, &bad_pm)),
         (status::BAD_REQUEST, 0),
         "keys and values of different lengths"
     );
-    let mut gm = kv::GetMReq::new(&ctx);
-    for k in [&b"m1"[..], b"nope", b"m2", b"k1"] {
-        gm.append_keys(k);
-    }
+    let gm = kv::GetMReq {
+        keys: list_of([&b"m1"[..], b"nope", b"m2", b"k1"]),
+    };
     let r = n.call(kind::GET_M, &gm);
-    let resp = kv::GetMResp::decode(&ctx, &r).unwrap();
-    assert_eq!(resp.get_status(), status::OK);
-    let vals: Vec<&[u8]> = resp.get_values().iter().map(|v| &v[..]).collect();
+    let resp = kv::GetMResp::decode(&r).unwrap();
+    assert_eq!(resp.status, status::OK);
+    let vals: Vec<&[u8]> = resp.values.iter().map(|v| &v[..]).collect();
     assert_eq!(vals, [&b"one"[..], b"", b"two", b"v1"]);
-    assert_eq!(resp.get_found(), [true, false, true, true]);
+    assert_eq!(resp.found, [true, false, true, true]);
 
     // Lists
-    let mut pl = kv::PutListReq::new(&ctx);
-    pl.set_key(b"list");
-    for v in [&b"a"[..], b"bb", b"ccc"] {
-        pl.append_values(v);
-    }
-    assert_eq!(ack(&ctx, &n.call(kind::PUT_LIST, &pl)), (status::OK, 3));
-    let mut ap = kv::AppendToListReq::new(&ctx);
-    ap.set_key(b"list");
-    ap.set_value(b"dddd");
+    let pl = kv::PutListReq {
+        key: b"list".into(),
+        values: list_of([&b"a"[..], b"bb", b"ccc"]),
+    };
+    assert_eq!(ack(&n.call(kind::PUT_LIST, &pl)), (status::OK, 3));
+    let ap = kv::AppendToListReq {
+        key: b"list".into(),
+        value: b"dddd".into(),
+    };
     assert_eq!(
-        ack(&ctx, &n.call(kind::APPEND_TO_LIST, &ap)),
+        ack(&n.call(kind::APPEND_TO_LIST, &ap)),
         (status::OK, 4),
         "count is the new length"
     );
-    let mut ap2 = kv::AppendToListReq::new(&ctx);
-    ap2.set_key(b"newlist");
-    ap2.set_value(b"first");
-    assert_eq!(
-        ack(&ctx, &n.call(kind::APPEND_TO_LIST, &ap2)),
-        (status::OK, 1)
-    );
+    let ap2 = kv::AppendToListReq {
+        key: b"newlist".into(),
+        value: b"first".into(),
+    };
+    assert_eq!(ack(&n.call(kind::APPEND_TO_LIST, &ap2)), (status::OK, 1));
     let list = |n: &mut Native, all: bool, start: i64, end: i64| -> (u32, Vec<Vec<u8>>) {
-        let mut gl = kv::GetListReq::new(&ctx);
-        gl.set_key(b"list");
-        gl.set_all(all);
-        gl.set_start(start);
-        gl.set_end(end);
+        let gl = kv::GetListReq {
+            key: b"list".into(),
+            all,
+            start,
+            end,
+        };
         let r = n.call(kind::GET_LIST, &gl);
-        let resp = kv::GetListResp::decode(&ctx, &r).unwrap();
+        let resp = kv::GetListResp::decode(&r).unwrap();
         (
-            resp.get_status(),
-            resp.get_values().iter().map(|v| v.to_vec()).collect(),
+            resp.status,
+            resp.values.iter().map(|v| v.to_vec()).collect(),
         )
     };
     let abcd: Vec<Vec<u8>> = ["a", "bb", "ccc", "dddd"]
@@ -802,11 +801,11 @@ fn native_transcript() {
     );
     assert_eq!(list(&mut n, false, 9, 10), (status::OK, vec![]));
     let from_list = |n: &mut Native, key: &[u8], index: i64| {
-        let mut g = kv::GetFromListReq::new(&ctx);
-        g.set_key(key);
-        g.set_index(index);
-        let r = n.call(kind::GET_FROM_LIST, &g);
-        get_resp(&ctx, &r)
+        let g = kv::GetFromListReq {
+            key: key.into(),
+            index,
+        };
+        get_resp(&n.call(kind::GET_FROM_LIST, &g))
     };
     assert_eq!(from_list(&mut n, b"list", 1), (status::OK, b"bb".to_vec()));
     assert_eq!(
@@ -817,38 +816,35 @@ fn native_transcript() {
     assert_eq!(from_list(&mut n, b"nope", 0), (status::NOT_FOUND, vec![]));
     // Wrong types both ways.
     assert_eq!(from_list(&mut n, b"k1", 0), (status::WRONG_TYPE, vec![]));
-    assert_eq!(get(&mut n, &ctx, b"list"), (status::WRONG_TYPE, vec![]));
-    let mut ap3 = kv::AppendToListReq::new(&ctx);
-    ap3.set_key(b"k1");
-    ap3.set_value(b"x");
+    assert_eq!(get(&mut n, b"list"), (status::WRONG_TYPE, vec![]));
+    let ap3 = kv::AppendToListReq {
+        key: b"k1".into(),
+        value: b"x".into(),
+    };
     assert_eq!(
-        ack(&ctx, &n.call(kind::APPEND_TO_LIST, &ap3)).0,
+        ack(&n.call(kind::APPEND_TO_LIST, &ap3)).0,
         status::WRONG_TYPE
     );
 
     // Delete
-    let mut d = kv::DeleteReq::new(&ctx);
-    d.set_key(b"k1");
-    assert_eq!(ack(&ctx, &n.call(kind::DELETE, &d)), (status::OK, 1));
-    assert_eq!(ack(&ctx, &n.call(kind::DELETE, &d)), (status::NOT_FOUND, 0));
-    assert_eq!(get(&mut n, &ctx, b"k1"), (status::NOT_FOUND, vec![]));
+    let d = kv::DeleteReq { key: b"k1".into() };
+    assert_eq!(ack(&n.call(kind::DELETE, &d)), (status::OK, 1));
+    assert_eq!(ack(&n.call(kind::DELETE, &d)), (status::NOT_FOUND, 0));
+    assert_eq!(get(&mut n, b"k1"), (status::NOT_FOUND, vec![]));
 
     // Undecodable payloads and unknown kinds: BAD_REQUEST, and the
     // connection goes on.
     let garbage = [0xffu8; 40];
     assert_eq!(
-        ack(&ctx, &n.call_raw(kind::GET, &garbage)),
+        ack(&n.call_raw(kind::GET, &garbage)),
         (status::BAD_REQUEST, 0)
     );
     assert_eq!(
-        ack(&ctx, &n.call_raw(kind::PUT, &garbage[..3])),
+        ack(&n.call_raw(kind::PUT, &garbage[..3])),
         (status::BAD_REQUEST, 0)
     );
-    assert_eq!(
-        ack(&ctx, &n.call_raw(999, b"whatever")),
-        (status::BAD_REQUEST, 0)
-    );
-    assert_eq!(get(&mut n, &ctx, b"m1"), (status::OK, b"one".to_vec()));
+    assert_eq!(ack(&n.call_raw(999, b"whatever")), (status::BAD_REQUEST, 0));
+    assert_eq!(get(&mut n, b"m1"), (status::OK, b"one".to_vec()));
 }
 
 /// A native GetM or GetList response is one frame, built whole: above 4
@@ -859,43 +855,41 @@ fn native_replies_are_capped() {
     let mut cfg = config();
     cfg.max_item_size = 1 << 20;
     let srv = Server::start(cfg);
-    let ctx = native_ctx();
     let mut n = Native::connect(srv.native());
     let big = pattern(7, 900 << 10);
-    assert_eq!(put(&mut n, &ctx, b"big", &big), (status::OK, 1));
+    assert_eq!(put(&mut n, b"big", &big), (status::OK, 1));
     let getm = |n: &mut Native, copies: usize| {
-        let mut gm = kv::GetMReq::new(&ctx);
-        for _ in 0..copies {
-            gm.append_keys(b"big");
-        }
+        let gm = kv::GetMReq {
+            keys: list_of(std::iter::repeat_n(&b"big"[..], copies)),
+        };
         n.call(kind::GET_M, &gm)
     };
     let r = getm(&mut n, 4);
-    let resp = kv::GetMResp::decode(&ctx, &r).unwrap();
-    assert_eq!(resp.get_status(), status::OK);
-    assert!(resp.get_values().iter().all(|v| v[..] == big[..]));
-    assert_eq!(ack(&ctx, &getm(&mut n, 5)), (status::TOO_LARGE, 0));
+    let resp = kv::GetMResp::decode(&r).unwrap();
+    assert_eq!(resp.status, status::OK);
+    assert!(resp.values.iter().all(|v| v[..] == big[..]));
+    assert_eq!(ack(&getm(&mut n, 5)), (status::TOO_LARGE, 0));
 
-    let mut pl = kv::PutListReq::new(&ctx);
-    pl.set_key(b"biglist");
-    for _ in 0..6 {
-        pl.append_values(&big);
-    }
-    assert_eq!(ack(&ctx, &n.call(kind::PUT_LIST, &pl)), (status::OK, 6));
+    let pl = kv::PutListReq {
+        key: b"biglist".into(),
+        values: list_of(std::iter::repeat_n(&big[..], 6)),
+    };
+    assert_eq!(ack(&n.call(kind::PUT_LIST, &pl)), (status::OK, 6));
     let range = |n: &mut Native, all: bool, end: i64| {
-        let mut gl = kv::GetListReq::new(&ctx);
-        gl.set_key(b"biglist");
-        gl.set_all(all);
-        gl.set_start(0);
-        gl.set_end(end);
+        let gl = kv::GetListReq {
+            key: b"biglist".into(),
+            all,
+            start: 0,
+            end,
+        };
         n.call(kind::GET_LIST, &gl)
     };
-    assert_eq!(ack(&ctx, &range(&mut n, true, 0)), (status::TOO_LARGE, 0));
+    assert_eq!(ack(&range(&mut n, true, 0)), (status::TOO_LARGE, 0));
     let r = range(&mut n, false, 3);
-    let resp = kv::GetListResp::decode(&ctx, &r).unwrap();
-    assert_eq!(resp.get_status(), status::OK);
-    assert_eq!(resp.get_values().len(), 4, "a page under the cap");
-    assert_eq!(get(&mut n, &ctx, b"big"), (status::OK, big));
+    let resp = kv::GetListResp::decode(&r).unwrap();
+    assert_eq!(resp.status, status::OK);
+    assert_eq!(resp.values.len(), 4, "a page under the cap");
+    assert_eq!(get(&mut n, b"big"), (status::OK, big));
 }
 
 #[test]
@@ -967,29 +961,30 @@ fn resp_pipelined() {
 #[test]
 fn native_pipelined() {
     let srv = Server::default_config();
-    let ctx = native_ctx();
     let mut c = Client::connect(srv.native());
     let mut req = Vec::new();
     for i in 0..200u32 {
-        let mut p = kv::PutReq::new(&ctx);
-        p.set_key(format!("p{i}").as_bytes());
-        p.set_value(&pattern(u64::from(i), (i as usize * 37) % 3000));
+        let p = kv::PutReq {
+            key: format!("p{i}").into_bytes().into(),
+            value: pattern(u64::from(i), (i as usize * 37) % 3000).into(),
+        };
         req.extend_from_slice(&native_frame(kind::PUT, i, &p));
     }
     for i in 0..200u32 {
-        let mut g = kv::GetReq::new(&ctx);
-        g.set_key(format!("p{i}").as_bytes());
+        let g = kv::GetReq {
+            key: format!("p{i}").into_bytes().into(),
+        };
         req.extend_from_slice(&native_frame(kind::GET, 1000 + i, &g));
     }
     c.send(&req);
     for i in 0..200u32 {
         let r = c.read_reply_to(kind::PUT, i);
-        assert_eq!(ack(&ctx, &r), (status::OK, 1), "put {i}");
+        assert_eq!(ack(&r), (status::OK, 1), "put {i}");
     }
     for i in 0..200u32 {
         let r = c.read_reply_to(kind::GET, 1000 + i);
         assert_eq!(
-            get_resp(&ctx, &r),
+            get_resp(&r),
             (status::OK, pattern(u64::from(i), (i as usize * 37) % 3000)),
             "get {i}"
         );
@@ -1004,7 +999,6 @@ fn large_values_go_by_reference() {
     let mut mc = Client::connect(srv.mc());
     let mut resp = Client::connect(srv.resp());
     let mut nat = Native::connect(srv.native());
-    let ctx = native_ctx();
     let referenced = |srv: &Server| mc_stat(srv.mc(), "reply_bytes_referenced");
     let mut expect_at_least = referenced(&srv);
     assert_eq!(mc_stat(srv.mc(), "copy_threshold"), 1024);
@@ -1045,15 +1039,15 @@ fn large_values_go_by_reference() {
         wait_referenced(&srv, expect_at_least);
 
         // Native: Get and GetM.
-        assert_eq!(put(&mut nat, &ctx, key.as_bytes(), &v), (status::OK, 1));
-        assert_eq!(get(&mut nat, &ctx, key.as_bytes()), (status::OK, v.clone()));
-        let mut gm = kv::GetMReq::new(&ctx);
-        gm.append_keys(key.as_bytes());
-        gm.append_keys(key.as_bytes());
+        assert_eq!(put(&mut nat, key.as_bytes(), &v), (status::OK, 1));
+        assert_eq!(get(&mut nat, key.as_bytes()), (status::OK, v.clone()));
+        let gm = kv::GetMReq {
+            keys: list_of([key.as_bytes(), key.as_bytes()]),
+        };
         let r = nat.call(kind::GET_M, &gm);
-        let m = kv::GetMResp::decode(&ctx, &r).unwrap();
-        assert_eq!(m.get_values().len(), 2);
-        assert!(m.get_values().iter().all(|x| x[..] == v[..]));
+        let m = kv::GetMResp::decode(&r).unwrap();
+        assert_eq!(m.values.len(), 2);
+        assert!(m.values.iter().all(|x| x[..] == v[..]));
         expect_at_least += 3 * size as u64;
         wait_referenced(&srv, expect_at_least);
     }

@@ -217,24 +217,23 @@ fn native_udp_round_trip_and_too_large() {
     let mut cfg = common::config();
     cfg.udp_amplification = 100_000;
     let srv = Server::start(cfg);
-    let ctx = native_ctx();
     let s = udp_client(srv.native_udp());
     let put = |s: &UdpSocket, id: u32, key: &[u8], value: &[u8]| {
-        let mut p = kv::PutReq::new(&ctx);
-        p.set_key(key);
-        p.set_value(value);
+        let p = kv::PutReq {
+            key: (key).into(),
+            value: (value).into(),
+        };
         s.send(&native_dgram(kind::PUT, id, &p)).unwrap();
         let r = native_reply(s, kind::PUT, id);
-        let a = kv::Ack::decode(&ctx, &r).unwrap();
-        (a.get_status(), a.get_count())
+        let a = kv::Ack::decode(&r).unwrap();
+        (a.status, a.count)
     };
     let get = |s: &UdpSocket, id: u32, key: &[u8]| {
-        let mut g = kv::GetReq::new(&ctx);
-        g.set_key(key);
+        let g = kv::GetReq { key: (key).into() };
         s.send(&native_dgram(kind::GET, id, &g)).unwrap();
         let r = native_reply(s, kind::GET, id);
-        let g = kv::GetResp::decode(&ctx, &r).unwrap();
-        (g.get_status(), g.get_value().to_vec())
+        let g = kv::GetResp::decode(&r).unwrap();
+        (g.status, g.value.to_vec())
     };
     assert_eq!(put(&s, 1, b"k", b"small"), (status::OK, 1));
     assert_eq!(get(&s, 2, b"k"), (status::OK, b"small".to_vec()));
@@ -260,10 +259,7 @@ fn native_udp_round_trip_and_too_large() {
     // An undecodable payload gets BAD_REQUEST.
     s.send(&native_raw(kind::PUT, 8, &[0xff; 20])).unwrap();
     let r = native_reply(&s, kind::PUT, 8);
-    assert_eq!(
-        kv::Ack::decode(&ctx, &r).unwrap().get_status(),
-        status::BAD_REQUEST
-    );
+    assert_eq!(kv::Ack::decode(&r).unwrap().status, status::BAD_REQUEST);
 }
 
 /// Native UDP keeps the amplification cap too: a small request for a large
@@ -271,7 +267,6 @@ fn native_udp_round_trip_and_too_large() {
 #[test]
 fn native_udp_amplification_cap() {
     let srv = Server::default_config();
-    let ctx = native_ctx();
     let s = udp_client(srv.native_udp());
     let mut c = Client::connect(srv.mc());
     c.roundtrip(&mc_set_cmd(b"small", 0, b"tiny"), b"STORED\r\n");
@@ -280,11 +275,10 @@ fn native_udp_amplification_cap() {
         (1, &b"small"[..], status::OK),
         (2, b"amp", status::TOO_LARGE),
     ] {
-        let mut g = kv::GetReq::new(&ctx);
-        g.set_key(key);
+        let g = kv::GetReq { key: (key).into() };
         s.send(&native_dgram(kind::GET, id, &g)).unwrap();
         let r = native_reply(&s, kind::GET, id);
-        let g = kv::GetResp::decode(&ctx, &r).unwrap();
-        assert_eq!(g.get_status(), want, "{}", show(key));
+        let g = kv::GetResp::decode(&r).unwrap();
+        assert_eq!(g.status, want, "{}", show(key));
     }
 }

@@ -142,7 +142,6 @@ fn native_udp_over_af_xdp() {
     let Some(srv) = start_xdp(100_000) else {
         return;
     };
-    let ctx = native_ctx();
     let s = srv.udp_client(srv.addrs().native_udp.unwrap());
     let reply = |s: &UdpSocket, k: u16, id: u32| {
         let mut buf = vec![0u8; 70_000];
@@ -159,21 +158,21 @@ fn native_udp_over_af_xdp() {
         buf[FRAME_HEADER_LEN..n].to_vec()
     };
     let put = |s: &UdpSocket, id: u32, key: &[u8], value: &[u8]| {
-        let mut p = kv::PutReq::new(&ctx);
-        p.set_key(key);
-        p.set_value(value);
+        let p = kv::PutReq {
+            key: (key).into(),
+            value: (value).into(),
+        };
         s.send(&native_frame(kind::PUT, id, &p)).unwrap();
         let r = reply(s, kind::PUT, id);
-        let a = kv::Ack::decode(&ctx, &r).unwrap();
-        (a.get_status(), a.get_count())
+        let a = kv::Ack::decode(&r).unwrap();
+        (a.status, a.count)
     };
     let get = |s: &UdpSocket, id: u32, key: &[u8]| {
-        let mut g = kv::GetReq::new(&ctx);
-        g.set_key(key);
+        let g = kv::GetReq { key: (key).into() };
         s.send(&native_frame(kind::GET, id, &g)).unwrap();
         let r = reply(s, kind::GET, id);
-        let g = kv::GetResp::decode(&ctx, &r).unwrap();
-        (g.get_status(), g.get_value().to_vec())
+        let g = kv::GetResp::decode(&r).unwrap();
+        (g.status, g.value.to_vec())
     };
     // PUT requests must fit one frame (the MTU); values are stored from the
     // received frame.

@@ -17,15 +17,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use granola::{Context, Decode, Message, Pool};
+use granola::{Decode, Message, Pool, DEFAULT_COPY_THRESHOLD};
 use granola_net::server::{Close, ConnIo, Server, ServerConfig, Service, Session};
 use granola_net::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 use granola_tests::sample::Sample;
 
 /// Makes one [`EchoSession`] per connection.
-struct EchoService {
-    pool: Pool,
-}
+struct EchoService;
 
 impl Service for EchoService {
     fn name(&self) -> &str {
@@ -33,17 +31,11 @@ impl Service for EchoService {
     }
 
     fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
-        Box::new(EchoSession {
-            // Fields of at least 1 KiB (the default threshold) that lie in
-            // the pool are referenced; smaller ones are copied.
-            ctx: Context::new(&self.pool),
-            frames: Vec::new(),
-        })
+        Box::new(EchoSession { frames: Vec::new() })
     }
 }
 
 struct EchoSession {
-    ctx: Context,
     frames: Vec<granola_net::Frame>,
 }
 
@@ -55,22 +47,19 @@ impl Session for EchoSession {
             .take_frames(granola_net::frame::DEFAULT_MAX_FRAME, &mut self.frames)
             .map_err(|e| Close::new(e.to_string()))?;
         for frame in self.frames.drain(..) {
-            self.ctx.reset();
-            let req = Sample::decode(&self.ctx, &frame.payload)
+            // Fields of at least 1 KiB (the default threshold) become `Buf`
+            // references into the receive buffer; smaller ones borrow it.
+            let req = Sample::decode_shared(&frame.payload, DEFAULT_COPY_THRESHOLD)
                 .map_err(|e| Close::new(format!("bad request: {e}")))?;
 
-            // A new message from the decoded fields. Large values are
-            // `Buf` references into the receive buffer: cloning one bumps a
-            // reference count, it does not copy the bytes.
-            let mut reply = Sample::new(&self.ctx);
-            reply.set_id(req.get_id());
-            if let Some(name) = req.name_field() {
-                reply.set_name_field(name.clone());
-            }
-            reply.init_vals(req.vals_len());
-            for v in req.get_vals() {
-                reply.append_vals_field(v.clone());
-            }
+            // A new message from the decoded fields: cloning a reference
+            // bumps a reference count, it does not copy the bytes.
+            let reply = Sample {
+                id: req.id,
+                name: req.name.clone(),
+                vals: req.vals.clone(),
+                ..Default::default()
+            };
 
             // Serialize-and-send: headers and small fields go into the TX
             // buffer, each large value becomes its own iovec of one
@@ -121,40 +110,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .tcp(
         "127.0.0.1:0".parse()?,
-        Arc::new(EchoService { pool: pool.clone() }),
+        Arc::new(EchoService),
     )
     .start()?;
     let addr = server.tcp_addrs[0];
     println!("echo server on {addr}");
 
-    // The client builds requests with its own context: its values are heap
-    // memory, so they are copied into the message (`to_vec` would copy them
-    // anyway).
-    let client_pool = Pool::with_capacity(16 << 20)?;
-    let mut ctx = Context::new(&client_pool);
+    // The client's requests borrow its values (heap memory, so they are
+    // copied into the message's bytes).
     let mut stream = TcpStream::connect(addr)?;
     let sizes = [16usize, 300, 2048, 8192];
     let rounds = 100u32;
     for id in 0..rounds {
-        ctx.reset();
-        let mut req = Sample::new(&ctx);
-        req.set_id(id);
-        req.set_name(&format!("request {id}"));
         let values: Vec<Vec<u8>> = sizes
             .iter()
             .map(|&n| (0..n).map(|i| (i as u32 ^ id) as u8).collect())
             .collect();
-        req.init_vals(values.len());
-        for v in &values {
-            req.append_vals(v);
-        }
+        let req = Sample {
+            id,
+            name: format!("request {id}").into(),
+            vals: values.iter().map(Into::into).collect(),
+            ..Default::default()
+        };
 
         let reply_bytes = round_trip(&mut stream, id, &req.to_vec().unwrap())?;
-        let reply = Sample::decode(&ctx, &reply_bytes)?;
-        assert_eq!(reply.get_id(), id);
-        assert_eq!(reply.get_name()?, format!("request {id}"));
-        assert_eq!(reply.vals_len(), values.len());
-        for (got, want) in reply.get_vals().iter().zip(&values) {
+        let reply = Sample::decode(&reply_bytes)?;
+        assert_eq!(reply.id, id);
+        assert_eq!(reply.name.as_str()?, format!("request {id}"));
+        assert_eq!(reply.vals.len(), values.len());
+        for (got, want) in reply.vals.iter().zip(&values) {
             assert_eq!(&got[..], &want[..], "value of {} bytes", want.len());
         }
     }

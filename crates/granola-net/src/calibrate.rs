@@ -10,7 +10,7 @@
 //!
 //! It takes about a second; [`Calibration::threshold`] is what to put in
 //! [`TxConfig::copy_threshold`](crate::TxConfig::copy_threshold) and the
-//! `granola::Context` copy threshold.
+//! threshold given to `granola::Message::encoded_sizes_with`.
 
 use crate::datapath::TcpDatapath;
 use crate::tx::{Flushed, Prefetch, TxConfig, TxQueue};

@@ -59,8 +59,8 @@ impl Default for Prefetch {
 pub struct TxConfig {
     /// Values at least this long go out by reference (their own iovec);
     /// shorter ones are copied into the TX chunk. Applies to
-    /// [`TxQueue::value`]; messages carry their own threshold (the
-    /// `granola::Context` they were built with).
+    /// [`TxQueue::value`] and to messages' pool values
+    /// ([`TxQueue::send_object`]).
     pub copy_threshold: usize,
     /// Size of a TX chunk.
     pub chunk_size: usize,
@@ -352,10 +352,22 @@ impl TxQueue {
     /// buffer or scatter-gather array. `header.len` is filled in.
     pub fn send_object<M: Message + ?Sized>(
         &mut self,
-        mut header: FrameHeader,
+        header: FrameHeader,
         msg: &M,
     ) -> Result<(), SendError> {
-        let sizes = msg.encoded_sizes();
+        self.send_object_with(header, msg, self.cfg.copy_threshold)
+    }
+
+    /// [`send_object`](Self::send_object) with the message's pool values of
+    /// at least `threshold` bytes sent by reference (instead of the queue's
+    /// [`TxConfig::copy_threshold`]).
+    pub fn send_object_with<M: Message + ?Sized>(
+        &mut self,
+        mut header: FrameHeader,
+        msg: &M,
+        threshold: usize,
+    ) -> Result<(), SendError> {
+        let sizes = msg.encoded_sizes_with(threshold);
         let len = sizes.total_len();
         if len > self.cfg.max_frame {
             return Err(SendError::TooLarge {

@@ -256,10 +256,22 @@ impl UdpTx {
     pub fn send_object<M: Message + ?Sized>(
         &mut self,
         to: SocketAddr,
-        mut header: FrameHeader,
+        header: FrameHeader,
         msg: &M,
     ) -> Result<(), SendError> {
-        let sizes = msg.encoded_sizes();
+        self.send_object_with(to, header, msg, self.cfg.copy_threshold)
+    }
+
+    /// [`send_object`](Self::send_object) with pool values of at least
+    /// `threshold` bytes sent by reference.
+    pub fn send_object_with<M: Message + ?Sized>(
+        &mut self,
+        to: SocketAddr,
+        mut header: FrameHeader,
+        msg: &M,
+        threshold: usize,
+    ) -> Result<(), SendError> {
+        let sizes = msg.encoded_sizes_with(threshold);
         let len = FRAME_HEADER_LEN + sizes.total_len();
         if len > self.max_datagram {
             return Err(SendError::TooLarge {

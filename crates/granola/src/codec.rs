@@ -14,33 +14,6 @@ use crate::wire::{
 use crate::{Buf, HybridBytes, HybridStr};
 use std::collections::BTreeMap;
 
-/// Where detached (`'static`) copies of borrowed bytes may reference
-/// instead of copying: the received packet and the size from which a
-/// reference is worth pinning it.
-#[derive(Clone, Copy)]
-pub struct Anchor<'p> {
-    packet: Option<(&'p Buf, usize)>,
-}
-
-impl<'p> Anchor<'p> {
-    /// Copy every borrowed byte.
-    pub const NONE: Anchor<'static> = Anchor { packet: None };
-
-    /// Reference `packet` for borrowed values of at least `threshold` bytes.
-    pub fn packet(packet: &'p Buf, threshold: usize) -> Anchor<'p> {
-        Anchor {
-            packet: Some((packet, threshold)),
-        }
-    }
-
-    fn bytes(self, b: HybridBytes<'_>) -> HybridBytes<'static> {
-        match self.packet {
-            Some((p, t)) => b.into_owned_in(p, t),
-            None => b.into_owned(),
-        }
-    }
-}
-
 /// A singular value: what one slot (or one list entry) holds.
 pub trait Element<'a>: Sized {
     /// Bytes per entry in a repeated field's entry array.
@@ -70,8 +43,8 @@ pub trait Element<'a>: Sized {
     /// Equality that implies identical encoding (floats by bit pattern, so
     /// NaN equals itself).
     fn same(&self, other: &Self) -> bool;
-    /// Detaches from the input (see [`Anchor`]).
-    fn owned_in(self, anchor: Anchor<'_>) -> Self::Owned;
+    /// The same value with no borrow (borrowed bytes are copied).
+    fn into_owned(self) -> Self::Owned;
 }
 
 /// A struct field: an implicit-presence value (present unless default),
@@ -90,8 +63,8 @@ pub trait FieldCodec<'a>: Sized {
         -> Result<Self, DecodeError>;
     /// See [`Element::same`].
     fn same(&self, other: &Self) -> bool;
-    /// See [`Element::owned_in`].
-    fn owned_in(self, anchor: Anchor<'_>) -> Self::Owned;
+    /// See [`Element::into_owned`].
+    fn into_owned(self) -> Self::Owned;
 }
 
 macro_rules! scalar {
@@ -122,7 +95,7 @@ macro_rules! scalar {
                 self.to_slot() == other.to_slot()
             }
             #[inline]
-            fn owned_in(self, _: Anchor<'_>) -> $t {
+            fn into_owned(self) -> $t {
                 self
             }
         }
@@ -150,7 +123,7 @@ macro_rules! scalar {
                 self.to_slot() == other.to_slot()
             }
             #[inline]
-            fn owned_in(self, _: Anchor<'_>) -> $t {
+            fn into_owned(self) -> $t {
                 self
             }
         }
@@ -177,21 +150,21 @@ impl<'a> Element<'a> for HybridBytes<'a> {
     #[inline]
     fn read_slot(
         h: &HeaderReader<'a>,
-        _: &mut DecodeCx<'a>,
+        cx: &mut DecodeCx<'a>,
         n: u32,
     ) -> Result<Option<Self>, DecodeError> {
-        Ok(h.bytes(n)?.map(HybridBytes::Borrowed))
+        Ok(h.bytes(n)?.map(|b| cx.hybrid(b)))
     }
     #[inline]
-    fn read_entry(l: &ListReader<'a>, _: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError> {
-        l.bytes(i).map(HybridBytes::Borrowed)
+    fn read_entry(l: &ListReader<'a>, cx: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError> {
+        l.bytes(i).map(|b| cx.hybrid(b))
     }
     #[inline]
     fn same(&self, other: &Self) -> bool {
         self == other
     }
-    fn owned_in(self, anchor: Anchor<'_>) -> HybridBytes<'static> {
-        anchor.bytes(self)
+    fn into_owned(self) -> HybridBytes<'static> {
+        HybridBytes::into_owned(self)
     }
 }
 
@@ -213,26 +186,23 @@ impl<'a> Element<'a> for HybridStr<'a> {
     #[inline]
     fn read_slot(
         h: &HeaderReader<'a>,
-        _: &mut DecodeCx<'a>,
+        cx: &mut DecodeCx<'a>,
         n: u32,
     ) -> Result<Option<Self>, DecodeError> {
         Ok(h.bytes(n)?
-            .map(|b| HybridStr::from_bytes_unchecked(HybridBytes::Borrowed(b))))
+            .map(|b| HybridStr::from_bytes_unchecked(cx.hybrid(b))))
     }
     #[inline]
-    fn read_entry(l: &ListReader<'a>, _: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError> {
+    fn read_entry(l: &ListReader<'a>, cx: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError> {
         l.bytes(i)
-            .map(|b| HybridStr::from_bytes_unchecked(HybridBytes::Borrowed(b)))
+            .map(|b| HybridStr::from_bytes_unchecked(cx.hybrid(b)))
     }
     #[inline]
     fn same(&self, other: &Self) -> bool {
         self == other
     }
-    fn owned_in(self, anchor: Anchor<'_>) -> HybridStr<'static> {
-        match anchor.packet {
-            Some((p, t)) => self.into_owned_in(p, t),
-            None => self.into_owned(),
-        }
+    fn into_owned(self) -> HybridStr<'static> {
+        HybridStr::into_owned(self)
     }
 }
 
@@ -263,8 +233,8 @@ macro_rules! implicit_bytes {
             fn same(&self, other: &Self) -> bool {
                 self == other
             }
-            fn owned_in(self, anchor: Anchor<'_>) -> $t<'static> {
-                Element::owned_in(self, anchor)
+            fn into_owned(self) -> $t<'static> {
+                $t::into_owned(self)
             }
         }
     )*};
@@ -302,8 +272,8 @@ impl<'a, T: Element<'a>> FieldCodec<'a> for Option<T> {
             (a, b) => a.is_none() && b.is_none(),
         }
     }
-    fn owned_in(self, anchor: Anchor<'_>) -> Self::Owned {
-        self.map(|v| v.owned_in(anchor))
+    fn into_owned(self) -> Self::Owned {
+        self.map(Element::into_owned)
     }
 }
 
@@ -342,8 +312,8 @@ impl<'a, T: Element<'a>> FieldCodec<'a> for Vec<T> {
     fn same(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a.same(b))
     }
-    fn owned_in(self, anchor: Anchor<'_>) -> Self::Owned {
-        self.into_iter().map(|v| v.owned_in(anchor)).collect()
+    fn into_owned(self) -> Self::Owned {
+        self.into_iter().map(Element::into_owned).collect()
     }
 }
 
@@ -400,9 +370,9 @@ where
                 .zip(other)
                 .all(|((ka, va), (kb, vb))| ka.same(kb) && va.same(vb))
     }
-    fn owned_in(self, anchor: Anchor<'_>) -> Self::Owned {
+    fn into_owned(self) -> Self::Owned {
         self.into_iter()
-            .map(|(k, v)| (k.owned_in(anchor), v.owned_in(anchor)))
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect()
     }
 }

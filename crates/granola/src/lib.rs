@@ -76,7 +76,7 @@ pub use wire::{DecodeError, DecodeErrorKind, DecodeOptions, EncodeError, Encoded
 /// Items used by generated code. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::codec::{set_bit, slot_of, Anchor, Element, FieldCodec};
+    pub use crate::codec::{set_bit, slot_of, Element, FieldCodec};
     pub use crate::wire::{
         header_len, present_count, used_words, DecodeCx, Encoder, HeaderReader, ListReader,
         WireScalar, ENTRY_LEN,

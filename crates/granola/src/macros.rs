@@ -89,10 +89,9 @@ macro_rules! message {
         #[allow(deprecated)]
         impl<'a> $crate::IntoOwned for $($ty)+ {
             type Owned = $($owned)+;
-            fn into_owned_in(self, anchor: $crate::__private::Anchor<'_>) -> $($owned)+ {
-                let _ = anchor;
+            fn into_owned(self) -> $($owned)+ {
                 $name {
-                    $( $field: $crate::__private::FieldCodec::owned_in(self.$field, anchor), )*
+                    $( $field: $crate::__private::FieldCodec::into_owned(self.$field), )*
                 }
             }
         }
@@ -155,8 +154,8 @@ macro_rules! message {
             fn same(&self, other: &Self) -> bool {
                 self == other
             }
-            fn owned_in(self, anchor: $crate::__private::Anchor<'_>) -> $($owned)+ {
-                $crate::IntoOwned::into_owned_in($($deref)* self, anchor).into()
+            fn into_owned(self) -> $($owned)+ {
+                $crate::IntoOwned::into_owned($($deref)* self).into()
             }
         }
     };
@@ -227,8 +226,8 @@ macro_rules! oneof {
                     _ => false,
                 }
             }
-            fn owned_in(self, anchor: $crate::__private::Anchor<'_>) -> $($owned)+ {
-                match self { $( $name::$var(v) => $name::$var($crate::__private::Element::owned_in(v, anchor)), )* }
+            fn into_owned(self) -> $($owned)+ {
+                match self { $( $name::$var(v) => $name::$var($crate::__private::Element::into_owned(v)), )* }
             }
         }
 

@@ -1,6 +1,5 @@
 //! The traits generated types implement, shaped for serialize-and-send.
 
-use crate::codec::Anchor;
 use crate::wire::{DecodeCx, DecodeOptions, EncodeError, EncodedSizes, Encoder, HeaderReader};
 use crate::{Buf, DecodeError, DEFAULT_COPY_THRESHOLD};
 use std::io::IoSlice;
@@ -157,6 +156,26 @@ pub trait Decode<'a>: Sized {
         Self::__decode(&mut cx, &root)
     }
 
+    /// Decodes the pool buffer `packet`: fields of at least `threshold`
+    /// bytes become references into its slot (zero copy; re-sent, they go
+    /// out by reference), smaller ones borrow it. This is what a server
+    /// echoing or storing received values wants.
+    fn decode_shared(packet: &'a Buf, threshold: usize) -> Result<Self, DecodeError> {
+        Self::decode_shared_with(packet, &DecodeOptions::default(), threshold)
+    }
+
+    /// [`decode_shared`](Self::decode_shared) under `options`' limits.
+    fn decode_shared_with(
+        packet: &'a Buf,
+        options: &DecodeOptions,
+        threshold: usize,
+    ) -> Result<Self, DecodeError> {
+        let mut cx = DecodeCx::with_packet(packet, options, threshold)?;
+        cx.charge_bytes(std::mem::size_of::<Self>(), 0)?;
+        let root = cx.root()?;
+        Self::__decode(&mut cx, &root)
+    }
+
     /// Decodes `packet` into an owned message: fields of at least
     /// [`DEFAULT_COPY_THRESHOLD`] bytes reference the packet's slot (no
     /// copy, and they keep it alive); smaller ones are copied so they do not
@@ -177,7 +196,7 @@ pub trait Decode<'a>: Sized {
     where
         Self: IntoOwned,
     {
-        Ok(Self::decode_with(packet, options)?.into_owned_in(Anchor::packet(packet, threshold)))
+        Ok(Self::decode_shared_with(packet, options, threshold)?.into_owned())
     }
 
     /// Decodes the message whose header `header` has been checked.
@@ -193,13 +212,7 @@ pub trait IntoOwned: Sized {
 
     /// Copies every borrowed field; owned and pool-referenced fields are
     /// kept (a pool reference is a reference-count increment, not a copy).
-    fn into_owned(self) -> Self::Owned {
-        self.into_owned_in(Anchor::NONE)
-    }
-
-    /// Detaches, referencing the anchor's packet where it allows.
-    #[doc(hidden)]
-    fn into_owned_in(self, anchor: Anchor<'_>) -> Self::Owned;
+    fn into_owned(self) -> Self::Owned;
 }
 
 /// A generated message type named without its lifetime, for generic code:

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use capnp::message::{Builder, ReaderOptions, ScratchSpaceHeapAllocator};
 use capnp::Word;
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
-use granola::{Context, Decode, Message, Pool, DEFAULT_COPY_THRESHOLD};
+use granola::{Decode, Message, DEFAULT_COPY_THRESHOLD};
 use granola_net::{Frame, TxQueue, FRAME_HEADER_LEN};
 
 use super::harness::{reply_header, request_header, EchoClient, FrameHandler, HandlerFactory};
@@ -102,16 +102,15 @@ impl Fig2Variant {
         !matches!(self, Fig2Variant::Fused | Fig2Variant::Sga)
     }
 
-    /// The server side of this variant; `pool` must be the server's pool
-    /// (granola recovers references into receive buffers from it).
-    pub fn handler_factory(self, pool: &Pool) -> HandlerFactory {
-        let pool = pool.clone();
+    /// The server side of this variant (granola's reference large values
+    /// of the received frame, a pool buffer, when they echo them).
+    pub fn handler_factory(self) -> HandlerFactory {
         Arc::new(move || -> Box<dyn FrameHandler> {
             match self {
-                Fig2Variant::Fused => Box::new(GranolaEcho::new(&pool, GranolaMode::Fused)),
-                Fig2Variant::Sga => Box::new(GranolaEcho::new(&pool, GranolaMode::Sga)),
-                Fig2Variant::OnlyCopy => Box::new(GranolaEcho::new(&pool, GranolaMode::OnlyCopy)),
-                Fig2Variant::TwoCopy => Box::new(GranolaEcho::new(&pool, GranolaMode::TwoCopy)),
+                Fig2Variant::Fused => Box::new(GranolaEcho::new(GranolaMode::Fused)),
+                Fig2Variant::Sga => Box::new(GranolaEcho::new(GranolaMode::Sga)),
+                Fig2Variant::OnlyCopy => Box::new(GranolaEcho::new(GranolaMode::OnlyCopy)),
+                Fig2Variant::TwoCopy => Box::new(GranolaEcho::new(GranolaMode::TwoCopy)),
                 Fig2Variant::Prost => Box::new(ProstEcho),
                 Fig2Variant::Flatbuffers => Box::new(FlatbuffersEcho::default()),
                 Fig2Variant::Capnp => Box::new(CapnpEcho::default()),
@@ -144,13 +143,9 @@ pub fn wire_len(variant: Fig2Variant) -> usize {
 fn encode_request(variant: Fig2Variant, values: &[Vec<u8>]) -> Vec<u8> {
     match variant {
         Fig2Variant::Fused | Fig2Variant::Sga | Fig2Variant::OnlyCopy | Fig2Variant::TwoCopy => {
-            let pool = Pool::with_capacity(16 << 20).expect("small pool");
-            let ctx = Context::new(&pool);
-            let mut m = gr::ValueList::new(&ctx);
-            m.init_values(values.len());
-            for v in values {
-                m.append_values(v);
-            }
+            let m = gr::ValueList {
+                values: values.iter().map(Into::into).collect(),
+            };
             m.to_vec().unwrap()
         }
         Fig2Variant::Prost => prost::Message::encode_to_vec(&pb::ValueList {
@@ -214,38 +209,33 @@ enum GranolaMode {
 
 /// granola's echo: decode, new message from the decoded fields, send.
 struct GranolaEcho {
-    ctx: Context,
+    threshold: usize,
     mode: GranolaMode,
 }
 
 impl GranolaEcho {
-    fn new(pool: &Pool, mode: GranolaMode) -> GranolaEcho {
+    fn new(mode: GranolaMode) -> GranolaEcho {
         let threshold = match mode {
             GranolaMode::OnlyCopy => usize::MAX,
             _ => DEFAULT_COPY_THRESHOLD,
         };
-        GranolaEcho {
-            ctx: Context::new(pool).with_copy_threshold(threshold),
-            mode,
-        }
+        GranolaEcho { threshold, mode }
     }
 }
 
 impl FrameHandler for GranolaEcho {
     fn handle(&mut self, frame: &Frame, tx: &mut TxQueue) -> Result<(), String> {
-        self.ctx.reset();
-        let ctx = &self.ctx;
-        let req = gr::ValueList::decode(ctx, &frame.payload).map_err(|e| format!("decode: {e}"))?;
-        let mut reply = gr::ValueList::new(ctx);
-        reply.init_values(req.values_len());
-        for v in req.get_values() {
-            // A large value stays a reference into the receive buffer.
-            reply.append_values_field(v.clone());
-        }
+        // A large value becomes a reference into the receive buffer.
+        let req = gr::ValueList::decode_shared(&frame.payload, self.threshold)
+            .map_err(|e| format!("decode: {e}"))?;
+        let reply = gr::ValueList {
+            values: req.values.clone(),
+        };
         let hdr = reply_header(frame.header.id);
+        let t = self.threshold;
         match self.mode {
-            GranolaMode::Fused | GranolaMode::OnlyCopy => tx.send_object(hdr, &reply),
-            GranolaMode::Sga => tx.send_sga(hdr, &reply.to_sga().unwrap()),
+            GranolaMode::Fused | GranolaMode::OnlyCopy => tx.send_object_with(hdr, &reply, t),
+            GranolaMode::Sga => tx.send_sga(hdr, &reply.to_sga_with(t).unwrap()),
             GranolaMode::TwoCopy => tx.send_bytes(hdr, &reply.to_vec().unwrap()),
         }
         .map_err(|e| e.to_string())
@@ -420,6 +410,7 @@ impl FrameHandler for CapnpEcho {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use granola::Pool;
     use granola_net::mem::MemPipe;
     use granola_net::{Datapath, FrameHeader, TxConfig};
 
@@ -439,7 +430,7 @@ mod tests {
                 },
                 payload: pool.alloc_copy(&req).expect("pool"),
             };
-            let mut handler = (v.handler_factory(&pool))();
+            let mut handler = (v.handler_factory())();
             let mut tx = TxQueue::new(pool.clone(), TxConfig::default());
             handler.handle(&frame, &mut tx).expect("handle");
             let (mut a, mut b) = MemPipe::pair(1 << 20);

@@ -415,7 +415,7 @@ pub fn run(cfg: &EchoConfig, log: &mut dyn FnMut(&str)) -> Result<Vec<Record>, S
                     &cfg.run_spec(granola_net::TxConfig::default()),
                     &server_pool,
                     &client_pool,
-                    v.handler_factory(&server_pool),
+                    v.handler_factory(),
                     v.client(cfg.seed),
                 )
             },

@@ -1,6 +1,9 @@
 //! granola's variants: hybrid (default threshold), only-copy, only-reference,
-//! and `granola-view` (hybrid serialize; decode through the generated
-//! read-only view, which builds no struct and takes no references).
+//! `granola-owned` (hybrid serialize; decode into an owned `'static`
+//! message with `Decode::decode_buf`, which references the received buffer
+//! for large fields and copies small ones) and `granola-view` (hybrid
+//! serialize; decode through the generated read-only view, which builds no
+//! struct and takes no references).
 //!
 //! Code generated at build time by granola-build from the same
 //! `schemas/shapes.proto` the prost baseline uses.
@@ -8,24 +11,23 @@
 //! * Source data lives in granola's pool, as a granola application's I/O
 //!   data would: `prepare` copies every source field into its own pool
 //!   slot (spread over memory, so slots and their refcounts are cold).
-//! * **serialize** = build the message from those fields (bytes through the
-//!   paper's `CFPtr::new(&[u8])` path, i.e. pointer recovery; the string
-//!   through `set_value_buf`, since a `&str` over pool bytes would need a
-//!   UTF-8 check or `unsafe`), then the fused encode: headers + copied
-//!   bytes into one reused head buffer, and each zero-copy entry appended to
-//!   an iovec list with a cloned `Buf` held for it — what the datapath's
-//!   in-flight table does. The message is dropped and the arena reset inside
-//!   the timed region, and the held references of the previous message are
-//!   released at the start of the next one, so every refcount increment and
-//!   decrement is paid for.
-//! * **decode-and-touch** = `Decode::decode` from a received buffer in the
-//!   pool, then the length and first byte of every field through the bytes
-//!   accessors (no UTF-8 validation: granola validates strings only when
-//!   `get_*()` as `&str` is called; the peers' string decoders validate).
+//! * **serialize** = build the message from those fields (each field a
+//!   clone of the application's `Buf`, one reference-count increment, as a
+//!   cache replying with stored values does), then the fused encode at the
+//!   variant's copy threshold: headers + copied bytes into one reused head
+//!   buffer, and each zero-copy entry appended to an iovec list with a
+//!   cloned `Buf` held for it — what the datapath's in-flight table does.
+//!   The message is dropped inside the timed region, and the held
+//!   references of the previous message are released at the start of the
+//!   next one, so every refcount increment and decrement is paid for.
+//! * **decode-and-touch** = `Decode::decode` (borrowing) from a received
+//!   buffer in the pool, then the length and first byte of every field (no
+//!   UTF-8 validation: granola validates strings only when `as_str()` is
+//!   called; the peers' string decoders validate).
 
 use std::hint::black_box;
 
-use granola::{Buf, Context, Decode, Message, Pool, PoolConfig, DEFAULT_COPY_THRESHOLD};
+use granola::{Buf, Decode, DecodeOptions, Message, Pool, PoolConfig, DEFAULT_COPY_THRESHOLD};
 
 use super::shapes::{touch, MsgKind, ShapeSet};
 use super::SerLib;
@@ -39,18 +41,32 @@ pub mod gr {
 /// granola's variants, in report order.
 pub fn libs() -> Vec<Box<dyn SerLib>> {
     vec![
-        Box::new(Granola::new("granola-hybrid", DEFAULT_COPY_THRESHOLD)),
-        Box::new(Granola::new("granola-copy", usize::MAX)),
-        Box::new(Granola::new("granola-ref", 0)),
-        Box::new(Granola::new("granola-view", DEFAULT_COPY_THRESHOLD).with_view()),
+        Box::new(Granola::new("granola-hybrid", DEFAULT_COPY_THRESHOLD, Decoder::Borrowed)),
+        Box::new(Granola::new("granola-copy", usize::MAX, Decoder::Borrowed)),
+        Box::new(Granola::new("granola-ref", 0, Decoder::Borrowed)),
+        Box::new(Granola::new("granola-owned", DEFAULT_COPY_THRESHOLD, Decoder::Owned)),
+        Box::new(Granola::new("granola-view", DEFAULT_COPY_THRESHOLD, Decoder::View)),
     ]
 }
 
-/// One granola variant (a copy threshold).
+/// How a variant decodes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decoder {
+    /// `Decode::decode`: fields borrow the received buffer.
+    Borrowed,
+    /// `Decode::decode_buf`: an owned message.
+    Owned,
+    /// The generated read-only `<Msg>View`.
+    View,
+}
+
+/// One granola variant (a copy threshold and a decoder).
 pub struct Granola {
     name: &'static str,
     pool: Pool,
-    ctx: Context,
+    threshold: usize,
+    decoder: Decoder,
+    options: DecodeOptions,
     kind: Option<MsgKind>,
     /// Source fields of every message, each in its own pool slot.
     fields: Vec<Vec<Buf>>,
@@ -62,41 +78,34 @@ pub struct Granola {
     iovecs: Vec<(usize, usize)>,
     /// References held for the zero-copy entries "in flight".
     in_flight: Vec<Buf>,
-    /// Decode through `<Msg>View` instead of `Decode::decode`.
-    view: bool,
 }
 
 impl Granola {
-    fn new(name: &'static str, threshold: usize) -> Granola {
+    fn new(name: &'static str, threshold: usize, decoder: Decoder) -> Granola {
         let pool = Pool::new(PoolConfig {
             capacity: 4 << 30,
             huge_pages: true,
         })
         .expect("reserve the benchmark pool");
-        let ctx = Context::new(&pool).with_copy_threshold(threshold);
         Granola {
             name,
             pool,
-            ctx,
+            threshold,
+            decoder,
+            options: DecodeOptions::default(),
             kind: None,
             fields: Vec::new(),
             wire: Vec::new(),
             head: Vec::new(),
             iovecs: Vec::new(),
             in_flight: Vec::new(),
-            view: false,
         }
-    }
-
-    fn with_view(mut self) -> Granola {
-        self.view = true;
-        self
     }
 
     /// Decode-and-touch through the read-only views: the root header is
     /// checked, then each field is read in place.
     fn view_touch(&self, buf: &[u8]) -> u64 {
-        let opts = self.ctx.decode_options();
+        let opts = &self.options;
         let list = |l: Option<granola::wire::ListReader<'_>>| -> u64 {
             let Some(l) = l else { return 0 };
             (0..l.len()).fold(0u64, |a, i| {
@@ -133,11 +142,12 @@ impl Granola {
     /// `in_flight`; returns the wire bytes.
     fn send<M: Message>(
         m: &M,
+        threshold: usize,
         head: &mut Vec<u8>,
         iovecs: &mut Vec<(usize, usize)>,
         in_flight: &mut Vec<Buf>,
     ) -> usize {
-        let sizes = m.encoded_sizes();
+        let sizes = m.encoded_sizes_with(threshold);
         if head.len() < sizes.head_len() {
             head.resize(sizes.head_len(), 0);
         }
@@ -152,49 +162,78 @@ impl Granola {
     fn build_and_send(&mut self, i: usize, id: u32) -> usize {
         self.iovecs.clear();
         self.in_flight.clear(); // the previous send "completed"
-        self.ctx.reset();
-        let ctx = &self.ctx;
         let f = &self.fields[i];
+        let t = self.threshold;
         let (head, iov, fl) = (&mut self.head, &mut self.iovecs, &mut self.in_flight);
+        let bufs = |s: &[Buf]| -> Vec<granola::HybridBytes<'static>> {
+            s.iter().map(|b| b.clone().into()).collect()
+        };
         match self.kind.expect("prepared") {
             MsgKind::StringMsg => {
-                let mut m = gr::StringMsg::new(ctx);
-                m.set_value_buf(f[0].clone());
-                Self::send(&m, head, iov, fl)
+                let m = gr::StringMsg {
+                    value: f[0].clone().into(),
+                };
+                Self::send(&m, t, head, iov, fl)
             }
             MsgKind::IdPair => {
-                let mut m = gr::IdPair::new(ctx);
-                m.set_id(id);
-                m.set_first(&f[0]);
-                m.set_second(&f[1]);
-                Self::send(&m, head, iov, fl)
+                let m = gr::IdPair {
+                    id,
+                    first: f[0].clone().into(),
+                    second: f[1].clone().into(),
+                };
+                Self::send(&m, t, head, iov, fl)
             }
             MsgKind::ValueList => {
-                let mut m = gr::ValueList::new(ctx);
-                m.init_values(f.len());
-                for v in f {
-                    m.append_values(v);
-                }
-                Self::send(&m, head, iov, fl)
+                let m = gr::ValueList { values: bufs(f) };
+                Self::send(&m, t, head, iov, fl)
             }
             MsgKind::KeyValues => {
                 let (keys, values) = f.split_at(f.len() / 2);
-                let mut m = gr::KeyValues::new(ctx);
-                m.init_keys(keys.len());
-                for k in keys {
-                    m.append_keys(k);
-                }
-                m.init_values(values.len());
-                for v in values {
-                    m.append_values(v);
-                }
-                Self::send(&m, head, iov, fl)
+                let m = gr::KeyValues {
+                    keys: bufs(keys),
+                    values: bufs(values),
+                };
+                Self::send(&m, t, head, iov, fl)
             }
             MsgKind::Blob => {
-                let mut m = gr::Blob::new(ctx);
-                m.set_data(&f[0]);
-                Self::send(&m, head, iov, fl)
+                let m = gr::Blob {
+                    data: f[0].clone().into(),
+                };
+                Self::send(&m, t, head, iov, fl)
             }
+        }
+    }
+
+    /// Decode-and-touch with `Decode::decode` (borrowed) or
+    /// `Decode::decode_buf` (owned), whichever the variant uses.
+    fn decode_touch_struct(&self, buf: &Buf) -> u64 {
+        macro_rules! decode {
+            ($t:ty) => {
+                match self.decoder {
+                    Decoder::Owned => {
+                        <$t>::decode_buf_with(buf, &self.options, self.threshold).expect("decode")
+                    }
+                    _ => <$t>::decode_with(buf, &self.options).expect("decode"),
+                }
+            };
+        }
+        let all = |l: &[granola::HybridBytes<'_>], a: u64| {
+            l.iter().fold(a, |a, v| a.wrapping_add(touch(v)))
+        };
+        match self.kind.expect("prepared") {
+            MsgKind::StringMsg => touch(decode!(gr::StringMsg).value.as_bytes()),
+            MsgKind::IdPair => {
+                let m = decode!(gr::IdPair);
+                u64::from(m.id)
+                    .wrapping_add(touch(&m.first))
+                    .wrapping_add(touch(&m.second))
+            }
+            MsgKind::ValueList => all(&decode!(gr::ValueList).values, 0),
+            MsgKind::KeyValues => {
+                let m = decode!(gr::KeyValues);
+                all(&m.values, all(&m.keys, 0))
+            }
+            MsgKind::Blob => touch(&decode!(gr::Blob).data),
         }
     }
 }
@@ -237,43 +276,10 @@ impl SerLib for Granola {
     }
 
     fn decode_touch(&mut self, wire_index: usize) -> u64 {
-        if self.view {
-            return self.view_touch(&self.wire[wire_index]);
-        }
-        self.ctx.reset();
-        let ctx = &self.ctx;
         let buf = &self.wire[wire_index];
-        match self.kind.expect("prepared") {
-            MsgKind::StringMsg => {
-                let m = gr::StringMsg::decode(ctx, buf).expect("decode");
-                touch(m.get_value_bytes())
-            }
-            MsgKind::IdPair => {
-                let m = gr::IdPair::decode(ctx, buf).expect("decode");
-                u64::from(m.get_id())
-                    .wrapping_add(touch(m.get_first()))
-                    .wrapping_add(touch(m.get_second()))
-            }
-            MsgKind::ValueList => {
-                let m = gr::ValueList::decode(ctx, buf).expect("decode");
-                m.get_values()
-                    .iter()
-                    .fold(0u64, |a, v| a.wrapping_add(touch(v)))
-            }
-            MsgKind::KeyValues => {
-                let m = gr::KeyValues::decode(ctx, buf).expect("decode");
-                let k = m
-                    .get_keys()
-                    .iter()
-                    .fold(0u64, |a, v| a.wrapping_add(touch(v)));
-                m.get_values()
-                    .iter()
-                    .fold(k, |a, v| a.wrapping_add(touch(v)))
-            }
-            MsgKind::Blob => {
-                let m = gr::Blob::decode(ctx, buf).expect("decode");
-                touch(m.get_data())
-            }
+        match self.decoder {
+            Decoder::View => self.view_touch(buf),
+            Decoder::Borrowed | Decoder::Owned => self.decode_touch_struct(buf),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The native granola protocol: the Cornflakes KV message set in granola
-//! frames (`proto/kv.proto`). Requests are decoded in place (large fields
-//! would reference the receive buffer); replies are built with the hybrid
-//! rule and serialize-and-sent, so a stored value above the copy threshold
+//! frames (`proto/kv.proto`). Requests are decoded in place (fields borrow
+//! the receive buffer); replies hold the store's `Buf`s and are
+//! serialize-and-sent, so a stored value at or above the copy threshold
 //! goes to the socket as a reference to the store's slot.
 
 use crate::command::native::{self, Request, Response, Spare};
@@ -10,7 +10,7 @@ use crate::proto as kv;
 use crate::protocol::{ErrorKind, Parsed, ProtocolError, Recovery};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
-use granola::{Buf, Context, Decode, Message};
+use granola::{Buf, Decode, Message};
 use granola_net::server::{Close, DatagramHandler};
 use granola_net::tx::SendError;
 use granola_net::udp::{Datagram, UdpTx};
@@ -23,7 +23,7 @@ pub use crate::command::native::{kind, status};
 /// A native-protocol connection's protocol state.
 pub struct Native {
     shared: Arc<Shared>,
-    ctx: Context,
+    threshold: usize,
     spare: Spare,
     fused: bool,
     max_frame: usize,
@@ -33,12 +33,11 @@ impl Native {
     /// A connection over the shared server state.
     pub fn new(shared: Arc<Shared>) -> Native {
         // `--serializer granola-copy / granola-ref` override the threshold.
-        let ctx =
-            Context::new(shared.store.pool()).with_copy_threshold(shared.native_copy_threshold());
+        let threshold = shared.native_copy_threshold();
         let fused = !shared.config.no_fused;
         Native {
             shared,
-            ctx,
+            threshold,
             spare: Spare::default(),
             fused,
             max_frame: granola_net::TxConfig::default().max_frame,
@@ -82,17 +81,9 @@ impl Protocol for Native {
         let mut o = TcpOut {
             tx: &mut *out.tx,
             fused: self.fused,
+            threshold: self.threshold,
         };
-        let r = handle(
-            &self.shared,
-            &self.ctx,
-            &mut self.spare,
-            &h,
-            payload,
-            &mut o,
-            false,
-        );
-        self.ctx.reset();
+        let r = handle(&self.shared, &mut self.spare, &h, payload, &mut o, false);
         match r {
             Ok(()) => Step::Done,
             Err(c) => Step::Close(c.reason),
@@ -114,6 +105,7 @@ pub trait NativeOut {
 struct TcpOut<'a> {
     tx: &'a mut TxQueue,
     fused: bool,
+    threshold: usize,
 }
 
 impl NativeOut for TcpOut<'_> {
@@ -121,11 +113,11 @@ impl NativeOut for TcpOut<'_> {
         if self.fused {
             return self
                 .tx
-                .send_object(header, msg)
+                .send_object_with(header, msg, self.threshold)
                 .map_err(|e| Close::new(format!("native: reply: {e}")));
         }
         let sga = msg
-            .to_sga()
+            .to_sga_with(self.threshold)
             .map_err(|e| Close::new(format!("native: reply: {e}")))?;
         self.tx
             .send_sga(header, &sga)
@@ -136,17 +128,22 @@ impl NativeOut for TcpOut<'_> {
 struct UdpOut<'a> {
     tx: &'a mut UdpTx,
     to: SocketAddr,
-    ctx: &'a Context,
+    threshold: usize,
 }
 
 impl NativeOut for UdpOut<'_> {
     fn send<M: Message>(&mut self, header: FrameHeader, msg: &M) -> Result<(), Close> {
-        match self.tx.send_object(self.to, header, msg) {
+        match self
+            .tx
+            .send_object_with(self.to, header, msg, self.threshold)
+        {
             Ok(()) => Ok(()),
             Err(SendError::TooLarge { .. }) => {
                 // The reply does not fit a datagram: say so instead.
-                let mut a = kv::Ack::new(self.ctx);
-                a.set_status(status::TOO_LARGE);
+                let a = kv::Ack {
+                    status: status::TOO_LARGE,
+                    count: 0,
+                };
                 self.tx
                     .send_object(self.to, header, &a)
                     .map_err(|e| Close::new(format!("native-udp: reply: {e}")))
@@ -166,17 +163,8 @@ fn reply<O: NativeOut, M: Message>(io: &mut O, req: &FrameHeader, msg: &M) -> Re
     io.send(header, msg)
 }
 
-fn ack<O: NativeOut>(
-    ctx: &Context,
-    io: &mut O,
-    req: &FrameHeader,
-    st: u32,
-    count: u64,
-) -> Result<(), Close> {
-    let mut a = kv::Ack::new(ctx);
-    a.set_status(st);
-    a.set_count(count);
-    reply(io, req, &a)
+fn ack<O: NativeOut>(io: &mut O, req: &FrameHeader, status: u32, count: u64) -> Result<(), Close> {
+    reply(io, req, &kv::Ack { status, count })
 }
 
 /// The native protocol over UDP: one request per datagram (a whole frame),
@@ -184,7 +172,7 @@ fn ack<O: NativeOut>(
 /// TOO_LARGE status.
 pub struct NativeDatagrams {
     shared: Arc<Shared>,
-    ctx: Context,
+    threshold: usize,
     spare: Spare,
 }
 
@@ -192,11 +180,10 @@ impl NativeDatagrams {
     /// A per-thread handler.
     pub fn new(shared: Arc<Shared>) -> NativeDatagrams {
         // `--serializer granola-copy / granola-ref` override the threshold.
-        let ctx =
-            Context::new(shared.store.pool()).with_copy_threshold(shared.native_copy_threshold());
+        let threshold = shared.native_copy_threshold();
         NativeDatagrams {
             shared,
-            ctx,
+            threshold,
             spare: Spare::default(),
         }
     }
@@ -216,22 +203,13 @@ impl DatagramHandler for NativeDatagrams {
         let mut o = UdpOut {
             tx: out,
             to: dgram.from,
-            ctx: &self.ctx,
+            threshold: self.threshold,
         };
         let payload = data.get(FRAME_HEADER_LEN..).unwrap_or_default();
         let spare = &mut self.spare;
-        if let Err(c) = handle(
-            &self.shared,
-            &self.ctx,
-            spare,
-            &header,
-            payload,
-            &mut o,
-            true,
-        ) {
+        if let Err(c) = handle(&self.shared, spare, &header, payload, &mut o, true) {
             log::warn!("{}: {}", dgram.from, c.reason);
         }
-        self.ctx.reset();
     }
 }
 
@@ -241,7 +219,6 @@ impl DatagramHandler for NativeDatagrams {
 /// continue); unknown kinds too.
 fn handle<O: NativeOut>(
     shared: &Shared,
-    ctx: &Context,
     spare: &mut Spare,
     h: &FrameHeader,
     bytes: &[u8],
@@ -249,7 +226,7 @@ fn handle<O: NativeOut>(
     udp: bool,
 ) -> Result<(), Close> {
     let store: &dyn Storage = &*shared.store;
-    let resp = decode(ctx, h.kind, bytes, |req| match req {
+    let resp = decode(h.kind, bytes, |req| match req {
         Some(req) => native::execute(store, &req, &mut *spare, shared.config.max_item_size),
         None => native::bad_request(),
     });
@@ -259,7 +236,7 @@ fn handle<O: NativeOut>(
     } else {
         resp
     };
-    let sent = send_response(ctx, io, h, &resp);
+    let sent = send_response(io, h, &resp);
     spare.recycle(resp);
     sent
 }
@@ -267,117 +244,86 @@ fn handle<O: NativeOut>(
 /// Decodes a request of `kind` and hands it to `f` (`None` if it does not
 /// decode or the kind is unknown). List fields are collected into scratch
 /// vectors the request borrows.
-fn decode<R>(
-    ctx: &Context,
-    kind: u16,
-    bytes: &[u8],
-    f: impl FnOnce(Option<Request<'_>>) -> R,
-) -> R {
+fn decode<R>(kind: u16, bytes: &[u8], f: impl FnOnce(Option<Request<'_>>) -> R) -> R {
     macro_rules! req {
         ($t:ty, |$r:ident| $body:expr) => {
-            match <$t>::decode(ctx, bytes) {
+            match <$t>::decode(bytes) {
                 Ok($r) => f(Some($body)),
                 Err(_) => f(None),
             }
         };
     }
+    fn slices<'x>(list: &'x [granola::HybridBytes<'_>]) -> Vec<&'x [u8]> {
+        list.iter().map(|k| &k[..]).collect()
+    }
     match kind {
-        kind::GET => req!(kv::GetReq, |r| Request::Get { key: r.get_key() }),
+        kind::GET => req!(kv::GetReq, |r| Request::Get { key: &r.key }),
         kind::GET_FROM_LIST => req!(kv::GetFromListReq, |r| Request::GetFromList {
-            key: r.get_key(),
-            index: r.get_index(),
+            key: &r.key,
+            index: r.index,
         }),
         kind::PUT => req!(kv::PutReq, |r| Request::Put {
-            key: r.get_key(),
-            value: r.get_value(),
+            key: &r.key,
+            value: &r.value,
         }),
-        kind::GET_M => match kv::GetMReq::decode(ctx, bytes) {
-            Ok(r) => {
-                let keys: Vec<&[u8]> = r.get_keys().iter().map(|k| &k[..]).collect();
-                f(Some(Request::GetM { keys: &keys }))
-            }
-            Err(_) => f(None),
-        },
-        kind::PUT_M => match kv::PutMReq::decode(ctx, bytes) {
-            Ok(r) => {
-                let keys: Vec<&[u8]> = r.get_keys().iter().map(|k| &k[..]).collect();
-                let values: Vec<&[u8]> = r.get_values().iter().map(|v| &v[..]).collect();
-                f(Some(Request::PutM {
-                    keys: &keys,
-                    values: &values,
-                }))
-            }
-            Err(_) => f(None),
-        },
+        kind::GET_M => req!(kv::GetMReq, |r| Request::GetM {
+            keys: &slices(&r.keys)
+        }),
+        kind::PUT_M => req!(kv::PutMReq, |r| Request::PutM {
+            keys: &slices(&r.keys),
+            values: &slices(&r.values),
+        }),
         kind::GET_LIST => req!(kv::GetListReq, |r| Request::GetList {
-            key: r.get_key(),
-            start: r.get_start(),
-            end: r.get_end(),
-            all: r.get_all(),
+            key: &r.key,
+            start: r.start,
+            end: r.end,
+            all: r.all,
         }),
-        kind::PUT_LIST => match kv::PutListReq::decode(ctx, bytes) {
-            Ok(r) => {
-                let values: Vec<&[u8]> = r.get_values().iter().map(|v| &v[..]).collect();
-                f(Some(Request::PutList {
-                    key: r.get_key(),
-                    values: &values,
-                }))
-            }
-            Err(_) => f(None),
-        },
+        kind::PUT_LIST => req!(kv::PutListReq, |r| Request::PutList {
+            key: &r.key,
+            values: &slices(&r.values),
+        }),
         kind::APPEND_TO_LIST => req!(kv::AppendToListReq, |r| Request::AppendToList {
-            key: r.get_key(),
-            value: r.get_value(),
+            key: &r.key,
+            value: &r.value,
         }),
-        kind::DELETE => req!(kv::DeleteReq, |r| Request::Delete { key: r.get_key() }),
+        kind::DELETE => req!(kv::DeleteReq, |r| Request::Delete { key: &r.key }),
         _ => f(None),
     }
 }
 
 /// Encodes `resp` as the granola message for `h.kind` and sends it.
 fn send_response<O: NativeOut>(
-    ctx: &Context,
     io: &mut O,
     h: &FrameHeader,
     resp: &Response<Buf>,
 ) -> Result<(), Close> {
     match resp {
         Response::Value { status, value } => {
-            let mut m = kv::GetResp::new(ctx);
-            m.set_status(*status);
-            if let Some(v) = value {
-                m.set_value_buf(v.clone());
-            }
+            let m = kv::GetResp {
+                status: *status,
+                value: value.clone().map(Into::into).unwrap_or_default(),
+            };
             reply(io, h, &m)
         }
         Response::Values { status, values } => {
-            let mut m = kv::GetMResp::new(ctx);
-            m.set_status(*status);
-            m.init_values(values.len());
-            m.init_found(values.len());
-            for v in values {
-                match v {
-                    Some(v) => {
-                        m.append_values_buf(v.clone());
-                        m.append_found(true);
-                    }
-                    None => {
-                        m.append_values(&[]);
-                        m.append_found(false);
-                    }
-                }
-            }
+            let m = kv::GetMResp {
+                status: *status,
+                values: values
+                    .iter()
+                    .map(|v| v.clone().map(Into::into).unwrap_or_default())
+                    .collect(),
+                found: values.iter().map(Option::is_some).collect(),
+            };
             reply(io, h, &m)
         }
         Response::List { status, values } => {
-            let mut m = kv::GetListResp::new(ctx);
-            m.set_status(*status);
-            m.init_values(values.len());
-            for v in values {
-                m.append_values_buf(v.clone());
-            }
+            let m = kv::GetListResp {
+                status: *status,
+                values: values.iter().cloned().map(Into::into).collect(),
+            };
             reply(io, h, &m)
         }
-        Response::Ack { status, count } => ack(ctx, io, h, *status, *count),
+        Response::Ack { status, count } => ack(io, h, *status, *count),
     }
 }

@@ -6,7 +6,7 @@
 //! deadline; none is a timing assertion.
 #![allow(dead_code)]
 
-use granola::{Context, Message, Pool};
+use granola::Message;
 use granola_kv::server::config::Config;
 use granola_kv::server::{start, Addrs, Running, Shared};
 use granola_net::{FrameHeader, FRAME_HEADER_LEN};
@@ -444,12 +444,6 @@ pub fn resp_info_u64(addr: SocketAddr, name: &str) -> u64 {
 }
 
 // ------------------------------------------------------------------- native
-
-/// A pool and decoding context for the native protocol's generated types.
-pub fn native_ctx() -> Context {
-    let pool = Pool::with_capacity(64 << 20).expect("client pool");
-    Context::new(&pool)
-}
 
 /// One request frame: header (`kind`, `id`) and the encoded message.
 pub fn native_frame<M: Message>(kind: u16, id: u32, msg: &M) -> Vec<u8> {

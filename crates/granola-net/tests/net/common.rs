@@ -1,15 +1,15 @@
 //! Shared helpers: deterministic message specs, byte patterns, pumps that
 //! move frames across a datapath pair, and an echo service for the server.
 
-use granola::{Buf, Context, Decode, Pool};
+use granola::{Buf, Decode, Pool};
 use granola_net::datapath::Datapath;
 use granola_net::server::{Close, ConnIo, Service, Session};
 use granola_net::{Flushed, Frame, FrameHeader, RxBuffer, TxQueue, FLAG_RESPONSE};
-use granola_tests::sample::Sample;
+use granola_tests::sample::{Inner, Sample};
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 
-/// The copy threshold the tests' contexts use.
+/// The copy threshold the tests' TX queues and encoders use.
 pub const THRESHOLD: usize = 512;
 
 /// A byte pattern that depends on the position and a seed (so shifted,
@@ -79,27 +79,33 @@ impl Spec {
     }
 
     /// Builds the message from pool values made by [`Spec::values`]; the
-    /// large ones are referenced, the small ones copied into the arena.
-    pub fn build<'a>(&self, ctx: &'a Context, values: &[Buf]) -> Sample<'a> {
-        let mut m = Sample::new(ctx);
-        m.set_id(self.id);
-        m.set_name(&self.name());
-        m.set_data_buf(values[0].clone());
-        for v in &values[1..] {
-            m.append_vals_buf(v.clone());
+    /// large ones go by reference under THRESHOLD, the small ones are
+    /// copied when it is encoded.
+    pub fn build(&self, values: &[Buf]) -> Sample<'static> {
+        Sample {
+            id: self.id,
+            name: self.name().into(),
+            data: values[0].clone().into(),
+            vals: values[1..].iter().map(|v| v.clone().into()).collect(),
+            keys: vec!["k0".into(), format!("key-{}", self.seed).into()],
+            nums: (0..(self.id % 5) as i32).map(|i| i * -3 + 1).collect(),
+            inner: Some(Inner {
+                a: self.seed,
+                payload: self.inner().into(),
+            }),
+            items: vec![
+                Inner {
+                    a: 1,
+                    ..Default::default()
+                },
+                Inner {
+                    payload: b"item-payload".into(),
+                    ..Default::default()
+                },
+            ],
+            flag: self.id % 2 == 0,
+            ratio: self.id as f64 / 4.0,
         }
-        m.append_keys("k0");
-        m.append_keys(&format!("key-{}", self.seed));
-        for i in 0..(self.id % 5) as i32 {
-            m.append_nums(i * -3 + 1);
-        }
-        m.mut_inner().set_a(self.seed);
-        m.mut_inner().set_payload(&self.inner());
-        m.append_items().set_a(1);
-        m.append_items().set_payload(b"item-payload");
-        m.set_flag(self.id % 2 == 0);
-        m.set_ratio(self.id as f64 / 4.0);
-        m
     }
 
     /// Referenced entries the message will have under THRESHOLD.
@@ -112,46 +118,38 @@ impl Spec {
 
     /// Checks a decoded message against the spec, field by field.
     pub fn check(&self, m: &Sample<'_>) {
-        assert_eq!(m.get_id(), self.id, "id");
+        assert_eq!(m.id, self.id, "id");
         assert_eq!(
-            m.get_name().expect("utf-8"),
+            m.name.as_str().expect("utf-8"),
             self.name(),
             "name of {}",
             self.id
         );
-        assert!(m.get_data() == self.data(), "data of message {}", self.id);
-        assert_eq!(m.vals_len(), self.vals.len(), "vals count of {}", self.id);
-        for (i, v) in m.get_vals().iter().enumerate() {
-            assert!(
-                v.as_slice() == self.val(i),
-                "vals[{i}] of message {}",
-                self.id
-            );
+        assert!(m.data == self.data(), "data of message {}", self.id);
+        assert_eq!(m.vals.len(), self.vals.len(), "vals count of {}", self.id);
+        for (i, v) in m.vals.iter().enumerate() {
+            assert!(*v == self.val(i), "vals[{i}] of message {}", self.id);
         }
-        let keys: Vec<&str> = m.get_keys().iter().map(|k| k.as_str().unwrap()).collect();
+        let keys: Vec<&str> = m.keys.iter().map(|k| k.as_str().unwrap()).collect();
         assert_eq!(keys, ["k0".to_string(), format!("key-{}", self.seed)]);
         let nums: Vec<i32> = (0..(self.id % 5) as i32).map(|i| i * -3 + 1).collect();
-        assert_eq!(m.get_nums(), &nums[..], "nums of {}", self.id);
-        let inner = m.get_inner().expect("inner present");
-        assert_eq!(inner.get_a(), self.seed);
-        assert!(
-            inner.get_payload() == self.inner(),
-            "inner payload of {}",
-            self.id
-        );
-        assert_eq!(m.items_len(), 2);
-        assert_eq!(m.get_items()[0].get_a(), 1);
-        assert_eq!(m.get_items()[1].get_payload(), b"item-payload");
-        assert_eq!(m.get_flag(), self.id % 2 == 0);
-        assert_eq!(m.get_ratio(), self.id as f64 / 4.0);
+        assert_eq!(m.nums, nums, "nums of {}", self.id);
+        let inner = m.inner.as_ref().expect("inner present");
+        assert_eq!(inner.a, self.seed);
+        assert!(inner.payload == self.inner(), "inner payload of {}", self.id);
+        assert_eq!(m.items.len(), 2);
+        assert_eq!(m.items[0].a, 1);
+        assert!(m.items[1].payload == b"item-payload");
+        assert_eq!(m.flag, self.id % 2 == 0);
+        assert_eq!(m.ratio, self.id as f64 / 4.0);
     }
 
     /// The full encoded frame (header + payload) this spec sends.
     pub fn frame_bytes(&self, pool: &Pool, kind: u16) -> Vec<u8> {
-        let ctx = context(pool);
         let values = self.values(pool);
-        let m = self.build(&ctx, &values);
-        frame_of(kind, self.id, 0, &granola::Message::to_vec(&m).unwrap())
+        let m = self.build(&values);
+        let sga = granola::Message::to_sga_with(&m, THRESHOLD).unwrap();
+        frame_of(kind, self.id, 0, &sga.to_vec())
     }
 }
 
@@ -166,11 +164,6 @@ pub fn frame_of(kind: u16, id: u32, flags: u16, payload: &[u8]) -> Vec<u8> {
     let mut v = h.to_bytes().to_vec();
     v.extend_from_slice(payload);
     v
-}
-
-/// A context with the tests' copy threshold.
-pub fn context(pool: &Pool) -> Context {
-    Context::new(pool).with_copy_threshold(THRESHOLD)
 }
 
 /// A pool for one test.
@@ -264,12 +257,10 @@ pub fn tcp_pair() -> (TcpStream, TcpStream) {
 // Echo service (the paper's echo application: decode, re-serialize, reply)
 
 pub struct Echo {
-    pub pool: Pool,
     pub max_frame: usize,
 }
 
 pub struct EchoSession {
-    ctx: Context,
     frames: Vec<Frame>,
     max_frame: usize,
 }
@@ -280,7 +271,6 @@ impl Service for Echo {
     }
     fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
         Box::new(EchoSession {
-            ctx: context(&self.pool),
             frames: Vec::new(),
             max_frame: self.max_frame,
         })
@@ -294,7 +284,7 @@ impl Session for EchoSession {
             .take_frames(self.max_frame, &mut self.frames)
             .map_err(|e| Close::new(e.to_string()))?;
         for f in self.frames.drain(..) {
-            let m = Sample::decode(&self.ctx, &f.payload)
+            let m = Sample::decode_shared(&f.payload, THRESHOLD)
                 .map_err(|e| Close::new(format!("decode: {e}")))?;
             let h = FrameHeader {
                 flags: FLAG_RESPONSE,
@@ -304,7 +294,6 @@ impl Session for EchoSession {
                 .send_object(h, &m)
                 .map_err(|e| Close::new(format!("send: {e}")))?;
         }
-        self.ctx.reset();
         Ok(())
     }
 }

@@ -70,10 +70,9 @@ proptest! {
             TxConfig { copy_threshold: THRESHOLD, chunk_size: chunk, ..TxConfig::default() },
         );
         {
-            let ctx = context(&pool);
             for ((s, (_, _, via)), want) in specs.iter().zip(&msgs).zip(&expected) {
                 let values = s.values(&pool);
-                let m = s.build(&ctx, &values);
+                let m = s.build(&values);
                 match via {
                     Via::Object => tx.send_object(hdr(s.id), &m).unwrap(),
                     Via::Sga => tx.send_sga(hdr(s.id), &m.to_sga().unwrap()).unwrap(),

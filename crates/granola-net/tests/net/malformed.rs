@@ -178,7 +178,6 @@ proptest! {
         max_recv in 1usize..600,
     ) {
         let pool = pool(16 << 20);
-        let ctx = context(&pool);
         let (mut a, b) = MemPipe::pair(1 << 20);
         let mut b = FaultInjector::new(b, Faults { max_recv: Some(max_recv), ..Faults::default() });
         let mut rx = RxBuffer::new(pool.clone(), 256, 1 << 20);
@@ -201,7 +200,7 @@ proptest! {
         for f in &frames {
             prop_assert!(f.payload.len() <= 2000);
             prop_assert_eq!(f.payload.len(), f.header.len as usize);
-            let _ = Sample::decode(&ctx, &f.payload);
+            let _ = Sample::decode_shared(&f.payload, THRESHOLD);
         }
     }
 }

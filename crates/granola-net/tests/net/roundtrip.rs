@@ -30,17 +30,16 @@ fn cfg() -> TxConfig {
     }
 }
 
-fn check_frames(specs: &[Spec], frames: &[Frame], pool: &granola::Pool) {
+fn check_frames(specs: &[Spec], frames: &[Frame]) {
     assert_eq!(frames.len(), specs.len());
-    let ctx = context(pool);
     for (s, f) in specs.iter().zip(frames) {
         assert_eq!(f.header.id, s.id, "frames arrive in order");
         assert_eq!(f.header.kind, 3);
-        let m = Sample::decode(&ctx, &f.payload).expect("decode");
+        let m = Sample::decode_shared(&f.payload, THRESHOLD).expect("decode");
         s.check(&m);
         // Decoded large fields reference the receive buffer (zero-copy RX).
         if s.data_len >= THRESHOLD {
-            assert!(m.data_field().unwrap().is_zero_copy());
+            assert!(m.data.is_shared());
         }
     }
 }
@@ -48,7 +47,6 @@ fn check_frames(specs: &[Spec], frames: &[Frame], pool: &granola::Pool) {
 #[test]
 fn send_object_round_trip_mem_pipe() {
     let pool = pool(256 << 20);
-    let ctx = context(&pool);
     let specs = specs();
     let values: Vec<_> = specs.iter().map(|s| s.values(&pool)).collect();
     let (mut a, mut b) = MemPipe::pair(256 << 10);
@@ -56,8 +54,8 @@ fn send_object_round_trip_mem_pipe() {
     let mut rx = RxBuffer::new(pool.clone(), 4096, 16 << 20);
     let mut referenced = 0;
     for (s, v) in specs.iter().zip(&values) {
-        let m = s.build(&ctx, v);
-        assert_eq!(m.encoded_sizes().zero_copy_count, s.referenced());
+        let m = s.build(v);
+        assert_eq!(m.encoded_sizes_with(THRESHOLD).zero_copy_count(), s.referenced());
         referenced += s.referenced();
         tx.send_object(hdr(s.id), &m).unwrap();
     }
@@ -74,14 +72,13 @@ fn send_object_round_trip_mem_pipe() {
         10_000,
         || {},
     );
-    check_frames(&specs, &frames, &pool);
+    check_frames(&specs, &frames);
     assert_eq!(tx.queued_bytes(), 0);
 }
 
 #[test]
 fn send_object_round_trip_tcp() {
     let pool = pool(256 << 20);
-    let ctx = context(&pool);
     let specs = specs();
     let values: Vec<_> = specs.iter().map(|s| s.values(&pool)).collect();
     let (c, s) = tcp_pair();
@@ -90,7 +87,7 @@ fn send_object_round_trip_tcp() {
     let mut tx = TxQueue::new(pool.clone(), cfg());
     let mut rx = RxBuffer::new(pool.clone(), 16 << 10, 16 << 20);
     for (s, v) in specs.iter().zip(&values) {
-        tx.send_object(hdr(s.id), &s.build(&ctx, v)).unwrap();
+        tx.send_object(hdr(s.id), &s.build(v)).unwrap();
     }
     let frames = pump(
         &mut tx,
@@ -102,7 +99,7 @@ fn send_object_round_trip_tcp() {
         1_000_000,
         || {},
     );
-    check_frames(&specs, &frames, &pool);
+    check_frames(&specs, &frames);
     let st = tx.stats();
     // The 4 MiB of large values cannot fit one loopback send buffer:
     // several gathering calls, all bytes accounted.
@@ -136,10 +133,9 @@ fn fused_sga_and_bytes_paths_give_identical_wire_bytes() {
     // Dirty the pool first, so bytes the encoder fails to write show up as
     // differences against the zeroed buffers of to_vec/to_sga.
     churn(&pool, &[64, 256, 4096, 16 << 10, 64 << 10], 4, 0xA5);
-    let ctx = context(&pool);
     for s in specs() {
         let values = s.values(&pool);
-        let m = s.build(&ctx, &values);
+        let m = s.build(&values);
         let expected = frame_of(3, s.id, 0, &m.to_vec().unwrap());
         let fused = wire_bytes(&pool, |tx| tx.send_object(hdr(s.id), &m).unwrap());
         let sga = m.to_sga().unwrap();
@@ -157,17 +153,16 @@ fn fused_sga_and_bytes_paths_give_identical_wire_bytes() {
 fn more_entries_than_one_sendmsg_takes() {
     // 3 * MAX_IOV referenced values: flushes split the iovec list.
     let pool = pool(64 << 20);
-    let ctx = context(&pool);
     let s = Spec::new(9, 600, vec![THRESHOLD; 3 * MAX_IOV]);
     let values = s.values(&pool);
     let (mut a, mut b) = MemPipe::pair(16 << 20);
     let mut tx = TxQueue::new(pool.clone(), cfg());
     let mut rx = RxBuffer::new(pool.clone(), 4096, 16 << 20);
-    tx.send_object(hdr(9), &s.build(&ctx, &values)).unwrap();
-    tx.send_object(hdr(10), &s.build(&ctx, &values)).unwrap();
+    tx.send_object(hdr(9), &s.build(&values)).unwrap();
+    tx.send_object(hdr(10), &s.build(&values)).unwrap();
     let frames = pump(&mut tx, &mut a, &mut rx, &mut b, 64 << 20, 2, 100, || {});
     assert_eq!(frames.len(), 2);
-    let m = Sample::decode(&ctx, &frames[0].payload).unwrap();
+    let m = Sample::decode_shared(&frames[0].payload, THRESHOLD).unwrap();
     s.check(&m);
     assert_eq!(frames[1].payload[..], frames[0].payload[..]);
     let st = tx.stats();
@@ -178,10 +173,9 @@ fn more_entries_than_one_sendmsg_takes() {
 #[test]
 fn too_large_is_refused_and_nothing_is_queued() {
     let pool = pool(32 << 20);
-    let ctx = context(&pool);
     let s = Spec::new(1, 8192, vec![]);
     let values = s.values(&pool);
-    let m = s.build(&ctx, &values);
+    let m = s.build(&values);
     let mut tx = TxQueue::new(
         pool.clone(),
         TxConfig {
@@ -206,7 +200,6 @@ fn too_large_is_refused_and_nothing_is_queued() {
 #[test]
 fn queued_replies_go_out_in_one_gathering_call() {
     let pool = pool(64 << 20);
-    let ctx = context(&pool);
     let (mut a, mut b) = MemPipe::pair(16 << 20);
     let mut tx = TxQueue::new(pool.clone(), cfg());
     let specs: Vec<Spec> = (0..40)
@@ -214,14 +207,14 @@ fn queued_replies_go_out_in_one_gathering_call() {
         .collect();
     for s in &specs {
         let values = s.values(&pool);
-        tx.send_object(hdr(s.id), &s.build(&ctx, &values)).unwrap();
+        tx.send_object(hdr(s.id), &s.build(&values)).unwrap();
     }
     assert_eq!(tx.flush(&mut a).unwrap(), granola_net::Flushed::All);
     // 40 replies, some with referenced data (< MAX_IOV iovecs): one call.
     assert_eq!(tx.stats().syscalls, 1);
     let mut rx = RxBuffer::new(pool.clone(), 4096, 16 << 20);
     let frames = pump(&mut tx, &mut a, &mut rx, &mut b, 1 << 20, 40, 10, || {});
-    check_frames(&specs, &frames, &pool);
+    check_frames(&specs, &frames);
 }
 
 /// The batch `values` (prefetch, then the hybrid rule per value) puts the
@@ -300,12 +293,11 @@ fn empty_reservations_do_not_stall_the_queue() {
 #[test]
 fn encode_failure_rolls_the_frame_back() {
     let pool = pool(64 << 20);
-    let ctx = context(&pool);
     let big = pool.alloc_copy(&pattern(5, 1 << 20)).unwrap();
-    let mut huge = Sample::new(&ctx);
-    for _ in 0..4100 {
-        huge.append_vals_buf(big.clone());
-    }
+    let huge = Sample {
+        vals: vec![big.clone().into(); 4100],
+        ..Default::default()
+    };
     assert!(huge.encoded_len() > u32::MAX as usize);
     let (mut a, mut b) = MemPipe::pair(1 << 20);
     let mut tx = TxQueue::new(
@@ -322,7 +314,7 @@ fn encode_failure_rolls_the_frame_back() {
     let s2 = Spec::new(2, 2000, vec![10]);
     let v1 = s1.values(&pool);
     let v2 = s2.values(&pool);
-    tx.send_object(hdr(1), &s1.build(&ctx, &v1)).unwrap();
+    tx.send_object(hdr(1), &s1.build(&v1)).unwrap();
     let queued = tx.queued_bytes();
     let e = tx.send_object(hdr(9), &huge).unwrap_err();
     assert!(matches!(e, granola_net::SendError::Encode(_)), "{e:?}");
@@ -333,8 +325,8 @@ fn encode_failure_rolls_the_frame_back() {
     );
     drop(huge);
     assert_eq!(big.ref_count(), 1, "its references are dropped");
-    tx.send_object(hdr(2), &s2.build(&ctx, &v2)).unwrap();
+    tx.send_object(hdr(2), &s2.build(&v2)).unwrap();
     let mut rx = RxBuffer::new(pool.clone(), 4096, 1 << 20);
     let frames = pump(&mut tx, &mut a, &mut rx, &mut b, 1 << 20, 2, 100, || {});
-    check_frames(&[s1, s2], &frames, &pool);
+    check_frames(&[s1, s2], &frames);
 }

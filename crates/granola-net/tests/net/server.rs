@@ -30,7 +30,6 @@ fn start(pool: &Pool, threads: usize, tweak: impl FnOnce(&mut ServerConfig)) -> 
     };
     tweak(&mut cfg);
     let echo = Arc::new(Echo {
-        pool: pool.clone(),
         max_frame: MAX_FRAME,
     });
     let wanted = cfg.datapath.clone();
@@ -72,13 +71,12 @@ fn pipelined(s: &mut TcpStream, pool: &Pool, specs: &[Spec]) {
     // Write from another thread: replies to the first requests may fill
     // the socket buffers before the last request is written.
     let writer = std::thread::spawn(move || w.write_all(&out));
-    let ctx = context(pool);
     for sp in specs {
         let (h, p) = read_frame(s).expect("reply");
         assert_eq!(h.id, sp.id, "replies in request order");
         assert_eq!(h.flags, FLAG_RESPONSE);
         assert_eq!(h.kind, 3);
-        sp.check(&Sample::decode(&ctx, &p).expect("reply decodes"));
+        sp.check(&Sample::decode(&p).expect("reply decodes"));
     }
     writer.join().unwrap().expect("requests written");
 }
@@ -321,11 +319,10 @@ fn zerocopy_server_echo() {
                 }
                 s.write_all(&out).unwrap();
                 s.shutdown(std::net::Shutdown::Write).unwrap();
-                let ctx = context(&pool);
                 for sp in &specs[..5] {
                     let (hd, p) = read_frame(&mut s).expect("reply after half-close");
                     assert_eq!(hd.id, sp.id);
-                    sp.check(&Sample::decode(&ctx, &p).unwrap());
+                    sp.check(&Sample::decode(&p).unwrap());
                 }
                 let mut buf = [0u8; 1];
                 assert_eq!(s.read(&mut buf).unwrap(), 0, "then EOF");
@@ -347,22 +344,16 @@ fn zerocopy_server_echo() {
     shutdown_promptly(h);
 }
 
-struct UdpEcho {
-    pool: Pool,
-}
+struct UdpEcho;
 
-struct UdpEchoHandler {
-    ctx: granola::Context,
-}
+struct UdpEchoHandler;
 
 impl granola_net::server::DatagramService for UdpEcho {
     fn name(&self) -> &str {
         "udp-echo-test"
     }
     fn handler(&self) -> Box<dyn granola_net::server::DatagramHandler> {
-        Box::new(UdpEchoHandler {
-            ctx: context(&self.pool),
-        })
+        Box::new(UdpEchoHandler)
     }
 }
 
@@ -375,14 +366,13 @@ impl granola_net::server::DatagramHandler for UdpEchoHandler {
             return;
         }
         let payload = d.data.slice(12..);
-        if let Ok(m) = Sample::decode(&self.ctx, &payload) {
+        if let Ok(m) = Sample::decode_shared(&payload, THRESHOLD) {
             let r = granola_net::FrameHeader {
                 flags: FLAG_RESPONSE,
                 ..h
             };
             out.send_object(d.from, r, &m).expect("reply fits");
         }
-        self.ctx.reset();
     }
 }
 
@@ -402,14 +392,13 @@ fn udp_echo_server() {
     )
     .udp(
         "127.0.0.1:0".parse().unwrap(),
-        Arc::new(UdpEcho { pool: pool.clone() }),
+        Arc::new(UdpEcho),
     )
     .start()
     .unwrap();
     let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     c.connect(h.udp_addrs[0]).unwrap();
-    let ctx = context(&pool);
     // Garbage first: ignored, the server keeps serving.
     c.send(b"garbage").unwrap();
     for i in 0..20u32 {
@@ -421,7 +410,7 @@ fn udp_echo_server() {
         assert_eq!(hd.id, i);
         assert_eq!(hd.flags, FLAG_RESPONSE);
         assert_eq!(hd.len as usize, n - 12);
-        sp.check(&Sample::decode(&ctx, &buf[12..n]).unwrap());
+        sp.check(&Sample::decode(&buf[12..n]).unwrap());
     }
     shutdown_promptly(h);
 }
@@ -437,13 +426,12 @@ fn unpipelined_request_syscall_budget() {
     let h = start(&pool, 1, |_| {});
     let mut s = connect(&h);
     let n = 400u32;
-    let ctx = context(&pool);
     for id in 0..n {
         let sp = Spec::new(id, 20, vec![]);
         s.write_all(&sp.frame_bytes(&pool, 3)).unwrap();
         let (hd, p) = read_frame(&mut s).expect("reply");
         assert_eq!(hd.id, id);
-        sp.check(&Sample::decode(&ctx, &p).expect("reply decodes"));
+        sp.check(&Sample::decode(&p).expect("reply decodes"));
     }
     let st = &h.stats;
     // The reply can reach the client before the worker adds up its
@@ -489,7 +477,6 @@ fn uring_worker_setup_failure_falls_back_to_epoll() {
         hog.push(b);
     }
     let echo = Arc::new(Echo {
-        pool: pool.clone(),
         max_frame: 1 << 16,
     });
     let cfg = ServerConfig {
@@ -514,12 +501,11 @@ fn uring_worker_setup_failure_falls_back_to_epoll() {
     // The client's buffers come from a pool of its own (the server's has
     // only 16 KiB slots now: its receive buffer and TX chunk size).
     let client_pool = crate::common::pool(4 << 20);
-    let ctx = context(&client_pool);
     let sp = Spec::new(7, 20, vec![]);
     s.write_all(&sp.frame_bytes(&client_pool, 3)).unwrap();
     let (hd, p) = read_frame(&mut s).expect("reply");
     assert_eq!(hd.id, 7);
-    sp.check(&Sample::decode(&ctx, &p).expect("reply decodes"));
+    sp.check(&Sample::decode(&p).expect("reply decodes"));
     drop(s);
     shutdown_promptly(h);
 }

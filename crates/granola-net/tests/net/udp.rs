@@ -2,7 +2,7 @@
 //! for oversize messages, consistent rollback.
 
 use crate::common::*;
-use granola::{Buf, Decode, Message, Pool};
+use granola::{Buf, Decode, Message};
 use granola_net::udp::{self, Datagram, UdpRx, UdpTx, MAX_DATAGRAM};
 use granola_net::{FrameHeader, SendError, TxConfig};
 use granola_tests::sample::Sample;
@@ -48,18 +48,17 @@ fn assert_nothing_arrives(rx: &mut UdpRx, sock: &UdpSocket) {
     }
 }
 
-fn check_datagram(d: &Datagram, s: &Spec, pool: &Pool, from: std::net::SocketAddr) {
+fn check_datagram(d: &Datagram, s: &Spec, from: std::net::SocketAddr) {
     assert_eq!(d.from, from);
     let h = FrameHeader::read(&d.data).expect("frame header");
     assert_eq!(h.id, s.id);
     assert_eq!(h.len as usize, d.data.len() - 12, "len = rest of datagram");
-    let ctx = context(pool);
     let payload: Buf = d.data.slice(12..);
-    let m = Sample::decode(&ctx, &payload).expect("decode");
+    let m = Sample::decode_shared(&payload, THRESHOLD).expect("decode");
     s.check(&m);
     if s.data_len >= THRESHOLD {
         // Received into a pool slot: the decoded field references it.
-        assert!(m.data_field().unwrap().is_zero_copy());
+        assert!(m.data.is_shared());
     }
 }
 
@@ -76,10 +75,9 @@ fn batch_of_100_datagrams() {
         .map(|i| Spec::new(i, if i % 2 == 0 { 2048 } else { 100 }, vec![600, 5]))
         .collect();
     {
-        let ctx = context(&pool);
         for s in &specs {
             let values = s.values(&pool);
-            tx.send_object(to, hdr(s.id), &s.build(&ctx, &values))
+            tx.send_object(to, hdr(s.id), &s.build(&values))
                 .unwrap();
             // The app's handles go right away; the queue holds the values.
         }
@@ -100,7 +98,7 @@ fn batch_of_100_datagrams() {
     assert_eq!(got.len(), 100);
     assert_eq!(rx.truncated, 0);
     for (d, s) in got.iter().zip(&specs) {
-        check_datagram(d, s, &pool, from);
+        check_datagram(d, s, from);
     }
     drop(got);
     drop(rx);
@@ -115,10 +113,9 @@ fn oversize_is_an_error_and_nothing_is_sent() {
     let to = dst.local_addr().unwrap();
     let src = udp::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
     let mut tx = UdpTx::new(pool.clone(), cfg(), MAX_DATAGRAM);
-    let ctx = context(&pool);
     let s = Spec::new(1, 70_000, vec![]);
     let values = s.values(&pool);
-    let m = s.build(&ctx, &values);
+    let m = s.build(&values);
     let e = tx.send_object(to, hdr(1), &m).unwrap_err();
     assert!(matches!(
         e,
@@ -149,7 +146,7 @@ fn oversize_is_an_error_and_nothing_is_sent() {
     let s = Spec::new(2, 900, vec![]);
     let v = s.values(&pool);
     assert!(matches!(
-        small.send_object(to, hdr(2), &s.build(&ctx, &v)),
+        small.send_object(to, hdr(2), &s.build(&v)),
         Err(SendError::TooLarge { max: 1000, .. })
     ));
     assert_eq!(small.queued(), 0);
@@ -172,11 +169,10 @@ fn abandoned_datagrams_roll_back_cleanly() {
         MAX_DATAGRAM,
     );
     let big = pool.alloc_copy(&pattern(1, 4000)).unwrap();
-    let ctx = context(&pool);
     let specs: Vec<Spec> = (0..4).map(|i| Spec::new(i, 1500, vec![20])).collect();
     let values: Vec<Vec<Buf>> = specs.iter().map(|s| s.values(&pool)).collect();
 
-    tx.send_object(to, hdr(0), &specs[0].build(&ctx, &values[0]))
+    tx.send_object(to, hdr(0), &specs[0].build(&values[0]))
         .unwrap();
     // Abandoned: copies (spilling into a new chunk) and a reference.
     let mut b = tx.datagram(to);
@@ -186,7 +182,7 @@ fn abandoned_datagrams_roll_back_cleanly() {
     b.abandon();
     assert_eq!(tx.queued(), 1);
     assert_eq!(big.ref_count(), 1, "the abandoned reference is released");
-    tx.send_object(to, hdr(1), &specs[1].build(&ctx, &values[1]))
+    tx.send_object(to, hdr(1), &specs[1].build(&values[1]))
         .unwrap();
     // Refused as too large after partial building: rolled back too.
     let mut b = tx.datagram(to);
@@ -207,7 +203,7 @@ fn abandoned_datagrams_roll_back_cleanly() {
     assert_eq!(big.ref_count(), 1);
     // A hand-built datagram after all that.
     let mut b = tx.datagram(to);
-    let payload = specs[2].build(&ctx, &values[2]).to_vec().unwrap();
+    let payload = specs[2].build(&values[2]).to_vec().unwrap();
     let h = FrameHeader {
         len: payload.len() as u32,
         ..hdr(2)
@@ -216,7 +212,7 @@ fn abandoned_datagrams_roll_back_cleanly() {
     b.copy(&payload[..10]).unwrap();
     b.copy(&payload[10..]).unwrap();
     b.finish().unwrap();
-    tx.send_object(to, hdr(3), &specs[3].build(&ctx, &values[3]))
+    tx.send_object(to, hdr(3), &specs[3].build(&values[3]))
         .unwrap();
     assert_eq!(tx.queued(), 4);
     assert_eq!(tx.flush(&src).unwrap(), granola_net::Flushed::All);
@@ -224,7 +220,7 @@ fn abandoned_datagrams_roll_back_cleanly() {
     let got = recv_n(&mut rx, &dst, 4);
     assert_eq!(got.len(), 4);
     for (d, s) in got.iter().zip(&specs) {
-        check_datagram(d, s, &pool, from);
+        check_datagram(d, s, from);
     }
     assert_nothing_arrives(&mut rx, &dst);
 }

@@ -38,10 +38,9 @@ fn tcp_zerocopy_releases_on_completion() {
     // the other half's only handles are dropped at once.
     let mut kept: Vec<Buf> = Vec::new();
     {
-        let ctx = context(&pool);
         for (i, s) in specs.iter().enumerate() {
             let values = s.values(&pool);
-            tx.send_object(hdr(s.id), &s.build(&ctx, &values)).unwrap();
+            tx.send_object(hdr(s.id), &s.build(&values)).unwrap();
             if i % 2 == 0 {
                 kept.extend(values.into_iter().filter(|v| v.len() >= THRESHOLD));
             }
@@ -78,10 +77,9 @@ fn tcp_zerocopy_releases_on_completion() {
         }
         assert!(std::time::Instant::now() < end, "transfer timed out");
     }
-    let ctx = context(&pool);
     for ((f, s), want) in frames.iter().zip(&specs).zip(&expected) {
         assert!(f.payload[..] == want[12..], "bytes of {}", s.id);
-        s.check(&Sample::decode(&ctx, &f.payload).unwrap());
+        s.check(&Sample::decode_shared(&f.payload, THRESHOLD).unwrap());
     }
     // Completions: bounded wait, 1 ms polls.
     let done = wait_for(5, || {
@@ -102,7 +100,7 @@ fn tcp_zerocopy_releases_on_completion() {
         st.syscalls, st.zc_completed, st.zc_copied
     );
     assert_eq!(st.zc_completed, st.syscalls, "one completion per send");
-    drop((kept, frames, rx, tx, ctx));
+    drop((kept, frames, rx, tx));
     assert_no_leak(&pool, baseline);
 }
 
@@ -126,10 +124,9 @@ fn udp_zerocopy_releases_on_completion() {
         .collect();
     let mut kept = Vec::new();
     {
-        let ctx = context(&pool);
         for s in &specs {
             let values = s.values(&pool);
-            tx.send_object(to, hdr(s.id), &s.build(&ctx, &values))
+            tx.send_object(to, hdr(s.id), &s.build(&values))
                 .unwrap();
             kept.push(values[0].clone());
         }
@@ -148,11 +145,10 @@ fn udp_zerocopy_releases_on_completion() {
         let _ = rx.recv_batch(&dst, &mut got);
         got.len() >= 50
     }));
-    let ctx = context(&pool);
     for (d, s) in got.iter().zip(&specs) {
         let h = FrameHeader::read(&d.data).unwrap();
         assert_eq!(h.id, s.id);
-        s.check(&Sample::decode(&ctx, &d.data[12..]).unwrap());
+        s.check(&Sample::decode(&d.data[12..]).unwrap());
     }
     let done = wait_for(5, || {
         tx.poll_completions(&src).unwrap();
@@ -174,7 +170,7 @@ fn udp_zerocopy_releases_on_completion() {
         st.zc_copied
     );
     assert_eq!(st.zc_completed, 50);
-    drop((kept, got, rx, tx, ctx));
+    drop((kept, got, rx, tx));
     assert_no_leak(&pool, baseline);
 }
 
@@ -206,8 +202,7 @@ fn tcp_zerocopy_many_small_flushes() {
     let mut tx = TxQueue::new(pool.clone(), cfg());
     let values = spec.values(&pool);
     {
-        let ctx = context(&pool);
-        let m = spec.build(&ctx, &values);
+        let m = spec.build(&values);
         for _ in 0..n {
             tx.send_object(hdr(1), &m).unwrap();
             loop {

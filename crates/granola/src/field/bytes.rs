@@ -93,26 +93,6 @@ impl<'a> HybridBytes<'a> {
         }
     }
 
-    /// Like [`into_owned`](Self::into_owned), but borrowed bytes that lie
-    /// inside `packet` and are at least `threshold` long become references
-    /// into it (zero copy; they keep the packet's slot alive). Smaller ones
-    /// are copied, so a small field kept for long does not pin a large
-    /// receive buffer.
-    pub fn into_owned_in(self, packet: &Buf, threshold: usize) -> HybridBytes<'static> {
-        if let HybridBytes::Borrowed(b) = self {
-            if b.len() >= threshold {
-                let start = b.as_ptr().addr().wrapping_sub(packet.as_ptr().addr());
-                if let Some(buf) = start
-                    .checked_add(b.len())
-                    .and_then(|end| packet.try_slice(start..end))
-                {
-                    return HybridBytes::Shared(buf);
-                }
-            }
-        }
-        self.into_owned()
-    }
-
     /// A pool [`Buf`] with these bytes: the reference itself, or a copy in
     /// `pool` (`None` if the pool is full).
     pub fn to_buf(&self, pool: &crate::Pool) -> Option<Buf> {
@@ -186,6 +166,36 @@ impl PartialEq for HybridBytes<'_> {
 }
 
 impl Eq for HybridBytes<'_> {}
+
+impl PartialEq<[u8]> for HybridBytes<'_> {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<&[u8]> for HybridBytes<'_> {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self.as_slice() == *other
+    }
+}
+
+impl<const N: usize> PartialEq<[u8; N]> for HybridBytes<'_> {
+    fn eq(&self, other: &[u8; N]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for HybridBytes<'_> {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        self.as_slice() == *other
+    }
+}
+
+impl PartialEq<Vec<u8>> for HybridBytes<'_> {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        self.as_slice() == other
+    }
+}
 
 impl PartialOrd for HybridBytes<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {

@@ -87,15 +87,6 @@ impl<'a> HybridStr<'a> {
         }
     }
 
-    /// See [`HybridBytes::into_owned_in`].
-    pub fn into_owned_in(self, packet: &Buf, threshold: usize) -> HybridStr<'static> {
-        let valid = self.valid.load(Ordering::Relaxed);
-        HybridStr {
-            bytes: self.bytes.into_owned_in(packet, threshold),
-            valid: AtomicBool::new(valid),
-        }
-    }
-
     fn known_valid(bytes: HybridBytes<'a>) -> HybridStr<'a> {
         HybridStr {
             bytes,

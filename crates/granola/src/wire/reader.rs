@@ -14,6 +14,9 @@ use super::{
 /// limits, and the remaining item budget.
 pub struct DecodeCx<'a> {
     obj: &'a [u8],
+    /// The pool buffer `obj` is, and the size from which bytes fields
+    /// reference it instead of borrowing it.
+    packet: Option<(&'a crate::Buf, usize)>,
     opts: DecodeOptions,
     budget: usize,
     /// Bytes of decoded structs and list storage still allowed.
@@ -28,12 +31,41 @@ impl<'a> DecodeCx<'a> {
         }
         Ok(DecodeCx {
             obj,
+            packet: None,
             opts: *opts,
             // One item per input byte at most: no aliasing trick can make
             // the decoder do more work than the input is long.
             budget: opts.max_items.min(obj.len()),
             bytes_budget: opts.decoded_bytes_limit(obj.len()),
         })
+    }
+
+    /// Starts decoding the pool buffer `packet`: bytes fields of at least
+    /// `threshold` bytes become references into it.
+    pub fn with_packet(
+        packet: &'a crate::Buf,
+        opts: &DecodeOptions,
+        threshold: usize,
+    ) -> Result<Self, DecodeError> {
+        let mut cx = DecodeCx::new(packet, opts)?;
+        cx.packet = Some((packet, threshold));
+        Ok(cx)
+    }
+
+    /// A decoded bytes field's value: a reference into the packet if it is
+    /// large enough (see [`with_packet`](Self::with_packet)), else borrowed.
+    #[inline]
+    pub fn hybrid(&self, b: &'a [u8]) -> crate::HybridBytes<'a> {
+        if let Some((packet, threshold)) = self.packet {
+            if b.len() >= threshold {
+                // `b` was sliced from `obj`, which is `packet`'s bytes.
+                let start = b.as_ptr().addr() - self.obj.as_ptr().addr();
+                if let Some(buf) = packet.try_slice(start..start + b.len()) {
+                    return crate::HybridBytes::Shared(buf);
+                }
+            }
+        }
+        crate::HybridBytes::Borrowed(b)
     }
 
     /// Charges `n` bytes of decoded memory (structs, list storage) before

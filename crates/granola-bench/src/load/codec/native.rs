@@ -20,7 +20,7 @@
 //! copy threshold of `usize::MAX` (its values are generated, not pooled) into
 //! the connection's transmit buffer, and decodes responses where they lie.
 
-use granola::{Context, Decode, Message, Pool};
+use granola::{Decode, Message};
 use granola_kv::server::baselines::client::{self, NativeCodec};
 use granola_kv::server::baselines::{GranolaCodec, Request};
 use granola_net::frame::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
@@ -51,7 +51,6 @@ pub const ECHO_KEY_HASH: u64 = super::resp::ECHO_KEY_HASH;
 
 /// The native protocol.
 pub struct Native {
-    ctx: Context,
     kv_codec: GranolaCodec,
     spell: Spell,
 }
@@ -63,25 +62,18 @@ impl std::fmt::Debug for Native {
 }
 
 impl Native {
-    /// A codec (reserves a small pool for its [`Context`]).
+    /// A codec.
     pub fn new() -> std::io::Result<Native> {
-        let pool = Pool::with_capacity(granola::SEGMENT_SIZE)?;
         Ok(Native {
-            ctx: Context::new(&pool).with_copy_threshold(usize::MAX),
             kv_codec: GranolaCodec::new()?,
             spell: Spell::default(),
         })
-    }
-
-    /// The codec's context (tests build responses with it).
-    pub fn context(&self) -> &Context {
-        &self.ctx
     }
 }
 
 /// Frames `m` into `slot`.
 fn frame<M: Message>(slot: &mut ReqSlot<'_>, kind: u16, m: &M) {
-    let sizes = m.encoded_sizes();
+    let sizes = m.encoded_sizes_with(usize::MAX);
     let at = slot.tx.len();
     let len = sizes.total_len();
     slot.tx.resize(at + FRAME_HEADER_LEN + len, 0);
@@ -342,21 +334,14 @@ pub(crate) fn encode_kv(codec: &mut dyn NativeCodec, r: &Request<'_>, slot: &mut
 /// Writes `req` as granola messages of `kv.proto` into `slot`: the KV
 /// requests through granola-kv's own client codec (one encoder for the
 /// format), the echo request (a `GetListResp` of the pieces) here.
-fn encode_granola(
-    ctx: &Context,
-    kv_codec: &mut GranolaCodec,
-    req: &NativeReq<'_>,
-    slot: &mut ReqSlot<'_>,
-) {
+fn encode_granola(kv_codec: &mut GranolaCodec, req: &NativeReq<'_>, slot: &mut ReqSlot<'_>) {
     match *req {
         NativeReq::Kv(r) => encode_kv(kv_codec, &r, slot),
         NativeReq::Echo(pieces) => {
-            let mut m = kv::GetListResp::new(ctx);
-            m.set_status(status::OK);
-            m.init_values(pieces.len());
-            for p in pieces {
-                m.append_values(p);
-            }
+            let m = kv::GetListResp {
+                status: status::OK,
+                values: pieces.iter().map(|&p| p.into()).collect(),
+            };
             frame(slot, kind::ECHO, &m);
         }
     }
@@ -372,13 +357,10 @@ impl Codec for Native {
     }
 
     fn encode(&mut self, op: &Op, cmd: &Cmd, sink: &mut dyn Sink) -> Result<(), EncodeError> {
-        self.ctx.reset();
-        let ctx = &self.ctx;
         let kv_codec = &mut self.kv_codec;
         let mut slot = sink.begin().ok_or(EncodeError::Overflow)?;
-        self.spell.request(op, cmd, &mut slot, |req, slot| {
-            encode_granola(ctx, kv_codec, req, slot)
-        });
+        self.spell
+            .request(op, cmd, &mut slot, |req, slot| encode_granola(kv_codec, req, slot));
         Ok(())
     }
 
@@ -387,12 +369,7 @@ impl Codec for Native {
     }
 
     fn check(&mut self, rx: &[u8], expect: Expect, aux: u32, specs: &[ValueSpec]) -> Step {
-        let ctx = &self.ctx;
-        let step = check_frame(rx, aux, |_, payload| {
-            check_payload(ctx, payload, expect, specs)
-        });
-        self.ctx.reset();
-        step
+        check_frame(rx, aux, |_, payload| check_payload(payload, expect, specs))
     }
 }
 
@@ -492,17 +469,17 @@ pub(crate) fn ack_outcome(status: u32, count: u64, expect: Expect) -> Outcome {
     }
 }
 
-fn check_payload(ctx: &Context, payload: &[u8], expect: Expect, specs: &[ValueSpec]) -> Outcome {
+fn check_payload(payload: &[u8], expect: Expect, specs: &[ValueSpec]) -> Outcome {
     let malformed = Outcome::Err(ErrorKind::Malformed);
     match expect {
-        Expect::Value => match kv::GetResp::decode(ctx, payload) {
+        Expect::Value => match kv::GetResp::decode(payload) {
             Err(_) => malformed,
-            Ok(m) => value_outcome(m.get_status(), m.get_value(), &specs[0]),
+            Ok(m) => value_outcome(m.status, &m.value, &specs[0]),
         },
-        Expect::Values => match kv::GetMResp::decode(ctx, payload) {
+        Expect::Values => match kv::GetMResp::decode(payload) {
             Err(_) => malformed,
-            Ok(m) => by_status(m.get_status()).unwrap_or_else(|| {
-                let (vals, found) = (m.get_values(), m.get_found());
+            Ok(m) => by_status(m.status).unwrap_or_else(|| {
+                let (vals, found) = (&m.values, &m.found);
                 if found.len() != vals.len() && !found.is_empty() {
                     return Outcome::Err(ErrorKind::WrongLength);
                 }
@@ -514,19 +491,14 @@ fn check_payload(ctx: &Context, payload: &[u8], expect: Expect, specs: &[ValueSp
                 )
             }),
         },
-        Expect::List | Expect::Echo => match kv::GetListResp::decode(ctx, payload) {
+        Expect::List | Expect::Echo => match kv::GetListResp::decode(payload) {
             Err(_) => malformed,
-            Ok(m) => list_outcome(
-                m.get_status(),
-                expect,
-                specs,
-                m.get_values().iter().map(|v| v.as_slice()),
-            ),
+            Ok(m) => list_outcome(m.status, expect, specs, m.values.iter().map(|v| v.as_slice())),
         },
         Expect::Stored | Expect::Deleted | Expect::Count(_) | Expect::AnyCount => {
-            match kv::Ack::decode(ctx, payload) {
+            match kv::Ack::decode(payload) {
                 Err(_) => malformed,
-                Ok(m) => ack_outcome(m.get_status(), m.get_count(), expect),
+                Ok(m) => ack_outcome(m.status, m.count, expect),
             }
         }
     }
@@ -578,19 +550,18 @@ mod tests {
         let h = FrameHeader::read(&sink.tx).unwrap();
         assert_eq!((h.kind, h.flags, h.id), (kind::GET, 0, 41));
         assert_eq!(h.len as usize + FRAME_HEADER_LEN, sink.tx.len());
-        let req = kv::GetReq::decode(c.context(), &sink.tx[FRAME_HEADER_LEN..]).unwrap();
-        assert_eq!(req.get_key(), &key.to_vec()[..]);
+        let req = kv::GetReq::decode(&sink.tx[FRAME_HEADER_LEN..]).unwrap();
+        assert_eq!(&req.key[..], &key.to_vec()[..]);
         drop(req);
         let (id, _, expect, aux, specs) = sink.reqs.pop().unwrap();
         assert_eq!(c.peek(&sink.tx[..5]), Peek::NeedMore);
 
         // A hand-built response.
-        let pool = Pool::with_capacity(granola::SEGMENT_SIZE).unwrap();
-        let ctx = Context::new(&pool);
         let value = specs[0].to_vec();
-        let mut m = kv::GetResp::new(&ctx);
-        m.set_status(status::OK);
-        m.set_value(&value);
+        let m = kv::GetResp {
+            status: status::OK,
+            value: (&value).into(),
+        };
         let r = response(kind::GET, id as u32, &m);
         assert_eq!(
             c.peek(&r),
@@ -614,8 +585,10 @@ mod tests {
         // One wrong byte is caught.
         let mut bad = value.clone();
         bad[4000] ^= 0x10;
-        let mut m = kv::GetResp::new(&ctx);
-        m.set_value(&bad);
+        let m = kv::GetResp {
+            value: (&bad).into(),
+            ..Default::default()
+        };
         let r = response(kind::GET, 41, &m);
         assert_eq!(
             c.check(&r, expect, aux, &specs),
@@ -625,8 +598,10 @@ mod tests {
             }
         );
         // NOT_FOUND is a miss; a request frame (no RESPONSE flag) is unexpected.
-        let mut m = kv::GetResp::new(&ctx);
-        m.set_status(status::NOT_FOUND);
+        let m = kv::GetResp {
+            status: status::NOT_FOUND,
+            ..Default::default()
+        };
         let r = response(kind::GET, 41, &m);
         assert_eq!(
             c.check(&r, expect, aux, &specs),
@@ -695,26 +670,23 @@ mod tests {
         );
         // The PutList carries the generated values the GetList expects.
         let start = sink.reqs[0].1;
-        let put = kv::PutListReq::decode(
-            c.context(),
-            &sink.tx[start + FRAME_HEADER_LEN..sink.reqs[1].1],
-        )
-        .unwrap();
+        let put =
+            kv::PutListReq::decode(&sink.tx[start + FRAME_HEADER_LEN..sink.reqs[1].1]).unwrap();
         let specs = &sink.reqs[1].4;
-        assert_eq!(put.get_values().len(), 2);
-        for (s, v) in specs.iter().zip(put.get_values()) {
+        assert_eq!(put.values.len(), 2);
+        for (s, v) in specs.iter().zip(&put.values) {
             assert_eq!(s.check(v.as_slice()), Ok(()));
         }
         drop(put);
 
-        let pool = Pool::with_capacity(granola::SEGMENT_SIZE).unwrap();
-        let ctx = Context::new(&pool);
         let chk = |c: &mut Native, i: usize, r: &[u8]| {
             let (_, _, e, a, specs) = &sink.reqs[i];
             c.check(r, *e, *a, specs)
         };
-        let mut ack = kv::Ack::new(&ctx);
-        ack.set_count(1);
+        let ack = kv::Ack {
+            count: 1,
+            ..Default::default()
+        };
         let r = response(kind::PUT_LIST, 0, &ack);
         assert_eq!(
             chk(&mut c, 0, &r),
@@ -725,10 +697,10 @@ mod tests {
         );
 
         let vals: Vec<Vec<u8>> = sink.reqs[1].4.iter().map(|s| s.to_vec()).collect();
-        let mut l = kv::GetListResp::new(&ctx);
-        for v in &vals {
-            l.append_values(v);
-        }
+        let l = kv::GetListResp {
+            values: vals.iter().map(Into::into).collect(),
+            ..Default::default()
+        };
         let r = response(kind::GET_LIST, 1, &l);
         assert_eq!(
             chk(&mut c, 1, &r),
@@ -739,11 +711,11 @@ mod tests {
         );
 
         let vals: Vec<Vec<u8>> = sink.reqs[2].4.iter().map(|s| s.to_vec()).collect();
-        let mut g = kv::GetMResp::new(&ctx);
-        g.append_values(&vals[0]);
-        g.append_values(b"");
-        g.append_found(true);
-        g.append_found(false);
+        let g = kv::GetMResp {
+            values: vec![(&vals[0]).into(), b"".into()],
+            found: vec![true, false],
+            ..Default::default()
+        };
         let r = response(kind::GET_M, 2, &g);
         assert_eq!(
             chk(&mut c, 2, &r),
@@ -765,8 +737,10 @@ mod tests {
             }
         );
 
-        let mut ack = kv::Ack::new(&ctx);
-        ack.set_count(2);
+        let ack = kv::Ack {
+            count: 2,
+            ..Default::default()
+        };
         let r = response(kind::APPEND_TO_LIST, 4, &ack);
         assert_eq!(
             chk(&mut c, 4, &r),

@@ -9,32 +9,22 @@ use super::client::{DecodeError, NativeCodec};
 use super::{Reply, Request, Response, Serializer};
 use crate::proto as kv;
 use crate::server::native::status;
-use granola::{Context, Decode, Message, Pool};
+use granola::{Decode, HybridBytes, Message};
 
 /// The granola codec (client side).
-pub struct GranolaCodec {
-    ctx: Context,
-}
-
-impl std::fmt::Debug for GranolaCodec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GranolaCodec").finish_non_exhaustive()
-    }
-}
+#[derive(Debug, Default)]
+pub struct GranolaCodec;
 
 impl GranolaCodec {
-    /// A codec (reserves one pool segment for its [`Context`]).
+    /// A codec.
     pub fn new() -> std::io::Result<GranolaCodec> {
-        let pool = Pool::with_capacity(granola::SEGMENT_SIZE)?;
-        Ok(GranolaCodec {
-            ctx: Context::new(&pool).with_copy_threshold(usize::MAX),
-        })
+        Ok(GranolaCodec)
     }
 }
 
 /// Appends `m`'s encoding to `out`.
 fn append<M: Message>(m: &M, out: &mut Vec<u8>) {
-    let sizes = m.encoded_sizes();
+    let sizes = m.encoded_sizes_with(usize::MAX);
     let at = out.len();
     out.resize(at + sizes.total_len(), 0);
     m.encode(&sizes, &mut out[at..], |_| {
@@ -43,47 +33,48 @@ fn append<M: Message>(m: &M, out: &mut Vec<u8>) {
     .expect("encode into a buffer of encoded_sizes()");
 }
 
-fn decode_as<'a>(
-    ctx: &'a Context,
+fn borrowed<'a>(list: &[&'a [u8]]) -> Vec<HybridBytes<'a>> {
+    list.iter().map(|&b| b.into()).collect()
+}
+
+fn decode_as(
     reply: Reply,
-    payload: &'a [u8],
+    payload: &[u8],
     f: &mut dyn FnMut(Response<&[u8]>),
 ) -> Result<(), granola::DecodeError> {
     match reply {
         Reply::Value => {
-            let m = kv::GetResp::decode(ctx, payload)?;
-            let status = m.get_status();
+            let m = kv::GetResp::decode(payload)?;
             f(Response::Value {
-                status,
-                value: (status == status::OK).then(|| m.get_value()),
+                status: m.status,
+                value: (m.status == status::OK).then_some(&m.value[..]),
             });
         }
         Reply::Values => {
-            let m = kv::GetMResp::decode(ctx, payload)?;
-            let found = m.get_found();
+            let m = kv::GetMResp::decode(payload)?;
             let values = m
-                .get_values()
+                .values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| found.get(i).copied().unwrap_or(true).then(|| v.as_slice()))
+                .map(|(i, v)| m.found.get(i).copied().unwrap_or(true).then_some(&v[..]))
                 .collect();
             f(Response::Values {
-                status: m.get_status(),
+                status: m.status,
                 values,
             });
         }
         Reply::List => {
-            let m = kv::GetListResp::decode(ctx, payload)?;
+            let m = kv::GetListResp::decode(payload)?;
             f(Response::List {
-                status: m.get_status(),
-                values: m.get_values().iter().map(|v| v.as_slice()).collect(),
+                status: m.status,
+                values: m.values.iter().map(|v| &v[..]).collect(),
             });
         }
         Reply::Ack => {
-            let m = kv::Ack::decode(ctx, payload)?;
+            let m = kv::Ack::decode(payload)?;
             f(Response::Ack {
-                status: m.get_status(),
-                count: m.get_count(),
+                status: m.status,
+                count: m.count,
             });
         }
     }
@@ -96,79 +87,64 @@ impl NativeCodec for GranolaCodec {
     }
 
     fn encode_request(&mut self, req: &Request<'_>, out: &mut Vec<u8>) {
-        self.ctx.reset();
-        let ctx = &self.ctx;
         match *req {
-            Request::Get { key } => {
-                let mut m = kv::GetReq::new(ctx);
-                m.set_key(key);
-                append(&m, out);
-            }
-            Request::Put { key, value } => {
-                let mut m = kv::PutReq::new(ctx);
-                m.set_key(key);
-                m.set_value(value);
-                append(&m, out);
-            }
-            Request::GetM { keys } => {
-                let mut m = kv::GetMReq::new(ctx);
-                m.init_keys(keys.len());
-                for k in keys {
-                    m.append_keys(k);
-                }
-                append(&m, out);
-            }
-            Request::PutM { keys, values } => {
-                let mut m = kv::PutMReq::new(ctx);
-                m.init_keys(keys.len());
-                for k in keys {
-                    m.append_keys(k);
-                }
-                m.init_values(values.len());
-                for v in values {
-                    m.append_values(v);
-                }
-                append(&m, out);
-            }
+            Request::Get { key } => append(&kv::GetReq { key: key.into() }, out),
+            Request::Put { key, value } => append(
+                &kv::PutReq {
+                    key: key.into(),
+                    value: value.into(),
+                },
+                out,
+            ),
+            Request::GetM { keys } => append(
+                &kv::GetMReq {
+                    keys: borrowed(keys),
+                },
+                out,
+            ),
+            Request::PutM { keys, values } => append(
+                &kv::PutMReq {
+                    keys: borrowed(keys),
+                    values: borrowed(values),
+                },
+                out,
+            ),
             Request::GetList {
                 key,
                 start,
                 end,
                 all,
-            } => {
-                let mut m = kv::GetListReq::new(ctx);
-                m.set_key(key);
-                m.set_start(start);
-                m.set_end(end);
-                m.set_all(all);
-                append(&m, out);
-            }
-            Request::PutList { key, values } => {
-                let mut m = kv::PutListReq::new(ctx);
-                m.set_key(key);
-                m.init_values(values.len());
-                for v in values {
-                    m.append_values(v);
-                }
-                append(&m, out);
-            }
-            Request::AppendToList { key, value } => {
-                let mut m = kv::AppendToListReq::new(ctx);
-                m.set_key(key);
-                m.set_value(value);
-                append(&m, out);
-            }
-            Request::GetFromList { key, index } => {
-                let mut m = kv::GetFromListReq::new(ctx);
-                m.set_key(key);
-                m.set_index(index);
-                append(&m, out);
-            }
-            Request::Delete { key } => {
-                let mut m = kv::DeleteReq::new(ctx);
-                m.set_key(key);
-                append(&m, out);
-            }
+            } => append(
+                &kv::GetListReq {
+                    key: key.into(),
+                    start,
+                    end,
+                    all,
+                },
+                out,
+            ),
+            Request::PutList { key, values } => append(
+                &kv::PutListReq {
+                    key: key.into(),
+                    values: borrowed(values),
+                },
+                out,
+            ),
+            Request::AppendToList { key, value } => append(
+                &kv::AppendToListReq {
+                    key: key.into(),
+                    value: value.into(),
+                },
+                out,
+            ),
+            Request::GetFromList { key, index } => append(
+                &kv::GetFromListReq {
+                    key: key.into(),
+                    index,
+                },
+                out,
+            ),
+            Request::Delete { key } => append(&kv::DeleteReq { key: key.into() }, out),
         }
     }
 
@@ -178,15 +154,13 @@ impl NativeCodec for GranolaCodec {
         payload: &[u8],
         f: &mut dyn FnMut(Response<&[u8]>),
     ) -> Result<(), DecodeError> {
-        self.ctx.reset();
         let reply = Reply::of_kind(k);
-        decode_as(&self.ctx, reply, payload, f).or_else(|e| {
+        decode_as(reply, payload, f).or_else(|e| {
             // Errors are answered with an Ack whatever the kind.
             if reply == Reply::Ack {
                 return Err(DecodeError::new(Serializer::Granola, e));
             }
-            decode_as(&self.ctx, Reply::Ack, payload, f)
-                .map_err(|_| DecodeError::new(Serializer::Granola, e))
+            decode_as(Reply::Ack, payload, f).map_err(|_| DecodeError::new(Serializer::Granola, e))
         })
     }
 }
