@@ -8,7 +8,7 @@
 //! - no pool slot outlives the messages that referenced it.
 #![no_main]
 
-use granola::{Context, Decode, Message, Pool};
+use granola::{Decode, DecodeOptions, IntoOwned, Message, Pool};
 use granola_tests::lang::{Maps, Shape, Wkt};
 use granola_tests::sample::Sample;
 use libfuzzer_sys::fuzz_target;
@@ -25,18 +25,18 @@ fuzz_target!(|data: &[u8]| {
         Some((t, rest)) => (*t as usize * 4, rest),
         None => (0, data),
     };
-    let ctx = Context::new(pool).with_copy_threshold(threshold);
-    check(&ctx, bytes);
-    check_lang(&ctx, bytes);
+    check(pool, threshold, bytes);
+    check_lang(bytes);
     assert_eq!(pool.stats().live_slots, 0, "a slot leaked");
 });
 
-fn check(ctx: &Context, bytes: &[u8]) {
-    let Some(rx) = ctx.pool().alloc_copy(bytes) else {
+fn check(pool: &Pool, threshold: usize, bytes: &[u8]) {
+    let Some(rx) = pool.alloc_copy(bytes) else {
         return;
     };
-    let from_pool = Sample::decode(ctx, &rx);
-    let from_heap = Sample::decode(ctx, bytes);
+    let opts = DecodeOptions::default();
+    let from_pool = Sample::decode_shared_with(&rx, &opts, threshold);
+    let from_heap = Sample::decode(bytes);
     match (&from_pool, &from_heap) {
         (Ok(a), Ok(b)) => assert_eq!(a, b),
         (Err(a), Err(b)) => assert_eq!(a, b),
@@ -45,39 +45,41 @@ fn check(ctx: &Context, bytes: &[u8]) {
     if let Ok(m) = from_pool {
         // Aliased offsets can make a small input re-encode past 4 GiB: an
         // error, never a panic or a huge allocation.
-        let flat = match m.to_vec() {
-            Ok(v) => v,
+        let sga = match m.to_sga_with(threshold) {
+            Ok(s) => s,
             Err(e) => {
                 assert_eq!(e, granola::EncodeError::TooLarge);
-                assert!(m.to_sga().is_err());
+                assert!(m.to_vec().is_err());
                 return;
             }
         };
-        assert_eq!(m.to_sga().expect("to_sga").to_vec(), flat);
-        let sizes = m.encoded_sizes();
+        let flat = sga.to_vec();
+        let sizes = m.encoded_sizes_with(threshold);
         let mut head = vec![0u8; sizes.head_len()];
         let mut tail = Vec::new();
         m.encode(&sizes, &mut head, |b| tail.extend_from_slice(b))
             .expect("encode");
         head.extend_from_slice(&tail);
         assert_eq!(head, flat);
-        let again = Sample::decode(ctx, &flat).expect("re-encoded bytes decode");
+        let again = Sample::decode(&flat).expect("re-encoded bytes decode");
         assert_eq!(again, m);
-        let _ = m.get_name();
-        for k in m.get_keys() {
+        let _ = m.name.as_str();
+        for k in &m.keys {
             let _ = k.as_str();
         }
+        // Detached, it is still the same message.
+        assert_eq!(m.clone().into_owned(), m);
     }
 }
 
 /// Enums, oneofs, maps and well-known types: whatever decodes re-encodes
 /// to bytes that decode to the same message.
-fn check_lang(ctx: &Context, bytes: &[u8]) {
+fn check_lang(bytes: &[u8]) {
     macro_rules! one {
         ($t:ident) => {
-            if let Ok(m) = $t::decode(ctx, bytes) {
+            if let Ok(m) = $t::decode(bytes) {
                 if let Ok(flat) = m.to_vec() {
-                    let again = $t::decode(ctx, &flat).expect("re-encoded bytes decode");
+                    let again = $t::decode(&flat).expect("re-encoded bytes decode");
                     assert_eq!(again, m);
                 }
             }

@@ -338,7 +338,6 @@ fn type_path(from: &[String], target: &TypePath) -> TokenStream {
     ts
 }
 
-
 /// What the generator needs to know about the whole schema set: which
 /// types borrow (have a lifetime), which fields must be boxed, and the map
 /// entry messages.
@@ -507,7 +506,10 @@ fn enum_accessors(f: &Field, e: &TokenStream) -> TokenStream {
     let dep = deprecated_attr(f.deprecated);
     if f.repeated {
         let push = format_ident!("push_{}", f.rust_name);
-        let d1 = doc(&format!("The known values of `{}`, as the enum.", f.proto_name));
+        let d1 = doc(&format!(
+            "The known values of `{}`, as the enum.",
+            f.proto_name
+        ));
         let d2 = doc(&format!("Appends to `{}`.", f.proto_name));
         return quote! {
             #d1 #dep
@@ -552,7 +554,11 @@ fn enum_accessors(f: &Field, e: &TokenStream) -> TokenStream {
 fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
     if m.map_entry {
         // Map fields are `BTreeMap`s; a view still reads entries one by one.
-        return if model.views { view(model, m) } else { quote!() };
+        return if model.views {
+            view(model, m)
+        } else {
+            quote!()
+        };
     }
     let allow = allows();
     let name = ident(&m.rust_name);
@@ -567,8 +573,11 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
     let module = ident(&m.mod_name);
     let mut inner_scope = m.scope.clone();
     inner_scope.push(m.mod_name.clone());
-    let oneof_borrows =
-        |i: usize| m.fields.iter().any(|f| f.oneof == Some(i) && field_borrows(an, f));
+    let oneof_borrows = |i: usize| {
+        m.fields
+            .iter()
+            .any(|f| f.oneof == Some(i) && field_borrows(an, f))
+    };
 
     let mut struct_fields = TokenStream::new();
     let mut accessors = TokenStream::new();
@@ -667,8 +676,7 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
             ));
             let d = docs(&d);
             let user_attrs = type_attrs(model, &format!("{}.{}", m.full_name, o.proto_name));
-            let mut members: Vec<&Field> =
-                m.fields.iter().filter(|f| f.oneof == Some(i)).collect();
+            let mut members: Vec<&Field> = m.fields.iter().filter(|f| f.oneof == Some(i)).collect();
             members.sort_by_key(|f| f.number);
             let variants = members.iter().map(|f| {
                 let var = variant_name(f);

@@ -999,7 +999,14 @@ fn check_names(
     };
     let mut struct_fields: HashMap<String, &str> = HashMap::new();
     let mut methods: HashMap<String, &str> = HashMap::new();
-    for reserved in ["into_owned", "encoded_sizes", "encoded_len", "encode", "to_vec", "to_sga"] {
+    for reserved in [
+        "into_owned",
+        "encoded_sizes",
+        "encoded_len",
+        "encode",
+        "to_vec",
+        "to_sga",
+    ] {
         methods.insert(reserved.into(), "(a granola::Message method)");
     }
     for o in oneofs {

@@ -114,7 +114,9 @@ fn header_and_layout() {
         .generate(&[Path::new(GOLDEN).join("names.proto")], &[GOLDEN])
         .unwrap();
     assert_eq!(files[0].name, "_.rs");
-    assert!(files[0].content.contains("pub r#type: ::granola::HybridStr<'a>,"));
+    assert!(files[0]
+        .content
+        .contains("pub r#type: ::granola::HybridStr<'a>,"));
 }
 
 #[test]

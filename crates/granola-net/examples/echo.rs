@@ -108,10 +108,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..ServerConfig::default()
         },
     )
-    .tcp(
-        "127.0.0.1:0".parse()?,
-        Arc::new(EchoService),
-    )
+    .tcp("127.0.0.1:0".parse()?, Arc::new(EchoService))
     .start()?;
     let addr = server.tcp_addrs[0];
     println!("echo server on {addr}");

@@ -30,7 +30,11 @@ macro_rules! round_trip {
         assert_eq!(d.to_vec().unwrap(), all_copied);
         let owned = <$t>::decode(&v).unwrap().into_owned();
         assert_eq!(&owned, m);
-        assert_eq!(owned.to_vec().unwrap(), all_copied, "the owned copy re-encodes the same");
+        assert_eq!(
+            owned.to_vec().unwrap(),
+            all_copied,
+            "the owned copy re-encodes the same"
+        );
         v
     }};
 }
@@ -68,8 +72,14 @@ fn generated_sample_round_trips() {
     assert_eq!(d.id, 7);
     assert_eq!(d.name.as_str().unwrap(), "hello");
     assert_eq!(d.name.as_bytes(), b"hello");
-    assert!(d.data.is_shared(), "2 KiB in the received buffer is referenced");
-    assert!(!d.name.is_shared(), "5 bytes are copied, not pinning the buffer");
+    assert!(
+        d.data.is_shared(),
+        "2 KiB in the received buffer is referenced"
+    );
+    assert!(
+        !d.name.is_shared(),
+        "5 bytes are copied, not pinning the buffer"
+    );
     assert_eq!(&d.data[..], &[9u8; 2048][..]);
     assert_eq!(d.vals.len(), 2);
     assert_eq!(&d.vals[0][..], b"small");
@@ -118,7 +128,10 @@ fn filled_sample_round_trips() {
     let rx = pool.alloc_copy(&v).unwrap();
     let d = sample::Sample::decode_buf_with(&rx, &DecodeOptions::default(), 512).unwrap();
     assert_eq!(d, g);
-    assert_eq!(d.to_sga_with(512).unwrap().to_vec(), g.to_sga_with(512).unwrap().to_vec());
+    assert_eq!(
+        d.to_sga_with(512).unwrap().to_vec(),
+        g.to_sga_with(512).unwrap().to_vec()
+    );
 }
 
 fn all_scalars() -> scalars::AllScalars<'static> {
@@ -167,7 +180,10 @@ fn all_scalars_round_trip() {
     let m = all_scalars();
     let v = round_trip!(scalars::AllScalars, &m);
     let d = scalars::AllScalars::decode(&v).unwrap();
-    assert_eq!((d.i32, d.i64, d.u32, d.u64), (i32::MIN, i64::MIN, u32::MAX, u64::MAX));
+    assert_eq!(
+        (d.i32, d.i64, d.u32, d.u64),
+        (i32::MIN, i64::MIN, u32::MAX, u64::MAX)
+    );
     assert_eq!((d.s32, d.s64, d.f32, d.f64), (-5, -6, 7, 8));
     assert_eq!((d.sf32, d.sf64), (-9, -10));
     assert!(d.flag);
@@ -179,7 +195,11 @@ fn all_scalars_round_trip() {
     assert_eq!(d.r_fl, [0.0, 0.25, 0.5]);
     assert_eq!(d.r_text[2], "t2");
     assert_eq!(&d.r_blob[1][..], &[1, 1, 1]);
-    assert_eq!(d.opt, Some(0), "an optional field set to zero stays present");
+    assert_eq!(
+        d.opt,
+        Some(0),
+        "an optional field set to zero stays present"
+    );
 
     // Slots are in field-number order, whatever the declaration order:
     // read the raw header with the runtime's reader.
@@ -339,7 +359,11 @@ fn recursive_messages_round_trip() {
     };
     let v = round_trip!(recursive::Tree, &t);
     let d = recursive::Tree::decode(&v).unwrap();
-    let deepest = &d.forest.as_ref().unwrap().trees[0].forest.as_ref().unwrap().trees[0];
+    let deepest = &d.forest.as_ref().unwrap().trees[0]
+        .forest
+        .as_ref()
+        .unwrap()
+        .trees[0];
     assert_eq!(deepest.root.as_ref().unwrap().value, 9);
 
     // The decoder's depth limit applies to recursive data.

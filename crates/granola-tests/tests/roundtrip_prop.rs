@@ -88,7 +88,11 @@ fn bytes(pool: &Pool, b: &BytesSpec) -> HybridBytes<'static> {
 fn inner(pool: &Pool, s: &InnerSpec) -> Inner<'static> {
     Inner {
         a: s.a.unwrap_or(0),
-        payload: s.payload.as_ref().map(|p| bytes(pool, p)).unwrap_or_default(),
+        payload: s
+            .payload
+            .as_ref()
+            .map(|p| bytes(pool, p))
+            .unwrap_or_default(),
     }
 }
 

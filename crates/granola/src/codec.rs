@@ -39,7 +39,8 @@ pub trait Element<'a>: Sized {
         number: u32,
     ) -> Result<Option<Self>, DecodeError>;
     /// Reads list entry `i`.
-    fn read_entry(l: &ListReader<'a>, cx: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError>;
+    fn read_entry(l: &ListReader<'a>, cx: &mut DecodeCx<'a>, i: usize)
+        -> Result<Self, DecodeError>;
     /// Equality that implies identical encoding (floats by bit pattern, so
     /// NaN equals itself).
     fn same(&self, other: &Self) -> bool;
@@ -59,8 +60,7 @@ pub trait FieldCodec<'a>: Sized {
     /// Writes the present field whose slot is at `slot`.
     fn put<F: FnMut(&Buf)>(&self, enc: &mut Encoder<'_, F>, slot: usize);
     /// Reads field `number` (the default if absent).
-    fn take(h: &HeaderReader<'a>, cx: &mut DecodeCx<'a>, number: u32)
-        -> Result<Self, DecodeError>;
+    fn take(h: &HeaderReader<'a>, cx: &mut DecodeCx<'a>, number: u32) -> Result<Self, DecodeError>;
     /// See [`Element::same`].
     fn same(&self, other: &Self) -> bool;
     /// See [`Element::into_owned`].
@@ -156,7 +156,11 @@ impl<'a> Element<'a> for HybridBytes<'a> {
         Ok(h.bytes(n)?.map(|b| cx.hybrid(b)))
     }
     #[inline]
-    fn read_entry(l: &ListReader<'a>, cx: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError> {
+    fn read_entry(
+        l: &ListReader<'a>,
+        cx: &mut DecodeCx<'a>,
+        i: usize,
+    ) -> Result<Self, DecodeError> {
         l.bytes(i).map(|b| cx.hybrid(b))
     }
     #[inline]
@@ -193,7 +197,11 @@ impl<'a> Element<'a> for HybridStr<'a> {
             .map(|b| HybridStr::from_bytes_unchecked(cx.hybrid(b))))
     }
     #[inline]
-    fn read_entry(l: &ListReader<'a>, cx: &mut DecodeCx<'a>, i: usize) -> Result<Self, DecodeError> {
+    fn read_entry(
+        l: &ListReader<'a>,
+        cx: &mut DecodeCx<'a>,
+        i: usize,
+    ) -> Result<Self, DecodeError> {
         l.bytes(i)
             .map(|b| HybridStr::from_bytes_unchecked(cx.hybrid(b)))
     }
@@ -393,7 +401,9 @@ pub fn set_bit(bm: &mut [u32], number: u32) {
 pub fn slot_of(bm: &[u32], first: usize, number: u32) -> usize {
     let bit = (number as usize).wrapping_sub(1);
     let (w, b) = (bit / 32, bit % 32);
-    let mut below = bm.get(w).map_or(0, |x| (x & ((1u32 << b) - 1)).count_ones());
+    let mut below = bm
+        .get(w)
+        .map_or(0, |x| (x & ((1u32 << b) - 1)).count_ones());
     for x in &bm[..w.min(bm.len())] {
         below += x.count_ones();
     }

@@ -41,11 +41,23 @@ pub mod gr {
 /// granola's variants, in report order.
 pub fn libs() -> Vec<Box<dyn SerLib>> {
     vec![
-        Box::new(Granola::new("granola-hybrid", DEFAULT_COPY_THRESHOLD, Decoder::Borrowed)),
+        Box::new(Granola::new(
+            "granola-hybrid",
+            DEFAULT_COPY_THRESHOLD,
+            Decoder::Borrowed,
+        )),
         Box::new(Granola::new("granola-copy", usize::MAX, Decoder::Borrowed)),
         Box::new(Granola::new("granola-ref", 0, Decoder::Borrowed)),
-        Box::new(Granola::new("granola-owned", DEFAULT_COPY_THRESHOLD, Decoder::Owned)),
-        Box::new(Granola::new("granola-view", DEFAULT_COPY_THRESHOLD, Decoder::View)),
+        Box::new(Granola::new(
+            "granola-owned",
+            DEFAULT_COPY_THRESHOLD,
+            Decoder::Owned,
+        )),
+        Box::new(Granola::new(
+            "granola-view",
+            DEFAULT_COPY_THRESHOLD,
+            Decoder::View,
+        )),
     ]
 }
 

@@ -136,7 +136,11 @@ impl Spec {
         assert_eq!(m.nums, nums, "nums of {}", self.id);
         let inner = m.inner.as_ref().expect("inner present");
         assert_eq!(inner.a, self.seed);
-        assert!(inner.payload == self.inner(), "inner payload of {}", self.id);
+        assert!(
+            inner.payload == self.inner(),
+            "inner payload of {}",
+            self.id
+        );
         assert_eq!(m.items.len(), 2);
         assert_eq!(m.items[0].a, 1);
         assert!(m.items[1].payload == b"item-payload");

@@ -55,7 +55,10 @@ fn send_object_round_trip_mem_pipe() {
     let mut referenced = 0;
     for (s, v) in specs.iter().zip(&values) {
         let m = s.build(v);
-        assert_eq!(m.encoded_sizes_with(THRESHOLD).zero_copy_count(), s.referenced());
+        assert_eq!(
+            m.encoded_sizes_with(THRESHOLD).zero_copy_count(),
+            s.referenced()
+        );
         referenced += s.referenced();
         tx.send_object(hdr(s.id), &m).unwrap();
     }

@@ -390,10 +390,7 @@ fn udp_echo_server() {
             ..ServerConfig::default()
         },
     )
-    .udp(
-        "127.0.0.1:0".parse().unwrap(),
-        Arc::new(UdpEcho),
-    )
+    .udp("127.0.0.1:0".parse().unwrap(), Arc::new(UdpEcho))
     .start()
     .unwrap();
     let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -476,9 +473,7 @@ fn uring_worker_setup_failure_falls_back_to_epoll() {
     while let Some(b) = pool.alloc(16 << 10) {
         hog.push(b);
     }
-    let echo = Arc::new(Echo {
-        max_frame: 1 << 16,
-    });
+    let echo = Arc::new(Echo { max_frame: 1 << 16 });
     let cfg = ServerConfig {
         threads: 1,
         datapath: DatapathKind::Uring,

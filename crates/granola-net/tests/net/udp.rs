@@ -77,8 +77,7 @@ fn batch_of_100_datagrams() {
     {
         for s in &specs {
             let values = s.values(&pool);
-            tx.send_object(to, hdr(s.id), &s.build(&values))
-                .unwrap();
+            tx.send_object(to, hdr(s.id), &s.build(&values)).unwrap();
             // The app's handles go right away; the queue holds the values.
         }
         churn(&pool, &[600, 2048], 3, 0x77);

@@ -126,8 +126,7 @@ fn udp_zerocopy_releases_on_completion() {
     {
         for s in &specs {
             let values = s.values(&pool);
-            tx.send_object(to, hdr(s.id), &s.build(&values))
-                .unwrap();
+            tx.send_object(to, hdr(s.id), &s.build(&values)).unwrap();
             kept.push(values[0].clone());
         }
     }

@@ -5,20 +5,22 @@
 use super::HybridBytes;
 use crate::Buf;
 use std::str::Utf8Error;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A string field: [`HybridBytes`] plus UTF-8 validation on first access.
+/// A string field: [`HybridBytes`] plus UTF-8 validation on access.
 ///
 /// Decoding never validates (Cornflakes §6.4: UTF-8 checks were most of the
-/// baselines' decode time); [`as_str`](Self::as_str) checks once and
-/// remembers a success. Values built from `&str` or `String` are known
-/// valid.
+/// baselines' decode time); [`as_str`](Self::as_str) checks the bytes it
+/// was given, and [`check`](Self::check) does so once for good. Values
+/// built from `&str` or `String` are known valid and never checked.
+///
+/// No cache hides in a `&self` method: a `HybridStr` has no interior
+/// mutability, so it is a well-behaved map key.
+#[derive(Clone)]
 pub struct HybridStr<'a> {
     bytes: HybridBytes<'a>,
-    /// Set once the bytes passed `from_utf8`; the bytes never change, so a
-    /// relaxed flag is enough (a thread that sees `true` sees it for these
-    /// same bytes).
-    valid: AtomicBool,
+    /// The bytes are known to be UTF-8 (they came from a `str`, or passed
+    /// `from_utf8`); they never change afterwards.
+    valid: bool,
 }
 
 impl<'a> HybridStr<'a> {
@@ -27,24 +29,33 @@ impl<'a> HybridStr<'a> {
     pub fn from_bytes_unchecked(bytes: HybridBytes<'a>) -> HybridStr<'a> {
         HybridStr {
             bytes,
-            valid: AtomicBool::new(false),
+            valid: false,
         }
     }
 
-    /// The string, validating it the first time.
+    /// The string; bytes not known to be UTF-8 are validated (each call,
+    /// until [`check`](Self::check) records a success).
     #[inline]
     pub fn as_str(&self) -> Result<&str, Utf8Error> {
         let bytes = self.bytes.as_slice();
-        if self.valid.load(Ordering::Relaxed) {
-            // SAFETY: the flag is set only after these exact bytes passed
-            // from_utf8 (or came from a str), and they cannot change: a
-            // borrowed slice is a shared borrow, `Bytes` is immutable and a
-            // Buf's slot is frozen.
+        if self.valid {
+            // SAFETY: `valid` is set only for bytes that came from a str or
+            // passed from_utf8, and they cannot change: a borrowed slice is
+            // a shared borrow, `Bytes` is immutable and a Buf's slot is
+            // frozen.
             return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
         }
-        let s = std::str::from_utf8(bytes)?;
-        self.valid.store(true, Ordering::Relaxed);
-        Ok(s)
+        std::str::from_utf8(bytes)
+    }
+
+    /// Validates the bytes once, so later [`as_str`](Self::as_str) calls
+    /// skip the check.
+    pub fn check(&mut self) -> Result<&str, Utf8Error> {
+        if !self.valid {
+            std::str::from_utf8(self.bytes.as_slice())?;
+            self.valid = true;
+        }
+        self.as_str()
     }
 
     /// The raw bytes (no validation).
@@ -80,27 +91,14 @@ impl<'a> HybridStr<'a> {
     /// An owned string that no longer borrows (see
     /// [`HybridBytes::into_owned`]).
     pub fn into_owned(self) -> HybridStr<'static> {
-        let valid = self.valid.load(Ordering::Relaxed);
         HybridStr {
             bytes: self.bytes.into_owned(),
-            valid: AtomicBool::new(valid),
+            valid: self.valid,
         }
     }
 
     fn known_valid(bytes: HybridBytes<'a>) -> HybridStr<'a> {
-        HybridStr {
-            bytes,
-            valid: AtomicBool::new(true),
-        }
-    }
-}
-
-impl Clone for HybridStr<'_> {
-    fn clone(&self) -> Self {
-        HybridStr {
-            bytes: self.bytes.clone(),
-            valid: AtomicBool::new(self.valid.load(Ordering::Relaxed)),
-        }
+        HybridStr { bytes, valid: true }
     }
 }
 

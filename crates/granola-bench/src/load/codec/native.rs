@@ -359,8 +359,9 @@ impl Codec for Native {
     fn encode(&mut self, op: &Op, cmd: &Cmd, sink: &mut dyn Sink) -> Result<(), EncodeError> {
         let kv_codec = &mut self.kv_codec;
         let mut slot = sink.begin().ok_or(EncodeError::Overflow)?;
-        self.spell
-            .request(op, cmd, &mut slot, |req, slot| encode_granola(kv_codec, req, slot));
+        self.spell.request(op, cmd, &mut slot, |req, slot| {
+            encode_granola(kv_codec, req, slot)
+        });
         Ok(())
     }
 
@@ -493,7 +494,12 @@ fn check_payload(payload: &[u8], expect: Expect, specs: &[ValueSpec]) -> Outcome
         },
         Expect::List | Expect::Echo => match kv::GetListResp::decode(payload) {
             Err(_) => malformed,
-            Ok(m) => list_outcome(m.status, expect, specs, m.values.iter().map(|v| v.as_slice())),
+            Ok(m) => list_outcome(
+                m.status,
+                expect,
+                specs,
+                m.values.iter().map(|v| v.as_slice()),
+            ),
         },
         Expect::Stored | Expect::Deleted | Expect::Count(_) | Expect::AnyCount => {
             match kv::Ack::decode(payload) {
