@@ -75,7 +75,7 @@ proptest! {
                 let m = s.build(&values);
                 match via {
                     Via::Object => tx.send_object(hdr(s.id), &m).unwrap(),
-                    Via::Sga => tx.send_sga(hdr(s.id), &m.to_sga().unwrap()).unwrap(),
+                    Via::Sga => tx.send_sga(hdr(s.id), &m.to_sga_with(THRESHOLD).unwrap()).unwrap(),
                     Via::Bytes => tx.send_bytes(hdr(s.id), &want[12..]).unwrap(),
                 }
             }

@@ -139,13 +139,12 @@ fn fused_sga_and_bytes_paths_give_identical_wire_bytes() {
     for s in specs() {
         let values = s.values(&pool);
         let m = s.build(&values);
-        let expected = frame_of(3, s.id, 0, &m.to_vec().unwrap());
+        // The queue's threshold is THRESHOLD: the same layout as to_sga's.
+        let sga = m.to_sga_with(THRESHOLD).unwrap();
+        let expected = frame_of(3, s.id, 0, &sga.to_vec());
         let fused = wire_bytes(&pool, |tx| tx.send_object(hdr(s.id), &m).unwrap());
-        let sga = m.to_sga().unwrap();
         let non_fused = wire_bytes(&pool, |tx| tx.send_sga(hdr(s.id), &sga).unwrap());
-        let copied = wire_bytes(&pool, |tx| {
-            tx.send_bytes(hdr(s.id), &m.to_vec().unwrap()).unwrap()
-        });
+        let copied = wire_bytes(&pool, |tx| tx.send_bytes(hdr(s.id), &sga.to_vec()).unwrap());
         assert!(fused == expected, "send_object bytes differ for {}", s.id);
         assert!(non_fused == expected, "send_sga bytes differ for {}", s.id);
         assert!(copied == expected, "send_bytes bytes differ for {}", s.id);
