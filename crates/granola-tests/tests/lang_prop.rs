@@ -115,7 +115,7 @@ proptest! {
 
     #[test]
     fn shapes_round_trip(spec in shape_spec(), threshold in prop_oneof![Just(0usize), Just(64), Just(usize::MAX)]) {
-        let pool = Pool::with_capacity(8 << 20).unwrap();
+        let pool = Pool::with_capacity(256 << 20).unwrap();
         let m = build(&pool, &spec);
         check_round_trip(&pool, &m, threshold);
         let v = m.to_vec().unwrap();
@@ -131,7 +131,7 @@ proptest! {
         i64_m in vec((any::<i64>(), shape_spec()), 0..3),
         b_b in vec((any::<bool>(), vec(any::<u8>(), 0..4)), 0..3),
     ) {
-        let pool = Pool::with_capacity(8 << 20).unwrap();
+        let pool = Pool::with_capacity(256 << 20).unwrap();
         let m = Maps {
             s_s: s_s.iter().map(|(k, v)| (k.clone().into(), v.clone().into())).collect(),
             u32_e: u32_e.iter().copied().collect(),

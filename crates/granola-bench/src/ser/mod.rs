@@ -30,6 +30,7 @@
 //! variants go in `granola_lib.rs`, whose `libs()` is already registered).
 
 pub mod bincode_lib;
+pub mod bitcode_lib;
 pub mod capnp_lib;
 pub mod flatbuffers_lib;
 pub mod floors;
@@ -131,6 +132,7 @@ pub fn all_libs() -> Vec<Box<dyn SerLib>> {
     libs.push(Box::new(capnp_lib::Capnp::default()));
     libs.push(Box::new(rkyv_lib::Rkyv::default()));
     libs.push(Box::new(bincode_lib::Bincode::default()));
+    libs.push(Box::new(bitcode_lib::Bitcode::default()));
     libs
 }
 

@@ -76,7 +76,7 @@ pub struct AllScalars<'a> {
     pub r_text: ::std::vec::Vec<::granola::HybridStr<'a>>,
     /// `optional uint32 opt = 32;`
     ///
-    /// proto3 `optional` is accepted: every granola field has presence.
+    /// proto3 `optional`: explicit presence (set to zero is still set).
     pub opt: ::core::option::Option<u32>,
     /// `uint64 high = 33;`
     pub high: u64,
