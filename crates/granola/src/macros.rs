@@ -75,6 +75,7 @@ macro_rules! message {
 
         #[allow(deprecated)]
         impl<'a> $crate::Decode<'a> for $($ty)+ {
+            #[inline]
             fn __decode(
                 cx: &mut $crate::__private::DecodeCx<'a>,
                 h: &$crate::__private::HeaderReader<'a>,

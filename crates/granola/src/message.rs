@@ -144,11 +144,13 @@ pub trait Message {
 /// owned message whose large fields reference the buffer.
 pub trait Decode<'a>: Sized {
     /// Decodes under the default limits ([`DecodeOptions::default`]).
+    #[inline]
     fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         Self::decode_with(bytes, &DecodeOptions::default())
     }
 
     /// Decodes under `options`' limits (for untrusted input, tighten them).
+    #[inline]
     fn decode_with(bytes: &'a [u8], options: &DecodeOptions) -> Result<Self, DecodeError> {
         let mut cx = DecodeCx::new(bytes, options)?;
         cx.charge_bytes(std::mem::size_of::<Self>(), 0)?;

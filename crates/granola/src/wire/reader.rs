@@ -121,6 +121,8 @@ fn read_u64(obj: &[u8], at: usize) -> Option<u64> {
 #[derive(Clone, Copy)]
 pub struct HeaderReader<'a> {
     obj: &'a [u8],
+    /// Bitmap word 0 (fields 1..=32, where most messages live), read once.
+    word0: u32,
     bitmap_at: usize,
     words: usize,
     slots_at: usize,
@@ -132,6 +134,7 @@ impl<'a> HeaderReader<'a> {
     /// Validates the header at `at` (its bitmap and slots must lie in the
     /// input). `stated_len` is the length recorded by the parent (0 for the
     /// root, which has none).
+    #[inline]
     pub fn new_checked(
         cx: &mut DecodeCx<'a>,
         at: usize,
@@ -167,6 +170,11 @@ impl<'a> HeaderReader<'a> {
         }
         Ok(HeaderReader {
             obj,
+            word0: if words > 0 {
+                read_u32(obj, bitmap_at).unwrap_or(0)
+            } else {
+                0
+            },
             bitmap_at,
             words,
             slots_at,
@@ -187,6 +195,9 @@ impl<'a> HeaderReader<'a> {
 
     #[inline]
     fn word(&self, w: usize) -> u32 {
+        if w == 0 {
+            return self.word0;
+        }
         // In bounds: new_checked validated the whole bitmap.
         read_u32(self.obj, self.bitmap_at + 4 * w).unwrap_or(0)
     }
