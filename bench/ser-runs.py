@@ -24,7 +24,7 @@ for l in libs:
         tot[(l,s)]=statistics.median(per)
         cells.append("%22s"%("%d+%d=%d [%d-%d]"%(a[0],b[0],statistics.median(per),min(per),max(per))))
     print("%-14s|"%l+"|".join(cells))
-peers=['prost','flatbuffers','capnp','rkyv','bincode','bitcode']
+peers=['prost','buffa','flatbuffers','capnp','rkyv','bincode','bitcode']
 print()
 print("fastest peer (serialize+decode) and granola's advantage (fastest peer / granola):")
 for s in shapes:

@@ -1,6 +1,8 @@
-//! Generates code for `schemas/shapes.proto` twice: granola's (granola-build,
-//! into `$OUT_DIR/granola/`) and prost's (prost-build over protox, a pure
-//! Rust protobuf compiler, into `$OUT_DIR`), so no `protoc` is needed; and
+//! Generates code for `schemas/shapes.proto` three times: granola's
+//! (granola-build, into `$OUT_DIR/granola/`), prost's (prost-build over
+//! protox, a pure Rust protobuf compiler, into `$OUT_DIR`) and buffa's
+//! (buffa-build over the same protox descriptor set, into
+//! `$OUT_DIR/buffa/`), so no `protoc` is needed; and
 //! granola's code for the KV server's native protocol
 //! (`../granola-kv/proto/kv.proto`, into `$OUT_DIR/kv/`), which the load
 //! generator speaks.
@@ -33,7 +35,22 @@ fn main() {
     let fds = protox::compile([proto], ["schemas"]).expect("protox failed to compile shapes.proto");
     // Default prost configuration: `bytes` fields are `Vec<u8>` and `string`
     // fields are `String` (not `bytes::Bytes`).
+    let fds_path = out_dir.join("shapes.fds");
+    std::fs::write(&fds_path, prost::Message::encode_to_vec(&fds)).expect("write shapes.fds");
     prost_build::Config::new()
         .compile_fds(fds)
         .expect("prost-build failed");
+
+    // buffa with its borrowed views; owned types keep the defaults
+    // (`Vec<u8>`, `String`), as prost's do.
+    let buffa_out = out_dir.join("buffa");
+    std::fs::create_dir_all(&buffa_out).expect("create OUT_DIR/buffa");
+    buffa_build::Config::new()
+        .descriptor_set(&fds_path)
+        .files(&["shapes.proto"])
+        .out_dir(&buffa_out)
+        .generate_views(true)
+        .include_file("mod.rs")
+        .compile()
+        .expect("buffa-build failed");
 }

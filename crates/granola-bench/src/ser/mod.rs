@@ -31,6 +31,7 @@
 
 pub mod bincode_lib;
 pub mod bitcode_lib;
+pub mod buffa_lib;
 pub mod capnp_lib;
 pub mod flatbuffers_lib;
 pub mod floors;
@@ -128,6 +129,7 @@ pub fn all_libs() -> Vec<Box<dyn SerLib>> {
     libs.extend(granola_lib::libs());
     // ---- peers ----
     libs.push(Box::new(prost_lib::Prost::default()));
+    libs.push(Box::new(buffa_lib::Buffa::default()));
     libs.push(Box::new(flatbuffers_lib::Flatbuffers::default()));
     libs.push(Box::new(capnp_lib::Capnp::default()));
     libs.push(Box::new(rkyv_lib::Rkyv::default()));
