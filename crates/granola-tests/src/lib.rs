@@ -13,6 +13,30 @@ pub mod netns;
 /// Generated from `schemas/sample.proto` (package `sample`).
 pub mod sample {
     include!(concat!(env!("OUT_DIR"), "/sample.rs"));
+
+    /// The smoke tests' message: every field set; `data` is `big` and the
+    /// second `vals` entry its first 1 KiB (both pool references), the
+    /// rest small copies.
+    pub fn smoke(big: &granola::Buf) -> Sample<'static> {
+        Sample {
+            id: 7,
+            name: "hello".into(),
+            data: big.clone().into(),
+            vals: vec![b"small".into(), big.slice(..1024).into()],
+            keys: vec!["k1".into()],
+            nums: vec![-3],
+            inner: Some(Inner {
+                a: 42,
+                ..Default::default()
+            }),
+            items: vec![Inner {
+                payload: b"p".into(),
+                ..Default::default()
+            }],
+            flag: true,
+            ratio: 0.5,
+        }
+    }
 }
 
 /// Generated from `schemas/scalars.proto` (package `scalars`).

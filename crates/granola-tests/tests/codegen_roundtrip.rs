@@ -44,24 +44,7 @@ macro_rules! round_trip {
 fn generated_sample_round_trips() {
     let pool = pool();
     let big = pool.alloc_copy(&[9u8; 2048]).unwrap();
-    let m = sample::Sample {
-        id: 7,
-        name: "hello".into(),
-        data: big.clone().into(),
-        vals: vec![b"small".into(), big.slice(..1024).into()],
-        keys: vec!["k1".into()],
-        nums: vec![-3],
-        inner: Some(sample::Inner {
-            a: 42,
-            ..Default::default()
-        }),
-        items: vec![sample::Inner {
-            payload: b"p".into(),
-            ..Default::default()
-        }],
-        flag: true,
-        ratio: 0.5,
-    };
+    let m = sample::smoke(&big);
     assert_eq!(big.ref_count(), 3);
     assert_eq!(m.encoded_sizes_with(512).zero_copy_count(), 2);
     let v = m.to_vec().unwrap();

@@ -5,24 +5,7 @@ use granola_tests::sample::{Inner, Sample};
 fn round_trip_smoke() {
     let pool = Pool::with_capacity(16 << 20).unwrap();
     let big = pool.alloc_copy(&[9u8; 2048]).unwrap();
-    let m = Sample {
-        id: 7,
-        name: "hello".into(),
-        data: big.clone().into(),
-        vals: vec![b"small".into(), big.slice(..1024).into()],
-        keys: vec!["k1".into()],
-        nums: vec![-3],
-        inner: Some(Inner {
-            a: 42,
-            ..Default::default()
-        }),
-        items: vec![Inner {
-            payload: b"p".into(),
-            ..Default::default()
-        }],
-        flag: true,
-        ratio: 0.5,
-    };
+    let m = granola_tests::sample::smoke(&big);
     assert_eq!(big.ref_count(), 3);
     let sizes = m.encoded_sizes_with(512);
     assert_eq!(sizes.zero_copy_count(), 2);
