@@ -12,6 +12,8 @@ use granola::Decode;
 use granola_kv::proto as kv;
 use granola_kv::server::native::{kind, status};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The version line `version` answers.
 fn version_line() -> Vec<u8> {
@@ -1151,6 +1153,87 @@ fn exec_is_not_interleaved() {
     }
     writer.join().unwrap();
     assert_eq!(r.resp(&["GET", "x"]), Resp::Bulk(Some(b"2000".to_vec())));
+}
+
+/// A multi-key write is applied at once: readers on other connections
+/// (some on the other worker thread) never see an MSET half done, neither
+/// in one MGET nor in a GET of the first key followed by a GET of the
+/// second; and a DEL of both keys removes both at once.
+#[test]
+fn multi_key_writes_are_never_seen_half_applied() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    // Not a multiple of 10: the last round is not deleted.
+    const ROUNDS: u64 = 100_001;
+    let done = Arc::new(AtomicBool::new(false));
+    let writer_done = done.clone();
+    let writer = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        for chunk in (1..=ROUNDS).collect::<Vec<_>>().chunks(100) {
+            let mut req = Vec::new();
+            for &i in chunk {
+                let v = i.to_string();
+                req.extend_from_slice(&resp_cmd(&["MSET", "ma", &v, "mb", &v]));
+                if i % 10 == 0 {
+                    req.extend_from_slice(&resp_cmd(&["DEL", "ma", "mb"]));
+                }
+            }
+            c.send(&req);
+            for &i in chunk {
+                c.expect(b"+OK\r\n");
+                if i % 10 == 0 {
+                    c.expect(b":2\r\n");
+                }
+            }
+        }
+        writer_done.store(true, Ordering::SeqCst);
+    });
+    let int = |r: Resp| -> Option<u64> {
+        match r {
+            Resp::Bulk(Some(v)) => Some(String::from_utf8(v).unwrap().parse().unwrap()),
+            Resp::Bulk(None) => None,
+            other => panic!("not a bulk string: {other:?}"),
+        }
+    };
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut r = Client::connect(addr);
+                let mut checked = 0u64;
+                while !done.load(Ordering::SeqCst) || checked < 100 {
+                    match r.resp(&["MGET", "ma", "mb"]) {
+                        Resp::Array(Some(v)) => {
+                            let v: Vec<Option<u64>> = v.into_iter().map(int).collect();
+                            assert_eq!(v[0], v[1], "MGET saw an MSET or DEL half applied");
+                        }
+                        other => panic!("MGET: {other:?}"),
+                    }
+                    // mb is written with ma; seeing ma at n, mb is at n or
+                    // later (or deleted by a later round).
+                    let a = int(r.resp(&["GET", "ma"]));
+                    let b = int(r.resp(&["GET", "mb"]));
+                    if let (Some(a), Some(b)) = (a, b) {
+                        assert!(b >= a, "GET ma = {a} then GET mb = {b}");
+                    }
+                    checked += 1;
+                }
+                checked
+            })
+        })
+        .collect();
+    for r in readers {
+        assert!(r.join().unwrap() >= 100);
+    }
+    writer.join().unwrap();
+    let mut c = Client::connect(addr);
+    assert_eq!(
+        c.resp(&["MGET", "ma", "mb"]),
+        Resp::Array(Some(vec![
+            Resp::Bulk(Some(b"100001".to_vec())),
+            Resp::Bulk(Some(b"100001".to_vec()))
+        ]))
+    );
 }
 
 /// The strings, keyspace and expiry commands, exact replies.

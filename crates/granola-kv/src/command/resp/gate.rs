@@ -1,6 +1,7 @@
-//! Isolation for `EXEC`: while a transaction runs, no other RESP command
+//! Isolation for `EXEC` and multi-key writes (MSET, DEL of several keys,
+//! RENAME, SMOVE, SUNIONSTORE, ...): while one runs, no other RESP command
 //! runs (Redis runs commands one at a time; granola-kv runs them on every
-//! worker thread at once, so EXEC has to stop the others).
+//! worker thread at once, so these have to stop the others).
 //!
 //! Every RESP command enters the gate shared: it bumps a counter of its
 //! own (one per thread, on its own cache line, so commands on different
@@ -9,8 +10,11 @@
 //! zero; commands that see the flag step back and wait on the mutex. The
 //! Dekker-style handshake (each side writes its own word, then reads the
 //! other's, all SeqCst) means a command and an EXEC never both proceed.
-//! memcached and native requests do not enter the gate: a transaction is
-//! isolated from other Redis clients only.
+//! memcached and native requests do not enter the gate: a transaction or
+//! multi-key write is isolated from other Redis clients only. Multi-key
+//! reads (MGET, SUNION) enter shared, so they see a multi-key write whole
+//! or not at all, but two single-key SETs in a row may land between an
+//! MGET's keys.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};

@@ -250,6 +250,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if spec.name == "exec" {
         return (spec.run)(ctx, cmd);
     }
+    if spec.writes_many(cmd.len()) {
+        // Redis applies a multi-key write at once; here every worker runs
+        // commands, so it enters the gate alone, as EXEC does.
+        let _alone = ctx.shared.resp_gate.exclusive();
+        return (spec.run)(ctx, cmd);
+    }
     let _entered = ctx.shared.resp_gate.shared();
     (spec.run)(ctx, cmd)
 }

@@ -285,8 +285,9 @@ pub fn sintercard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `SMOVE source destination member`: 1 if moved. (Two keys, two locks:
-/// a reader between the two steps may see the member in neither set.)
+/// `SMOVE source destination member`: 1 if moved. (Two keys, two locks;
+/// the command runs alone in the RESP gate, so no Redis client sees the
+/// member in neither set between the two steps.)
 pub fn smove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let (src, dst, m) = (arg(cmd, 1), arg(cmd, 2), arg(cmd, 3));
     // Both must be sets (or absent) before anything moves.

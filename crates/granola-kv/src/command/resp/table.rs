@@ -29,6 +29,23 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// True if this call writes more than one key (MSET of two pairs, DEL
+    /// of two keys, RENAME, SMOVE, SUNIONSTORE, ...): it must run alone so
+    /// that no other Redis command sees it half applied.
+    pub fn writes_many(&self, argc: usize) -> bool {
+        let (first, last, step) = self.keys;
+        if first <= 0 || step <= 0 || !self.flags.contains(&"write") {
+            return false;
+        }
+        let last = if last < 0 {
+            argc as i64 + i64::from(last)
+        } else {
+            i64::from(last)
+        };
+        let keys = (last - i64::from(first)) / i64::from(step) + 1;
+        keys > 1
+    }
+
     /// True if `argc` arguments (with the name) fit the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
         let n = argc as i64;
