@@ -204,7 +204,8 @@ pub(crate) struct MethodModel {
 pub(crate) struct Field {
     /// The proto name.
     pub proto_name: String,
-    /// The snake-case base of the method names (`get_<rust_name>`).
+    /// The snake-case field name, also the base of an enum field's
+    /// accessors (`<rust_name>()`, `set_<rust_name>()`).
     pub rust_name: String,
     /// The struct field's identifier (without `r#`).
     pub ident: String,

@@ -138,8 +138,8 @@ pub trait Message {
 /// A message that can be decoded, zero-copy, from bytes in `'a`.
 ///
 /// [`decode`](Self::decode) borrows: bytes and string fields point into the
-/// input, nothing is copied or reference-counted, strings are validated on
-/// first access. [`IntoOwned::into_owned`] detaches the result, and
+/// input, nothing is copied or reference-counted, strings are validated
+/// when read as `&str`. [`IntoOwned::into_owned`] detaches the result, and
 /// [`decode_buf`](Self::decode_buf) decodes a pool buffer straight into an
 /// owned message whose large fields reference the buffer.
 pub trait Decode<'a>: Sized {
