@@ -1487,7 +1487,22 @@ fn resp_strings_keys_transcript() {
     match c.resp(&["INFO", "commandstats"]) {
         Resp::Bulk(Some(t)) => {
             let t = String::from_utf8(t).unwrap();
-            assert!(t.contains("cmdstat_set:calls="), "{t}");
+            // `cmdstat_set:calls=N,usec=U,usec_per_call=P`, as Redis writes
+            // it (usec estimated from sampled calls).
+            let line = t
+                .lines()
+                .find_map(|l| l.strip_prefix("cmdstat_set:"))
+                .unwrap_or_else(|| panic!("no cmdstat_set: {t}"));
+            let field = |name: &str| -> f64 {
+                line.split(',')
+                    .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+                    .unwrap_or_else(|| panic!("{name} missing: {line}"))
+                    .parse()
+                    .unwrap()
+            };
+            let (calls, usec, per_call) = (field("calls"), field("usec"), field("usec_per_call"));
+            assert!(calls >= 1.0, "{line}");
+            assert!((per_call - usec / calls).abs() < 0.01, "{line}");
         }
         r => panic!("INFO commandstats: {r:?}"),
     }

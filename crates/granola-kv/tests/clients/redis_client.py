@@ -186,6 +186,8 @@ def main():
     expect_error("select out of range", lambda: r.execute_command("SELECT", 16), "out of range")
     stats = r.info("commandstats")
     check("commandstats parse", stats["cmdstat_get"]["calls"] >= 3, True)
+    check("commandstats usec", stats["cmdstat_get"]["usec"] >= 0, True)
+    check("commandstats usec_per_call", "usec_per_call" in stats["cmdstat_get"], True)
     hashes_and_sets(r, other)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)

@@ -244,9 +244,18 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         transaction::queue(ctx, cmd);
         return Step::Done;
     }
-    if ctx.resume == 0 {
-        table::count(spec);
+    let timed = ctx.resume == 0 && table::count(spec);
+    let start = timed.then(std::time::Instant::now);
+    let step = run_gated(ctx, cmd, spec);
+    if let Some(start) = start {
+        table::record(spec, start.elapsed().as_nanos() as u64);
     }
+    step
+}
+
+/// Runs `spec` in the transaction gate: EXEC and multi-key writes alone,
+/// everything else shared.
+fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -> Step {
     if spec.name == "exec" {
         return (spec.run)(ctx, cmd);
     }
@@ -264,8 +273,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::lookup(cmd.name()) {
         Some(spec) if spec.arity_ok(cmd.len()) => {
-            table::count(spec);
-            (spec.run)(ctx, cmd)
+            let start = table::count(spec).then(std::time::Instant::now);
+            let step = (spec.run)(ctx, cmd);
+            if let Some(start) = start {
+                table::record(spec, start.elapsed().as_nanos() as u64);
+            }
+            step
         }
         _ => {
             resp::write_unknown_command(ctx.out, cmd);

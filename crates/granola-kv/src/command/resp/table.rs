@@ -262,42 +262,83 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("transactions", "unwatch", 1, C, NOKEY, transaction::unwatch),
 ];
 
-/// Call counters (INFO commandstats), one row per command, striped over
-/// threads so concurrent calls do not share a cache line.
+/// Call counters and sampled times (INFO commandstats), one row per
+/// command, striped over threads so concurrent calls do not share a cache
+/// line.
 struct Calls(Vec<[Stripe; STRIPES]>);
 
 const STRIPES: usize = 8;
 
+/// One call in this many is timed: two clock reads on every command would
+/// cost the pipelined hot path several percent, and the sampled mean
+/// converges within a few thousand calls.
+const SAMPLE_EVERY: u64 = 16;
+
 #[repr(align(64))]
 #[derive(Default)]
-struct Stripe(AtomicU64);
+struct Stripe {
+    calls: AtomicU64,
+    timed: AtomicU64,
+    timed_ns: AtomicU64,
+}
 
 fn calls_table() -> &'static Calls {
     static CALLS: OnceLock<Calls> = OnceLock::new();
     CALLS.get_or_init(|| Calls(COMMANDS.iter().map(|_| Default::default()).collect()))
 }
 
-/// Counts one call of `spec`.
-pub fn count(spec: &'static Spec) {
+fn stripe(spec: &'static Spec) -> Option<&'static Stripe> {
     let i =
         (spec as *const Spec as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Spec>();
-    if let Some(row) = calls_table().0.get(i) {
-        row[my_slot() % STRIPES].0.fetch_add(1, Ordering::Relaxed);
+    calls_table().0.get(i).map(|row| &row[my_slot() % STRIPES])
+}
+
+/// Counts one call of `spec`; true if this call should be timed
+/// ([`record`]).
+pub fn count(spec: &'static Spec) -> bool {
+    stripe(spec).is_some_and(|s| s.calls.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY == 0)
+}
+
+/// Adds a timed call of `spec` that took `ns` nanoseconds.
+pub fn record(spec: &'static Spec, ns: u64) {
+    if let Some(s) = stripe(spec) {
+        s.timed.fetch_add(1, Ordering::Relaxed);
+        s.timed_ns.fetch_add(ns, Ordering::Relaxed);
     }
 }
 
-/// Commands called at least once, with their call counts.
-pub fn calls() -> impl Iterator<Item = (&'static Spec, u64)> {
+/// One command's statistics.
+pub struct CallStats {
+    /// Calls so far.
+    pub calls: u64,
+    /// Estimated microseconds spent in them: the timed calls' mean times
+    /// every call.
+    pub usec: u64,
+}
+
+/// Commands called at least once, with their statistics.
+pub fn calls() -> impl Iterator<Item = (&'static Spec, CallStats)> {
     COMMANDS
         .iter()
         .zip(&calls_table().0)
-        .map(|(s, row)| (s, row.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()))
-        .filter(|&(_, n)| n > 0)
+        .map(|(s, row)| {
+            let sum = |f: fn(&Stripe) -> &AtomicU64| -> u64 {
+                row.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
+            };
+            let (calls, timed, ns) = (sum(|c| &c.calls), sum(|c| &c.timed), sum(|c| &c.timed_ns));
+            let usec = if timed == 0 {
+                0
+            } else {
+                (u128::from(ns) * u128::from(calls) / u128::from(timed) / 1000) as u64
+            };
+            (s, CallStats { calls, usec })
+        })
+        .filter(|(_, st)| st.calls > 0)
 }
 
 /// Every command call so far.
 pub fn total_calls() -> u64 {
-    calls().map(|(_, n)| n).sum()
+    calls().map(|(_, st)| st.calls).sum()
 }
 
 /// The command called `name` (any case).
