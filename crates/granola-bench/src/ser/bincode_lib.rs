@@ -12,7 +12,7 @@ use std::hint::black_box;
 use bincode::{BorrowDecode, Encode};
 
 use super::shapes::{touch, MsgKind, ShapeSet};
-use super::{wire_copy, SerLib};
+use super::{encode_all, SerLib};
 
 #[derive(Encode, BorrowDecode)]
 struct StringMsg<'a> {
@@ -114,12 +114,7 @@ impl SerLib for Bincode {
     fn prepare(&mut self, set: &ShapeSet) {
         self.kind = Some(set.kind());
         self.out = Vec::with_capacity(set.max_payload_bytes() + 1024);
-        self.wire = (0..set.len())
-            .map(|i| {
-                Self::encode(&mut self.out, set, i);
-                wire_copy(&self.out)
-            })
-            .collect();
+        self.wire = encode_all(set, &mut self.out, Self::encode);
     }
 
     fn serialize(&mut self, set: &ShapeSet, i: usize) -> usize {

@@ -12,7 +12,7 @@ use std::hint::black_box;
 use buffa::{Message, MessageView};
 
 use super::shapes::{touch, MsgKind, ShapeSet};
-use super::{wire_copy, SerLib};
+use super::{encode_all, SerLib};
 
 /// The generated types of `schemas/shapes.proto`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -92,12 +92,7 @@ impl SerLib for Buffa {
     fn prepare(&mut self, set: &ShapeSet) {
         self.kind = Some(set.kind());
         self.out = Vec::with_capacity(set.max_payload_bytes() + 1024);
-        self.wire = (0..set.len())
-            .map(|i| {
-                Self::encode_msg(&mut self.out, set, i);
-                wire_copy(&self.out)
-            })
-            .collect();
+        self.wire = encode_all(set, &mut self.out, Self::encode_msg);
     }
 
     fn serialize(&mut self, set: &ShapeSet, i: usize) -> usize {

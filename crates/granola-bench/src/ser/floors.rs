@@ -14,7 +14,7 @@
 use std::hint::black_box;
 
 use super::shapes::{touch, MsgKind, ShapeSet};
-use super::{wire_copy, SerLib};
+use super::{encode_all, SerLib};
 
 /// Copy-everything floor.
 #[derive(Default)]
@@ -150,12 +150,7 @@ impl SerLib for Handwritten {
     fn prepare(&mut self, set: &ShapeSet) {
         self.with_id = set.kind() == MsgKind::IdPair;
         self.out = Vec::with_capacity(set.max_payload_bytes() + 8 + 8 * 64);
-        self.wire = (0..set.len())
-            .map(|i| {
-                Self::encode(&mut self.out, set, i);
-                wire_copy(&self.out)
-            })
-            .collect();
+        self.wire = encode_all(set, &mut self.out, Self::encode);
     }
 
     fn serialize(&mut self, set: &ShapeSet, i: usize) -> usize {

@@ -144,6 +144,22 @@ pub fn wire_copy(bytes: &[u8]) -> Vec<u8> {
     bytes.to_vec()
 }
 
+/// The wire buffers of every message of `set`: `encode` writes message `i`
+/// into `out` (cleared and reused), each result is copied out exactly
+/// sized. `prepare` of the libraries that encode into a `Vec<u8>`.
+pub fn encode_all(
+    set: &ShapeSet,
+    out: &mut Vec<u8>,
+    mut encode: impl FnMut(&mut Vec<u8>, &ShapeSet, usize) -> usize,
+) -> Vec<Vec<u8>> {
+    (0..set.len())
+        .map(|i| {
+            encode(out, set, i);
+            wire_copy(out)
+        })
+        .collect()
+}
+
 /// Benchmark parameters.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
