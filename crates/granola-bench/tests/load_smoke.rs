@@ -33,13 +33,24 @@ fn find(cmd: &str) -> Option<String> {
     None
 }
 
-/// A free high port (bind to 0, read it back, release it).
+/// A free port for a server started as a child process, taken below the
+/// kernel's ephemeral range (32768-60999 by default) so that no client
+/// socket of a concurrent test can take it between this check and the
+/// server's bind; each call tries different ports, starting at one derived
+/// from the process id.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(89) % SPAN;
+    for _ in 0..500 {
+        let port = (LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port below the ephemeral range");
 }
 
 fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {

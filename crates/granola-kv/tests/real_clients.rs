@@ -352,19 +352,6 @@ fn memccapable_ascii() {
     assert!(!text.contains("[FAIL]"), "{text}");
 }
 
-/// A port free for both TCP and UDP on 127.0.0.1 (memaslap's UDP mode
-/// sends to the TCP port's number).
-fn free_tcp_udp_port() -> u16 {
-    for _ in 0..50 {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = tcp.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no port free for both TCP and UDP");
-}
-
 /// One memaslap (`memcaslap` in Debian's libmemcached-tools) run against
 /// a fresh server: its own workload (90% get, 10% set of 100 B values,
 /// every get of a key it set is verified), bounded by an operation count.
