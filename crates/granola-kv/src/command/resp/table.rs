@@ -34,7 +34,7 @@ impl Spec {
     /// that no other Redis command sees it half applied.
     pub fn writes_many(&self, argc: usize) -> bool {
         let (first, last, step) = self.keys;
-        if first <= 0 || step <= 0 || !self.flags.contains(&"write") {
+        if first <= 0 || step <= 0 {
             return false;
         }
         let last = if last < 0 {
@@ -42,8 +42,10 @@ impl Spec {
         } else {
             i64::from(last)
         };
+        // Integer arithmetic first: every command passes here, and most
+        // name one key, so the flag scan (string compares) is rarely run.
         let keys = (last - i64::from(first)) / i64::from(step) + 1;
-        keys > 1
+        keys > 1 && self.flags.contains(&"write")
     }
 
     /// True if `argc` arguments (with the name) fit the arity.
