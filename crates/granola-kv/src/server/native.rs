@@ -10,7 +10,7 @@ use crate::proto as kv;
 use crate::protocol::{ErrorKind, Parsed, ProtocolError, Recovery};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
-use granola::{Buf, Decode, Message};
+use granola::{Buf, Decode, HybridBytes, Message};
 use granola_net::server::{Close, DatagramHandler};
 use granola_net::tx::SendError;
 use granola_net::udp::{Datagram, UdpTx};
@@ -25,6 +25,7 @@ pub struct Native {
     shared: Arc<Shared>,
     threshold: usize,
     spare: Spare,
+    reply_vecs: ReplyVecs,
     fused: bool,
     max_frame: usize,
 }
@@ -39,6 +40,7 @@ impl Native {
             shared,
             threshold,
             spare: Spare::default(),
+            reply_vecs: ReplyVecs::default(),
             fused,
             max_frame: granola_net::TxConfig::default().max_frame,
         }
@@ -83,7 +85,15 @@ impl Protocol for Native {
             fused: self.fused,
             threshold: self.threshold,
         };
-        let r = handle(&self.shared, &mut self.spare, &h, payload, &mut o, false);
+        let r = handle(
+            &self.shared,
+            &mut self.spare,
+            &mut self.reply_vecs,
+            &h,
+            payload,
+            &mut o,
+            false,
+        );
         match r {
             Ok(()) => Step::Done,
             Err(c) => Step::Close(c.reason),
@@ -174,6 +184,7 @@ pub struct NativeDatagrams {
     shared: Arc<Shared>,
     threshold: usize,
     spare: Spare,
+    reply_vecs: ReplyVecs,
 }
 
 impl NativeDatagrams {
@@ -185,6 +196,7 @@ impl NativeDatagrams {
             shared,
             threshold,
             spare: Spare::default(),
+            reply_vecs: ReplyVecs::default(),
         }
     }
 }
@@ -206,8 +218,8 @@ impl DatagramHandler for NativeDatagrams {
             threshold: self.threshold,
         };
         let payload = data.get(FRAME_HEADER_LEN..).unwrap_or_default();
-        let spare = &mut self.spare;
-        if let Err(c) = handle(&self.shared, spare, &header, payload, &mut o, true) {
+        let (spare, vecs) = (&mut self.spare, &mut self.reply_vecs);
+        if let Err(c) = handle(&self.shared, spare, vecs, &header, payload, &mut o, true) {
             log::warn!("{}: {}", dgram.from, c.reason);
         }
     }
@@ -220,6 +232,7 @@ impl DatagramHandler for NativeDatagrams {
 fn handle<O: NativeOut>(
     shared: &Shared,
     spare: &mut Spare,
+    reply_vecs: &mut ReplyVecs,
     h: &FrameHeader,
     bytes: &[u8],
     io: &mut O,
@@ -236,9 +249,7 @@ fn handle<O: NativeOut>(
     } else {
         resp
     };
-    let sent = send_response(io, h, &resp);
-    spare.recycle(resp);
-    sent
+    send_response(io, h, resp, spare, reply_vecs)
 }
 
 /// Decodes a request of `kind` and hands it to `f` (`None` if it does not
@@ -296,34 +307,71 @@ fn decode<R>(kind: u16, bytes: &[u8], f: impl FnOnce(Option<Request<'_>>) -> R) 
 fn send_response<O: NativeOut>(
     io: &mut O,
     h: &FrameHeader,
-    resp: &Response<Buf>,
+    resp: Response<Buf>,
+    spare: &mut Spare,
+    reply_vecs: &mut ReplyVecs,
 ) -> Result<(), Close> {
+    // The response's `Buf`s move into the reply (no reference-count
+    // traffic) and every vector goes back to its spare when it is sent.
     match resp {
         Response::Value { status, value } => {
             let m = kv::GetResp {
-                status: *status,
-                value: value.clone().map(Into::into).unwrap_or_default(),
+                status,
+                value: value.map(Into::into).unwrap_or_default(),
             };
             reply(io, h, &m)
         }
-        Response::Values { status, values } => {
-            let m = kv::GetMResp {
-                status: *status,
-                values: values
-                    .iter()
-                    .map(|v| v.clone().map(Into::into).unwrap_or_default())
-                    .collect(),
-                found: values.iter().map(Option::is_some).collect(),
+        Response::Values { status, mut values } => {
+            let mut m = kv::GetMResp {
+                status,
+                values: std::mem::take(&mut reply_vecs.values),
+                found: std::mem::take(&mut reply_vecs.found),
             };
-            reply(io, h, &m)
+            m.found.extend(values.iter().map(Option::is_some));
+            m.values.extend(
+                values
+                    .drain(..)
+                    .map(|v| v.map(Into::into).unwrap_or_default()),
+            );
+            let sent = reply(io, h, &m);
+            reply_vecs.keep(m.values, m.found);
+            spare.recycle(Response::Values { status, values });
+            sent
         }
-        Response::List { status, values } => {
-            let m = kv::GetListResp {
-                status: *status,
-                values: values.iter().cloned().map(Into::into).collect(),
+        Response::List { status, mut values } => {
+            let mut m = kv::GetListResp {
+                status,
+                values: std::mem::take(&mut reply_vecs.values),
             };
-            reply(io, h, &m)
+            m.values.extend(values.drain(..).map(Into::into));
+            let sent = reply(io, h, &m);
+            reply_vecs.keep(m.values, Vec::new());
+            spare.recycle(Response::List { status, values });
+            sent
         }
-        Response::Ack { status, count } => ack(io, h, *status, *count),
+        Response::Ack { status, count } => ack(io, h, status, count),
+    }
+}
+
+/// The vectors of the last GetM / GetList reply message, reused as
+/// [`Spare`] reuses the response's: once warm, a reply allocates nothing.
+#[derive(Default)]
+pub(crate) struct ReplyVecs {
+    values: Vec<HybridBytes<'static>>,
+    found: Vec<bool>,
+}
+
+impl ReplyVecs {
+    /// Takes back a sent reply's vectors (dropping their values); an empty
+    /// vector leaves the one kept before in place.
+    fn keep(&mut self, mut values: Vec<HybridBytes<'static>>, mut found: Vec<bool>) {
+        values.clear();
+        found.clear();
+        if values.capacity() > 0 {
+            self.values = values;
+        }
+        if found.capacity() > 0 {
+            self.found = found;
+        }
     }
 }
