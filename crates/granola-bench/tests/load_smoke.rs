@@ -3,7 +3,7 @@
 //! Skipped, loudly, when the servers are not installed (bench/setup.sh
 //! installs them).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -33,26 +33,6 @@ fn find(cmd: &str) -> Option<String> {
     None
 }
 
-/// A free port for a server started as a child process, taken below the
-/// kernel's ephemeral range (32768-60999 by default) so that no client
-/// socket of a concurrent test can take it between this check and the
-/// server's bind; each call tries different ports, starting at one derived
-/// from the process id.
-fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    const LOW: u32 = 20_000;
-    const SPAN: u32 = 12_000;
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let start = std::process::id().wrapping_mul(89) % SPAN;
-    for _ in 0..500 {
-        let port = (LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free port below the ephemeral range");
-}
-
 fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {
     let Some(path) = find(cmd) else {
         // scripts/test.sh installs the peers and sets this: there a missing
@@ -66,7 +46,7 @@ fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {
         return None;
     };
     for _ in 0..5 {
-        let port = free_port();
+        let port = granola_tests::ports::free_tcp_udp_port();
         let child = Command::new(&path)
             .args(args(port))
             .stdout(Stdio::null())

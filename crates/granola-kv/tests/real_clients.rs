@@ -358,7 +358,7 @@ fn memccapable_ascii() {
 /// Returns memaslap's report.
 fn memaslap(extra: &[&str]) -> String {
     let mut cfg = common::config();
-    let port = free_tcp_udp_port();
+    let port = granola_tests::ports::free_tcp_udp_port();
     // memcached TCP and UDP on that port, every other protocol off.
     cfg.ephemeral_ports = false;
     cfg.port = port;

@@ -117,7 +117,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[test]
 fn low_open_file_limit_lowers_conn_limit_and_refuses_with_the_error_line() {
-    let port = free_tcp_udp_port();
+    let port = granola_tests::ports::free_tcp_udp_port();
     let bin = env!("CARGO_BIN_EXE_granola-kv");
     let mut child = Command::new("sh")
         .arg("-c")

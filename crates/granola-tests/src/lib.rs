@@ -10,6 +10,9 @@
 /// Network namespaces and a veth pair for datapath tests.
 pub mod netns;
 
+/// Ports for servers started as child processes.
+pub mod ports;
+
 /// Generated from `schemas/sample.proto` (package `sample`).
 pub mod sample {
     include!(concat!(env!("OUT_DIR"), "/sample.rs"));
