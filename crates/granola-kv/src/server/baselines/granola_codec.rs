@@ -13,12 +13,32 @@ use granola::{Decode, HybridBytes, Message};
 
 /// The granola codec (client side).
 #[derive(Debug, Default)]
-pub struct GranolaCodec;
+pub struct GranolaCodec {
+    /// Emptied list vectors of earlier requests, reused so that encoding a
+    /// request allocates nothing once warm.
+    spare: Vec<Vec<HybridBytes<'static>>>,
+}
 
 impl GranolaCodec {
     /// A codec.
     pub fn new() -> std::io::Result<GranolaCodec> {
-        Ok(GranolaCodec)
+        Ok(GranolaCodec::default())
+    }
+
+    /// `list` as a repeated bytes field, in a reused vector.
+    fn list<'a>(&mut self, list: &[&'a [u8]]) -> Vec<HybridBytes<'a>> {
+        let mut v: Vec<HybridBytes<'a>> = self.spare.pop().unwrap_or_default();
+        v.extend(list.iter().map(|&b| HybridBytes::from(b)));
+        v
+    }
+
+    /// Takes back a list vector of a sent request.
+    fn give_back(&mut self, mut v: Vec<HybridBytes<'_>>) {
+        v.clear();
+        // Empty, so this keeps the allocation and only changes the
+        // lifetime.
+        self.spare
+            .push(v.into_iter().map(|_| HybridBytes::default()).collect());
     }
 }
 
@@ -31,10 +51,6 @@ fn append<M: Message>(m: &M, out: &mut Vec<u8>) {
         unreachable!("copy threshold usize::MAX: no zero-copy entries")
     })
     .expect("encode into a buffer of encoded_sizes()");
-}
-
-fn borrowed<'a>(list: &[&'a [u8]]) -> Vec<HybridBytes<'a>> {
-    list.iter().map(|&b| b.into()).collect()
 }
 
 fn decode_as(
@@ -96,19 +112,22 @@ impl NativeCodec for GranolaCodec {
                 },
                 out,
             ),
-            Request::GetM { keys } => append(
-                &kv::GetMReq {
-                    keys: borrowed(keys),
-                },
-                out,
-            ),
-            Request::PutM { keys, values } => append(
-                &kv::PutMReq {
-                    keys: borrowed(keys),
-                    values: borrowed(values),
-                },
-                out,
-            ),
+            Request::GetM { keys } => {
+                let m = kv::GetMReq {
+                    keys: self.list(keys),
+                };
+                append(&m, out);
+                self.give_back(m.keys);
+            }
+            Request::PutM { keys, values } => {
+                let m = kv::PutMReq {
+                    keys: self.list(keys),
+                    values: self.list(values),
+                };
+                append(&m, out);
+                self.give_back(m.keys);
+                self.give_back(m.values);
+            }
             Request::GetList {
                 key,
                 start,
@@ -123,13 +142,14 @@ impl NativeCodec for GranolaCodec {
                 },
                 out,
             ),
-            Request::PutList { key, values } => append(
-                &kv::PutListReq {
+            Request::PutList { key, values } => {
+                let m = kv::PutListReq {
                     key: key.into(),
-                    values: borrowed(values),
-                },
-                out,
-            ),
+                    values: self.list(values),
+                };
+                append(&m, out);
+                self.give_back(m.values);
+            }
             Request::AppendToList { key, value } => append(
                 &kv::AppendToListReq {
                     key: key.into(),
@@ -162,5 +182,24 @@ impl NativeCodec for GranolaCodec {
             }
             decode_as(Reply::Ack, payload, f).map_err(|_| DecodeError::new(Serializer::Granola, e))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list vector given back keeps its allocation for the next request.
+    #[test]
+    fn list_vectors_are_reused() {
+        let mut c = GranolaCodec::default();
+        let keys: Vec<&[u8]> = vec![b"a", b"b", b"c"];
+        let mut out = Vec::new();
+        c.encode_request(&Request::GetM { keys: &keys }, &mut out);
+        assert_eq!(c.spare.len(), 1);
+        assert!(c.spare[0].is_empty() && c.spare[0].capacity() >= 3);
+        let first = c.spare[0].as_ptr();
+        c.encode_request(&Request::GetM { keys: &keys }, &mut out);
+        assert_eq!(c.spare[0].as_ptr(), first, "the same allocation");
     }
 }
