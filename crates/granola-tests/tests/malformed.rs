@@ -170,6 +170,19 @@ fn invalid_utf8_is_reported_on_access_not_decode() {
     let m = Sample::decode(&words).expect("decode does not validate UTF-8");
     assert!(m.name.as_str().is_err());
     assert_eq!(m.name.as_bytes(), &[0xff, 0xfe]);
+    // `check` validates once; it fails here too, and records nothing.
+    let mut name = m.name.clone();
+    assert!(name.check().is_err());
+    assert!(name.as_str().is_err());
+}
+
+#[test]
+fn checked_strings_read_without_revalidation() {
+    let mut words = le(&[1, 0b10, 2, 16]);
+    words.extend(*b"ok");
+    let mut m = Sample::decode(&words).unwrap();
+    assert_eq!(m.name.check().unwrap(), "ok");
+    assert_eq!(m.name.as_str().unwrap(), "ok");
 }
 
 #[test]
