@@ -30,7 +30,11 @@
 //! **Growth.** When no entry can move either, the shard doubles
 //! (under its lock): it allocates the next segment, moves every entry whose
 //! tag has bit `level` set from bucket `b` to `b + 2^level`, then publishes
-//! the new level. Segments are only ever added, so a reader never touches
+//! the new level. Moved entries (growth and cuckoo moves alike) get their
+//! CLOCK reference bit set: a move can carry an entry from behind the
+//! eviction hand to ahead of it, and without the bit the hand would evict
+//! a key written a moment ago in the same turn that cleared it (one more
+//! turn for the moved entries is the price; moves are rare). Segments are only ever added, so a reader never touches
 //! freed index memory and no reclamation scheme is needed. The index never
 //! shrinks (documented limitation).
 //!
@@ -372,10 +376,8 @@ impl Locked<'_> {
                 let v = sh.version.load(Ordering::Relaxed);
                 sh.version.store(v.wrapping_add(1), Ordering::Relaxed);
                 fence(Ordering::Release);
-                sh.bucket(ab).0[free].store(
-                    make_entry(entry_handle(e), alt) | (e & REF),
-                    Ordering::Release,
-                );
+                sh.bucket(ab).0[free]
+                    .store(make_entry(entry_handle(e), alt) | REF, Ordering::Release);
                 cell.store(0, Ordering::Release);
                 sh.version.store(v.wrapping_add(2), Ordering::Release);
                 return Some((Pos { bucket: b, way }, tag));
@@ -413,7 +415,7 @@ impl Locked<'_> {
                     continue;
                 }
                 // Only bucket b feeds bucket b + n, so there is room.
-                sh.bucket(b + n).0[next_way].store(e & !REF, Ordering::Release);
+                sh.bucket(b + n).0[next_way].store(e | REF, Ordering::Release);
                 next_way += 1;
                 cell.store(0, Ordering::Release);
             }

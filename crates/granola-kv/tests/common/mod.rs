@@ -314,6 +314,23 @@ pub fn mc_set_cmd(key: &[u8], flags: u32, value: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Sets `count` keys `<prefix><i>` to `value_len`-byte values, pipelined
+/// in batches of 64, checking every reply.
+pub fn mc_fill(c: &mut Client, prefix: &str, count: usize, value_len: usize) {
+    let value = pattern(value_len as u64, value_len);
+    let mut batch = Vec::new();
+    let mut want = Vec::new();
+    for i in 0..count {
+        batch.extend_from_slice(&mc_set_cmd(format!("{prefix}{i}").as_bytes(), 0, &value));
+        want.extend_from_slice(b"STORED\r\n");
+        if (i + 1) % 64 == 0 || i + 1 == count {
+            c.roundtrip(&batch, &want);
+            batch.clear();
+            want.clear();
+        }
+    }
+}
+
 /// The `VALUE` block a hit returns (without `END`).
 pub fn mc_value_reply(key: &[u8], flags: u32, value: &[u8], cas: Option<u64>) -> Vec<u8> {
     let mut v = format!("VALUE {} {flags} {}", key.escape_ascii(), value.len()).into_bytes();
