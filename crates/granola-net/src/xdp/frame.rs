@@ -134,18 +134,55 @@ pub(crate) enum BuildError {
     OutOfMemory,
 }
 
+impl BuildError {
+    /// For log lines.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            BuildError::TooLarge => "larger than a UDP datagram",
+            BuildError::OutOfMemory => "pool exhausted",
+        }
+    }
+}
+
+/// How packets are cut and laid out on a link.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// Largest IP packet.
+    pub(crate) mtu: usize,
+    /// A packet whose payload is at most this many bytes is sent as one
+    /// buffer, its payload copied behind the headers; larger ones are
+    /// gathered from the payload's own buffers (see [`copy_below`]).
+    pub(crate) copy_below: usize,
+}
+
+/// The [`Shape::copy_below`] for a socket in `mode`.
+///
+/// Copy mode (veth, lo, drivers without AF_XDP zero-copy): the kernel
+/// copies every byte of a packet into an skb anyway, and each descriptor
+/// after the first costs it a page fragment, so one buffer per packet is
+/// always cheapest: copy everything. Zero-copy mode: the NIC gathers the
+/// descriptors itself, and a piece is worth its own descriptor from the
+/// size where copying costs more than describing it — the same trade the
+/// serializer's copy threshold makes (512 B, Cornflakes' crossover).
+pub(crate) fn copy_below(mode: super::XskMode) -> usize {
+    match mode {
+        super::XskMode::Copy => usize::MAX,
+        super::XskMode::ZeroCopy => 512,
+    }
+}
+
 /// Frames one UDP datagram whose payload is `payload` (in order) into
-/// packets of at most `mtu` IP bytes; each packet is its list of buffers
-/// (header first), appended to `out`.
+/// packets shaped by `shape`; each packet is its list of buffers (header
+/// first), appended to `out`.
 pub(crate) fn build(
     pool: &Pool,
-    src: Station,
-    dst: Station,
+    (src, dst): (Station, Station),
     ip_id: u16,
-    mtu: usize,
+    shape: Shape,
     payload: &[Buf],
     out: &mut Vec<Vec<Buf>>,
 ) -> Result<(), BuildError> {
+    let mtu = shape.mtu;
     let len: usize = payload.iter().map(|b| b.len()).sum();
     if len > MAX_UDP_PAYLOAD {
         return Err(BuildError::TooLarge);
@@ -202,7 +239,7 @@ pub(crate) fn build(
         let body = this - if first { UDP_LEN } else { 0 };
         let mut pieces = Vec::with_capacity(4);
         cursor.take(body, &mut pieces);
-        let copy_body = pieces.len() + 1 > MAX_PIECES_PER_PACKET;
+        let copy_body = pieces.len() + 1 > MAX_PIECES_PER_PACKET || body <= shape.copy_below;
         let cap = hdr_len + if copy_body { body } else { 0 };
         let mut h = pool.alloc(cap).ok_or(BuildError::OutOfMemory)?;
         h.extend_from_slice(&eth.to_bytes());
@@ -212,7 +249,7 @@ pub(crate) fn build(
         }
         let mut pkt = Vec::with_capacity(pieces.len() + 1);
         if copy_body {
-            // Too many small pieces for one packet's descriptors: copy them.
+            // Small, or too many pieces for one packet's descriptors.
             for p in &pieces {
                 h.extend_from_slice(p);
             }
@@ -286,6 +323,12 @@ mod tests {
         )
     }
 
+    /// 1500-byte MTU, every piece by reference.
+    const GATHER: Shape = Shape {
+        mtu: 1500,
+        copy_below: 0,
+    };
+
     fn flatten(pkt: &[Buf]) -> Vec<u8> {
         pkt.iter().flat_map(|b| b.iter().copied()).collect()
     }
@@ -297,7 +340,7 @@ mod tests {
         let a = pool.alloc_copy(b"hello ").unwrap();
         let b = pool.alloc_copy(b"odd-length world").unwrap();
         let mut out = Vec::new();
-        build(&pool, s, d, 1, 1500, &[a, b], &mut out).unwrap();
+        build(&pool, (s, d), 1, GATHER, &[a, b], &mut out).unwrap();
         assert_eq!(out.len(), 1);
         let frame = flatten(&out[0]);
         let p = parse(&frame).unwrap();
@@ -329,7 +372,7 @@ mod tests {
             pool.alloc_copy(&body[9000..]).unwrap(),
         ];
         let mut out = Vec::new();
-        build(&pool, s, d, 77, 1500, &parts, &mut out).unwrap();
+        build(&pool, (s, d), 77, GATHER, &parts, &mut out).unwrap();
         assert_eq!(out.len(), 20_009usize.div_ceil(1480));
         let mut defrag = IpDefragPool::<(), ()>::new();
         let mut whole = None;
@@ -347,12 +390,45 @@ mod tests {
     }
 
     #[test]
+    fn small_payloads_are_copied_behind_the_headers() {
+        let pool = Pool::with_capacity(4 << 20).unwrap();
+        let (s, d) = stations();
+        let parts = [
+            pool.alloc_copy(b"VALUE k 0 3\r\n").unwrap(),
+            pool.alloc_copy(b"abc\r\nEND\r\n").unwrap(),
+        ];
+        for (copy_below, descriptors) in [(0, 3), (512, 1), (usize::MAX, 1)] {
+            let shape = Shape {
+                mtu: 1500,
+                copy_below,
+            };
+            let mut out = Vec::new();
+            build(&pool, (s, d), 1, shape, &parts, &mut out).unwrap();
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0].len(), descriptors, "copy_below {copy_below}");
+            let frame = flatten(&out[0]);
+            let p = parse(&frame).unwrap();
+            assert_eq!(&frame[p.payload], b"VALUE k 0 3\r\nabc\r\nEND\r\n");
+        }
+        // A piece above the bound keeps its own descriptor.
+        let big = pool.alloc_copy(&[7u8; 1000]).unwrap();
+        let shape = Shape {
+            mtu: 1500,
+            copy_below: 512,
+        };
+        let mut out = Vec::new();
+        build(&pool, (s, d), 1, shape, std::slice::from_ref(&big), &mut out).unwrap();
+        assert_eq!(out[0].len(), 2);
+        assert_eq!(out[0][1].as_ptr(), big.as_ptr(), "sent from where it lies");
+    }
+
+    #[test]
     fn too_large_is_refused() {
         let pool = Pool::with_capacity(4 << 20).unwrap();
         let (s, d) = stations();
         let big = pool.alloc_copy(&vec![0; MAX_UDP_PAYLOAD + 1]).unwrap();
         assert_eq!(
-            build(&pool, s, d, 1, 1500, &[big], &mut Vec::new()),
+            build(&pool, (s, d), 1, GATHER, &[big], &mut Vec::new()),
             Err(BuildError::TooLarge)
         );
     }

@@ -4,7 +4,9 @@
 //! ```text
 //!   sys     AF_XDP socket, UMEM, rings, bpf() (the module's unsafe code)
 //!   prog    the XDP program steering the service ports to the socket
+//!   port    one socket + UMEM: fill/RX frames, TX in flight until completion
 //!   frame   Ethernet/IPv4/UDP framing, checksums, IPv4 fragments
+//!   client  a UDP client on a port (load generators)
 //!   (here)  the worker: fill ring -> RX -> handlers -> TX ring -> completions
 //! ```
 //!
@@ -26,10 +28,18 @@
 //! becomes packets of one header buffer (Ethernet, IPv4, UDP) followed by
 //! one descriptor per piece — the copied run (frame header, object header,
 //! small fields) and every zero-copy value — chained with `XDP_PKT_CONTD`
-//! (multi-buffer, `XDP_USE_SG`). Datagrams above the link MTU go out as
+//! (multi-buffer, `XDP_USE_SG`). A packet whose payload is small is one
+//! buffer instead, its payload copied behind the headers: below 512 bytes
+//! in zero-copy mode, always in copy mode, where the kernel copies every
+//! byte into an skb anyway and each extra descriptor costs it a page
+//! fragment (`frame::copy_below`). Datagrams above the link MTU go out as
 //! IPv4 fragments (see `docs/wire-format.md`). Every buffer a descriptor
 //! names is held in the in-flight table until its completion-ring entry
-//! comes back, the same discipline as `MSG_ZEROCOPY`.
+//! comes back, the same discipline as `MSG_ZEROCOPY` (`port.rs`).
+//!
+//! **Clients** ([`XdpClient`]) use the same socket bookkeeping to send
+//! requests from a few local ports to one server, for load generators that
+//! must not be the bottleneck of an AF_XDP server.
 //!
 //! **Neighbours** are static: replies go to the MAC that the peer's last
 //! request came from, or to the entry given in [`XdpConfig::neighbours`].
@@ -41,12 +51,16 @@
 //! passes to the kernel for them — packets on other queues, fragmented
 //! requests — is answered on those sockets by the same worker.
 
+mod client;
 mod frame;
+mod port;
 mod prog;
 #[allow(unsafe_code)]
 mod sys;
 
+pub use client::{Sent, XdpClient};
 pub use frame::{parse_mac, parse_neighbour};
+pub use port::DEFAULT_RING_SIZE;
 pub use sys::{enter_netns, XskMode};
 
 use crate::backend::XdpConfig;
@@ -54,7 +68,8 @@ use crate::server::{DatagramHandler, ServerStats, UdpEndpoint, WorkerParts};
 use crate::sys::Waker;
 use crate::udp::{Datagram, UdpTx};
 use frame::Station;
-use granola::{Buf, BufMut, Pool};
+use granola::Buf;
+use port::Port;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -64,12 +79,8 @@ use std::sync::Arc;
 
 /// Size of an RX frame (a pool slot) and of the UMEM chunk.
 pub const FRAME_SIZE: usize = 4096;
-/// Default ring size (entries of each of the four rings).
-pub const DEFAULT_RING_SIZE: u32 = 2048;
 /// Packets waiting for TX ring space beyond which new replies are dropped.
 const MAX_BACKLOG: usize = 8192;
-/// Low 48 bits of an unaligned-mode descriptor: the chunk's address.
-const ADDR_MASK: u64 = (1 << 48) - 1;
 
 /// Checks that AF_XDP can run with `cfg` here; `Err` says why not.
 pub fn probe(cfg: &XdpConfig) -> Result<(), String> {
@@ -145,23 +156,12 @@ struct Endpoint {
 /// The AF_XDP worker: one socket on one (interface, queue), all UDP
 /// services.
 pub(crate) struct Worker {
-    // Field order is drop order: the socket and program go before the
-    // buffers the kernel was told about.
-    xsk: sys::Xsk,
-    _steering: prog::Steering,
-    pool: Pool,
-    umem_base: usize,
+    port: Port,
     endpoints: Vec<Endpoint>,
-    rx_slots: HashMap<u64, BufMut>,
-    /// UMEM address -> buffers sent from it, oldest first.
-    in_flight: HashMap<u64, VecDeque<Buf>>,
-    in_flight_count: usize,
     backlog: VecDeque<Vec<Buf>>,
     learned: HashMap<Ipv4Addr, [u8; 6]>,
     neighbours: HashMap<Ipv4Addr, [u8; 6]>,
-    local_mac: [u8; 6],
     local_ip: Option<Ipv4Addr>,
-    mtu: usize,
     ip_id: u16,
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
@@ -186,13 +186,13 @@ pub(crate) fn start(
     let mut w = Worker::new(parts, cfg, xstats)?;
     // Fill before the server is reported started: a request that arrives
     // before the worker thread's first turn finds frames to land in.
-    w.refill();
+    w.port.refill();
     let info = XdpInfo {
-        mode: w.xsk.mode,
-        attach: w._steering.attach,
+        mode: w.port.mode(),
+        attach: w.port.attach(),
         interface: cfg.interface.clone(),
         queue_id: cfg.queue_id,
-        mtu: w.mtu as u32,
+        mtu: w.port.mtu as u32,
     };
     log::info!(
         "AF_XDP on {} queue {}: {} mode, XDP program attached in {} mode, MTU {}",
@@ -216,8 +216,6 @@ impl Worker {
             stats,
             ..
         } = parts;
-        let ifindex = sys::if_index(&cfg.interface)?;
-        let (local_mac, mtu) = sys::if_mac_mtu(&cfg.interface)?;
         let mut ports = Vec::new();
         let mut endpoints = Vec::new();
         let mut kernel = Vec::new();
@@ -235,38 +233,13 @@ impl Worker {
             // socket (other queues, fragmented requests).
             kernel.push(UdpEndpoint::new(&pool, &scfg, txcfg, sock, &*svc));
         }
-        let ring = if cfg.ring_size == 0 {
-            DEFAULT_RING_SIZE
-        } else {
-            cfg.ring_size.next_power_of_two()
-        };
-        let steering = prog::Steering::attach(ifindex, cfg.queue_id + 1, &ports, cfg.generic)?;
-        let xsk = sys::Xsk::open(&sys::XskSetup {
-            umem: pool.region(),
-            chunk_size: FRAME_SIZE as u32,
-            ring_size: ring,
-            ifindex,
-            queue: cfg.queue_id,
-            force_copy: cfg.force_copy,
-        })?;
-        sys::map_update_fd(steering.map.as_fd(), cfg.queue_id, xsk.fd())?;
-        let umem_base = pool.region().0.as_ptr() as usize;
         Ok(Worker {
-            xsk,
-            _steering: steering,
-            pool,
-            umem_base,
+            port: Port::open(pool, cfg, &ports)?,
             endpoints,
-            rx_slots: HashMap::new(),
-            in_flight: HashMap::new(),
-            in_flight_count: 0,
             backlog: VecDeque::new(),
             learned: HashMap::new(),
             neighbours: cfg.neighbours.iter().copied().collect(),
-            local_mac,
             local_ip: cfg.local_ip,
-            // Each packet must also fit one UMEM chunk per descriptor.
-            mtu: (mtu as usize).clamp(576, FRAME_SIZE - frame::ETH_LEN),
             ip_id: 1,
             stop,
             waker,
@@ -279,20 +252,18 @@ impl Worker {
 
     fn run(&mut self) {
         let mut ready = Vec::new();
-        let mut descs = Vec::new();
-        let mut addrs = Vec::new();
         while !self.stop.load(Ordering::Relaxed) {
-            self.refill();
-            let busy = !self.backlog.is_empty() || self.xsk.tx_pending() > 0;
+            self.port.refill();
+            let busy = !self.backlog.is_empty() || self.port.tx_pending() > 0;
             let timeout = if busy {
                 0
-            } else if self.in_flight_count > 0 {
+            } else if self.port.in_flight() > 0 {
                 1
             } else {
                 100
             };
             {
-                let mut fds = vec![self.xsk.fd(), self.waker.fd()];
+                let mut fds = vec![self.port.fd(), self.waker.fd()];
                 fds.extend(self.kernel.iter().map(|k| k.sock.as_fd()));
                 sys::poll_readable(&fds, timeout, &mut ready);
             }
@@ -313,27 +284,14 @@ impl Worker {
             if !ready.iter().any(|&r| r) {
                 self.kernel_statistics();
             }
-            self.receive(&mut descs);
+            self.receive();
             self.transmit();
-            self.complete(&mut addrs);
-        }
-        // Give outstanding sends a moment to complete; what is still in
-        // flight after that is leaked rather than freed under the kernel.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while self.in_flight_count > 0 && std::time::Instant::now() < deadline {
-            let _ = self.xsk.kick();
-            self.complete(&mut addrs);
-            std::thread::yield_now();
-        }
-        for (_, q) in self.in_flight.drain() {
-            for b in q {
-                std::mem::forget(b);
-            }
+            self.complete();
         }
     }
 
     fn kernel_statistics(&self) {
-        if let Ok(st) = self.xsk.statistics() {
+        if let Ok(st) = self.port.statistics() {
             let x = &self.xstats;
             x.kernel_rx_dropped.store(st.rx_dropped, Ordering::Relaxed);
             x.kernel_rx_ring_full
@@ -345,72 +303,45 @@ impl Worker {
         }
     }
 
-    /// Keeps the fill ring full of fresh pool slots.
-    fn refill(&mut self) {
-        let free = self.xsk.fill_free() as usize;
-        if free == 0 {
-            return;
-        }
-        let mut addrs = Vec::with_capacity(free);
-        for _ in 0..free {
-            let Some(mut slot) = self.pool.alloc(FRAME_SIZE) else {
-                break;
-            };
-            let addr = (slot.as_full_mut_slice().as_ptr() as usize - self.umem_base) as u64;
-            self.rx_slots.insert(addr, slot);
-            addrs.push(addr);
-        }
-        self.xsk.fill(addrs);
-    }
-
-    fn receive(&mut self, descs: &mut Vec<sys::Desc>) {
-        descs.clear();
-        self.xsk.recv(64, descs);
-        let mut continuing = false;
-        for d in descs.iter() {
-            let base = d.addr & ADDR_MASK;
-            let off = (d.addr >> 48) as usize;
-            let Some(mut slot) = self.rx_slots.remove(&base) else {
-                self.xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
-            };
-            // A multi-buffer packet (larger than a frame): requests must
-            // fit one frame, so all its pieces are dropped.
-            let part_of_multi = continuing || d.more;
-            continuing = d.more;
-            let end = off + d.len as usize;
-            if part_of_multi || end > slot.capacity() {
-                self.xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            slot.set_len(end);
-            let buf = slot.freeze();
-            let parsed = match frame::parse(&buf[off..end]) {
+    fn receive(&mut self) {
+        let Worker {
+            port,
+            endpoints,
+            learned,
+            local_ip,
+            xstats,
+            ..
+        } = self;
+        let seen = port.receive(64, |buf, range| {
+            let parsed = match frame::parse(&buf[range.clone()]) {
                 Ok(p) => p,
                 Err(_) => {
-                    self.xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
-                    continue;
+                    xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
                 }
             };
-            let Some(ep) = self
-                .endpoints
+            let Some(ep) = endpoints
                 .iter_mut()
                 .find(|e| e.port == parsed.dst.addr.port())
             else {
-                self.xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
+                xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                return;
             };
-            self.learned.insert(*parsed.src.addr.ip(), parsed.src.mac);
-            if self.local_ip.is_none() {
-                self.local_ip = Some(*parsed.dst.addr.ip());
+            learned.insert(*parsed.src.addr.ip(), parsed.src.mac);
+            if local_ip.is_none() {
+                *local_ip = Some(*parsed.dst.addr.ip());
             }
+            let off = range.start;
             let dgram = Datagram {
                 from: SocketAddr::V4(parsed.src.addr),
                 data: buf.slice(off + parsed.payload.start..off + parsed.payload.end),
             };
             ep.handler.on_datagram(&dgram, &mut ep.tx);
-            self.xstats.rx_delivered.fetch_add(1, Ordering::Relaxed);
-        }
+            xstats.rx_delivered.fetch_add(1, Ordering::Relaxed);
+        });
+        self.xstats
+            .rx_dropped
+            .fetch_add(seen.dropped as u64, Ordering::Relaxed);
     }
 
     fn transmit(&mut self) {
@@ -455,70 +386,60 @@ impl Worker {
             .copied()
             .ok_or("no neighbour entry")?;
         let ip = self.local_ip.ok_or("local address unknown")?;
+        let pool = self.port.pool();
         // Pieces outside the UMEM (another pool's buffers) are copied in.
         let mut owned = Vec::with_capacity(pieces.len());
         for p in pieces {
-            if self.pool.contains(&p) {
+            if pool.contains(&p) {
                 owned.push(p);
             } else {
-                owned.push(self.pool.alloc_copy(&p).ok_or("pool exhausted")?);
+                owned.push(pool.alloc_copy(&p).ok_or("pool exhausted")?);
             }
         }
         let src = Station {
-            mac: self.local_mac,
+            mac: self.port.local_mac,
             addr: SocketAddrV4::new(ip, port),
         };
         let dst = Station { mac, addr: to };
         self.ip_id = self.ip_id.wrapping_add(1);
-        frame::build(&self.pool, src, dst, self.ip_id, self.mtu, &owned, packets).map_err(|e| {
-            match e {
-                frame::BuildError::TooLarge => "larger than a UDP datagram",
-                frame::BuildError::OutOfMemory => "pool exhausted",
-            }
-        })
+        frame::build(
+            pool,
+            (src, dst),
+            self.ip_id,
+            self.port.shape(),
+            &owned,
+            packets,
+        )
+        .map_err(frame::BuildError::reason)
     }
 
     /// Moves backlog packets onto the TX ring and kicks the kernel until the
     /// ring is drained or stops draining (copy mode sends a bounded batch
     /// per kick; the loop's next turn continues).
     fn push_backlog(&mut self) {
-        let mut descs: Vec<sys::Desc> = Vec::with_capacity(frame::MAX_PIECES_PER_PACKET);
-        let mut addrs = Vec::new();
         for _ in 0..64 {
-            while let Some(pkt) = self.backlog.front() {
-                if (self.xsk.tx_free() as usize) < pkt.len() {
+            while let Some(pkt) = self.backlog.pop_front() {
+                let pieces = pkt.len() as u64;
+                if let Err(pkt) = self.port.try_send(pkt) {
+                    self.backlog.push_front(pkt);
                     break;
                 }
-                descs.clear();
-                for (i, b) in pkt.iter().enumerate() {
-                    descs.push(sys::Desc {
-                        addr: (b.as_ptr() as usize - self.umem_base) as u64,
-                        len: b.len() as u32,
-                        more: i + 1 < pkt.len(),
-                    });
-                }
-                self.xsk.send(&descs);
-                let pkt = self.backlog.pop_front().expect("front exists");
                 self.xstats.tx_packets.fetch_add(1, Ordering::Relaxed);
                 self.xstats
                     .tx_descriptors
-                    .fetch_add(pkt.len() as u64, Ordering::Relaxed);
-                for (d, b) in descs.iter().zip(pkt) {
-                    self.in_flight.entry(d.addr).or_default().push_back(b);
-                    self.in_flight_count += 1;
-                }
+                    .fetch_add(pieces, Ordering::Relaxed);
             }
-            if self.xsk.tx_pending() == 0 && self.backlog.is_empty() {
+            if self.port.tx_pending() == 0 && self.backlog.is_empty() {
                 return;
             }
-            let before = self.xsk.tx_pending();
-            if let Err(e) = self.xsk.kick() {
+            let before = self.port.tx_pending();
+            if let Err(e) = self.port.kick() {
                 log::warn!("AF_XDP transmit: {e}");
                 return;
             }
             self.stats.send_calls.fetch_add(1, Ordering::Relaxed);
-            self.complete(&mut addrs);
-            if self.xsk.tx_pending() >= before && self.backlog.is_empty() {
+            self.complete();
+            if self.port.tx_pending() >= before && self.backlog.is_empty() {
                 // The kernel took nothing this time: try again next turn.
                 return;
             }
@@ -526,20 +447,10 @@ impl Worker {
     }
 
     /// Releases what the completion ring gives back.
-    fn complete(&mut self, addrs: &mut Vec<u64>) {
-        addrs.clear();
-        self.xsk.completions(addrs);
-        for a in addrs.iter() {
-            if let Some(q) = self.in_flight.get_mut(a) {
-                q.pop_front();
-                self.in_flight_count -= 1;
-                if q.is_empty() {
-                    self.in_flight.remove(a);
-                }
-                self.xstats.tx_completed.fetch_add(1, Ordering::Relaxed);
-            } else {
-                log::warn!("AF_XDP completion for unknown address {a:#x}");
-            }
-        }
+    fn complete(&mut self) {
+        let n = self.port.complete();
+        self.xstats
+            .tx_completed
+            .fetch_add(n as u64, Ordering::Relaxed);
     }
 }
