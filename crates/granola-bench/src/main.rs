@@ -51,6 +51,7 @@ Examples:
   granola-bench load --protocol memcached --addr 127.0.0.1:11211 --workload etc --sweep 20k:200k:10 --json out.json
   granola-bench load --protocol resp --addr 127.0.0.1:6379 --closed --depth 16 --workload ycsb:value=4k --cpus 1
   granola-bench load --protocol memcached --transport udp --workload usr --rate 100k
+  granola-bench load --protocol memcached --transport xdp --xdp-if veth1 --addr 10.0.0.1:11211 --workload ycsb --closed
   granola-bench load --protocol native:prost --addr 127.0.0.1:11311 --workload google:list=1-8 --closed --depth 16
       (granola-kv --serializer prost; also native:flatbuffers, native:capnp)")]
 struct LoadArgs {
@@ -59,9 +60,21 @@ struct LoadArgs {
     /// (native frames, that library's payloads; no echo workload).
     #[arg(long, default_value = "memcached")]
     protocol: String,
-    /// Transport: tcp, udp (memcached get / native).
+    /// Transport: tcp, udp (memcached get / native), or xdp (the same
+    /// datagrams over an AF_XDP socket on --xdp-if; one client thread;
+    /// needs root).
     #[arg(long, default_value = "tcp")]
     transport: String,
+    /// --transport xdp: the client's network interface.
+    #[arg(long, default_value = "")]
+    xdp_if: String,
+    /// --transport xdp: attach the XDP program in generic (skb) mode.
+    #[arg(long)]
+    xdp_generic: bool,
+    /// --transport xdp: the server's MAC as IP=MAC (default: the kernel's
+    /// neighbour table).
+    #[arg(long)]
+    xdp_neighbour: Vec<String>,
     /// Server address.
     #[arg(long, default_value = "127.0.0.1:11211")]
     addr: std::net::SocketAddr,
@@ -245,6 +258,19 @@ fn run_load(a: LoadArgs) -> Result<ExitCode, String> {
         cpus: a.cpus.clone(),
         seed: a.seed,
         load_depth: a.load_depth.max(1),
+        xdp: granola_net::XdpConfig {
+            interface: a.xdp_if.clone(),
+            generic: a.xdp_generic,
+            neighbours: a
+                .xdp_neighbour
+                .iter()
+                .map(|s| {
+                    granola_net::xdp::parse_neighbour(s)
+                        .ok_or_else(|| format!("--xdp-neighbour {s:?}: not IP=MAC"))
+                })
+                .collect::<Result<_, _>>()?,
+            ..granola_net::XdpConfig::default()
+        },
         ..LoadConfig::default()
     };
     eprintln!("workload {}", workload.describe());

@@ -21,9 +21,12 @@
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::time::{Duration, Instant};
 
+use granola_net::xdp::{Sent, XdpClient};
 use hdrhistogram::Histogram;
 use mio::net::{TcpStream, UdpSocket};
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use std::os::fd::AsRawFd;
 
 use super::codec::{Codec, EncodeError, Expect, Outcome, Peek, ReqSlot, Sink, Step};
 use super::schedule::PoissonSchedule;
@@ -41,6 +44,12 @@ const MAX_TABLE: usize = 1 << 20;
 const MC_UDP_TABLE: usize = 1 << 16;
 /// Below this gap to the next arrival the loop polls without sleeping.
 const SPIN_BELOW_NS: u64 = 1_200_000;
+/// Poll token of the AF_XDP socket (connections use their index).
+const XDP_TOKEN: Token = Token(usize::MAX);
+/// Poll token of the AF_XDP client's kernel sockets (fragmented replies).
+const XDP_KERNEL_TOKEN: Token = Token(usize::MAX - 1);
+/// Frames taken from the AF_XDP RX ring per call.
+const XDP_RX_BATCH: usize = 256;
 
 /// A connected socket.
 pub(crate) enum Sock {
@@ -48,6 +57,8 @@ pub(crate) enum Sock {
     Tcp(TcpStream),
     /// Connected UDP socket.
     Udp(UdpSocket),
+    /// A local UDP port of the worker's AF_XDP client.
+    Xdp(u16),
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -195,7 +206,7 @@ pub(crate) struct Conn {
 impl Conn {
     pub(crate) fn new(sock: Sock, udp_mc: bool) -> Conn {
         let table = match (&sock, udp_mc) {
-            (Sock::Udp(_), true) => Table::new(MC_UDP_TABLE, true),
+            (Sock::Udp(_) | Sock::Xdp(_), true) => Table::new(MC_UDP_TABLE, true),
             _ => Table::new(1024, false),
         };
         Conn {
@@ -239,7 +250,7 @@ impl Sink for ConnSink<'_> {
             sock,
             ..
         } = &mut *self.conn;
-        if matches!(sock, Sock::Udp(_)) {
+        if !matches!(sock, Sock::Tcp(_)) {
             starts.push(tx.len());
         }
         let p = &mut table.e[idx];
@@ -342,6 +353,12 @@ pub(crate) struct Worker {
     stopped_ns: u64,
     /// Refill missed single-key GETs with a SET (look-aside cache).
     demand_fill: bool,
+    /// The AF_XDP client the [`Sock::Xdp`] connections send through.
+    xdp: Option<XdpClient>,
+    /// Local port -> connection, for replies taken from the AF_XDP client.
+    xdp_conns: Vec<(u16, usize)>,
+    /// Receive buffer for the AF_XDP client's kernel sockets.
+    kernel_buf: Vec<u8>,
 }
 
 impl Worker {
@@ -350,14 +367,30 @@ impl Worker {
         codec: Box<dyn Codec>,
         workload: Box<dyn Workload>,
         mut conns: Vec<Conn>,
+        xdp: Option<XdpClient>,
         start: Instant,
     ) -> std::io::Result<Worker> {
         let poll = Poll::new()?;
+        let mut xdp_conns = Vec::new();
         for (i, c) in conns.iter_mut().enumerate() {
             let interest = Interest::READABLE | Interest::WRITABLE;
             match &mut c.sock {
                 Sock::Tcp(s) => poll.registry().register(s, Token(i), interest)?,
                 Sock::Udp(s) => poll.registry().register(s, Token(i), interest)?,
+                Sock::Xdp(port) => xdp_conns.push((*port, i)),
+            }
+        }
+        if let Some(x) = &xdp {
+            let fd = x.fd().as_raw_fd();
+            poll.registry()
+                .register(&mut SourceFd(&fd), XDP_TOKEN, Interest::READABLE)?;
+            for k in x.kernel_fds() {
+                let fd = k.as_raw_fd();
+                poll.registry().register(
+                    &mut SourceFd(&fd),
+                    XDP_KERNEL_TOKEN,
+                    Interest::READABLE,
+                )?;
             }
         }
         let demand_fill = workload.demand_fill() && !matches!(plan.drive, Drive::Load { .. });
@@ -389,6 +422,13 @@ impl Worker {
             rr: 0,
             stopped_ns: 0,
             demand_fill,
+            kernel_buf: if xdp.is_some() {
+                vec![0; 65536]
+            } else {
+                Vec::new()
+            },
+            xdp,
+            xdp_conns,
         })
     }
 
@@ -598,6 +638,7 @@ impl Worker {
         let _ = match &mut conn.sock {
             Sock::Tcp(s) => self.poll.registry().deregister(s),
             Sock::Udp(s) => self.poll.registry().deregister(s),
+            Sock::Xdp(_) => Ok(()),
         };
         conn.tx.clear();
         conn.tx_off = 0;
@@ -659,6 +700,32 @@ impl Worker {
                             refused += 1;
                             conn.next_dgram += 1;
                         }
+                        Err(_) => {
+                            fail = Some(ErrorKind::Connection);
+                            break;
+                        }
+                    }
+                }
+                if conn.next_dgram == conn.starts.len() {
+                    conn.tx.clear();
+                    conn.starts.clear();
+                    conn.next_dgram = 0;
+                }
+            }
+            Sock::Xdp(port) => {
+                let x = self.xdp.as_mut().expect("AF_XDP connections have a client");
+                while conn.next_dgram < conn.starts.len() {
+                    let a = conn.starts[conn.next_dgram];
+                    let b = conn
+                        .starts
+                        .get(conn.next_dgram + 1)
+                        .copied()
+                        .unwrap_or(conn.tx.len());
+                    match x.send(*port, &conn.tx[a..b]) {
+                        Ok(Sent::Queued) => conn.next_dgram += 1,
+                        // The ring is full until completions come back:
+                        // the next turn's flush continues.
+                        Ok(Sent::Full) => break,
                         Err(_) => {
                             fail = Some(ErrorKind::Connection);
                             break;
@@ -793,6 +860,32 @@ impl Worker {
         }
     }
 
+    /// Takes every reply waiting on the AF_XDP client (and, when
+    /// `kernel`, the fragmented ones on its kernel sockets).
+    fn read_xdp(&mut self, kernel: bool) {
+        let Some(mut x) = self.xdp.take() else {
+            return;
+        };
+        let deliver = |w: &mut Worker, port: u16, payload: &[u8]| {
+            let Some(&(_, conn_i)) = w.xdp_conns.iter().find(|(p, _)| *p == port) else {
+                return;
+            };
+            if w.conns[conn_i].dead {
+                return;
+            }
+            let n = payload.len().min(w.udp_buf.len());
+            w.udp_buf[..n].copy_from_slice(&payload[..n]);
+            w.on_datagram(conn_i, n);
+        };
+        while x.recv(XDP_RX_BATCH, |port, payload| deliver(self, port, payload)) > 0 {}
+        if kernel {
+            let mut buf = std::mem::take(&mut self.kernel_buf);
+            x.recv_kernel(&mut buf, |port, payload| deliver(self, port, payload));
+            self.kernel_buf = buf;
+        }
+        self.xdp = Some(x);
+    }
+
     fn on_datagram(&mut self, conn_i: usize, n: usize) {
         let now = self.now();
         let dg = &self.udp_buf[..n];
@@ -914,6 +1007,12 @@ impl Worker {
                     self.flush(c);
                 }
             }
+            if let Some(x) = self.xdp.as_mut() {
+                if let Err(e) = x.flush() {
+                    eprintln!("error: AF_XDP transmit: {e}");
+                    break;
+                }
+            }
             // 3. Expire.
             now = self.now();
             self.expire_all(now);
@@ -949,8 +1048,17 @@ impl Worker {
                     break;
                 }
             }
+            // The AF_XDP ring is read every turn: it is one load of the
+            // producer index, and its readiness is edge-triggered.
+            let kernel = events.iter().any(|ev| ev.token() == XDP_KERNEL_TOKEN);
+            if self.xdp.is_some() {
+                self.read_xdp(kernel);
+            }
             for ev in events.iter() {
                 let c = ev.token().0;
+                if ev.token() == XDP_TOKEN || ev.token() == XDP_KERNEL_TOKEN {
+                    continue;
+                }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     if self.conns[c].is_tcp() {
                         self.read_tcp(c);

@@ -142,7 +142,7 @@ impl Protocol {
 
     /// A codec for `transport`.
     pub fn codec(self, transport: Transport) -> Result<Box<dyn Codec>, String> {
-        let udp = transport == Transport::Udp;
+        let udp = transport.is_datagram();
         Ok(match self {
             Protocol::Memcached => Box::new(codec::memcached::Memcached::new(udp)),
             Protocol::Resp if udp => return Err("RESP runs over TCP only".into()),
@@ -166,16 +166,36 @@ pub enum Transport {
     /// UDP (memcached with its 8-byte frame header; native: one frame per
     /// datagram).
     Udp,
+    /// UDP datagrams as [`Transport::Udp`], sent and received over AF_XDP
+    /// (`granola_net::xdp::XdpClient`) on [`LoadConfig::xdp`]'s interface,
+    /// so the client's kernel stack is not what limits a run. One client
+    /// thread (one AF_XDP socket on one queue).
+    Xdp,
 }
 
 impl Transport {
-    /// Parses `tcp` / `udp`.
+    /// Parses `tcp` / `udp` / `xdp`.
     pub fn parse(s: &str) -> Result<Transport, String> {
         match s {
             "tcp" => Ok(Transport::Tcp),
             "udp" => Ok(Transport::Udp),
-            _ => Err(format!("unknown transport {s:?} (tcp, udp)")),
+            "xdp" => Ok(Transport::Xdp),
+            _ => Err(format!("unknown transport {s:?} (tcp, udp, xdp)")),
         }
+    }
+
+    /// `tcp`, `udp` or `xdp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+            Transport::Xdp => "xdp",
+        }
+    }
+
+    /// UDP datagrams, over kernel sockets or AF_XDP.
+    pub fn is_datagram(self) -> bool {
+        self != Transport::Tcp
     }
 }
 
@@ -227,6 +247,10 @@ pub struct LoadConfig {
     pub load_depth: u32,
     /// Loader: time limit.
     pub load_timeout: Duration,
+    /// [`Transport::Xdp`]: interface, queue, attach mode, neighbours (the
+    /// server's MAC is read from the kernel's neighbour table when not
+    /// given).
+    pub xdp: granola_net::XdpConfig,
 }
 
 impl Default for LoadConfig {
@@ -246,6 +270,7 @@ impl Default for LoadConfig {
             seed: 1,
             load_depth: 32,
             load_timeout: Duration::from_secs(600),
+            xdp: granola_net::XdpConfig::default(),
         }
     }
 }
@@ -486,7 +511,17 @@ fn cpu_time() -> f64 {
     (tick(11) + tick(12)) / 100.0
 }
 
-fn connect(cfg: &LoadConfig, transport: Transport, udp_mc: bool) -> Result<Vec<Vec<Conn>>, String> {
+/// One client thread's sockets.
+type ThreadSockets = (Vec<Conn>, Option<granola_net::xdp::XdpClient>);
+
+fn connect(
+    cfg: &LoadConfig,
+    transport: Transport,
+    udp_mc: bool,
+) -> Result<Vec<ThreadSockets>, String> {
+    if transport == Transport::Xdp {
+        return connect_xdp(cfg, udp_mc).map(|t| vec![t]);
+    }
     let mut all = Vec::new();
     for _ in 0..cfg.threads.max(1) {
         let mut conns = Vec::new();
@@ -499,7 +534,7 @@ fn connect(cfg: &LoadConfig, transport: Transport, udp_mc: bool) -> Result<Vec<V
                     s.set_nonblocking(true).map_err(|e| e.to_string())?;
                     Sock::Tcp(mio::net::TcpStream::from_std(s))
                 }
-                Transport::Udp => {
+                Transport::Udp | Transport::Xdp => {
                     let local: SocketAddr = if cfg.addr.is_ipv4() {
                         if cfg.addr.ip().is_loopback() {
                             "127.0.0.1:0".parse().expect("addr")
@@ -519,9 +554,43 @@ fn connect(cfg: &LoadConfig, transport: Transport, udp_mc: bool) -> Result<Vec<V
             };
             conns.push(Conn::new(sock, udp_mc));
         }
-        all.push(conns);
+        all.push((conns, None));
     }
     Ok(all)
+}
+
+/// UMEM of the AF_XDP client: the fill ring's frames (2048 x 4 KiB) and
+/// the requests in flight, with room for a segment per size class.
+const XDP_CLIENT_POOL: usize = 64 << 20;
+
+/// The AF_XDP client: one socket, one local port per connection.
+fn connect_xdp(cfg: &LoadConfig, udp_mc: bool) -> Result<ThreadSockets, String> {
+    if cfg.threads > 1 {
+        return Err("--transport xdp runs one client thread (one AF_XDP socket)".into());
+    }
+    if cfg.xdp.interface.is_empty() {
+        return Err("--transport xdp needs --xdp-if (the client's interface)".into());
+    }
+    let SocketAddr::V4(server) = cfg.addr else {
+        return Err("--transport xdp is IPv4 only".into());
+    };
+    let pool = granola::Pool::with_capacity(XDP_CLIENT_POOL).map_err(|e| format!("pool: {e}"))?;
+    let client = granola_net::xdp::XdpClient::open(&cfg.xdp, pool, server, cfg.conns.max(1))
+        .map_err(|e| format!("AF_XDP client on {}: {e}", cfg.xdp.interface))?;
+    let info = client.info();
+    eprintln!(
+        "AF_XDP client on {} queue {}: {} mode, XDP program attached in {} mode",
+        info.interface,
+        info.queue_id,
+        info.mode.name(),
+        info.attach
+    );
+    let conns = client
+        .ports()
+        .iter()
+        .map(|&p| Conn::new(Sock::Xdp(p), udp_mc))
+        .collect();
+    Ok((conns, Some(client)))
 }
 
 /// Checks that the protocol can express the workload's commands (a few
@@ -567,10 +636,12 @@ fn execute(
     let threads = plans.len();
     let mut workers = Vec::new();
     let start = Instant::now();
-    for (i, (plan, conns)) in plans.into_iter().zip(conns).enumerate() {
+    for (i, (plan, (conns, xdp))) in plans.into_iter().zip(conns).enumerate() {
         let codec = cfg.protocol.codec(transport)?;
         let w = workload.fork(i, threads);
-        workers.push(Worker::new(plan, codec, w, conns, start).map_err(|e| format!("poll: {e}"))?);
+        workers.push(
+            Worker::new(plan, codec, w, conns, xdp, start).map_err(|e| format!("poll: {e}"))?,
+        );
     }
     let cpu0 = cpu_time();
     let start = Instant::now();

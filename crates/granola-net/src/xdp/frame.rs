@@ -417,7 +417,15 @@ mod tests {
             copy_below: 512,
         };
         let mut out = Vec::new();
-        build(&pool, (s, d), 1, shape, std::slice::from_ref(&big), &mut out).unwrap();
+        build(
+            &pool,
+            (s, d),
+            1,
+            shape,
+            std::slice::from_ref(&big),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out[0].len(), 2);
         assert_eq!(out[0][1].as_ptr(), big.as_ptr(), "sent from where it lies");
     }

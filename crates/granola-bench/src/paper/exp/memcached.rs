@@ -191,7 +191,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
         for &tr in transports {
             let label = match tr {
                 Transport::Tcp => (*name).to_owned(),
-                Transport::Udp => format!("{name}-udp"),
+                _ => format!("{name}-{}", tr.name()),
             };
             let plan = SweepPlan {
                 label: &label,
@@ -207,10 +207,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
                     .map(|r| Peak {
                         workload: label.clone(),
                         system: r.system,
-                        transport: match tr {
-                            Transport::Tcp => "tcp",
-                            Transport::Udp => "udp",
-                        },
+                        transport: tr.name(),
                         peak_rps: r.knee.rps,
                         mean_us: r.knee.mean_us,
                         p99_us: r.knee.p99_us,
