@@ -10,7 +10,7 @@
 #
 #   bench/xdp-udp.sh [REPS] [VALUE_BYTES]
 #       -> bench/results/xdp-udp-<proto>-v<VALUE>.json
-#   env: PROTO=memcached|native  DUR=seconds  DEPTH=16  CONNS=4
+#   env: PROTO=memcached|native  DUR=seconds  DEPTH=16  CONNS=4  OUT=file.json
 #        VARIANTS="epoll:udp epoll:xdp xdp:xdp"
 set -euo pipefail
 REPS=${1:-5}
@@ -23,7 +23,7 @@ PROTO=${PROTO:-memcached}
 DEPTH=${DEPTH:-16}
 CONNS=${CONNS:-4}
 VARIANTS=${VARIANTS:-epoll:udp epoll:xdp xdp:xdp xdp-generic:xdp-generic}
-OUT=bench/results/xdp-udp-${PROTO}-v${VALUE}.json
+OUT=${OUT:-bench/results/xdp-udp-${PROTO}-v${VALUE}.json}
 TMP=$(mktemp -d)
 PID=
 cleanup() {
