@@ -139,3 +139,71 @@ fn a_value_larger_than_the_limit_is_refused_and_small_limits_work() {
     assert!(s.get(&key(9_999)).is_some());
     assert!(s.stats().evictions > 0);
 }
+
+/// When the value size drifts, segments of the old size class are drained
+/// for the new one; keys read all along survive it: the drain moves
+/// referenced items to free slots of their class elsewhere instead of
+/// evicting them with the rest of the segment.
+#[test]
+fn read_keys_survive_a_size_drift() {
+    const LIMIT: usize = 32 << 20;
+    let s = Store::with_clock(
+        // Pool capacity = limit: every new class's segment comes from a
+        // drain once the pool is full.
+        Pool::with_capacity(LIMIT).unwrap(),
+        StoreConfig {
+            memory_limit: LIMIT,
+            shards: 64,
+            ..Default::default()
+        },
+        Clock::system(),
+    );
+    let hot = 2_000u32;
+    let small = |i: u32| value(i); // 256 B slots
+    let large = |i: u32| -> Vec<u8> { (0..1000u32).map(|j| (i ^ j ^ 0x5a) as u8).collect() };
+    let read_hot = |s: &Store| {
+        for h in 0..hot {
+            if let Some(it) = s.get(&key(h)) {
+                assert_eq!(it.value_bytes(), small(h), "hot key {h}");
+            }
+        }
+    };
+    // Phase 1: small values, past the limit.
+    for i in 0..160_000u32 {
+        if i % 1000 == 0 {
+            read_hot(&s);
+        }
+        s.set(&key(i), &small(i), Meta::default(), SetMode::Set)
+            .unwrap();
+    }
+    let before = s.stats();
+    // Phase 2: 1000-byte values, twice the limit, still reading the hot
+    // keys.
+    for i in 1_000_000..1_064_000u32 {
+        if i % 1000 == 0 {
+            read_hot(&s);
+        }
+        s.set(&key(i), &large(i), Meta::default(), SetMode::Set)
+            .unwrap();
+        assert_eq!(s.get(&key(i)).unwrap().value_bytes(), large(i));
+    }
+    let st = s.stats();
+    let alive = (0..hot).filter(|&h| s.get(&key(h)).is_some()).count();
+    println!(
+        "hot keys alive {alive}/{hot}; phase 2: segment drains {}, rescues {}, evictions {}",
+        st.segment_evictions - before.segment_evictions,
+        st.segment_rescues - before.segment_rescues,
+        st.evictions - before.evictions
+    );
+    assert!(
+        st.segment_evictions > before.segment_evictions,
+        "the drift drained segments: {st:?}"
+    );
+    assert!(st.segment_rescues > 0, "{st:?}");
+    assert!(
+        alive as u32 * 100 >= hot * 99,
+        "{alive} of {hot} read keys survived the drift"
+    );
+    assert!(st.item_bytes + st.index_bytes <= LIMIT);
+    assert_eq!(s.pool().stats().live_slots, s.len(), "no slot leaked");
+}

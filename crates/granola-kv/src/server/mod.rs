@@ -63,7 +63,7 @@ impl Shared {
     /// of at most `item_pool_limit`; connection receive/transmit and UDP
     /// buffers are resident as `conn_buffer_bytes` of at most
     /// `conn_buffer_limit`.
-    pub fn memory_parts(&self) -> [(&'static str, u64); 9] {
+    pub fn memory_parts(&self) -> [(&'static str, u64); 10] {
         let s = self.store.stats();
         let c = self.conn_pool.stats();
         [
@@ -79,6 +79,7 @@ impl Shared {
             ),
             ("conn_buffer_limit", c.capacity as u64),
             ("segment_evictions", s.segment_evictions),
+            ("segment_rescues", s.segment_rescues),
         ]
     }
 }

@@ -47,7 +47,9 @@
 //!   replies in flight still hold). When a write needs a slot of a size
 //!   class that has none free and the pool has no free segment, the store
 //!   drains the pool's coldest segment (least recently allocated from or
-//!   read): it evicts every item stored there, and the segment goes to the
+//!   read): it moves the items read since the CLOCK hand last passed them
+//!   into free slots of their class elsewhere (while there are any) and
+//!   evicts the rest, and the segment goes to the
 //!   starved class as soon as the last reply holding one of its values
 //!   drops it (`evict_segment`). So a workload whose value sizes drift
 //!   does not calcify memory in old classes; `docs/memory.md` has the
@@ -255,6 +257,9 @@ pub struct StoreStats {
     pub sets: u64,
     /// Segments drained to give their memory to another size class.
     pub segment_evictions: u64,
+    /// Referenced items a segment drain moved to another segment of their
+    /// class instead of evicting them.
+    pub segment_rescues: u64,
     /// Pool memory in use: segments handed to size classes or large
     /// items (what the store holds resident, at most the pool capacity).
     pub pool_bytes: usize,
@@ -335,6 +340,7 @@ pub struct Store {
     stripes: [Stripe; STRIPES],
     evictions: AtomicU64,
     segment_evictions: AtomicU64,
+    segment_rescues: AtomicU64,
     expired: AtomicU64,
     sets: AtomicU64,
     /// List bodies by id, striped by id (see `list.rs`).
@@ -398,6 +404,7 @@ impl Store {
             stripes: Default::default(),
             evictions: AtomicU64::new(0),
             segment_evictions: AtomicU64::new(0),
+            segment_rescues: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             sets: AtomicU64::new(0),
             bodies: (0..BODY_STRIPES).map(|_| Mutex::default()).collect(),
@@ -1090,6 +1097,7 @@ impl Store {
             expired: self.expired.load(Ordering::Relaxed),
             sets: self.sets.load(Ordering::Relaxed),
             segment_evictions: self.segment_evictions.load(Ordering::Relaxed),
+            segment_rescues: self.segment_rescues.load(Ordering::Relaxed),
             pool_bytes: pool.segments_in_use * granola::SEGMENT_SIZE,
             pool_capacity: pool.capacity,
             pinned_bytes: pool.live_bytes.saturating_sub(item_bytes),
@@ -1272,11 +1280,14 @@ impl Store {
         None
     }
 
-    /// Drains the pool's coldest segment: evicts every item stored in it
-    /// (skipping shards whose lock is busy, never waiting), so the segment
-    /// returns to the shared allocator — at once, or when the last reply
-    /// still sending one of its items drops it. True if it evicted
-    /// something or a segment came free.
+    /// Drains the pool's coldest segment: moves every string or collection
+    /// head whose entry is referenced (read, or written, since the CLOCK
+    /// hand last passed it) to a free slot of its class in another segment
+    /// while there is one, and evicts the rest (skipping shards whose lock
+    /// is busy, never waiting), so the segment returns to the shared
+    /// allocator — at once, or when the last reply still sending one of its
+    /// items drops it. True if it evicted or moved something or a segment
+    /// came free.
     fn evict_segment(&self, held: &Locked<'_>) -> bool {
         let Some(seg) = self.pool.coldest_segment() else {
             return false;
@@ -1291,7 +1302,7 @@ impl Store {
             // A list chunk: evict the list that owns it, if still stored.
             let (key, chunk_of): (Vec<u8>, Option<u64>) = match list::chunk_owner(&slot) {
                 Some((id, key)) => (key.to_vec(), Some(id)),
-                None => match Item::parse(slot) {
+                None => match Item::parse(slot.clone()) {
                     Some(item) => (item.key().to_vec(), None),
                     None => continue,
                 },
@@ -1315,13 +1326,44 @@ impl Store {
                     None => entry_handle(f.entry) == handle,
                 };
                 if owner && !self.busy(&f.item) {
-                    self.remove(l, f.pos, &f.item);
-                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                    if chunk_of.is_none() && f.entry & REF != 0 && self.rescue(l, &f, &slot) {
+                        self.segment_rescues.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        self.remove(l, f.pos, &f.item);
+                        self.evictions.fetch_add(1, Ordering::Relaxed);
+                    }
                     evicted = true;
                 }
             }
         }
         evicted || self.pool.stats().segments_released != released
+    }
+
+    /// Moves the item of entry `f` (whose whole slot is `slot`) to a free
+    /// slot of the same class, if the pool has one outside draining
+    /// segments (it never takes a segment for this: there is none free when
+    /// a drain runs). The copy is byte for byte (same header, CAS and
+    /// body id), so readers see the same item; replies holding the old slot
+    /// keep it until they drop it. False if there was no free slot.
+    fn rescue(&self, l: &Locked<'_>, f: &Found, slot: &granola::Buf) -> bool {
+        let Some(mut copy) = self.pool.alloc(slot.len()) else {
+            return false;
+        };
+        debug_assert_eq!(self.pool.slot_size(slot), copy.capacity());
+        copy.extend_from_slice(slot);
+        let Ok(handle) = self.pool.into_handle(copy.freeze()) else {
+            unreachable!("a fresh slot has no handle yet");
+        };
+        // Under the shard lock only readers touch the entry, and they only
+        // set REF, which is already set.
+        let e = l.cell(f.pos).swap(
+            make_entry(handle, index::entry_tag(f.entry)) | REF,
+            Ordering::AcqRel,
+        );
+        debug_assert!(index::same(e, f.entry));
+        let released = self.pool.release_handle(entry_handle(e));
+        debug_assert!(released, "the index owned a handle");
+        true
     }
 
     /// Accounts `bytes` against the limit, running the CLOCK hand until
