@@ -1236,6 +1236,71 @@ fn multi_key_writes_are_never_seen_half_applied() {
     );
 }
 
+/// MGET is one snapshot, as in Redis, also against single-key writes: a
+/// writer sets `sa` and then `sb` to the same increasing number, so at
+/// every instant `sb <= sa`; an MGET of `sa sb` (read in that order, on
+/// another connection and often another worker thread) must never see
+/// `sb` ahead of `sa`.
+#[test]
+fn mget_is_one_snapshot_of_single_key_writes() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    const ROUNDS: u64 = 50_000;
+    let done = Arc::new(AtomicBool::new(false));
+    let writer_done = done.clone();
+    let writer = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        for chunk in (1..=ROUNDS).collect::<Vec<_>>().chunks(100) {
+            let mut req = Vec::new();
+            for &i in chunk {
+                let v = i.to_string();
+                req.extend_from_slice(&resp_cmd(&["SET", "sa", &v]));
+                req.extend_from_slice(&resp_cmd(&["SET", "sb", &v]));
+            }
+            c.send(&req);
+            for _ in chunk {
+                c.expect(b"+OK\r\n+OK\r\n");
+            }
+        }
+        writer_done.store(true, Ordering::SeqCst);
+    });
+    let int = |r: Resp| -> Option<u64> {
+        match r {
+            Resp::Bulk(Some(v)) => Some(String::from_utf8(v).unwrap().parse().unwrap()),
+            Resp::Bulk(None) => None,
+            other => panic!("not a bulk string: {other:?}"),
+        }
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut r = Client::connect(addr);
+                let mut checked = 0u64;
+                while !done.load(Ordering::SeqCst) || checked < 100 {
+                    match r.resp(&["MGET", "sa", "sb"]) {
+                        Resp::Array(Some(v)) => {
+                            let v: Vec<Option<u64>> = v.into_iter().map(int).collect();
+                            if let (Some(a), Some(b)) = (v[0], v[1]) {
+                                assert!(b <= a, "MGET sa sb = {a}, {b}: sb ahead of sa");
+                            } else {
+                                assert!(v[1].is_none(), "sb set before sa: {v:?}");
+                            }
+                        }
+                        other => panic!("MGET: {other:?}"),
+                    }
+                    checked += 1;
+                }
+                checked
+            })
+        })
+        .collect();
+    for r in readers {
+        assert!(r.join().unwrap() >= 100);
+    }
+    writer.join().unwrap();
+}
+
 /// The strings, keyspace and expiry commands, exact replies.
 #[test]
 fn resp_strings_keys_transcript() {

@@ -7,7 +7,7 @@
 use super::storage::StringEdit;
 use super::Storage;
 use crate::store::{
-    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Store,
+    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp, Store,
     StoreError, StoreStats,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,6 +78,12 @@ impl<'a> Db<'a> {
 impl Storage for Db<'_> {
     fn get(&self, key: &[u8]) -> Option<Item> {
         self.with_key(key, |k| self.store.get(k))
+    }
+    fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
+        self.with_key(key, |k| self.store.get_stamped(k))
+    }
+    fn unchanged(&self, key: &[u8], stamp: &Stamp) -> bool {
+        self.with_key(key, |k| self.store.unchanged(k, stamp))
     }
     fn delete(&self, key: &[u8]) -> bool {
         self.with_key(key, |k| self.store.delete(k))

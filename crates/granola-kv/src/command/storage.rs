@@ -1,7 +1,7 @@
 //! The storage the commands run against.
 
 use crate::store::{
-    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Store,
+    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp, Store,
     StoreError, StoreStats,
 };
 
@@ -14,6 +14,11 @@ pub type StringEdit<'a> = &'a mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>;
 pub trait Storage: Send + Sync {
     /// The live item at `key`.
     fn get(&self, key: &[u8]) -> Option<Item>;
+    /// [`Storage::get`] with where the key was found (see
+    /// [`Store::get_stamped`]; a collection's body is not attached).
+    fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp);
+    /// True if `key` still holds what the read that made `stamp` found.
+    fn unchanged(&self, key: &[u8], stamp: &Stamp) -> bool;
     /// Stores a string value; returns its CAS unique.
     fn set(&self, key: &[u8], value: &[u8], meta: Meta, mode: SetMode) -> Result<u64, StoreError> {
         self.set_with(key, value, meta, mode, SetExtra::default())
@@ -128,6 +133,12 @@ pub trait Storage: Send + Sync {
 impl Storage for Store {
     fn get(&self, key: &[u8]) -> Option<Item> {
         Store::get(self, key)
+    }
+    fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
+        Store::get_stamped(self, key)
+    }
+    fn unchanged(&self, key: &[u8], stamp: &Stamp) -> bool {
+        Store::unchanged(self, key, stamp)
     }
     fn delete(&self, key: &[u8]) -> bool {
         Store::delete(self, key)

@@ -290,6 +290,13 @@ fn stripe() -> usize {
 /// Buckets the CLOCK hand visits per step (per lock acquisition).
 const SWEEP_BUCKETS: usize = 4;
 
+/// Where a read found a key ([`Store::get_stamped`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    h: Hashed,
+    at: Option<(Pos, u64)>,
+}
+
 /// Segments one write may drain before it gives up (more than one when
 /// the coldest segments are pinned by replies in flight or their shards
 /// are busy).
@@ -464,6 +471,38 @@ impl Store {
         None
     }
 
+    /// [`get`](Self::get), with where the key was found, for
+    /// [`unchanged`](Self::unchanged). A collection's body is not attached
+    /// (the caller only looks at strings).
+    #[inline]
+    pub fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
+        let h = self.hash(key);
+        let (item, at) = self.get_hashed(&h, key);
+        (item, Stamp { h, at })
+    }
+
+    /// True if the key read with `stamp` still holds what that read found:
+    /// the same index entry (so the same item, as the reader's reference
+    /// keeps its slot from being reused), or still nothing. An entry moved
+    /// by a cuckoo step or a growth counts as changed.
+    #[inline]
+    pub fn unchanged(&self, key: &[u8], stamp: &Stamp) -> bool {
+        let shard = &self.shards[stamp.h.shard];
+        match stamp.at {
+            Some((pos, e)) => {
+                pos.bucket < shard.buckets()
+                    && index::same(
+                        shard.bucket(pos.bucket).0[pos.way].load(Ordering::Acquire),
+                        e,
+                    )
+            }
+            None => match shard.probe(&self.pool, &stamp.h, key) {
+                Probe::Miss => true,
+                Probe::Hit(item, _, _) => item.expired(self.clock.now_ms()),
+            },
+        }
+    }
+
     /// The body of list `id`, if it is stored.
     fn body_of(&self, id: u64) -> Option<SharedBody> {
         let stripe = self.bodies[id as usize % BODY_STRIPES]
@@ -483,10 +522,16 @@ impl Store {
 
     #[inline]
     fn get_item(&self, key: &[u8]) -> Option<Item> {
-        let h = self.hash(key);
+        self.get_hashed(&self.hash(key), key).0
+    }
+
+    /// The live item for `key` (hashed as `h`) and its index position and
+    /// entry.
+    #[inline]
+    fn get_hashed(&self, h: &Hashed, key: &[u8]) -> (Option<Item>, Option<(Pos, u64)>) {
         let shard = &self.shards[h.shard];
         let stripe = &self.stripes[stripe()];
-        match shard.probe(&self.pool, &h, key) {
+        match shard.probe(&self.pool, h, key) {
             Probe::Hit(item, pos, e) => {
                 if item.expires_at_ms() != 0 && item.expired(self.clock.now_ms()) {
                     // Drop it lazily, but never wait for the shard.
@@ -497,16 +542,16 @@ impl Store {
                         }
                     }
                     stripe.misses.fetch_add(1, Ordering::Relaxed);
-                    return None;
+                    return (None, None);
                 }
                 shard.touch_ref(pos, e);
                 self.pool.touch(item.buf());
                 stripe.hits.fetch_add(1, Ordering::Relaxed);
-                Some(item)
+                (Some(item), Some((pos, e)))
             }
             Probe::Miss => {
                 stripe.misses.fetch_add(1, Ordering::Relaxed);
-                None
+                (None, None)
             }
         }
     }

@@ -13,8 +13,9 @@
 //! memcached and native requests do not enter the gate: a transaction or
 //! multi-key write is isolated from other Redis clients only. Multi-key
 //! reads (MGET, SUNION) enter shared, so they see a multi-key write whole
-//! or not at all, but two single-key SETs in a row may land between an
-//! MGET's keys.
+//! or not at all; two single-key SETs in a row may land between their
+//! keys, except for an MGET of up to 64 keys, which validates its reads
+//! as one snapshot (`strings.rs`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};

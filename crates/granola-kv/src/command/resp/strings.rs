@@ -7,9 +7,10 @@
 
 use super::expiry::{self, Bad, When};
 use super::{parse_i64, Ctx};
+use crate::command::storage::Storage;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::Item;
+use crate::store::{Item, Stamp};
 use crate::store::{Kind, Meta, SetMode, StoreError};
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
@@ -27,9 +28,28 @@ pub fn get(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `MGET key...`: pauses between keys when the reply queue fills.
+/// Most keys an MGET reads as one snapshot.
+const SNAPSHOT_KEYS: usize = 64;
+/// Reads of an MGET's keys before it answers with the last one.
+const SNAPSHOT_TRIES: usize = 32;
+
+/// `MGET key...`. Up to [`SNAPSHOT_KEYS`] keys are one snapshot, as in
+/// Redis (see [`snapshot`]); a longer MGET pauses between keys when the
+/// reply queue fills, so each key is read as of its own moment (it sees
+/// a multi-key write whole, as every command does, but not necessarily the
+/// order of single-key writes landing between its keys).
 pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let from = ctx.resume;
+    if from == 0 && cmd.len() - 1 <= SNAPSHOT_KEYS {
+        ctx.array(cmd.len() - 1);
+        for (item, _) in snapshot(ctx.db, cmd) {
+            match item {
+                Some(i) if i.kind() == Kind::String => ctx.bulk(&i.value()),
+                _ => ctx.null(),
+            }
+        }
+        return Step::Done;
+    }
     if from == 0 {
         ctx.array(cmd.len() - 1);
     }
@@ -46,7 +66,35 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `MSET key value [key value ...]` (not atomic across keys).
+/// The items of `cmd`'s keys as of one moment: reads every key, then
+/// checks that each key but the last still holds what it read (the same
+/// index entry, or still nothing: one load per key). If so, each earlier
+/// key held its item from its read to its check, an interval containing
+/// the last key's read, so all of them held these items at that instant.
+/// Otherwise a write landed in between: read again, up to
+/// [`SNAPSHOT_TRIES`] times (a writer rewriting these keys without pause
+/// could outrun it; then the last read is answered). An absent key that is
+/// written and deleted again between the two reads goes unnoticed.
+fn snapshot(db: &dyn Storage, cmd: &Command<'_>) -> Vec<(Option<Item>, Stamp)> {
+    let mut read: Vec<(Option<Item>, Stamp)> = Vec::with_capacity(cmd.len() - 1);
+    for _ in 0..SNAPSHOT_TRIES {
+        read.clear();
+        read.extend(cmd.args().skip(1).map(|k| db.get_stamped(k)));
+        let unchanged = cmd
+            .args()
+            .skip(1)
+            .zip(&read)
+            .take(read.len().saturating_sub(1))
+            .all(|(k, (_, stamp))| db.unchanged(k, stamp));
+        if unchanged {
+            break;
+        }
+    }
+    read
+}
+
+/// `MSET key value [key value ...]`; with two or more pairs the
+/// dispatcher runs it alone in the gate (`gate.rs`), so it lands at once.
 pub fn mset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if cmd.len() % 2 == 0 {
         resp::write_wrong_arity(ctx.out, cmd.name());
