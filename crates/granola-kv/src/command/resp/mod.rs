@@ -42,6 +42,9 @@ pub struct Conn {
     pub multi: Option<transaction::Multi>,
     /// WATCHed keys.
     pub watched: Vec<transaction::Watched>,
+    /// An MGET's reads, kept between commands (empty) so a snapshot read
+    /// allocates nothing once warm.
+    pub snapshot: Vec<(Option<crate::store::Item>, crate::store::Stamp)>,
 }
 
 impl Conn {
@@ -65,6 +68,7 @@ impl Conn {
             authed,
             multi: None,
             watched: Vec::new(),
+            snapshot: Vec::new(),
         }
     }
 

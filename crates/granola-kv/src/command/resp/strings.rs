@@ -42,12 +42,15 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let from = ctx.resume;
     if from == 0 && cmd.len() - 1 <= SNAPSHOT_KEYS {
         ctx.array(cmd.len() - 1);
-        for (item, _) in snapshot(ctx.db, cmd) {
+        let mut read = std::mem::take(&mut ctx.conn.snapshot);
+        snapshot(ctx.db, cmd, &mut read);
+        for (item, _) in read.drain(..) {
             match item {
                 Some(i) if i.kind() == Kind::String => ctx.bulk(&i.value()),
                 _ => ctx.null(),
             }
         }
+        ctx.conn.snapshot = read;
         return Step::Done;
     }
     if from == 0 {
@@ -75,22 +78,20 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// [`SNAPSHOT_TRIES`] times (a writer rewriting these keys without pause
 /// could outrun it; then the last read is answered). An absent key that is
 /// written and deleted again between the two reads goes unnoticed.
-fn snapshot(db: &dyn Storage, cmd: &Command<'_>) -> Vec<(Option<Item>, Stamp)> {
-    let mut read: Vec<(Option<Item>, Stamp)> = Vec::with_capacity(cmd.len() - 1);
+fn snapshot(db: &dyn Storage, cmd: &Command<'_>, read: &mut Vec<(Option<Item>, Stamp)>) {
     for _ in 0..SNAPSHOT_TRIES {
         read.clear();
         read.extend(cmd.args().skip(1).map(|k| db.get_stamped(k)));
         let unchanged = cmd
             .args()
             .skip(1)
-            .zip(&read)
+            .zip(read.iter())
             .take(read.len().saturating_sub(1))
             .all(|(k, (_, stamp))| db.unchanged(k, stamp));
         if unchanged {
             break;
         }
     }
-    read
 }
 
 /// `MSET key value [key value ...]`; with two or more pairs the
