@@ -1571,6 +1571,54 @@ fn resp_strings_keys_transcript() {
         }
         r => panic!("INFO commandstats: {r:?}"),
     }
+    // Rejected calls (refused before running: wrong arity) are not calls;
+    // failed calls ran and answered an error. DECRBY appears nowhere else
+    // in this file (the counters are per process).
+    let decrby = |c: &mut Client| -> (u64, u64, u64) {
+        let Resp::Bulk(Some(t)) = c.resp(&["INFO", "commandstats"]) else {
+            panic!("INFO commandstats")
+        };
+        let t = String::from_utf8(t).unwrap();
+        let Some(line) = t.lines().find_map(|l| l.strip_prefix("cmdstat_decrby:")) else {
+            return (0, 0, 0);
+        };
+        let field = |name: &str| -> u64 {
+            line.split(',')
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or_else(|| panic!("{name} missing: {line}"))
+                .parse()
+                .unwrap()
+        };
+        (
+            field("calls"),
+            field("rejected_calls"),
+            field("failed_calls"),
+        )
+    };
+    let before = decrby(&mut c);
+    rt(
+        &mut c,
+        &["DECRBY", "dk"],
+        b"-ERR wrong number of arguments for 'decrby' command\r\n",
+    );
+    rt(&mut c, &["SET", "dk", "word"], b"+OK\r\n");
+    rt(
+        &mut c,
+        &["DECRBY", "dk", "1"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+    rt(
+        &mut c,
+        &["DECRBY", "dk2", "x"],
+        b"-ERR value is not an integer or out of range\r\n",
+    );
+    rt(&mut c, &["DECRBY", "dk2", "2"], b":-2\r\n");
+    let after = decrby(&mut c);
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+        (3, 1, 2),
+        "DECRBY calls, rejected_calls, failed_calls"
+    );
     rt(
         &mut c,
         &["CONFIG", "GET", "maxmemory"],

@@ -236,10 +236,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     if !ctx.conn.authed && !before_auth(spec.name) {
+        table::reject(spec);
         ctx.error(b"NOAUTH Authentication required.");
         return Step::Done;
     }
     if !spec.arity_ok(cmd.len()) {
+        table::reject(spec);
         transaction::refuse(ctx);
         resp::write_wrong_arity(ctx.out, cmd.name());
         return Step::Done;
@@ -248,13 +250,63 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         transaction::queue(ctx, cmd);
         return Step::Done;
     }
-    let timed = ctx.resume == 0 && table::count(spec);
+    let first_call = ctx.resume == 0;
+    let timed = first_call && table::count(spec);
     let start = timed.then(std::time::Instant::now);
-    let step = run_gated(ctx, cmd, spec);
+    let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
     if let Some(start) = start {
         table::record(spec, start.elapsed().as_nanos() as u64);
     }
+    if first_call && failed {
+        table::fail(spec);
+    }
     step
+}
+
+/// Runs `f` with the reply sink watched: true if the reply it wrote
+/// starts with an error (`-`), i.e. the command failed. A reply is one
+/// RESP value, so its first byte tells.
+fn watch_errors(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Ctx<'_>) -> Step) -> (Step, bool) {
+    let mut watch = Watch {
+        inner: &mut *ctx.out,
+        first: None,
+    };
+    let mut inner = Ctx {
+        shared: ctx.shared,
+        db: ctx.db,
+        conn: &mut *ctx.conn,
+        out: &mut watch,
+        resume: ctx.resume,
+    };
+    let step = f(&mut inner);
+    (step, watch.first == Some(b'-'))
+}
+
+/// A reply sink that remembers the first byte written through it.
+struct Watch<'s> {
+    inner: &'s mut dyn ReplySink,
+    first: Option<u8>,
+}
+
+impl ReplySink for Watch<'_> {
+    fn copy(&mut self, bytes: &[u8]) {
+        if self.first.is_none() {
+            self.first = bytes.first().copied();
+        }
+        self.inner.copy(bytes);
+    }
+    fn value(&mut self, value: &Buf) {
+        if self.first.is_none() {
+            self.first = value.first().copied();
+        }
+        self.inner.value(value);
+    }
+    fn full(&self) -> bool {
+        self.inner.full()
+    }
+    fn copies(&self, len: usize) -> bool {
+        self.inner.copies(len)
+    }
 }
 
 /// Runs `spec` in the transaction gate: EXEC and multi-key writes alone,
@@ -278,9 +330,12 @@ pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::lookup(cmd.name()) {
         Some(spec) if spec.arity_ok(cmd.len()) => {
             let start = table::count(spec).then(std::time::Instant::now);
-            let step = (spec.run)(ctx, cmd);
+            let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
             if let Some(start) = start {
                 table::record(spec, start.elapsed().as_nanos() as u64);
+            }
+            if failed {
+                table::fail(spec);
             }
             step
         }

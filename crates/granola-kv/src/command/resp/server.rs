@@ -171,15 +171,16 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             let _ = write!(t, "# Commandstats\r\n");
             for (spec, st) in table::calls() {
                 // `usec` is estimated from one call in 16 (see
-                // `table::SAMPLE_EVERY`). Redis also reports rejected and
-                // failed calls; nothing counts them here, and a field that
-                // always read 0 would be a made-up figure, so they are left
-                // out (clients parse the fields present).
-                let per_call = st.usec as f64 / st.calls as f64;
+                // `table::SAMPLE_EVERY`).
+                let per_call = if st.calls == 0 {
+                    0.0
+                } else {
+                    st.usec as f64 / st.calls as f64
+                };
                 let _ = write!(
                     t,
-                    "cmdstat_{}:calls={},usec={},usec_per_call={per_call:.2}\r\n",
-                    spec.name, st.calls, st.usec
+                    "cmdstat_{}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                    spec.name, st.calls, st.usec, st.rejected, st.failed
                 );
             }
             Ok(())

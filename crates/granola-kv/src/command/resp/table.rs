@@ -282,6 +282,8 @@ struct Stripe {
     calls: AtomicU64,
     timed: AtomicU64,
     timed_ns: AtomicU64,
+    rejected: AtomicU64,
+    failed: AtomicU64,
 }
 
 fn calls_table() -> &'static Calls {
@@ -309,6 +311,22 @@ pub fn record(spec: &'static Spec, ns: u64) {
     }
 }
 
+/// Counts a call of `spec` refused before it ran (wrong arity, not
+/// authenticated, or queued with such an error inside MULTI); it is not a
+/// call (as in Redis).
+pub fn reject(spec: &'static Spec) {
+    if let Some(s) = stripe(spec) {
+        s.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts a call of `spec` that ran and answered with an error.
+pub fn fail(spec: &'static Spec) {
+    if let Some(s) = stripe(spec) {
+        s.failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// One command's statistics.
 pub struct CallStats {
     /// Calls so far.
@@ -316,6 +334,10 @@ pub struct CallStats {
     /// Estimated microseconds spent in them: the timed calls' mean times
     /// every call.
     pub usec: u64,
+    /// Refused before running ([`reject`]).
+    pub rejected: u64,
+    /// Ran and answered with an error ([`fail`]).
+    pub failed: u64,
 }
 
 /// Commands called at least once, with their statistics.
@@ -333,9 +355,18 @@ pub fn calls() -> impl Iterator<Item = (&'static Spec, CallStats)> {
             } else {
                 (u128::from(ns) * u128::from(calls) / u128::from(timed) / 1000) as u64
             };
-            (s, CallStats { calls, usec })
+            let (rejected, failed) = (sum(|c| &c.rejected), sum(|c| &c.failed));
+            (
+                s,
+                CallStats {
+                    calls,
+                    usec,
+                    rejected,
+                    failed,
+                },
+            )
         })
-        .filter(|(_, st)| st.calls > 0)
+        .filter(|(_, st)| st.calls + st.rejected > 0)
 }
 
 /// Every command call so far.
