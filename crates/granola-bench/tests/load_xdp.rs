@@ -15,7 +15,7 @@ use granola_bench::workload::WorkloadSpec;
 use granola_kv::server::config::Config;
 use granola_kv::server::{start, Running};
 use granola_net::{DatapathKind, XdpConfig};
-use granola_tests::netns::{is_root, require_peers, Veth};
+use granola_tests::netns::Veth;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -26,16 +26,7 @@ fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
 /// granola-kv with `--datapath xdp` in the server namespace; `None` (after
 /// saying why) where this machine cannot run it.
 fn start_server() -> Option<(Veth, Running)> {
-    let veth = match Veth::create() {
-        Ok(v) => v,
-        Err(e) => {
-            if require_peers() && is_root() {
-                panic!("GRANOLA_REQUIRE_PEERS: cannot create namespaces as root: {e}");
-            }
-            eprintln!("SKIPPED: the AF_XDP client needs network namespaces: {e}");
-            return None;
-        }
-    };
+    let veth = Veth::create_or_skip("the AF_XDP client")?;
     let mut cfg = Config::for_tests();
     cfg.listen = veth.server_ip.parse().unwrap();
     cfg.threads = Some(1);

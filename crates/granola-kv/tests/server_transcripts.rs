@@ -1155,6 +1155,61 @@ fn exec_is_not_interleaved() {
     assert_eq!(r.resp(&["GET", "x"]), Resp::Bulk(Some(b"2000".to_vec())));
 }
 
+/// A bulk string holding a number, or nil.
+fn resp_int(r: Resp) -> Option<u64> {
+    match r {
+        Resp::Bulk(Some(v)) => Some(String::from_utf8(v).unwrap().parse().unwrap()),
+        Resp::Bulk(None) => None,
+        other => panic!("not a bulk string: {other:?}"),
+    }
+}
+
+/// One writer connection runs rounds `1..=rounds` (`round(i)`: its request
+/// and the reply expected, pipelined 100 rounds at a time) while `readers`
+/// connections (some on the other worker thread) call `check` until the
+/// writer is done, at least 100 times each.
+fn writer_against_readers(
+    addr: SocketAddr,
+    rounds: u64,
+    readers: usize,
+    round: fn(u64) -> (Vec<u8>, Vec<u8>),
+    check: fn(&mut Client),
+) {
+    let done = Arc::new(AtomicBool::new(false));
+    let writer_done = done.clone();
+    let writer = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        for chunk in (1..=rounds).collect::<Vec<_>>().chunks(100) {
+            let (mut req, mut want) = (Vec::new(), Vec::new());
+            for &i in chunk {
+                let (r, w) = round(i);
+                req.extend_from_slice(&r);
+                want.extend_from_slice(&w);
+            }
+            c.send(&req);
+            c.expect(&want);
+        }
+        writer_done.store(true, Ordering::SeqCst);
+    });
+    let readers: Vec<_> = (0..readers)
+        .map(|_| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut r = Client::connect(addr);
+                let mut checked = 0u64;
+                while !done.load(Ordering::SeqCst) || checked < 100 {
+                    check(&mut r);
+                    checked += 1;
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    writer.join().unwrap();
+}
+
 /// A multi-key write is applied at once: readers on other connections
 /// (some on the other worker thread) never see an MSET half done, neither
 /// in one MGET nor in a GET of the first key followed by a GET of the
@@ -1162,71 +1217,39 @@ fn exec_is_not_interleaved() {
 #[test]
 fn multi_key_writes_are_never_seen_half_applied() {
     let srv = Server::default_config();
-    let addr = srv.resp();
     // Not a multiple of 10: the last round is not deleted.
-    const ROUNDS: u64 = 100_001;
-    let done = Arc::new(AtomicBool::new(false));
-    let writer_done = done.clone();
-    let writer = std::thread::spawn(move || {
-        let mut c = Client::connect(addr);
-        for chunk in (1..=ROUNDS).collect::<Vec<_>>().chunks(100) {
-            let mut req = Vec::new();
-            for &i in chunk {
-                let v = i.to_string();
-                req.extend_from_slice(&resp_cmd(&["MSET", "ma", &v, "mb", &v]));
-                if i % 10 == 0 {
-                    req.extend_from_slice(&resp_cmd(&["DEL", "ma", "mb"]));
-                }
+    writer_against_readers(
+        srv.resp(),
+        100_001,
+        4,
+        |i| {
+            let v = i.to_string();
+            let mut req = resp_cmd(&["MSET", "ma", &v, "mb", &v]);
+            let mut want = b"+OK\r\n".to_vec();
+            if i % 10 == 0 {
+                req.extend_from_slice(&resp_cmd(&["DEL", "ma", "mb"]));
+                want.extend_from_slice(b":2\r\n");
             }
-            c.send(&req);
-            for &i in chunk {
-                c.expect(b"+OK\r\n");
-                if i % 10 == 0 {
-                    c.expect(b":2\r\n");
+            (req, want)
+        },
+        |r| {
+            match r.resp(&["MGET", "ma", "mb"]) {
+                Resp::Array(Some(v)) => {
+                    let v: Vec<Option<u64>> = v.into_iter().map(resp_int).collect();
+                    assert_eq!(v[0], v[1], "MGET saw an MSET or DEL half applied");
                 }
+                other => panic!("MGET: {other:?}"),
             }
-        }
-        writer_done.store(true, Ordering::SeqCst);
-    });
-    let int = |r: Resp| -> Option<u64> {
-        match r {
-            Resp::Bulk(Some(v)) => Some(String::from_utf8(v).unwrap().parse().unwrap()),
-            Resp::Bulk(None) => None,
-            other => panic!("not a bulk string: {other:?}"),
-        }
-    };
-    let readers: Vec<_> = (0..4)
-        .map(|_| {
-            let done = done.clone();
-            std::thread::spawn(move || {
-                let mut r = Client::connect(addr);
-                let mut checked = 0u64;
-                while !done.load(Ordering::SeqCst) || checked < 100 {
-                    match r.resp(&["MGET", "ma", "mb"]) {
-                        Resp::Array(Some(v)) => {
-                            let v: Vec<Option<u64>> = v.into_iter().map(int).collect();
-                            assert_eq!(v[0], v[1], "MGET saw an MSET or DEL half applied");
-                        }
-                        other => panic!("MGET: {other:?}"),
-                    }
-                    // mb is written with ma; seeing ma at n, mb is at n or
-                    // later (or deleted by a later round).
-                    let a = int(r.resp(&["GET", "ma"]));
-                    let b = int(r.resp(&["GET", "mb"]));
-                    if let (Some(a), Some(b)) = (a, b) {
-                        assert!(b >= a, "GET ma = {a} then GET mb = {b}");
-                    }
-                    checked += 1;
-                }
-                checked
-            })
-        })
-        .collect();
-    for r in readers {
-        assert!(r.join().unwrap() >= 100);
-    }
-    writer.join().unwrap();
-    let mut c = Client::connect(addr);
+            // mb is written with ma; seeing ma at n, mb is at n or later
+            // (or deleted by a later round).
+            let a = resp_int(r.resp(&["GET", "ma"]));
+            let b = resp_int(r.resp(&["GET", "mb"]));
+            if let (Some(a), Some(b)) = (a, b) {
+                assert!(b >= a, "GET ma = {a} then GET mb = {b}");
+            }
+        },
+    );
+    let mut c = Client::connect(srv.resp());
     assert_eq!(
         c.resp(&["MGET", "ma", "mb"]),
         Resp::Array(Some(vec![
@@ -1244,61 +1267,28 @@ fn multi_key_writes_are_never_seen_half_applied() {
 #[test]
 fn mget_is_one_snapshot_of_single_key_writes() {
     let srv = Server::default_config();
-    let addr = srv.resp();
-    const ROUNDS: u64 = 50_000;
-    let done = Arc::new(AtomicBool::new(false));
-    let writer_done = done.clone();
-    let writer = std::thread::spawn(move || {
-        let mut c = Client::connect(addr);
-        for chunk in (1..=ROUNDS).collect::<Vec<_>>().chunks(100) {
-            let mut req = Vec::new();
-            for &i in chunk {
-                let v = i.to_string();
-                req.extend_from_slice(&resp_cmd(&["SET", "sa", &v]));
-                req.extend_from_slice(&resp_cmd(&["SET", "sb", &v]));
-            }
-            c.send(&req);
-            for _ in chunk {
-                c.expect(b"+OK\r\n+OK\r\n");
-            }
-        }
-        writer_done.store(true, Ordering::SeqCst);
-    });
-    let int = |r: Resp| -> Option<u64> {
-        match r {
-            Resp::Bulk(Some(v)) => Some(String::from_utf8(v).unwrap().parse().unwrap()),
-            Resp::Bulk(None) => None,
-            other => panic!("not a bulk string: {other:?}"),
-        }
-    };
-    let readers: Vec<_> = (0..3)
-        .map(|_| {
-            let done = done.clone();
-            std::thread::spawn(move || {
-                let mut r = Client::connect(addr);
-                let mut checked = 0u64;
-                while !done.load(Ordering::SeqCst) || checked < 100 {
-                    match r.resp(&["MGET", "sa", "sb"]) {
-                        Resp::Array(Some(v)) => {
-                            let v: Vec<Option<u64>> = v.into_iter().map(int).collect();
-                            if let (Some(a), Some(b)) = (v[0], v[1]) {
-                                assert!(b <= a, "MGET sa sb = {a}, {b}: sb ahead of sa");
-                            } else {
-                                assert!(v[1].is_none(), "sb set before sa: {v:?}");
-                            }
-                        }
-                        other => panic!("MGET: {other:?}"),
-                    }
-                    checked += 1;
+    writer_against_readers(
+        srv.resp(),
+        50_000,
+        3,
+        |i| {
+            let v = i.to_string();
+            let mut req = resp_cmd(&["SET", "sa", &v]);
+            req.extend_from_slice(&resp_cmd(&["SET", "sb", &v]));
+            (req, b"+OK\r\n+OK\r\n".to_vec())
+        },
+        |r| match r.resp(&["MGET", "sa", "sb"]) {
+            Resp::Array(Some(v)) => {
+                let v: Vec<Option<u64>> = v.into_iter().map(resp_int).collect();
+                if let (Some(a), Some(b)) = (v[0], v[1]) {
+                    assert!(b <= a, "MGET sa sb = {a}, {b}: sb ahead of sa");
+                } else {
+                    assert!(v[1].is_none(), "sb set before sa: {v:?}");
                 }
-                checked
-            })
-        })
-        .collect();
-    for r in readers {
-        assert!(r.join().unwrap() >= 100);
-    }
-    writer.join().unwrap();
+            }
+            other => panic!("MGET: {other:?}"),
+        },
+    );
 }
 
 /// The strings, keyspace and expiry commands, exact replies.

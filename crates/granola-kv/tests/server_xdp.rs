@@ -17,7 +17,7 @@ use granola_kv::proto as kv;
 use granola_kv::server::native::{kind, status};
 use granola_kv::server::{start, Running};
 use granola_net::{DatapathKind, FrameHeader, XdpConfig, FRAME_HEADER_LEN};
-use granola_tests::netns::{is_root, require_peers, Veth};
+use granola_tests::netns::Veth;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
@@ -40,16 +40,7 @@ fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
 }
 
 fn start_xdp(amplification: usize) -> Option<XdpServer> {
-    let veth = match Veth::create() {
-        Ok(v) => v,
-        Err(e) => {
-            if require_peers() && is_root() {
-                panic!("GRANOLA_REQUIRE_PEERS: cannot create namespaces as root: {e}");
-            }
-            eprintln!("SKIPPED: granola-kv over AF_XDP needs network namespaces: {e}");
-            return None;
-        }
-    };
+    let veth = Veth::create_or_skip("granola-kv over AF_XDP")?;
     let mut cfg = config();
     cfg.listen = veth.server_ip.parse().unwrap();
     cfg.threads = Some(1);

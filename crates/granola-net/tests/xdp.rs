@@ -14,7 +14,7 @@ use granola::{Buf, Pool};
 use granola_net::server::{DatagramHandler, DatagramService, Server, ServerConfig, ServerHandle};
 use granola_net::udp::{Datagram, UdpTx};
 use granola_net::{DatapathKind, TxConfig, XdpConfig};
-use granola_tests::netns::{is_root, require_peers, Veth};
+use granola_tests::netns::Veth;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -27,16 +27,7 @@ fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
 /// Sets up the pair and starts `svc` on AF_XDP in the server namespace;
 /// `None` (after saying why) when this machine cannot run it.
 fn start(svc: Arc<dyn DatagramService>, pool: &Pool) -> Option<(Veth, ServerHandle)> {
-    let veth = match Veth::create() {
-        Ok(v) => v,
-        Err(e) => {
-            if require_peers() && is_root() {
-                panic!("GRANOLA_REQUIRE_PEERS: cannot create namespaces as root: {e}");
-            }
-            eprintln!("SKIPPED: AF_XDP tests need network namespaces: {e}");
-            return None;
-        }
-    };
+    let veth = Veth::create_or_skip("AF_XDP tests")?;
     let xcfg = XdpConfig {
         interface: veth.server_if.clone(),
         ..XdpConfig::default()

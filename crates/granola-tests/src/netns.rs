@@ -58,6 +58,23 @@ pub struct Veth {
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 impl Veth {
+    /// Creates the pair for a test of `what`; where that is not possible,
+    /// says so on stderr (`SKIPPED: ...`) and returns `None`, except that
+    /// under `GRANOLA_REQUIRE_PEERS` a root run fails (namespaces are then
+    /// expected to work).
+    pub fn create_or_skip(what: &str) -> Option<Veth> {
+        match Veth::create() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if require_peers() && is_root() {
+                    panic!("GRANOLA_REQUIRE_PEERS: cannot create namespaces as root: {e}");
+                }
+                eprintln!("SKIPPED: {what} needs network namespaces: {e}");
+                None
+            }
+        }
+    }
+
     /// Creates the pair; `Err` says why it could not.
     pub fn create() -> Result<Veth, String> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);

@@ -226,6 +226,26 @@ impl Conn {
     fn is_tcp(&self) -> bool {
         matches!(self.sock, Sock::Tcp(_))
     }
+
+    /// The bytes of the next datagram to send, if any.
+    fn next_datagram(&self) -> Option<&[u8]> {
+        let a = *self.starts.get(self.next_dgram)?;
+        let b = self
+            .starts
+            .get(self.next_dgram + 1)
+            .copied()
+            .unwrap_or(self.tx.len());
+        Some(&self.tx[a..b])
+    }
+
+    /// Forgets the datagrams once all are sent.
+    fn datagrams_sent(&mut self) {
+        if self.next_dgram == self.starts.len() {
+            self.tx.clear();
+            self.starts.clear();
+            self.next_dgram = 0;
+        }
+    }
 }
 
 /// Writes requests of one op into one connection.
@@ -664,8 +684,10 @@ impl Worker {
         }
         let mut fail = None;
         let mut refused = 0u64;
-        match &mut conn.sock {
+        match &conn.sock {
             Sock::Tcp(s) => {
+                // mio writes through a shared reference.
+                let mut s: &TcpStream = s;
                 while conn.tx_off < conn.tx.len() {
                     match s.write(&conn.tx[conn.tx_off..]) {
                         Ok(n) => conn.tx_off += n,
@@ -683,14 +705,8 @@ impl Worker {
                 }
             }
             Sock::Udp(s) => {
-                while conn.next_dgram < conn.starts.len() {
-                    let a = conn.starts[conn.next_dgram];
-                    let b = conn
-                        .starts
-                        .get(conn.next_dgram + 1)
-                        .copied()
-                        .unwrap_or(conn.tx.len());
-                    match s.send(&conn.tx[a..b]) {
+                while let Some(dgram) = conn.next_datagram() {
+                    match s.send(dgram) {
                         Ok(_) => conn.next_dgram += 1,
                         Err(e) if e.kind() == IoKind::WouldBlock => break,
                         Err(e) if e.kind() == IoKind::Interrupted => {}
@@ -706,22 +722,13 @@ impl Worker {
                         }
                     }
                 }
-                if conn.next_dgram == conn.starts.len() {
-                    conn.tx.clear();
-                    conn.starts.clear();
-                    conn.next_dgram = 0;
-                }
+                conn.datagrams_sent();
             }
             Sock::Xdp(port) => {
+                let port = *port;
                 let x = self.xdp.as_mut().expect("AF_XDP connections have a client");
-                while conn.next_dgram < conn.starts.len() {
-                    let a = conn.starts[conn.next_dgram];
-                    let b = conn
-                        .starts
-                        .get(conn.next_dgram + 1)
-                        .copied()
-                        .unwrap_or(conn.tx.len());
-                    match x.send(*port, &conn.tx[a..b]) {
+                while let Some(dgram) = conn.next_datagram() {
+                    match x.send(port, dgram) {
                         Ok(Sent::Queued) => conn.next_dgram += 1,
                         // The ring is full until completions come back:
                         // the next turn's flush continues.
@@ -732,11 +739,7 @@ impl Worker {
                         }
                     }
                 }
-                if conn.next_dgram == conn.starts.len() {
-                    conn.tx.clear();
-                    conn.starts.clear();
-                    conn.next_dgram = 0;
-                }
+                conn.datagrams_sent();
             }
         }
         self.counts.errors.connection += refused;
