@@ -111,7 +111,8 @@ fn wrong_type_and_overwrites() {
 #[test]
 fn elements_are_zero_copy_and_survive_pushes() {
     let s = store();
-    let big = vec![0xABu8; 4000];
+    // Above the inline size (8 KiB): a chunked list from the start.
+    let big = vec![0xABu8; 9000];
     s.list_push(b"l", &[&big, b"small"], false).unwrap();
     let it = s.get(b"l").unwrap();
     let e0 = it.list_get(0).unwrap();
@@ -142,7 +143,7 @@ fn elements_are_zero_copy_and_survive_pushes() {
     );
     let all = s.list_pop(b"l", 200, true).unwrap().unwrap();
     assert_eq!(all.len(), 102);
-    let e0 = all.iter().find(|b| b.len() == 4000).unwrap().clone();
+    let e0 = all.iter().find(|b| b.len() == 9000).unwrap().clone();
     drop(all);
     assert_eq!(s.stats().list_chunks, 0);
     assert_eq!(s.pool().stats().live_slots, 1, "only the chunk e0 holds");
@@ -322,4 +323,69 @@ fn every_push_and_pop_changes_the_cas() {
     seen.push(unchanged);
     assert!(seen.windows(2).take(2).all(|w| w[0] < w[1]), "{seen:?}");
     assert_eq!(seen[2], seen[3], "popping nothing is no change");
+}
+
+/// A small list is one item (elements are slices of it); pushes and pops
+/// rewrite it while it fits 8 KiB, and a push past that moves it to
+/// chunks for good. Elements handed out survive every rewrite.
+#[test]
+fn small_lists_are_one_item_until_they_grow() {
+    let s = store();
+    let v = |i: u32| vec![i as u8; 1000];
+    s.list_push(b"l", &[&v(1), &v(2)], false).unwrap();
+    let it = s.get(b"l").unwrap();
+    assert!(it.is_inline_list());
+    let e1 = it.list_get(1).unwrap();
+    assert!(
+        e1.same_slot(&it.value()),
+        "an element is a slice of the item"
+    );
+    assert_eq!(
+        s.pool().stats().live_slots,
+        1,
+        "one slot, no body or chunks"
+    );
+    assert_eq!(s.stats().list_chunks, 0);
+    // LPUSH of several values pushes them one by one: reversed.
+    assert_eq!(s.list_push(b"l", &[&v(3), &v(4)], true).unwrap(), 4);
+    let it2 = s.get(b"l").unwrap();
+    assert!(it2.is_inline_list());
+    let firsts: Vec<u8> = it2.list_range(0, -1).map(|b| b[0]).collect();
+    assert_eq!(firsts, [4, 3, 1, 2]);
+    let visited: Vec<u8> = {
+        let mut out = Vec::new();
+        it2.list_visit(1, 3, |e| {
+            out.push(e.bytes()[0]);
+            true
+        });
+        out
+    };
+    assert_eq!(visited, [3, 1]);
+    assert_ne!(it2.cas(), it.cas(), "a push is a write");
+    // Popped elements stay slices of the item they were in.
+    let popped = s.list_pop(b"l", 1, false).unwrap().unwrap();
+    assert_eq!(popped[0][0], 2);
+    assert!(popped[0].same_slot(&it2.value()));
+    // Past 8 KiB: chunks, for good.
+    for i in 10..16 {
+        s.list_push(b"l", &[&v(i)], false).unwrap();
+    }
+    let big = s.get(b"l").unwrap();
+    assert!(!big.is_inline_list());
+    assert_eq!(big.list_len(), 9);
+    assert!(s.stats().list_chunks > 0);
+    let all: Vec<u8> = big.list_range(0, -1).map(|b| b[0]).collect();
+    assert_eq!(all, [4, 3, 1, 10, 11, 12, 13, 14, 15]);
+    s.list_pop(b"l", 8, true).unwrap();
+    assert!(!s.get(b"l").unwrap().is_inline_list(), "stays chunked");
+    // Everything handed out earlier is intact.
+    assert!(e1.iter().all(|&b| b == 2) && popped[0].iter().all(|&b| b == 2));
+    assert!(it.list_range(0, -1).all(|b| b.len() == 1000));
+    // Popping the last element removes the key; the slots go back once
+    // the readers drop them.
+    s.list_pop(b"l", 1, true).unwrap();
+    assert!(s.get(b"l").is_none());
+    drop((it, it2, big, e1, popped));
+    assert_eq!(s.pool().stats().live_slots, 0);
+    assert_eq!(s.stats().list_chunks, 0);
 }

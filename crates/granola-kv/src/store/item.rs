@@ -9,7 +9,18 @@
 //!  collection head item (list, hash, set): the value is the id of the
 //!  collection's body (list.rs, dict.rs)
 //!   | header (value_len = 8) | key | body id u64 |
+//!
+//!  small list, whole in one item (kind 7): at most INLINE_LIST_BYTES of
+//!  value area, an end offset per element, then the elements
+//!   | header | key | count u32 | end u32 x count | element bytes |
 //! ```
+//!
+//! A list is created inline when it fits and stays inline while writes
+//! keep it small: a push or pop writes a new item (O(its size), at most
+//! 8 KiB, as Redis rewrites a listpack). A write that would make it larger
+//! moves it to a chunked body (`list.rs`), which it keeps. Reading an
+//! inline list touches the index and this one slot, where a chunked list
+//! also touches its body and a chunk per 2 KiB element.
 //!
 //! All integers are little-endian and unaligned. The 28-byte header keeps a
 //! 20 B key + 100 B value item at 148 B, inside the pool's 160 B class.
@@ -39,6 +50,21 @@ const KIND_LIST: u8 = 2;
 const KIND_HASH: u8 = 4;
 const KIND_SET: u8 = 5;
 const KIND_ZSET: u8 = 6;
+const KIND_LIST_INLINE: u8 = 7;
+
+/// Most bytes of an inline list's value area (count, offsets, elements);
+/// Redis keeps a list in one listpack up to the same size.
+pub(crate) const INLINE_LIST_BYTES: usize = 8192;
+
+/// Bytes of the inline encoding of `values`.
+fn inline_list_len(values: &[&[u8]]) -> usize {
+    4 + 4 * values.len() + values.iter().map(|v| v.len()).sum::<usize>()
+}
+
+/// True if `values` fit one inline list item.
+pub(crate) fn fits_inline(values: &[&[u8]]) -> bool {
+    inline_list_len(values) <= INLINE_LIST_BYTES
+}
 
 /// memcached meta-protocol marks of a string item (header byte 1): set
 /// by `md ... I` (invalidate) and `mg` (the recache win), cleared by the
@@ -160,7 +186,7 @@ impl Item {
         }
         let kind = match buf[0] {
             KIND_STRING => Kind::String,
-            KIND_LIST => Kind::List,
+            KIND_LIST | KIND_LIST_INLINE => Kind::List,
             KIND_HASH => Kind::Hash,
             KIND_SET => Kind::Set,
             KIND_ZSET => Kind::ZSet,
@@ -172,7 +198,14 @@ impl Item {
         if end > buf.len() {
             return None;
         }
-        if kind.is_collection() && value_len != 8 {
+        if buf[0] == KIND_LIST_INLINE {
+            // The count and offset table fit; each offset is checked when
+            // it is read.
+            let v = &buf[end - value_len as usize..end];
+            if v.len() < 4 || 4 + 4 * u32_at(v, 0) as usize > v.len() {
+                return None;
+            }
+        } else if kind.is_collection() && value_len != 8 {
             return None;
         }
         Some(Item {
@@ -262,11 +295,39 @@ impl Item {
         self.value_len as usize
     }
 
-    /// The id of a collection's body (None for strings).
+    /// The id of a collection's body (None for strings and inline lists).
     pub(crate) fn body_id(&self) -> Option<u64> {
-        self.kind
-            .is_collection()
-            .then(|| u64_at(self.value_bytes(), 0))
+        (self.kind.is_collection() && !self.is_inline_list()).then(|| u64_at(self.value_bytes(), 0))
+    }
+
+    /// True for a small list kept whole in this item (see the module
+    /// docs); OBJECT ENCODING calls it a listpack.
+    #[inline]
+    pub fn is_inline_list(&self) -> bool {
+        self.buf[0] == KIND_LIST_INLINE
+    }
+
+    /// Elements of an inline list.
+    fn inline_count(&self) -> usize {
+        u32_at(self.value_bytes(), 0) as usize
+    }
+
+    /// The byte range of inline element `i` in the slot; `None` past the
+    /// end (or if the offsets do not fit the item).
+    fn inline_elem(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        let v = self.value_bytes();
+        let n = self.inline_count();
+        if i >= n {
+            return None;
+        }
+        let data = 4 + 4 * n;
+        let end_of = |k: usize| u32_at(v, 4 + 4 * k) as usize;
+        let start = if i == 0 { 0 } else { end_of(i - 1) };
+        let end = end_of(i);
+        (start <= end && data + end <= v.len()).then(|| {
+            let base = self.value_start() + data;
+            base + start..base + end
+        })
     }
 
     /// Runs `f` on a hash's or set's table, under its lock (None for other
@@ -297,6 +358,9 @@ impl Item {
 
     /// Number of list elements (0 for strings).
     pub fn list_len(&self) -> usize {
+        if self.is_inline_list() {
+            return self.inline_count();
+        }
         self.body
             .as_ref()
             .and_then(|b| with_list(b, |l| l.len()))
@@ -306,6 +370,10 @@ impl Item {
     /// Element `index` of a list (negative counts from the end, as Redis
     /// LINDEX), as a zero-copy `Buf` sharing its chunk.
     pub fn list_get(&self, index: i64) -> Option<Buf> {
+        if self.is_inline_list() {
+            let i = normalize(index, self.inline_count())?;
+            return self.inline_elem(i).map(|r| self.buf.slice(r));
+        }
         with_list(self.body.as_ref()?, |b| {
             let i = normalize(index, b.len())?;
             b.get(i)
@@ -327,6 +395,19 @@ impl Item {
         to: usize,
         mut f: impl FnMut(ListElem<'_>) -> bool,
     ) -> usize {
+        if self.is_inline_list() {
+            let mut seen = 0;
+            for i in from..to.min(self.inline_count()) {
+                let Some(r) = self.inline_elem(i) else {
+                    break;
+                };
+                seen += 1;
+                if !f(ListElem::inline(&self.buf, r)) {
+                    break;
+                }
+            }
+            return seen;
+        }
         self.body
             .as_ref()
             .and_then(|b| with_list(b, |l| l.visit(from, to, &mut f)))
@@ -339,6 +420,13 @@ impl Item {
     /// they are collected under the body's lock, so the range is one
     /// consistent state of the list.
     pub fn list_range(&self, start: i64, end: i64) -> impl Iterator<Item = Buf> + '_ {
+        if self.is_inline_list() {
+            let (from, to) = range_bounds(start, end, self.inline_count());
+            let elems: Vec<Buf> = (from..to)
+                .map_while(|i| self.inline_elem(i).map(|r| self.buf.slice(r)))
+                .collect();
+            return elems.into_iter();
+        }
         let elems = match &self.body {
             Some(b) => with_list(b, |b| {
                 let (from, to) = range_bounds(start, end, b.len());
@@ -391,6 +479,8 @@ pub(crate) enum Content<'a> {
     Head(Kind, u64),
     /// A copy of another item's value area (same kind).
     CopyOf(&'a Item),
+    /// A small list, whole (see [`fits_inline`]).
+    InlineList(&'a [&'a [u8]]),
 }
 
 /// Metadata of a new item.
@@ -410,14 +500,24 @@ impl Content<'_> {
             Content::Str(parts) => parts.iter().map(|p| p.len()).sum(),
             Content::Head(..) => 8,
             Content::CopyOf(item) => item.value_len(),
+            Content::InlineList(values) => inline_list_len(values),
         }
     }
 
-    fn kind(&self) -> Kind {
+    /// The header's kind byte.
+    fn kind_byte(&self) -> u8 {
         match self {
-            Content::Str(_) => Kind::String,
-            Content::Head(kind, _) => *kind,
-            Content::CopyOf(item) => item.kind(),
+            Content::Str(_) => KIND_STRING,
+            Content::Head(kind, _) => match kind {
+                Kind::String => KIND_STRING,
+                Kind::List => KIND_LIST,
+                Kind::Hash => KIND_HASH,
+                Kind::Set => KIND_SET,
+                Kind::ZSet => KIND_ZSET,
+            },
+            // The same kind and encoding as the original.
+            Content::CopyOf(item) => item.buf[0],
+            Content::InlineList(_) => KIND_LIST_INLINE,
         }
     }
 }
@@ -435,13 +535,7 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
     let total = HEADER_LEN + key.len() + value_len;
     let mut w: BufMut = pool.alloc(total)?;
     let mut head = [0u8; HEADER_LEN];
-    head[0] = match content.kind() {
-        Kind::String => KIND_STRING,
-        Kind::List => KIND_LIST,
-        Kind::Hash => KIND_HASH,
-        Kind::Set => KIND_SET,
-        Kind::ZSet => KIND_ZSET,
-    };
+    head[0] = content.kind_byte();
     head[1] = h.marks;
     head[2..4].copy_from_slice(&(key.len() as u16).to_le_bytes());
     head[4..8].copy_from_slice(&h.flags.to_le_bytes());
@@ -458,6 +552,17 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
         }
         Content::Head(_, id) => w.extend_from_slice(&id.to_le_bytes()),
         Content::CopyOf(item) => w.extend_from_slice(item.value_bytes()),
+        Content::InlineList(values) => {
+            w.extend_from_slice(&(values.len() as u32).to_le_bytes());
+            let mut end = 0u32;
+            for v in values.iter() {
+                end += v.len() as u32;
+                w.extend_from_slice(&end.to_le_bytes());
+            }
+            for v in values.iter() {
+                w.extend_from_slice(v);
+            }
+        }
     }
     let item = Item::parse(w.freeze());
     debug_assert!(item.is_some(), "a freshly built item parses");

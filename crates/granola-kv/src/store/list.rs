@@ -1,4 +1,5 @@
-//! The body of a list: a deque of chunks in pool memory.
+//! The body of a list: a deque of chunks in pool memory (lists too small
+//! for it are one item; see `item.rs`).
 //!
 //! ```text
 //!  index entry ──► head item [header | key | list id u64]     (item.rs)
@@ -50,22 +51,41 @@ const CHUNK_HEADER: usize = 16;
 const KIND_CHUNK: u8 = 3;
 
 /// One element of a list, borrowed while its body is locked (see
-/// [`Item::list_visit`](super::Item::list_visit)).
-pub struct ListElem<'a> {
-    chunk: &'a Chunk,
-    k: usize,
+/// [`Item::list_visit`](super::Item::list_visit)), or from an inline
+/// list's item.
+pub struct ListElem<'a>(Elem<'a>);
+
+enum Elem<'a> {
+    /// Element `k` of a chunk.
+    Chunk(&'a Chunk, usize),
+    /// A byte range of an inline list's item.
+    Inline(&'a Buf, std::ops::Range<usize>),
 }
 
-impl ListElem<'_> {
-    /// The element's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        let (s, e) = self.chunk.spans[self.k];
-        &self.chunk.bytes()[s as usize..e as usize]
+impl<'a> ListElem<'a> {
+    /// Element `range` of the inline list item `buf`.
+    pub(crate) fn inline(buf: &'a Buf, range: std::ops::Range<usize>) -> ListElem<'a> {
+        ListElem(Elem::Inline(buf, range))
     }
 
-    /// The element as a zero-copy `Buf` sharing its (sealed) chunk.
+    /// The element's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.0 {
+            Elem::Chunk(c, k) => {
+                let (s, e) = c.spans[*k];
+                &c.bytes()[s as usize..e as usize]
+            }
+            Elem::Inline(buf, r) => &buf[r.clone()],
+        }
+    }
+
+    /// The element as a zero-copy `Buf` sharing its (sealed) chunk or
+    /// item.
     pub fn buf(&self) -> Option<Buf> {
-        self.chunk.get(self.k)
+        match &self.0 {
+            Elem::Chunk(c, k) => c.get(*k),
+            Elem::Inline(buf, r) => Some(buf.slice(r.clone())),
+        }
     }
 }
 
@@ -343,7 +363,7 @@ impl ListBody {
             let c = &mut self.chunks[ci];
             c.seal(&self.pool);
             while k < c.spans.len() && seen < want {
-                if !f(ListElem { chunk: c, k }) {
+                if !f(ListElem(Elem::Chunk(c, k))) {
                     return seen;
                 }
                 seen += 1;

@@ -11,7 +11,11 @@
 //!   slot and swaps the index entry to it; the index's reference to the old
 //!   slot is released, and the slot is reused only when every [`Item`] /
 //!   [`Buf`](granola::Buf) handed out for it (replies in flight) has dropped.
-//! - **Lists** are a head item (key, metadata, CAS, and the id of the
+//! - **Small lists are one item** (up to 8 KiB of elements, `item.rs`):
+//!   a read touches the index and that slot only, and every element is a
+//!   sub-`Buf` of it. A push or pop writes a new item (O(size), as Redis
+//!   rewrites a listpack); a push past 8 KiB moves the list to chunks.
+//! - **Larger lists** are a head item (key, metadata, CAS, and the id of the
 //!   list's body) plus a deque of immutable chunks of at most 2 KiB of
 //!   elements in pool slots (`list.rs`). A push rebuilds at most the end
 //!   chunk it lands in, a pop moves a chunk's live range: O(1) amortized
@@ -864,6 +868,15 @@ impl Store {
             Some(f) if f.item.kind() != Kind::List => return Err(StoreError::WrongType),
             Some(f) if values.is_empty() => return Ok(f.item.list_len()),
             None if values.is_empty() || !create => return Ok(0),
+            // A small list is rewritten whole (inline while it fits).
+            Some(f) if f.item.is_inline_list() => {
+                let old_elems: Vec<granola::Buf> = f.item.list_range(0, -1).collect();
+                let old_elems: Vec<&[u8]> = old_elems.iter().map(|b| b.as_slice()).collect();
+                return self.push_rewrite(&l, &h, key, &old_elems, values, front, Some(f));
+            }
+            None if self.inline_fits(key, values) => {
+                return self.push_rewrite(&l, &h, key, &[], values, front, None);
+            }
             Some(f) => match f.item.body() {
                 Some(b) => (
                     b.clone(),
@@ -916,6 +929,42 @@ impl Store {
         Ok(len)
     }
 
+    /// True if a list of `values` at `key` is stored whole in one item:
+    /// at most 8 KiB of elements and offsets, and within the item size
+    /// limit.
+    fn inline_fits(&self, key: &[u8], values: &[&[u8]]) -> bool {
+        item::fits_inline(values)
+            && item::item_len(key, &Content::InlineList(values)) <= self.config.max_item_size
+    }
+
+    /// A push that rewrites the whole list: `values` pushed onto `old`
+    /// (the elements of an inline list, or none for a new key) at the
+    /// front (one by one, as LPUSH does: reversed) or the back, stored
+    /// inline if they fit, else as a chunked body. The list's length.
+    #[allow(clippy::too_many_arguments)]
+    fn push_rewrite(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        old: &[&[u8]],
+        values: &[&[u8]],
+        front: bool,
+        found: Option<&Found>,
+    ) -> Result<usize, StoreError> {
+        let all: Vec<&[u8]> = if front {
+            values.iter().rev().chain(old).copied().collect()
+        } else {
+            old.iter().chain(values).copied().collect()
+        };
+        let meta = found.map_or_else(Meta::default, |f| Meta {
+            flags: f.item.flags(),
+            expires_at_ms: f.item.expires_at_ms(),
+        });
+        self.put_list_locked(l, h, key, &all, meta, found)?;
+        Ok(all.len())
+    }
+
     /// LPOP/RPOP: removes up to `count` elements from the list at `key`
     /// and returns them in pop order, zero-copy (`None` if absent). An
     /// emptied list is removed. `WrongType` on a string.
@@ -930,6 +979,29 @@ impl Store {
         let Some(f) = self.find_live(&l, &h, key) else {
             return Ok(None);
         };
+        if f.item.is_inline_list() {
+            // Popped elements stay slices of the old item (zero-copy); the
+            // rest is written as a new, smaller item.
+            let mut elems: Vec<granola::Buf> = f.item.list_range(0, -1).collect();
+            let k = count.min(elems.len());
+            let popped: Vec<granola::Buf> = if front {
+                elems.drain(..k).collect()
+            } else {
+                elems.drain(elems.len() - k..).rev().collect()
+            };
+            if elems.is_empty() {
+                self.remove(&l, f.pos, &f.item);
+                self.sets.fetch_add(1, Ordering::Relaxed);
+            } else if k > 0 {
+                let rest: Vec<&[u8]> = elems.iter().map(|b| b.as_slice()).collect();
+                let meta = Meta {
+                    flags: f.item.flags(),
+                    expires_at_ms: f.item.expires_at_ms(),
+                };
+                self.put_list_locked(&l, &h, key, &rest, meta, Some(&f))?;
+            }
+            return Ok(Some(popped));
+        }
         let Some(body) = f.item.body().cloned() else {
             return Err(StoreError::WrongType);
         };
@@ -978,6 +1050,18 @@ impl Store {
         }
         if values.len() > self.config.max_list_len {
             return Err(StoreError::ListTooLong);
+        }
+        if self.inline_fits(key, values) {
+            let hdr = Header {
+                flags: meta.flags,
+                expires_at_ms: meta.expires_at_ms,
+                cas: self.new_cas(),
+                marks: 0,
+            };
+            self.put_locked(l, h, key, &Content::InlineList(values), hdr, old)?;
+            // Counted as `put_head` counts a chunked one.
+            self.sets.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
         }
         let body = self.new_body();
         let mut guard = lock_body(&body);

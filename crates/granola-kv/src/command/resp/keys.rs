@@ -454,7 +454,10 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match &sub[..] {
         b"ENCODING" => {
             let enc: &[u8] = match item.kind() {
-                Kind::List => b"listpack",
+                // As Redis 7: one listpack while small, a quicklist of
+                // nodes (here: chunks) beyond.
+                Kind::List if item.is_inline_list() => b"listpack",
+                Kind::List => b"quicklist",
                 Kind::Hash | Kind::Set => b"hashtable",
                 Kind::ZSet => b"skiplist",
                 Kind::String if parse_i64(item.value_bytes()).is_some() => b"int",
