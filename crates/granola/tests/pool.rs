@@ -432,6 +432,56 @@ fn emptied_segments_move_to_another_class() {
     assert_eq!(p.stats().segments_in_use, 2);
 }
 
+/// A class whose only item is rewritten between two sizes empties a
+/// segment on every write. The last two released segments keep their
+/// pages, and the next segment a class needs is taken from them: no fresh
+/// (zeroed) pages per write. A third release gives the oldest back to the
+/// kernel (under Miri pages are never given back, so that part is skipped).
+#[test]
+fn released_segments_stay_warm_for_the_next_class() {
+    let p = pool(8 * SEGMENT_SIZE);
+    // A slot of `size` with its whole capacity filled with `byte`.
+    let fill = |size: usize, byte: u8| {
+        let mut w = p.alloc(size).unwrap();
+        w.as_full_mut_slice().fill(byte);
+        w.set_len(size);
+        w.freeze()
+    };
+    let big = 64 << 10;
+    let first = fill(big, 0xA5);
+    let at = first.as_ptr() as usize;
+    drop(first); // its segment empties: released, warm
+    let mut again = p.alloc(big).unwrap();
+    let bytes = again.as_full_mut_slice();
+    assert_eq!(bytes.as_ptr() as usize, at, "the warm segment is reused");
+    assert!(bytes.iter().all(|&b| b == 0xA5), "its pages were kept");
+    drop(again);
+    // Three segments of another class, released in order: the warm ones
+    // are the last two, the first goes back to the kernel.
+    let other = 32 << 10;
+    let per = SEGMENT_SIZE / other;
+    let segs: Vec<Vec<Buf>> = (0..3u8)
+        .map(|k| (0..per).map(|_| fill(other, 0x40 + k)).collect())
+        .collect();
+    assert_eq!(p.stats().segments_in_use, 3);
+    drop(segs);
+    assert_eq!(p.stats().segments_in_use, 0);
+    // Taken again: the warm ones first (newest first), then the discarded
+    // one. The first byte of each segment tells which it is.
+    let mut firsts = Vec::new();
+    let mut held = Vec::new();
+    for i in 0..3 * per {
+        let mut w = p.alloc(other).unwrap();
+        if i % per == 0 {
+            firsts.push(w.as_full_mut_slice()[0]);
+        }
+        w.set_len(0);
+        held.push(w.freeze());
+    }
+    let discarded = if cfg!(miri) { 0x40 } else { 0 };
+    assert_eq!(firsts, [0x42, 0x41, discarded]);
+}
+
 /// A drained segment serves no allocation, waits for its last reference
 /// (a send in flight) and then goes to whichever class needs it; the
 /// in-flight bytes are intact until then.

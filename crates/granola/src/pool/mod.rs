@@ -307,7 +307,18 @@ struct SegmentAllocator {
     next: u32,
     /// Returned runs (start -> length), coalesced with their neighbours.
     free_runs: BTreeMap<u32, u32>,
+    /// Released small-class segments whose pages are still resident
+    /// (oldest first), at most [`WARM_SEGMENTS`]: the next small-class
+    /// segment is taken from here, so a class that empties its last
+    /// segment and needs one again at once (one item rewritten between two
+    /// sizes) does not have the kernel zero a fresh page each time.
+    warm: std::collections::VecDeque<u32>,
 }
+
+/// Released segments kept resident for reuse (see
+/// [`SegmentAllocator::warm`]); what they cost is at most this many
+/// segments of resident memory beyond what the pool uses.
+const WARM_SEGMENTS: usize = 2;
 
 impl SegmentAllocator {
     fn take(&mut self, n: u32, total: u32) -> Option<u32> {
@@ -404,6 +415,7 @@ impl Pool {
             segments: Mutex::new(SegmentAllocator {
                 next: 0,
                 free_runs: BTreeMap::new(),
+                warm: Default::default(),
             }),
             live_slots: AtomicUsize::new(0),
             live_bytes: AtomicUsize::new(0),
@@ -871,7 +883,10 @@ impl PoolInner {
         }
         let seg = {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            segs.take(1, self.num_segments as u32)?
+            match segs.warm.pop_back() {
+                Some(seg) => seg,
+                None => segs.take(1, self.num_segments as u32)?,
+            }
         };
         self.seg_live[seg as usize].store(1, Ordering::Relaxed);
         self.seg_class[seg as usize].store(class as u8, Ordering::Release);
@@ -895,11 +910,11 @@ impl PoolInner {
     /// and its pages back to the kernel: memory the pool no longer uses
     /// stops counting in the process's RSS, so what the pool's user keeps
     /// elsewhere (on the heap) under the same budget is not double-paid.
-    /// Called with its class lock held, after its free-list entries were
-    /// invalidated (generation bumped).
+    /// The last [`WARM_SEGMENTS`] released keep their pages until more are
+    /// released (see [`SegmentAllocator::warm`]). Called with its class
+    /// lock held, after its free-list entries were invalidated (generation
+    /// bumped).
     fn release_segment(&self, seg: u32) {
-        self.data
-            .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
         if self.seg_draining[seg as usize].swap(false, Ordering::Relaxed) {
             self.segments_draining.fetch_sub(1, Ordering::Relaxed);
         }
@@ -907,14 +922,37 @@ impl PoolInner {
         self.segments_in_use.fetch_sub(1, Ordering::Relaxed);
         self.segments_released.fetch_add(1, Ordering::Relaxed);
         let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-        segs.give_back(seg, 1);
+        segs.warm.push_back(seg);
+        if segs.warm.len() > WARM_SEGMENTS {
+            let cold = segs.warm.pop_front().expect("more than WARM_SEGMENTS");
+            // Under the allocator's lock: nobody can take it meanwhile.
+            self.data
+                .discard((cold as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
+            segs.give_back(cold, 1);
+        }
+    }
+
+    /// Discards the warm segments' pages and returns them to the free runs
+    /// (a large object needs contiguous segments).
+    fn cool_all(&self, segs: &mut SegmentAllocator) {
+        while let Some(seg) = segs.warm.pop_front() {
+            self.data
+                .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
+            segs.give_back(seg, 1);
+        }
     }
 
     fn alloc_large(&self, size: usize) -> Option<(u32, usize)> {
         let n = u32::try_from(size.div_ceil(SEGMENT_SIZE)).ok()?;
         let start = {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            segs.take(n, self.num_segments as u32)?
+            match segs.take(n, self.num_segments as u32) {
+                Some(start) => start,
+                None => {
+                    self.cool_all(&mut segs);
+                    segs.take(n, self.num_segments as u32)?
+                }
+            }
         };
         for seg in start..start + n {
             self.seg_class[seg as usize].store(SEG_LARGE, Ordering::Release);
@@ -1155,6 +1193,7 @@ mod tests {
         let mut a = SegmentAllocator {
             next: 0,
             free_runs: BTreeMap::new(),
+            warm: Default::default(),
         };
         let x = a.take(2, 10).unwrap();
         let y = a.take(3, 10).unwrap();

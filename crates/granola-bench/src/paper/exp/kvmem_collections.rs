@@ -2,8 +2,9 @@
 //! the collection it lands in, beside Redis.
 //!
 //! For each server (granola-kv and Redis over RESP, each started fresh on
-//! the server CPU) and each size L (1k, 10k, 100k, 1M; `--quick` stops at
-//! 100k), a collection is filled to L with pipelined multi-value writes,
+//! the server CPU) and each size L (10, 100, 1k, 10k, 100k, 1M; `--quick`
+//! stops at 100k; granola-kv keeps a list of up to about 580 of these
+//! 10-byte elements in one item and rewrites it per write), a collection is filled to L with pipelined multi-value writes,
 //! then pairs of writes that keep it at L are sent, pipelined 32 pairs
 //! deep: `RPUSH key v` / `LPOP key` for lists, `HSET key new-field v` /
 //! `HDEL key oldest-field` for hashes. The cost per operation is the
@@ -76,9 +77,9 @@ pub fn run(
 ) -> Result<serde_json::Value, String> {
     let case = shape.name();
     let lengths: &[usize] = if s.quick {
-        &[1_000, 10_000, 100_000]
+        &[10, 100, 1_000, 10_000, 100_000]
     } else {
-        &[1_000, 10_000, 100_000, 1_000_000]
+        &[10, 100, 1_000, 10_000, 100_000, 1_000_000]
     };
     let mut specs = vec![ServerSpec::granola("granola-kv").memory(2048)];
     match s.peer_missing(Kind::Redis) {
