@@ -389,3 +389,84 @@ fn small_lists_are_one_item_until_they_grow() {
     assert_eq!(s.pool().stats().live_slots, 0);
     assert_eq!(s.stats().list_chunks, 0);
 }
+
+mod model {
+    //! Pushes and pops of every count, at both ends, on lists that cross
+    //! the inline size (8 KiB) in both directions, against a `VecDeque`.
+
+    use super::store;
+    use granola_kv::store::Store;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push { front: bool, lens: Vec<usize> },
+        Pop { front: bool, count: usize },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (any::<bool>(), prop::collection::vec(0usize..1500, 1..4))
+                .prop_map(|(front, lens)| Op::Push { front, lens }),
+            (any::<bool>(), 0usize..6).prop_map(|(front, count)| Op::Pop { front, count }),
+        ]
+    }
+
+    fn check(s: &Store, want: &VecDeque<Vec<u8>>) {
+        match s.get(b"m") {
+            None => assert!(want.is_empty(), "list gone, model has {}", want.len()),
+            Some(it) => {
+                assert_eq!(it.list_len(), want.len());
+                let got: Vec<Vec<u8>> = it.list_range(0, -1).map(|b| b.to_vec()).collect();
+                assert!(got.iter().eq(want.iter()), "elements differ");
+                if let Some(last) = want.back() {
+                    assert_eq!(&it.list_get(-1).unwrap()[..], &last[..]);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn lists_match_a_deque(ops in prop::collection::vec(op(), 1..60)) {
+            let s = store();
+            let mut want: VecDeque<Vec<u8>> = VecDeque::new();
+            let mut next = 0u32;
+            for op in ops {
+                match op {
+                    Op::Push { front, lens } => {
+                        let vals: Vec<Vec<u8>> = lens
+                            .iter()
+                            .map(|&n| {
+                                next += 1;
+                                (0..n).map(|i| (next as usize + i) as u8).collect()
+                            })
+                            .collect();
+                        let refs: Vec<&[u8]> = vals.iter().map(Vec::as_slice).collect();
+                        let len = s.list_push(b"m", &refs, front).unwrap();
+                        for v in vals {
+                            if front { want.push_front(v) } else { want.push_back(v) }
+                        }
+                        prop_assert_eq!(len, want.len());
+                    }
+                    Op::Pop { front, count } => {
+                        let got = s.list_pop(b"m", count, front).unwrap();
+                        let expect: Vec<Vec<u8>> = (0..count.min(want.len()))
+                            .map(|_| if front { want.pop_front() } else { want.pop_back() }.unwrap())
+                            .collect();
+                        match got {
+                            None => prop_assert!(expect.is_empty()),
+                            Some(g) => {
+                                let g: Vec<Vec<u8>> = g.iter().map(|b| b.to_vec()).collect();
+                                prop_assert_eq!(g, expect);
+                            }
+                        }
+                    }
+                }
+                check(&s, &want);
+            }
+        }
+    }
+}

@@ -61,11 +61,6 @@ fn inline_list_len(values: &[&[u8]]) -> usize {
     4 + 4 * values.len() + values.iter().map(|v| v.len()).sum::<usize>()
 }
 
-/// True if `values` fit one inline list item.
-pub(crate) fn fits_inline(values: &[&[u8]]) -> bool {
-    inline_list_len(values) <= INLINE_LIST_BYTES
-}
-
 /// memcached meta-protocol marks of a string item (header byte 1): set
 /// by `md ... I` (invalidate) and `mg` (the recache win), cleared by the
 /// next plain store.
@@ -307,6 +302,55 @@ impl Item {
         self.buf[0] == KIND_LIST_INLINE
     }
 
+    /// The elements of an inline list, borrowed from the item (no
+    /// reference count per element, unlike [`list_range`](Self::list_range)).
+    pub(crate) fn inline_elems(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let n = if self.is_inline_list() {
+            self.inline_count()
+        } else {
+            0
+        };
+        (0..n).map_while(|i| self.inline_elem(i).map(|r| &self.buf[r]))
+    }
+
+    /// Element bytes `keep` of an inline list: their byte range in its
+    /// data area and each element's end offset relative to the range's
+    /// start. `None` if the offsets do not fit the item.
+    fn inline_run(
+        &self,
+        keep: std::ops::Range<usize>,
+    ) -> Option<(std::ops::Range<usize>, Vec<u32>)> {
+        let v = self.value_bytes();
+        let n = self.inline_count();
+        if keep.start > keep.end || keep.end > n {
+            return None;
+        }
+        let data = 4 + 4 * n;
+        let end_of = |k: usize| u32_at(v, 4 + 4 * k);
+        let base = if keep.start == 0 {
+            0
+        } else {
+            end_of(keep.start - 1)
+        };
+        let ends: Vec<u32> = keep.clone().map(|k| end_of(k).wrapping_sub(base)).collect();
+        let last = ends.last().copied().unwrap_or(0);
+        let run = data + base as usize..data + base as usize + last as usize;
+        (ends.windows(2).all(|w| w[0] <= w[1]) && run.end <= v.len()).then_some((run, ends))
+    }
+
+    /// The value area of [`Content::InlineSplice`] of this inline list;
+    /// `None` if its offsets do not fit it.
+    pub(crate) fn inline_splice_len(
+        &self,
+        keep: std::ops::Range<usize>,
+        front: &[&[u8]],
+        back: &[&[u8]],
+    ) -> Option<usize> {
+        let (run, ends) = self.inline_run(keep)?;
+        let added: usize = front.iter().chain(back).map(|v| v.len()).sum();
+        Some(4 + 4 * (front.len() + ends.len() + back.len()) + run.len() + added)
+    }
+
     /// Elements of an inline list.
     fn inline_count(&self) -> usize {
         u32_at(self.value_bytes(), 0) as usize
@@ -479,8 +523,17 @@ pub(crate) enum Content<'a> {
     Head(Kind, u64),
     /// A copy of another item's value area (same kind).
     CopyOf(&'a Item),
-    /// A small list, whole (see [`fits_inline`]).
+    /// A small list, whole (at most [`INLINE_LIST_BYTES`] of value area).
     InlineList(&'a [&'a [u8]]),
+    /// A small list made of `front`, then the elements `keep` of the
+    /// inline list `old` (copied as one run), then `back`. The caller
+    /// checked `old`'s offsets ([`Item::inline_splice_len`]).
+    InlineSplice {
+        old: &'a Item,
+        keep: std::ops::Range<usize>,
+        front: &'a [&'a [u8]],
+        back: &'a [&'a [u8]],
+    },
 }
 
 /// Metadata of a new item.
@@ -501,6 +554,14 @@ impl Content<'_> {
             Content::Head(..) => 8,
             Content::CopyOf(item) => item.value_len(),
             Content::InlineList(values) => inline_list_len(values),
+            Content::InlineSplice {
+                old,
+                keep,
+                front,
+                back,
+            } => old
+                .inline_splice_len(keep.clone(), front, back)
+                .unwrap_or(usize::MAX),
         }
     }
 
@@ -517,7 +578,7 @@ impl Content<'_> {
             },
             // The same kind and encoding as the original.
             Content::CopyOf(item) => item.buf[0],
-            Content::InlineList(_) => KIND_LIST_INLINE,
+            Content::InlineList(_) | Content::InlineSplice { .. } => KIND_LIST_INLINE,
         }
     }
 }
@@ -552,6 +613,36 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
         }
         Content::Head(_, id) => w.extend_from_slice(&id.to_le_bytes()),
         Content::CopyOf(item) => w.extend_from_slice(item.value_bytes()),
+        Content::InlineSplice {
+            old,
+            keep,
+            front,
+            back,
+        } => {
+            let (run, ends) = old.inline_run(keep.clone())?;
+            let count = front.len() + ends.len() + back.len();
+            w.extend_from_slice(&(count as u32).to_le_bytes());
+            let mut end = 0u32;
+            for v in front.iter() {
+                end += v.len() as u32;
+                w.extend_from_slice(&end.to_le_bytes());
+            }
+            for e in &ends {
+                w.extend_from_slice(&(end + e).to_le_bytes());
+            }
+            end += ends.last().copied().unwrap_or(0);
+            for v in back.iter() {
+                end += v.len() as u32;
+                w.extend_from_slice(&end.to_le_bytes());
+            }
+            for v in front.iter() {
+                w.extend_from_slice(v);
+            }
+            w.extend_from_slice(&old.value_bytes()[run]);
+            for v in back.iter() {
+                w.extend_from_slice(v);
+            }
+        }
         Content::InlineList(values) => {
             w.extend_from_slice(&(values.len() as u32).to_le_bytes());
             let mut end = 0u32;

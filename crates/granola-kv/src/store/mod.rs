@@ -96,6 +96,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
+use update::meta_of;
 
 /// How to build a [`Store`].
 #[derive(Clone, Debug)]
@@ -870,12 +871,16 @@ impl Store {
             None if values.is_empty() || !create => return Ok(0),
             // A small list is rewritten whole (inline while it fits).
             Some(f) if f.item.is_inline_list() => {
-                let old_elems: Vec<granola::Buf> = f.item.list_range(0, -1).collect();
-                let old_elems: Vec<&[u8]> = old_elems.iter().map(|b| b.as_slice()).collect();
-                return self.push_rewrite(&l, &h, key, &old_elems, values, front, Some(f));
+                return self.push_inline(&l, &h, key, f, values, front);
             }
             None if self.inline_fits(key, values) => {
-                return self.push_rewrite(&l, &h, key, &[], values, front, None);
+                let all: Vec<&[u8]> = if front {
+                    values.iter().rev().copied().collect()
+                } else {
+                    values.to_vec()
+                };
+                self.put_list_locked(&l, &h, key, &all, Meta::default(), None)?;
+                return Ok(all.len());
             }
             Some(f) => match f.item.body() {
                 Some(b) => (
@@ -933,36 +938,79 @@ impl Store {
     /// at most 8 KiB of elements and offsets, and within the item size
     /// limit.
     fn inline_fits(&self, key: &[u8], values: &[&[u8]]) -> bool {
-        item::fits_inline(values)
-            && item::item_len(key, &Content::InlineList(values)) <= self.config.max_item_size
+        self.inline_content_fits(key, &Content::InlineList(values))
     }
 
-    /// A push that rewrites the whole list: `values` pushed onto `old`
-    /// (the elements of an inline list, or none for a new key) at the
-    /// front (one by one, as LPUSH does: reversed) or the back, stored
-    /// inline if they fit, else as a chunked body. The list's length.
-    #[allow(clippy::too_many_arguments)]
-    fn push_rewrite(
+    /// A push onto the inline list `f`: a new inline item with the old
+    /// elements copied as one run, or, past the inline size, a chunked
+    /// body with all of them. The list's length.
+    fn push_inline(
         &self,
         l: &Locked<'_>,
         h: &Hashed,
         key: &[u8],
-        old: &[&[u8]],
+        f: &Found,
         values: &[&[u8]],
         front: bool,
-        found: Option<&Found>,
     ) -> Result<usize, StoreError> {
-        let all: Vec<&[u8]> = if front {
-            values.iter().rev().chain(old).copied().collect()
+        let n = f.item.list_len();
+        if n + values.len() > self.config.max_list_len {
+            return Err(StoreError::ListTooLong);
+        }
+        let reversed: Vec<&[u8]>;
+        let (front_vals, back_vals): (&[&[u8]], &[&[u8]]) = if front {
+            // LPUSH pushes one by one: the last value ends up first.
+            reversed = values.iter().rev().copied().collect();
+            (&reversed, &[])
         } else {
-            old.iter().chain(values).copied().collect()
+            (&[], values)
         };
-        let meta = found.map_or_else(Meta::default, |f| Meta {
-            flags: f.item.flags(),
-            expires_at_ms: f.item.expires_at_ms(),
-        });
-        self.put_list_locked(l, h, key, &all, meta, found)?;
-        Ok(all.len())
+        let splice = Content::InlineSplice {
+            old: &f.item,
+            keep: 0..n,
+            front: front_vals,
+            back: back_vals,
+        };
+        if self.inline_content_fits(key, &splice) {
+            self.put_inline(l, h, key, &splice, meta_of(&f.item), Some(f))?;
+        } else {
+            let all: Vec<&[u8]> = front_vals
+                .iter()
+                .copied()
+                .chain(f.item.inline_elems())
+                .chain(back_vals.iter().copied())
+                .collect();
+            self.put_list_locked(l, h, key, &all, meta_of(&f.item), Some(f))?;
+        }
+        Ok(n + values.len())
+    }
+
+    /// True if `content` (an inline list) fits one item here.
+    fn inline_content_fits(&self, key: &[u8], content: &Content<'_>) -> bool {
+        content.value_len() <= item::INLINE_LIST_BYTES
+            && item::item_len(key, content) <= self.config.max_item_size
+    }
+
+    /// Stores the inline list `content` at `key` with a new CAS.
+    fn put_inline(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        content: &Content<'_>,
+        meta: Meta,
+        old: Option<&Found>,
+    ) -> Result<(), StoreError> {
+        let hdr = Header {
+            flags: meta.flags,
+            expires_at_ms: meta.expires_at_ms,
+            cas: self.new_cas(),
+            marks: 0,
+        };
+        self.put_locked(l, h, key, content, hdr, old)?;
+        // Counted as `put_head` counts a chunked list.
+        self.sets.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// LPOP/RPOP: removes up to `count` elements from the list at `key`
@@ -982,23 +1030,27 @@ impl Store {
         if f.item.is_inline_list() {
             // Popped elements stay slices of the old item (zero-copy); the
             // rest is written as a new, smaller item.
-            let mut elems: Vec<granola::Buf> = f.item.list_range(0, -1).collect();
-            let k = count.min(elems.len());
+            let n = f.item.list_len();
+            let k = count.min(n);
             let popped: Vec<granola::Buf> = if front {
-                elems.drain(..k).collect()
+                (0..k).filter_map(|i| f.item.list_get(i as i64)).collect()
             } else {
-                elems.drain(elems.len() - k..).rev().collect()
+                (n - k..n)
+                    .rev()
+                    .filter_map(|i| f.item.list_get(i as i64))
+                    .collect()
             };
-            if elems.is_empty() {
+            if k == n {
                 self.remove(&l, f.pos, &f.item);
                 self.sets.fetch_add(1, Ordering::Relaxed);
             } else if k > 0 {
-                let rest: Vec<&[u8]> = elems.iter().map(|b| b.as_slice()).collect();
-                let meta = Meta {
-                    flags: f.item.flags(),
-                    expires_at_ms: f.item.expires_at_ms(),
+                let rest = Content::InlineSplice {
+                    old: &f.item,
+                    keep: if front { k..n } else { 0..n - k },
+                    front: &[],
+                    back: &[],
                 };
-                self.put_list_locked(&l, &h, key, &rest, meta, Some(&f))?;
+                self.put_inline(&l, &h, key, &rest, meta_of(&f.item), Some(&f))?;
             }
             return Ok(Some(popped));
         }
@@ -1052,16 +1104,7 @@ impl Store {
             return Err(StoreError::ListTooLong);
         }
         if self.inline_fits(key, values) {
-            let hdr = Header {
-                flags: meta.flags,
-                expires_at_ms: meta.expires_at_ms,
-                cas: self.new_cas(),
-                marks: 0,
-            };
-            self.put_locked(l, h, key, &Content::InlineList(values), hdr, old)?;
-            // Counted as `put_head` counts a chunked one.
-            self.sets.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return self.put_inline(l, h, key, &Content::InlineList(values), meta, old);
         }
         let body = self.new_body();
         let mut guard = lock_body(&body);

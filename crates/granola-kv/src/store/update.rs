@@ -216,7 +216,7 @@ impl Store {
 }
 
 /// The flags and expiry of `item`, for the item that replaces it.
-fn meta_of(item: &Item) -> Meta {
+pub(super) fn meta_of(item: &Item) -> Meta {
     Meta {
         flags: item.flags(),
         expires_at_ms: item.expires_at_ms(),
