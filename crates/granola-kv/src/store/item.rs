@@ -314,12 +314,9 @@ impl Item {
     }
 
     /// Element bytes `keep` of an inline list: their byte range in its
-    /// data area and each element's end offset relative to the range's
-    /// start. `None` if the offsets do not fit the item.
-    fn inline_run(
-        &self,
-        keep: std::ops::Range<usize>,
-    ) -> Option<(std::ops::Range<usize>, Vec<u32>)> {
+    /// value area, and the data offset they start at. `None` if the
+    /// offsets do not fit the item.
+    fn inline_run(&self, keep: std::ops::Range<usize>) -> Option<(std::ops::Range<usize>, u32)> {
         let v = self.value_bytes();
         let n = self.inline_count();
         if keep.start > keep.end || keep.end > n {
@@ -332,10 +329,13 @@ impl Item {
         } else {
             end_of(keep.start - 1)
         };
-        let ends: Vec<u32> = keep.clone().map(|k| end_of(k).wrapping_sub(base)).collect();
-        let last = ends.last().copied().unwrap_or(0);
-        let run = data + base as usize..data + base as usize + last as usize;
-        (ends.windows(2).all(|w| w[0] <= w[1]) && run.end <= v.len()).then_some((run, ends))
+        let last = if keep.is_empty() {
+            base
+        } else {
+            end_of(keep.end - 1)
+        };
+        let run = data + base as usize..data + last as usize;
+        (base <= last && run.end <= v.len()).then_some((run, base))
     }
 
     /// The value area of [`Content::InlineSplice`] of this inline list;
@@ -346,9 +346,10 @@ impl Item {
         front: &[&[u8]],
         back: &[&[u8]],
     ) -> Option<usize> {
-        let (run, ends) = self.inline_run(keep)?;
+        let kept = keep.len();
+        let (run, _) = self.inline_run(keep)?;
         let added: usize = front.iter().chain(back).map(|v| v.len()).sum();
-        Some(4 + 4 * (front.len() + ends.len() + back.len()) + run.len() + added)
+        Some(4 + 4 * (front.len() + kept + back.len()) + run.len() + added)
     }
 
     /// Elements of an inline list.
@@ -619,26 +620,35 @@ pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -
             front,
             back,
         } => {
-            let (run, ends) = old.inline_run(keep.clone())?;
-            let count = front.len() + ends.len() + back.len();
+            let (run, base) = old.inline_run(keep.clone())?;
+            let count = front.len() + keep.len() + back.len();
             w.extend_from_slice(&(count as u32).to_le_bytes());
-            let mut end = 0u32;
-            for v in front.iter() {
-                end += v.len() as u32;
-                w.extend_from_slice(&end.to_le_bytes());
+            // The offsets, written in place (one pass, no call per entry).
+            let at = w.len();
+            let old_v = old.value_bytes();
+            {
+                let table = &mut w.as_full_mut_slice()[at..at + 4 * count];
+                let mut slots = table.chunks_exact_mut(4);
+                let mut end = 0u32;
+                for v in front.iter() {
+                    end += v.len() as u32;
+                    slots.next()?.copy_from_slice(&end.to_le_bytes());
+                }
+                for k in keep.clone() {
+                    let e = end.wrapping_add(u32_at(old_v, 4 + 4 * k).wrapping_sub(base));
+                    slots.next()?.copy_from_slice(&e.to_le_bytes());
+                }
+                end += (run.end - run.start) as u32;
+                for v in back.iter() {
+                    end += v.len() as u32;
+                    slots.next()?.copy_from_slice(&end.to_le_bytes());
+                }
             }
-            for e in &ends {
-                w.extend_from_slice(&(end + e).to_le_bytes());
-            }
-            end += ends.last().copied().unwrap_or(0);
-            for v in back.iter() {
-                end += v.len() as u32;
-                w.extend_from_slice(&end.to_le_bytes());
-            }
+            w.set_len(at + 4 * count);
             for v in front.iter() {
                 w.extend_from_slice(v);
             }
-            w.extend_from_slice(&old.value_bytes()[run]);
+            w.extend_from_slice(&old_v[run]);
             for v in back.iter() {
                 w.extend_from_slice(v);
             }
