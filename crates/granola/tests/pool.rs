@@ -482,6 +482,25 @@ fn released_segments_stay_warm_for_the_next_class() {
     assert_eq!(firsts, [0x42, 0x41, discarded]);
 }
 
+/// A buffer that doubles from 16 KiB to 8 MiB, each size freed once the
+/// next is allocated (a receive buffer growing under one large request),
+/// fits an 8-segment pool: the segments the small sizes released (two of
+/// them kept warm) must be usable by the large runs.
+#[test]
+fn a_doubling_buffer_fits_after_small_sizes_released_their_segments() {
+    let p = pool(8 * SEGMENT_SIZE);
+    let mut size = 16 << 10;
+    let mut cur = p.alloc(size).unwrap();
+    while size < 8 << 20 {
+        size *= 2;
+        cur = p
+            .alloc(size)
+            .unwrap_or_else(|| panic!("{size} B: {:?}", p.stats()));
+    }
+    drop(cur);
+    assert_eq!(p.stats().segments_in_use, 0);
+}
+
 /// A drained segment serves no allocation, waits for its last reference
 /// (a send in flight) and then goes to whichever class needs it; the
 /// in-flight bytes are intact until then.

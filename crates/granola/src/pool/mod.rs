@@ -932,27 +932,25 @@ impl PoolInner {
         }
     }
 
-    /// Discards the warm segments' pages and returns them to the free runs
-    /// (a large object needs contiguous segments).
-    fn cool_all(&self, segs: &mut SegmentAllocator) {
-        while let Some(seg) = segs.warm.pop_front() {
-            self.data
-                .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
-            segs.give_back(seg, 1);
-        }
-    }
-
     fn alloc_large(&self, size: usize) -> Option<(u32, usize)> {
         let n = u32::try_from(size.div_ceil(SEGMENT_SIZE)).ok()?;
         let start = {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            match segs.take(n, self.num_segments as u32) {
-                Some(start) => start,
-                None => {
-                    self.cool_all(&mut segs);
-                    segs.take(n, self.num_segments as u32)?
+            // The warm segments go back to the free runs first, so a run can
+            // span them (first fit keeps the region compact); those this
+            // run does not use give their pages back.
+            let warm: Vec<u32> = segs.warm.drain(..).collect();
+            for &seg in &warm {
+                segs.give_back(seg, 1);
+            }
+            let start = segs.take(n, self.num_segments as u32);
+            for seg in warm {
+                if start.is_none_or(|s| seg < s || seg >= s + n) {
+                    self.data
+                        .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
                 }
             }
+            start?
         };
         for seg in start..start + n {
             self.seg_class[seg as usize].store(SEG_LARGE, Ordering::Release);
