@@ -124,6 +124,11 @@ impl Ctx<'_> {
     pub fn bulk(&mut self, v: &Buf) {
         resp::write_bulk(self.out, v);
     }
+    /// A stored string's value as a bulk string: copied when small,
+    /// referenced above the threshold (no reference count when copied).
+    pub fn bulk_item(&mut self, item: &Item) {
+        resp::write_bulk_stored(self.out, item.value_bytes(), || item.value());
+    }
     /// Bytes as a bulk string (copied).
     pub fn bytes(&mut self, b: &[u8]) {
         resp::write_bulk_bytes(self.out, b);

@@ -21,7 +21,7 @@ fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
 pub fn get(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if let Ok(item) = ctx.string(arg(cmd, 1)) {
         match item {
-            Some(i) => ctx.bulk(&i.value()),
+            Some(i) => ctx.bulk_item(&i),
             None => ctx.null(),
         }
     }
@@ -46,7 +46,7 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         snapshot(ctx.db, cmd, &mut read);
         for (item, _) in read.drain(..) {
             match item {
-                Some(i) if i.kind() == Kind::String => ctx.bulk(&i.value()),
+                Some(i) if i.kind() == Kind::String => ctx.bulk_item(&i),
                 _ => ctx.null(),
             }
         }
@@ -62,7 +62,7 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             return Step::Pause(n);
         }
         match ctx.db.get(key) {
-            Some(i) if i.kind() == Kind::String => ctx.bulk(&i.value()),
+            Some(i) if i.kind() == Kind::String => ctx.bulk_item(&i),
             _ => ctx.null(),
         }
     }
@@ -185,7 +185,7 @@ pub fn set(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if let Ok((applied, old)) = set_string(ctx, key, value, cond, ttl, get) {
         match (get, applied) {
             (true, _) => match old {
-                Some(v) => ctx.bulk(&v.value()),
+                Some(v) => ctx.bulk_item(&v),
                 None => ctx.null(),
             },
             (false, true) => ctx.ok(),
@@ -297,7 +297,7 @@ fn set_expiring(ctx: &mut Ctx<'_>, cmd: &Command<'_>, unit: i64, name: &str) -> 
 pub fn getset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if let Ok((_, old)) = set_string(ctx, arg(cmd, 1), arg(cmd, 2), SetMode::Set, Ttl::None, true) {
         match old {
-            Some(v) => ctx.bulk(&v.value()),
+            Some(v) => ctx.bulk_item(&v),
             None => ctx.null(),
         }
     }
@@ -310,7 +310,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         match item {
             Some(i) => {
                 ctx.db.delete(arg(cmd, 1));
-                ctx.bulk(&i.value());
+                ctx.bulk_item(&i);
             }
             None => ctx.null(),
         }
@@ -361,7 +361,7 @@ pub fn getex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                     ctx.db.expire(key, at);
                 }
             }
-            ctx.bulk(&i.value());
+            ctx.bulk_item(&i);
         }
         None => ctx.null(),
     }
