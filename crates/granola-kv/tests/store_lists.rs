@@ -326,8 +326,9 @@ fn every_push_and_pop_changes_the_cas() {
 }
 
 /// A small list is one item (elements are slices of it); pushes and pops
-/// rewrite it while it fits 8 KiB, and a push past that moves it to
-/// chunks for good. Elements handed out survive every rewrite.
+/// rewrite it while it fits 8 KiB, a push past that moves it to chunks,
+/// and pops that bring it to half that size make it one item again.
+/// Elements handed out survive every rewrite.
 #[test]
 fn small_lists_are_one_item_until_they_grow() {
     let s = store();
@@ -366,7 +367,7 @@ fn small_lists_are_one_item_until_they_grow() {
     let popped = s.list_pop(b"l", 1, false).unwrap().unwrap();
     assert_eq!(popped[0][0], 2);
     assert!(popped[0].same_slot(&it2.value()));
-    // Past 8 KiB: chunks, for good.
+    // Past 8 KiB: chunks.
     for i in 10..16 {
         s.list_push(b"l", &[&v(i)], false).unwrap();
     }
@@ -376,8 +377,24 @@ fn small_lists_are_one_item_until_they_grow() {
     assert!(s.stats().list_chunks > 0);
     let all: Vec<u8> = big.list_range(0, -1).map(|b| b[0]).collect();
     assert_eq!(all, [4, 3, 1, 10, 11, 12, 13, 14, 15]);
-    s.list_pop(b"l", 8, true).unwrap();
-    assert!(!s.get(b"l").unwrap().is_inline_list(), "stays chunked");
+    // Down to 5 KiB: still chunked (no moving back and forth at the
+    // boundary); down to 3 KiB: one item again, same elements.
+    s.list_pop(b"l", 4, true).unwrap();
+    assert!(
+        !s.get(b"l").unwrap().is_inline_list(),
+        "above half: chunked"
+    );
+    s.list_pop(b"l", 2, true).unwrap();
+    let back = s.get(b"l").unwrap();
+    assert!(
+        back.is_inline_list(),
+        "at most half the inline size: one item"
+    );
+    let rest: Vec<u8> = back.list_range(0, -1).map(|b| b[0]).collect();
+    assert_eq!(rest, [13, 14, 15]);
+    assert_eq!(s.stats().list_chunks, 0, "the chunks were released");
+    drop(back);
+    s.list_pop(b"l", 2, true).unwrap();
     // Everything handed out earlier is intact.
     assert!(e1.iter().all(|&b| b == 2) && popped[0].iter().all(|&b| b == 2));
     assert!(it.list_range(0, -1).all(|b| b.len() == 1000));

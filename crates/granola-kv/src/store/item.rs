@@ -18,7 +18,8 @@
 //! A list is created inline when it fits and stays inline while writes
 //! keep it small: a push or pop writes a new item (O(its size), at most
 //! 8 KiB, as Redis rewrites a listpack). A write that would make it larger
-//! moves it to a chunked body (`list.rs`), which it keeps. Reading an
+//! moves it to a chunked body (`list.rs`); a pop that leaves it at half
+//! that size or less makes it one item again. Reading an
 //! inline list touches the index and this one slot, where a chunked list
 //! also touches its body and a chunk per 2 KiB element.
 //!

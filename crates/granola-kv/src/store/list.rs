@@ -276,6 +276,19 @@ impl ListBody {
         (self.chunks.len(), self.len)
     }
 
+    /// Bytes of the live elements, if there are at most `max` of them
+    /// (the walk stops past `max`: O(chunks) only for small lists).
+    pub(crate) fn payload_at_most(&self, max: usize) -> Option<usize> {
+        let mut total = 0;
+        for c in &self.chunks {
+            total += c.live_payload();
+            if total > max {
+                return None;
+            }
+        }
+        Some(total)
+    }
+
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()

@@ -14,7 +14,8 @@
 //! - **Small lists are one item** (up to 8 KiB of elements, `item.rs`):
 //!   a read touches the index and that slot only, and every element is a
 //!   sub-`Buf` of it. A push or pop writes a new item (O(size), as Redis
-//!   rewrites a listpack); a push past 8 KiB moves the list to chunks.
+//!   rewrites a listpack); a push past 8 KiB moves the list to chunks, a
+//!   pop down to 4 KiB makes it one item again.
 //! - **Larger lists** are a head item (key, metadata, CAS, and the id of the
 //!   list's body) plus a deque of immutable chunks of at most 2 KiB of
 //!   elements in pool slots (`list.rs`). A push rebuilds at most the end
@@ -1069,9 +1070,35 @@ impl Store {
             self.sets.fetch_add(1, Ordering::Relaxed);
         }
         let len = b.len();
+        // Shrunk to half the inline size: back to one item (the half keeps
+        // a list at the boundary from moving back and forth).
+        let small = len > 0
+            && b.payload_at_most(item::INLINE_LIST_BYTES / 2)
+                .is_some_and(|bytes| 4 + 4 * len + bytes <= item::INLINE_LIST_BYTES / 2);
+        let elems: Vec<granola::Buf> = if small {
+            let mut v = Vec::with_capacity(len);
+            b.visit(0, len, &mut |e| {
+                v.extend(e.buf());
+                true
+            });
+            v
+        } else {
+            Vec::new()
+        };
         drop(guard);
         if len == 0 {
             self.remove(&l, f.pos, &f.item);
+        } else if small && elems.len() == len {
+            let slices: Vec<&[u8]> = elems.iter().map(|e| e.as_slice()).collect();
+            // If the item cannot be written the list simply stays chunked.
+            let _ = self.put_inline(
+                &l,
+                &h,
+                key,
+                &Content::InlineList(&slices),
+                meta_of(&f.item),
+                Some(&f),
+            );
         }
         Ok(Some(popped))
     }
