@@ -875,10 +875,11 @@ impl Store {
                 return self.push_inline(&l, &h, key, f, values, front);
             }
             None if self.inline_fits(key, values) => {
-                let all: Vec<&[u8]> = if front {
+                // LPUSH pushes one by one: the last value ends up first.
+                let all: std::borrow::Cow<'_, [&[u8]]> = if front {
                     values.iter().rev().copied().collect()
                 } else {
-                    values.to_vec()
+                    values.into()
                 };
                 self.put_list_locked(&l, &h, key, &all, Meta::default(), None)?;
                 return Ok(all.len());
@@ -1072,7 +1073,10 @@ impl Store {
         let len = b.len();
         // Shrunk to half the inline size: back to one item (the half keeps
         // a list at the boundary from moving back and forth).
+        // The offset table alone rules out a long list before any chunk
+        // is walked (this runs on every pop).
         let small = len > 0
+            && 4 + 4 * len <= item::INLINE_LIST_BYTES / 2
             && b.payload_at_most(item::INLINE_LIST_BYTES / 2)
                 .is_some_and(|bytes| 4 + 4 * len + bytes <= item::INLINE_LIST_BYTES / 2);
         let elems: Vec<granola::Buf> = if small {
