@@ -2,7 +2,7 @@
 //! CPU: granola-kv (with its copy threshold, fused-send and serializer
 //! flags), memcached and redis-server.
 //!
-//! Ports are kernel-chosen free ports on 127.0.0.1. A [`Server`] is killed
+//! Ports are free ports on 127.0.0.1 below the kernel's ephemeral range. A [`Server`] is killed
 //! (by its own PID) when dropped; its stdout/stderr go to a log file next to
 //! the JSON output.
 
@@ -263,16 +263,40 @@ pub struct Server {
     child: Child,
 }
 
-/// `n` distinct free ports (TCP and UDP both free on 127.0.0.1).
+/// `n` distinct ports free for both TCP and UDP on 127.0.0.1, drawn from
+/// below the kernel's ephemeral range: a port the kernel hands out itself
+/// (`bind(:0)`, or the local end of any client connection of a test running
+/// alongside) could be taken again between this choice and the server's own
+/// bind.
 fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    use rand::{RngExt, SeedableRng};
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (from, to) = if low > 11000 {
+        (10000, low)
+    } else {
+        (61000, 65535)
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut rng =
+        crate::load::Rng64::seed_from_u64(u64::from(std::process::id()) << 32 | u64::from(nanos));
     let mut held = Vec::new();
     let mut ports = Vec::new();
-    for _ in 0..n * 20 {
+    for _ in 0..n * 50 {
         if ports.len() == n {
             break;
         }
-        let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-        let port = l.local_addr().map_err(|e| e.to_string())?.port();
+        let port = rng.random_range(from..to);
+        if ports.contains(&port) {
+            continue;
+        }
+        let Ok(l) = TcpListener::bind(("127.0.0.1", port)) else {
+            continue;
+        };
         if let Ok(u) = UdpSocket::bind(("127.0.0.1", port)) {
             ports.push(port);
             held.push((l, u));
@@ -284,10 +308,33 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     Ok(ports)
 }
 
+/// Starts left to a server that lost one of its ports to another process
+/// between [`free_ports`] and its own bind.
+const START_ATTEMPTS: usize = 4;
+
 impl Server {
     /// Starts `spec` pinned to `cpu` and waits (≤ 10 s) until every port
     /// accepts connections.
     pub fn start(
+        spec: &ServerSpec,
+        programs: &Programs,
+        cpu: usize,
+        log_dir: &Path,
+    ) -> Result<Server, String> {
+        let mut attempt = 1;
+        loop {
+            match Server::start_once(spec, programs, cpu, log_dir) {
+                Err(e)
+                    if attempt < START_ATTEMPTS && e.to_lowercase().contains("already in use") =>
+                {
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn start_once(
         spec: &ServerSpec,
         programs: &Programs,
         cpu: usize,
