@@ -194,6 +194,68 @@ fn memcache_meta_invalidation_like_memcached() {
 
 /// `E<token>` (memcached 1.6.21 and later): the token becomes the new CAS
 /// of whatever the command writes.
+/// `mg` flags `h` (read before?) and `l` (seconds since the last read),
+/// `u` (leave them alone) and `me`'s `la`/`fetch`: the transcript below
+/// was recorded from memcached 1.6.18, with the same pause. Only the idle
+/// time after the pause may differ by a second (memcached's clock ticks
+/// from its start, ours on the wall clock's seconds). Redis `OBJECT
+/// IDLETIME` reads the same marks, checked across the same pause.
+#[test]
+fn memcache_access_flags_like_memcached() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.mc());
+    let mut r = Client::connect(srv.resp());
+    c.roundtrip(b"set k 0 0 1\r\na\r\n", b"STORED\r\n");
+    c.roundtrip(b"mg k h l t\r\n", b"HD h0 l0 t-1\r\n");
+    c.roundtrip(b"mg k h l\r\n", b"HD h1 l0\r\n");
+    r.resp(&["SET", "x", "1"]);
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "x"]), Resp::Int(0));
+    std::thread::sleep(std::time::Duration::from_millis(2_200));
+    c.send(b"mg k h l u\r\n");
+    let line = c.read_line();
+    let idle = match &line[..] {
+        b"HD h1 l2\r\n" => 2,
+        b"HD h1 l3\r\n" => 3,
+        other => panic!("after 2.2 s: {}", show(other)),
+    };
+    // `u` left the marks: the next fetch sees the same idle time.
+    c.roundtrip(b"mg k h l\r\n", format!("HD h1 l{idle}\r\n").as_bytes());
+    c.roundtrip(b"mg k h l\r\n", b"HD h1 l0\r\n");
+    c.roundtrip(b"set k 0 0 1\r\nb\r\n", b"STORED\r\n");
+    c.roundtrip(b"mg k h l\r\n", b"HD h0 l0\r\n");
+    c.roundtrip(b"get k\r\n", b"VALUE k 0 1\r\nb\r\nEND\r\n");
+    c.roundtrip(b"mg k h l\r\n", b"HD h1 l0\r\n");
+    c.send(b"me k\r\n");
+    let line = String::from_utf8(c.read_line()).unwrap();
+    assert!(
+        line.starts_with("ME k exp=-1 la=0 cas=") && line.contains(" fetch=yes "),
+        "{line:?}"
+    );
+    c.roundtrip(b"set j 0 0 1\r\nb\r\n", b"STORED\r\n");
+    c.roundtrip(b"mg j u h\r\n", b"HD h0\r\n");
+    c.roundtrip(b"mg j h\r\n", b"HD h0\r\n");
+    c.roundtrip(b"mg j h\r\n", b"HD h1\r\n");
+    // Redis: OBJECT looks without touching; GET touches.
+    let Resp::Int(idle) = r.resp(&["OBJECT", "IDLETIME", "x"]) else {
+        panic!("OBJECT IDLETIME")
+    };
+    assert!(
+        (2..=3).contains(&idle),
+        "OBJECT IDLETIME after 2.2 s: {idle}"
+    );
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "x"]), Resp::Int(idle));
+    r.resp(&["GET", "x"]);
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "x"]), Resp::Int(0));
+    let Resp::Error(e) = r.resp(&["OBJECT", "FREQ", "x"]) else {
+        panic!("OBJECT FREQ answers an error without an LFU policy")
+    };
+    assert!(
+        e.starts_with(b"ERR An LFU maxmemory policy is not selected"),
+        "{}",
+        show(&e)
+    );
+}
+
 #[test]
 fn memcache_meta_explicit_cas() {
     let srv = Server::default_config();
@@ -264,7 +326,8 @@ fn memcache_meta_transcript() {
     c.send(b"me cnt\r\n");
     let line = String::from_utf8(c.read_line()).unwrap();
     assert!(
-        line.starts_with("ME cnt exp=-1 la=0 cas=") && line.ends_with(" fetch=no cls=0 size=1\r\n"),
+        line.starts_with("ME cnt exp=-1 la=0 cas=")
+            && line.ends_with(" fetch=yes cls=0 size=1\r\n"),
         "{line:?}"
     );
     c.roundtrip(b"me nope\r\n", b"EN\r\n");

@@ -436,3 +436,47 @@ fn hash_churn_stays_within_the_limit() {
     assert_eq!(h.dict_len(), 1000);
     assert!(h.read_dict(|d| d.contains(&field(20_999))).unwrap());
 }
+
+/// Access marks (memcached `mg h l`, Redis `OBJECT IDLETIME`): each read
+/// reports the state before it and marks the item read now; a store
+/// starts over; `peek` and rewrites of the same value leave them alone.
+#[test]
+fn reads_report_and_mark_the_last_access() {
+    use granola_kv::store::Access;
+    let (s, clock) = store();
+    let fresh = |idle_s| Access {
+        fetched: false,
+        idle_s,
+    };
+    let read = |idle_s| Access {
+        fetched: true,
+        idle_s,
+    };
+    s.set(b"k", b"v", meta(0, 0), SetMode::Set).unwrap();
+    clock.advance_ms(3_000);
+    assert_eq!(s.access(&s.peek(b"k").unwrap()), fresh(3));
+    // The first read sees the store's state, the next one its own mark.
+    assert_eq!(s.access(&s.get(b"k").unwrap()), fresh(3));
+    assert_eq!(s.access(&s.get(b"k").unwrap()), read(0));
+    clock.advance_ms(5_000);
+    assert_eq!(s.access(&s.peek(b"k").unwrap()), read(5));
+    assert_eq!(
+        s.access(&s.peek(b"k").unwrap()),
+        read(5),
+        "peek marks nothing"
+    );
+    // A new expiry rewrites the item but keeps its marks; touch is a read.
+    s.expire(b"k", 0).unwrap();
+    assert_eq!(s.access(&s.peek(b"k").unwrap()), read(5));
+    assert_eq!(s.access(&s.touch(b"k", 0).unwrap()), read(5));
+    assert_eq!(s.access(&s.peek(b"k").unwrap()), read(0));
+    // A store starts over.
+    clock.advance_ms(2_000);
+    s.set(b"k", b"w", meta(0, 0), SetMode::Set).unwrap();
+    assert_eq!(s.access(&s.get(b"k").unwrap()), fresh(0));
+    // An item that replies still hold keeps what it had when they read it.
+    let held = s.get(b"k").unwrap();
+    clock.advance_ms(1_000);
+    s.get(b"k").unwrap();
+    assert_eq!(s.access(&held), read(1));
+}

@@ -599,3 +599,34 @@ fn segments_change_class_many_times_without_double_allocation() {
         }
     }
 }
+
+#[test]
+fn the_slot_word_is_per_slot_and_starts_at_zero() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let p = pool(2 * SEGMENT_SIZE);
+    let a = p.alloc_copy(b"first").unwrap();
+    let b = p.alloc_copy(b"other").unwrap();
+    let large = p.alloc_copy(&vec![7u8; MAX_SLOT_SIZE + 1]).unwrap();
+    for buf in [&a, &b, &large] {
+        assert_eq!(buf.slot_word().load(Relaxed), 0);
+    }
+    a.slot_word().store(42, Relaxed);
+    large.slot_word().store(9, Relaxed);
+    // Shared by clones, sub-slices and recovered views of the slot; no
+    // other slot sees it; the counts beside it are untouched.
+    assert_eq!(a.slice(1..3).slot_word().load(Relaxed), 42);
+    assert_eq!(p.recover(&a[2..4]).unwrap().slot_word().load(Relaxed), 42);
+    assert_eq!(b.slot_word().load(Relaxed), 0);
+    assert_eq!(large.slice(100..).slot_word().load(Relaxed), 9);
+    assert_eq!((a.ref_count(), b.ref_count(), large.ref_count()), (1, 1, 1));
+    // A handle round trip keeps it; a reused slot starts at zero again.
+    let h = p.into_handle(a).unwrap();
+    let a = p.try_acquire(h).unwrap();
+    assert_eq!(a.slot_word().load(Relaxed), 42);
+    let addr = a.as_ptr().addr();
+    assert!(p.release_handle(h));
+    drop(a);
+    let c = p.alloc_copy(b"third").unwrap();
+    assert_eq!(c.as_ptr().addr(), addr, "LIFO reuse of the same slot");
+    assert_eq!(c.slot_word().load(Relaxed), 0);
+}

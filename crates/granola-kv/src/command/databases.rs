@@ -7,8 +7,8 @@
 use super::storage::StringEdit;
 use super::Storage;
 use crate::store::{
-    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp, Store,
-    StoreError, StoreStats,
+    Access, CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp,
+    Store, StoreError, StoreStats,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,6 +81,12 @@ impl Storage for Db<'_> {
     }
     fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
         self.with_key(key, |k| self.store.get_stamped(k))
+    }
+    fn peek(&self, key: &[u8]) -> Option<Item> {
+        self.with_key(key, |k| self.store.peek(k))
+    }
+    fn access(&self, item: &Item) -> Access {
+        self.store.access(item)
     }
     fn unchanged(&self, key: &[u8], stamp: &Stamp) -> bool {
         self.with_key(key, |k| self.store.unchanged(k, stamp))

@@ -1,8 +1,8 @@
 //! The storage the commands run against.
 
 use crate::store::{
-    CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp, Store,
-    StoreError, StoreStats,
+    Access, CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp,
+    Store, StoreError, StoreStats,
 };
 
 /// A string edit: the current value (None if absent) to the value to
@@ -14,6 +14,11 @@ pub type StringEdit<'a> = &'a mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>;
 pub trait Storage: Send + Sync {
     /// The live item at `key`.
     fn get(&self, key: &[u8]) -> Option<Item>;
+    /// [`Storage::get`] that leaves the item's access time, "fetched"
+    /// mark and recency alone (see [`Store::peek`]).
+    fn peek(&self, key: &[u8]) -> Option<Item>;
+    /// How `item` had been used before the read that returned it.
+    fn access(&self, item: &Item) -> Access;
     /// [`Storage::get`] with where the key was found (see
     /// [`Store::get_stamped`]; a collection's body is not attached).
     fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp);
@@ -136,6 +141,12 @@ impl Storage for Store {
     }
     fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
         Store::get_stamped(self, key)
+    }
+    fn peek(&self, key: &[u8]) -> Option<Item> {
+        Store::peek(self, key)
+    }
+    fn access(&self, item: &Item) -> Access {
+        Store::access(self, item)
     }
     fn unchanged(&self, key: &[u8], stamp: &Stamp) -> bool {
         Store::unchanged(self, key, stamp)

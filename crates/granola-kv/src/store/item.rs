@@ -41,6 +41,7 @@
 use super::dict::Dict;
 use super::list::{ListBody, ListElem};
 use granola::{Buf, BufMut, Pool};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes of the item header.
@@ -136,6 +137,8 @@ pub struct Item {
     kind: Kind,
     key_len: u16,
     value_len: u32,
+    /// The slot's access word when this item was read (`access.rs`).
+    seen: u32,
     body: Option<SharedBody>,
 }
 
@@ -204,13 +207,29 @@ impl Item {
         } else if kind.is_collection() && value_len != 8 {
             return None;
         }
+        let seen = buf.slot_word().load(Ordering::Relaxed);
         Some(Item {
             buf,
             kind,
             key_len,
             value_len,
+            seen,
             body: None,
         })
+    }
+
+    /// The slot's access word as this item was read, before the read's own
+    /// mark (`access.rs`).
+    #[inline]
+    pub(crate) fn seen(&self) -> u32 {
+        self.seen
+    }
+
+    /// This item as if read when its access word was `word` (a writer that
+    /// has just set it).
+    pub(crate) fn seen_as(mut self, word: u32) -> Item {
+        self.seen = word;
+        self
     }
 
     /// The key.

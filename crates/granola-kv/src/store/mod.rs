@@ -75,6 +75,7 @@
 //! never shrinks; `touch` copies the item (items are immutable), keeping its
 //! CAS.
 
+mod access;
 mod clock;
 mod dict;
 mod index;
@@ -83,6 +84,7 @@ mod list;
 mod scan;
 mod update;
 
+pub use access::Access;
 pub use clock::{now_ms, Clock};
 pub use dict::Dict;
 pub use item::{Item, Kind, Marks};
@@ -483,7 +485,7 @@ impl Store {
     #[inline]
     pub fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
         let h = self.hash(key);
-        let (item, at) = self.get_hashed(&h, key);
+        let (item, at) = self.get_hashed(&h, key, true);
         (item, Stamp { h, at })
     }
 
@@ -528,13 +530,31 @@ impl Store {
 
     #[inline]
     fn get_item(&self, key: &[u8]) -> Option<Item> {
-        self.get_hashed(&self.hash(key), key).0
+        self.get_hashed(&self.hash(key), key, true).0
+    }
+
+    /// [`get`](Self::get) that leaves the item's access time and "fetched"
+    /// mark alone (memcached `mg ... u`, `me`; Redis `OBJECT`), and its
+    /// CLOCK reference bit too. A collection's body is not attached.
+    pub fn peek(&self, key: &[u8]) -> Option<Item> {
+        self.get_hashed(&self.hash(key), key, false).0
+    }
+
+    /// How `item` (from [`get`](Self::get) or [`peek`](Self::peek)) had
+    /// been used before that read.
+    pub fn access(&self, item: &Item) -> Access {
+        Access::of(item.seen(), self.clock.coarse_s())
     }
 
     /// The live item for `key` (hashed as `h`) and its index position and
     /// entry.
     #[inline]
-    fn get_hashed(&self, h: &Hashed, key: &[u8]) -> (Option<Item>, Option<(Pos, u64)>) {
+    fn get_hashed(
+        &self,
+        h: &Hashed,
+        key: &[u8],
+        track: bool,
+    ) -> (Option<Item>, Option<(Pos, u64)>) {
         let shard = &self.shards[h.shard];
         let stripe = &self.stripes[stripe()];
         match shard.probe(&self.pool, h, key) {
@@ -550,8 +570,11 @@ impl Store {
                     stripe.misses.fetch_add(1, Ordering::Relaxed);
                     return (None, None);
                 }
-                shard.touch_ref(pos, e);
-                self.pool.touch(item.buf());
+                if track {
+                    shard.touch_ref(pos, e);
+                    self.pool.touch(item.buf());
+                    self.mark_read(&item);
+                }
                 stripe.hits.fetch_add(1, Ordering::Relaxed);
                 (Some(item), Some((pos, e)))
             }
@@ -734,7 +757,20 @@ impl Store {
     /// for the copy cannot be found, the item keeps its old expiry and is
     /// returned as it was.
     pub fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
-        self.retime(key, expires_at_ms, false)
+        // memcached counts a touch (and gat, `mg T`) as a fetch.
+        let item = self.retime(key, expires_at_ms, false)?;
+        self.mark_read(&item);
+        Some(item)
+    }
+
+    /// Marks `item` read now (its access word; see `access.rs`). Writes
+    /// only when the word changes: the first read, then once a second.
+    #[inline]
+    fn mark_read(&self, item: &Item) {
+        let read = access::stamp(self.clock.coarse_s(), true);
+        if item.seen() != read {
+            item.buf().slot_word().store(read, Ordering::Relaxed);
+        }
     }
 
     /// [`touch`](Self::touch) that counts as a modification: the item (or
@@ -1418,6 +1454,15 @@ impl Store {
                 return Err(StoreError::OutOfMemory);
             }
         };
+        // Readers see the access word once the entry is published: a
+        // rewrite of the same value (marks, expiry) keeps it, anything else
+        // is a fresh store.
+        let word = match content {
+            Content::CopyOf(old) => old.buf().slot_word().load(Ordering::Relaxed),
+            _ => access::stamp(self.clock.coarse_s(), false),
+        };
+        new.buf().slot_word().store(word, Ordering::Relaxed);
+        let new = new.seen_as(word);
         let Ok(handle) = self.pool.into_handle(new.buf().clone()) else {
             unreachable!("a fresh slot has no handle yet");
         };
@@ -1554,7 +1599,10 @@ impl Store {
         };
         debug_assert_eq!(self.pool.slot_size(slot), copy.capacity());
         copy.extend_from_slice(slot);
-        let Ok(handle) = self.pool.into_handle(copy.freeze()) else {
+        let copy = copy.freeze();
+        copy.slot_word()
+            .store(slot.slot_word().load(Ordering::Relaxed), Ordering::Relaxed);
+        let Ok(handle) = self.pool.into_handle(copy) else {
             unreachable!("a fresh slot has no handle yet");
         };
         // Under the shard lock only readers touch the entry, and they only

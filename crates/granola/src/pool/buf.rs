@@ -3,7 +3,8 @@
 //! ```text
 //!   Buf { data, len, rc, pool }                 (32 bytes, Send + Sync)
 //!          |     |    |
-//!          v     |    +--> rc[slot]: AtomicU32  (side array, one per slot)
+//!          v     |    +--> rc[slot]: AtomicU32  (side array, one per slot,
+//!          |     |                               beside the slot word)
 //!   slot: [....XXXXXXXXXXX......]               (pool data region)
 //!              ^<- len ->^
 //! ```
@@ -116,6 +117,20 @@ impl Buf {
     pub fn ref_count(&self) -> u32 {
         // SAFETY: rc points into the refcount side array of a live pool.
         unsafe { self.rc.as_ref() }.load(Ordering::Relaxed) & COUNT_MASK
+    }
+
+    /// The slot's application word: one `AtomicU32` per slot beside its
+    /// reference count (same cache line), zero when the slot was allocated,
+    /// shared by every `Buf` of the slot and left alone by the pool. Bytes
+    /// of a frozen slot never change; this word may, e.g. a cache's
+    /// last-access time of the item stored in the slot.
+    #[inline]
+    pub fn slot_word(&self) -> &AtomicU32 {
+        // SAFETY: the pool's side array holds a (count, word) pair per slot
+        // (`PoolInner::rc`), so the word is the u32 after the count, in
+        // bounds and initialised; it lives as long as the pool, which this
+        // Buf keeps alive.
+        unsafe { self.rc.add(1).as_ref() }
     }
 
     #[inline]

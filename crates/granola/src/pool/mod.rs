@@ -7,9 +7,11 @@
 //!  | 160 B slots ...    |w| | 4 KiB slots   | large object (run of segments) ...
 //!                        ^ tail smaller than one slot: never handed out
 //!
-//!  refcount side array (one u32 per possible slot, 32 Ki per segment)
+//!  side array (two u32 per possible slot, 32 Ki slots per segment)
 //!  rc[seg << 15 | slot]    0 = free, WRITER = held by a BufMut,
 //!                          [HANDLE |] n = n references (Bufs + raw handle)
+//!  word[seg << 15 | slot]  the application's slot word (Buf::slot_word),
+//!                          0 when the slot is allocated
 //!
 //!  segment table (one entry per segment)
 //!  class[seg]   size class index, LARGE, or UNASSIGNED
@@ -40,7 +42,10 @@
 //! Reference counts live in a side array rather than beside the data so that
 //! a slot's bytes stay exactly what the application wrote (they go to the
 //! kernel as one gather entry) and so that clone/drop touches one cache line
-//! that holds nothing else the sender needs.
+//! that holds nothing else the sender needs. Beside each count is one
+//! mutable word for the application (a cache keeps an item's last access
+//! there: frozen bytes cannot change, and a reader that took a reference has
+//! just loaded that line anyway).
 //!
 //! ## Raw handles
 //!
@@ -397,7 +402,7 @@ impl Pool {
             return Err(std::io::Error::other("pool capacity above 256 GiB"));
         }
         let data = Region::reserve(num_segments * SEGMENT_SIZE, SEGMENT_SIZE, config.huge_pages)?;
-        let rc_bytes = num_segments << SLOTS_SHIFT << 2;
+        let rc_bytes = num_segments << SLOTS_SHIFT << 3;
         let refcounts = Region::reserve(rc_bytes, 4096, false)?;
         if config.huge_pages && data.huge_pages() == HugePages::Off {
             log::info!("granola pool: transparent huge pages unavailable, using 4 KiB pages");
@@ -773,15 +778,16 @@ impl PoolInner {
     #[inline]
     fn rc(&self, slot: u32) -> NonNull<AtomicU32> {
         debug_assert!((slot as usize) < self.num_segments << SLOTS_SHIFT);
-        // SAFETY: slot < num_segments << SLOTS_SHIFT, and the refcount region
-        // holds exactly that many u32s, zero-initialised (a valid AtomicU32).
-        unsafe { self.refcounts.base().cast::<AtomicU32>().add(slot as usize) }
+        // SAFETY: slot < num_segments << SLOTS_SHIFT, and the side region
+        // holds exactly that many (count, word) pairs of u32s,
+        // zero-initialised (valid AtomicU32s).
+        unsafe { self.refcounts.base().cast::<AtomicU32>().add(2 * slot as usize) }
     }
 
     #[inline]
     fn slot_from_rc(&self, rc: NonNull<AtomicU32>) -> u32 {
         let off = rc.as_ptr().addr() - self.refcounts.base().as_ptr().addr();
-        (off / 4) as u32
+        (off / 8) as u32
     }
 
     #[inline]
@@ -854,6 +860,8 @@ impl PoolInner {
         // SAFETY: rc() of an allocated slot is in bounds; the count was 0
         // (free) and no one else can reach the slot yet.
         unsafe { self.rc(slot).as_ref() }.store(WRITER, Ordering::Relaxed);
+        // SAFETY: as above; the word follows the count (`rc`).
+        unsafe { self.rc(slot).add(1).as_ref() }.store(0, Ordering::Relaxed);
         self.live_slots.fetch_add(1, Ordering::Relaxed);
         self.live_bytes.fetch_add(cap, Ordering::Relaxed);
         Some((slot, cap))

@@ -17,6 +17,8 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
     ctx.shared.memcache.cmd_get.fetch_add(1, Ordering::Relaxed);
     let mut item = string_item(match m.ttl {
         Some(t) => ctx.db.touch(key, ctx.expires_ms(i64::from(t))),
+        // `u`: the fetch leaves the item's access marks (h, l) alone.
+        None if m.no_bump => ctx.db.peek(key),
         None => ctx.db.get(key),
     });
     let mut win = false;
@@ -56,13 +58,14 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
         (win, item) = claim_win(ctx, key, item);
         token_sent = !win;
     }
+    let access = ctx.db.access(&item);
     let info = MetaItem {
         client_flags: item.flags(),
         cas: item.cas(),
         // Claiming the win keeps the expiry: the TTL read above holds.
         ttl,
-        last_access: 0,
-        fetched: false,
+        last_access: access.idle_s,
+        fetched: access.fetched,
         win,
         stale,
         token_sent,
@@ -213,13 +216,14 @@ pub fn arith(ctx: &mut Ctx<'_>, m: MetaArith<'_>) {
 pub fn debug(ctx: &mut Ctx<'_>, m: MetaDebug<'_>) {
     let mut kb = [0u8; KEY_BUF_LEN];
     let key = m.key.bytes(&mut kb);
-    match string_item(ctx.db.get(key)) {
+    match string_item(ctx.db.peek(key)) {
         Some(item) => {
+            let access = ctx.db.access(&item);
             let info = MeInfo {
                 exp: ctx.ttl_secs(&item),
-                la: 0,
+                la: access.idle_s,
                 cas: item.cas(),
-                fetched: false,
+                fetched: access.fetched,
                 cls: 0,
                 size: item.value_len() as u64,
             };

@@ -447,7 +447,8 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(text.as_bytes());
         return Step::Done;
     }
-    let Some(item) = ctx.db.get(arg(cmd, 2)) else {
+    // As Redis: looking at a key does not count as using it.
+    let Some(item) = ctx.db.peek(arg(cmd, 2)) else {
         ctx.null();
         return Step::Done;
     };
@@ -466,8 +467,14 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             };
             ctx.bytes(enc);
         }
-        // The store keeps a CLOCK bit, not an idle time or a frequency.
-        b"IDLETIME" | b"FREQ" => ctx.int(0),
+        b"IDLETIME" => ctx.int(ctx.db.access(&item).idle_s as i64),
+        // Eviction is CLOCK (recency), as under an LRU policy: Redis says
+        // the same there.
+        b"FREQ" => ctx.error(
+            b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+              Please note that when switching between policies at runtime LRU and LFU data \
+              will take some time to adjust.",
+        ),
         b"REFCOUNT" => ctx.int(1),
         _ => {
             let text = format!(
