@@ -12,7 +12,7 @@ use granola::Decode;
 use granola_kv::proto as kv;
 use granola_kv::server::native::{kind, status};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The version line `version` answers.
@@ -1351,6 +1351,86 @@ fn mget_is_one_snapshot_of_single_key_writes() {
             }
             other => panic!("MGET: {other:?}"),
         },
+    );
+}
+
+/// A long MGET is one snapshot too, also when its reply pauses on
+/// back-pressure: a writer sets `m0`, `m1`, ... `m599` in that order to
+/// the same round number (20 KiB values, 12 MB a round), so at every
+/// instant the numbers never increase along the keys; an MGET of all 600
+/// (a reply three times the 4 MiB back-pressure mark, so it pauses and
+/// goes on from the items it read; the reader waits before reading it)
+/// must see them that way, each value whole. (Read key by key across the
+/// pauses, the writer overtakes the reader in the first few MGETs.)
+#[test]
+fn long_mget_is_one_snapshot_across_pauses() {
+    const KEYS: usize = 600;
+    const LEN: usize = 20 << 10;
+    const MGETS: u64 = 30;
+    const MAX_ROUNDS: u64 = 1000;
+    let value = |i: u64| {
+        let mut v = format!("{i:08}").into_bytes();
+        v.resize(LEN, b'a' + (i % 26) as u8);
+        v
+    };
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    // Rounds written; the reader starts after the first and stops the
+    // writer once it has checked MGETS replies, all while writes went on.
+    let rounds = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (rounds, stop) = (rounds.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut c = Client::connect(addr);
+            for i in 1..=MAX_ROUNDS {
+                let v = value(i);
+                let mut req = Vec::new();
+                for k in 0..KEYS {
+                    let key = format!("m{k}");
+                    req.extend_from_slice(&resp_cmd(&[b"SET".as_slice(), key.as_bytes(), &v]));
+                }
+                c.send(&req);
+                c.expect(&b"+OK\r\n".repeat(KEYS));
+                rounds.store(i, Ordering::SeqCst);
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+        })
+    };
+    while rounds.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mget: Vec<String> = std::iter::once("MGET".to_string())
+        .chain((0..KEYS).map(|k| format!("m{k}")))
+        .collect();
+    let mut r = Client::connect(addr);
+    for _ in 0..MGETS {
+        // A slow reader: the MGET stays paused while the writer goes on.
+        r.send(&resp_cmd(&mget));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let Resp::Array(Some(vals)) = r.read_resp() else {
+            panic!("MGET")
+        };
+        assert_eq!(vals.len(), KEYS);
+        let mut last = u64::MAX;
+        for (k, v) in vals.into_iter().enumerate() {
+            let Resp::Bulk(Some(v)) = v else {
+                panic!("m{k}: {v:?}")
+            };
+            let n: u64 = std::str::from_utf8(&v[..8]).unwrap().parse().unwrap();
+            assert!(v == value(n), "m{k}: a torn or foreign value");
+            assert!(n <= last, "m{k} = {n} is ahead of an earlier key ({last})");
+            last = n;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let written = rounds.load(Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(
+        written < MAX_ROUNDS,
+        "the writer finished before the reader: nothing overlapped"
     );
 }
 

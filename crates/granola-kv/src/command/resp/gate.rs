@@ -14,8 +14,8 @@
 //! multi-key write is isolated from other Redis clients only. Multi-key
 //! reads (MGET, SUNION) enter shared, so they see a multi-key write whole
 //! or not at all; two single-key SETs in a row may land between their
-//! keys, except for an MGET of up to 64 keys, which validates its reads
-//! as one snapshot (`strings.rs`).
+//! keys, except for an MGET (up to 4096 keys and 16 MiB of values), which
+//! validates its reads as one snapshot (`strings.rs`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};

@@ -28,35 +28,48 @@ pub fn get(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// Most keys an MGET reads as one snapshot.
-const SNAPSHOT_KEYS: usize = 64;
+/// Most keys an MGET reads as one snapshot (one held item reference and
+/// stamp each, about 90 B, for the length of the command).
+const SNAPSHOT_KEYS: usize = 4096;
+/// Most value bytes a snapshot holds while its reply goes out: items held
+/// by a paused MGET stay allocated even if overwritten meanwhile, so a
+/// client that reads slowly must not pin more than this.
+const SNAPSHOT_BYTES: usize = 16 << 20;
+/// A snapshot buffer larger than this is not kept for the next MGET.
+const SNAPSHOT_KEEP: usize = 64;
 /// Reads of an MGET's keys before it answers with the last one.
 const SNAPSHOT_TRIES: usize = 32;
 
-/// `MGET key...`. Up to [`SNAPSHOT_KEYS`] keys are one snapshot, as in
-/// Redis (see [`snapshot`]); a longer MGET pauses between keys when the
-/// reply queue fills, so each key is read as of its own moment (it sees
-/// a multi-key write whole, as every command does, but not necessarily the
-/// order of single-key writes landing between its keys).
+/// `MGET key...`: one snapshot, as in Redis (see [`snapshot`]), up to
+/// [`SNAPSHOT_KEYS`] keys and [`SNAPSHOT_BYTES`] of values; its reply
+/// pauses when the reply queue fills and goes on from the items it read.
+/// Beyond those bounds each key is read as of its own moment, pausing
+/// likewise: it sees a multi-key write whole, as every command does, but
+/// not necessarily the order of single-key writes landing between its
+/// keys.
 pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let from = ctx.resume;
-    if from == 0 && cmd.len() - 1 <= SNAPSHOT_KEYS {
-        ctx.array(cmd.len() - 1);
-        let mut read = std::mem::take(&mut ctx.conn.snapshot);
-        snapshot(ctx.db, cmd, &mut read);
-        for (item, _) in read.drain(..) {
-            match item {
-                Some(i) if i.kind() == Kind::String => ctx.bulk_item(&i),
-                _ => ctx.null(),
+    let keys = cmd.len() - 1;
+    let resume = ctx.resume;
+    if resume == 0 {
+        ctx.array(keys);
+        if keys <= SNAPSHOT_KEYS {
+            let mut read = std::mem::take(&mut ctx.conn.snapshot);
+            snapshot(ctx.db, cmd, &mut read);
+            let bytes: usize = read
+                .iter()
+                .filter_map(|(i, _)| i.as_ref().map(|i| i.value_len()))
+                .sum();
+            if bytes <= SNAPSHOT_BYTES {
+                ctx.conn.snapshot = read;
+                return reply_snapshot(ctx, 0);
             }
+            release(ctx, read);
         }
-        ctx.conn.snapshot = read;
-        return Step::Done;
+    } else if !ctx.conn.snapshot.is_empty() {
+        return reply_snapshot(ctx, resume - 1);
     }
-    if from == 0 {
-        ctx.array(cmd.len() - 1);
-    }
-    let from = from.max(1);
+    // Key by key; `Pause(n)`: go on at argument n (the first key is 1).
+    let from = resume.max(1);
     for (n, key) in cmd.args().enumerate().skip(from) {
         if n > from && ctx.full() {
             return Step::Pause(n);
@@ -67,6 +80,33 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
     }
     Step::Done
+}
+
+/// Answers the snapshot held in the connection from its item `from` on;
+/// `Pause(i + 1)` when the reply queue fills before item `i`.
+fn reply_snapshot(ctx: &mut Ctx<'_>, from: usize) -> Step {
+    let read = std::mem::take(&mut ctx.conn.snapshot);
+    for (i, (item, _)) in read.iter().enumerate().skip(from) {
+        if i > from && ctx.full() {
+            ctx.conn.snapshot = read;
+            return Step::Pause(i + 1);
+        }
+        match item {
+            Some(item) if item.kind() == Kind::String => ctx.bulk_item(item),
+            _ => ctx.null(),
+        }
+    }
+    release(ctx, read);
+    Step::Done
+}
+
+/// Drops a snapshot's items and keeps its buffer for the next MGET unless
+/// it grew large.
+fn release(ctx: &mut Ctx<'_>, mut read: Vec<(Option<Item>, Stamp)>) {
+    read.clear();
+    if read.capacity() <= SNAPSHOT_KEEP {
+        ctx.conn.snapshot = read;
+    }
 }
 
 /// The items of `cmd`'s keys as of one moment: reads every key, then
