@@ -14,6 +14,11 @@ pub struct Config {
     #[arg(short = 'p', long = "port", default_value_t = 11211)]
     pub port: u16,
 
+    /// The store's clock: the system's, or a manual one that tests move
+    /// (expiry and access times without sleeping). Not a flag.
+    #[arg(skip)]
+    pub clock: crate::store::Clock,
+
     /// memcached UDP port (0 = off; off by default, as in memcached 1.5.6+:
     /// UDP replies can be used for amplification attacks).
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]

@@ -155,7 +155,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         capacity: config.conn_memory_bytes(),
         huge_pages: !config.no_huge_pages,
     })?;
-    let store = Arc::new(Store::new(
+    let store = Arc::new(Store::with_clock(
         pool.clone(),
         StoreConfig {
             memory_limit: config.item_memory_bytes(),
@@ -165,6 +165,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             max_list_len: config.max_list_len,
             ..StoreConfig::default()
         },
+        config.clock.clone(),
     ));
     let threshold = match config.copy_threshold.as_str() {
         "auto" => {
