@@ -2,9 +2,9 @@
 //! CPU: granola-kv (with its copy threshold, fused-send and serializer
 //! flags), memcached and redis-server.
 //!
-//! Ports are free ports on 127.0.0.1 below the kernel's ephemeral range. A [`Server`] is killed
-//! (by its own PID) when dropped; its stdout/stderr go to a log file next to
-//! the JSON output.
+//! Ports are free ports on 127.0.0.1 below the kernel's ephemeral range.
+//! A [`Server`] is killed (by its own PID) when dropped; its stdout/stderr
+//! go to a log file next to the JSON output.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
