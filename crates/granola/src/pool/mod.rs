@@ -781,7 +781,12 @@ impl PoolInner {
         // SAFETY: slot < num_segments << SLOTS_SHIFT, and the side region
         // holds exactly that many (count, word) pairs of u32s,
         // zero-initialised (valid AtomicU32s).
-        unsafe { self.refcounts.base().cast::<AtomicU32>().add(2 * slot as usize) }
+        unsafe {
+            self.refcounts
+                .base()
+                .cast::<AtomicU32>()
+                .add(2 * slot as usize)
+        }
     }
 
     #[inline]
