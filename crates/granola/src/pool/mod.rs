@@ -261,8 +261,10 @@ pub(crate) struct PoolInner {
     seg_run_len: Box<[AtomicU32]>,
     classes: [Mutex<ClassState>; NUM_CLASSES],
     segments: Mutex<SegmentAllocator>,
-    live_slots: AtomicUsize,
-    live_bytes: AtomicUsize,
+    /// Large objects (runs of segments) live, and their bytes; small
+    /// slots are counted per class (`ClassState::live`).
+    large_live: AtomicUsize,
+    large_live_bytes: AtomicUsize,
     segments_in_use: AtomicUsize,
     /// Per small-class segment: live slots (changed under the class lock).
     seg_live: Box<[AtomicU32]>,
@@ -290,6 +292,11 @@ struct ClassState {
     stale: usize,
     /// Segment being carved, if any, and the next never-used slot in it.
     carving: Option<(u32, u32)>,
+    /// Slots of this class handed out and not yet freed. Counted under the
+    /// class lock that allocation and free take anyway: two atomic
+    /// read-modify-writes per slot fewer than pool-wide counters, on every
+    /// write of a cache item.
+    live: usize,
 }
 
 impl ClassState {
@@ -422,8 +429,8 @@ impl Pool {
                 free_runs: BTreeMap::new(),
                 warm: Default::default(),
             }),
-            live_slots: AtomicUsize::new(0),
-            live_bytes: AtomicUsize::new(0),
+            large_live: AtomicUsize::new(0),
+            large_live_bytes: AtomicUsize::new(0),
             segments_in_use: AtomicUsize::new(0),
             seg_live: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
             seg_gen: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
@@ -493,13 +500,20 @@ impl Pool {
         self.inner.data.huge_pages()
     }
 
-    /// Current usage counters.
+    /// Current usage counters (takes each size class's lock briefly).
     pub fn stats(&self) -> PoolStats {
+        let mut live_slots = self.inner.large_live.load(Ordering::Relaxed);
+        let mut live_bytes = self.inner.large_live_bytes.load(Ordering::Relaxed);
+        for (class, st) in self.inner.classes.iter().enumerate() {
+            let live = st.lock().unwrap_or_else(|e| e.into_inner()).live;
+            live_slots += live;
+            live_bytes += live * CLASSES[class].size as usize;
+        }
         PoolStats {
             capacity: self.inner.num_segments * SEGMENT_SIZE,
             segments_in_use: self.inner.segments_in_use.load(Ordering::Relaxed),
-            live_slots: self.inner.live_slots.load(Ordering::Relaxed),
-            live_bytes: self.inner.live_bytes.load(Ordering::Relaxed),
+            live_slots,
+            live_bytes,
             segments_draining: self.inner.segments_draining.load(Ordering::Relaxed),
             segments_released: self.inner.segments_released.load(Ordering::Relaxed),
         }
@@ -860,15 +874,18 @@ impl PoolInner {
     fn alloc_slot(&self, size: usize) -> Option<(u32, usize)> {
         let (slot, cap) = match class_index(size) {
             Some(class) => (self.alloc_small(class)?, CLASSES[class].size as usize),
-            None => self.alloc_large(size)?,
+            None => {
+                let (slot, cap) = self.alloc_large(size)?;
+                self.large_live.fetch_add(1, Ordering::Relaxed);
+                self.large_live_bytes.fetch_add(cap, Ordering::Relaxed);
+                (slot, cap)
+            }
         };
         // SAFETY: rc() of an allocated slot is in bounds; the count was 0
         // (free) and no one else can reach the slot yet.
         unsafe { self.rc(slot).as_ref() }.store(WRITER, Ordering::Relaxed);
         // SAFETY: as above; the word follows the count (`rc`).
         unsafe { self.rc(slot).add(1).as_ref() }.store(0, Ordering::Relaxed);
-        self.live_slots.fetch_add(1, Ordering::Relaxed);
-        self.live_bytes.fetch_add(cap, Ordering::Relaxed);
         Some((slot, cap))
     }
 
@@ -885,6 +902,7 @@ impl PoolInner {
             }
             self.seg_live[seg].fetch_add(1, Ordering::Relaxed);
             self.touch_segment(seg);
+            st.live += 1;
             return Some(slot);
         }
         let per_segment = CLASSES[class].per_segment;
@@ -892,6 +910,7 @@ impl PoolInner {
             st.carving = (next + 1 < per_segment).then_some((seg, next + 1));
             self.seg_live[seg as usize].fetch_add(1, Ordering::Relaxed);
             self.touch_segment(seg as usize);
+            st.live += 1;
             return Some(seg << SLOTS_SHIFT | next);
         }
         let seg = {
@@ -908,6 +927,7 @@ impl PoolInner {
         self.epoch.fetch_add(1, Ordering::Relaxed);
         self.touch_segment(seg as usize);
         st.carving = (per_segment > 1).then_some((seg, 1));
+        st.live += 1;
         Some(seg << SLOTS_SHIFT)
     }
 
@@ -981,7 +1001,7 @@ impl PoolInner {
     fn free_slot(&self, slot: u32) {
         let seg = slot >> SLOTS_SHIFT;
         let class = self.seg_class[seg as usize].load(Ordering::Acquire);
-        let cap = if class == SEG_LARGE {
+        if class == SEG_LARGE {
             let n = self.seg_run_len[seg as usize].load(Ordering::Acquire);
             for s in seg..seg + n {
                 self.seg_class[s as usize].store(SEG_UNASSIGNED, Ordering::Release);
@@ -992,11 +1012,14 @@ impl PoolInner {
                 .fetch_sub(n as usize, Ordering::Relaxed);
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
             segs.give_back(seg, n);
-            n as usize * SEGMENT_SIZE
+            self.large_live.fetch_sub(1, Ordering::Relaxed);
+            self.large_live_bytes
+                .fetch_sub(n as usize * SEGMENT_SIZE, Ordering::Relaxed);
         } else {
             let mut st = self.classes[class as usize]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
+            st.live -= 1;
             let s = seg as usize;
             let live = self.seg_live[s].load(Ordering::Relaxed) - 1;
             self.seg_live[s].store(live, Ordering::Relaxed);
@@ -1022,10 +1045,7 @@ impl PoolInner {
                 let gen = self.seg_gen[s].load(Ordering::Relaxed);
                 st.free.push(u64::from(slot) | u64::from(gen) << 32);
             }
-            CLASSES[class as usize].size as usize
-        };
-        self.live_slots.fetch_sub(1, Ordering::Relaxed);
-        self.live_bytes.fetch_sub(cap, Ordering::Relaxed);
+        }
     }
 
     #[inline]
