@@ -232,6 +232,11 @@ impl Item {
         self
     }
 
+    /// Bytes of the whole item: header, key and value area.
+    pub fn total_len(&self) -> usize {
+        HEADER_LEN + self.key_len as usize + self.value_len as usize
+    }
+
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {

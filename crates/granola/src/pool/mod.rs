@@ -637,6 +637,13 @@ impl Pool {
         }
     }
 
+    /// The size class (0 = the smallest, 64 B) an allocation of `size`
+    /// bytes would get; `None` above [`MAX_SLOT_SIZE`] (a run of whole
+    /// segments).
+    pub fn size_class_for(size: usize) -> Option<usize> {
+        class_index(size)
+    }
+
     /// The data region as (start address, length): what a datapath registers
     /// with the kernel (io_uring fixed buffers, an AF_XDP UMEM) or NIC.
     /// Registration pins the region's pages, so from this call on the pool

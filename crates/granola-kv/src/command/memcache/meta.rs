@@ -224,8 +224,11 @@ pub fn debug(ctx: &mut Ctx<'_>, m: MetaDebug<'_>) {
                 la: access.idle_s,
                 cas: item.cas(),
                 fetched: access.fetched,
-                cls: 0,
-                size: item.value_len() as u64,
+                // As memcached: the 1-based slab class and the whole
+                // item's bytes (header, key and value); 0 for an item
+                // larger than the largest class.
+                cls: granola::Pool::size_class_for(item.total_len()).map_or(0, |c| c as u32 + 1),
+                size: item.total_len() as u64,
             };
             m.write_hit(ctx.out, &info);
         }
