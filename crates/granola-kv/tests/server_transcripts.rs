@@ -238,6 +238,25 @@ fn memcache_access_flags_like_memcached() {
     assert_eq!(r.resp(&["OBJECT", "IDLETIME", "x"]), Resp::Int(3));
     r.resp(&["GET", "x"]);
     assert_eq!(r.resp(&["OBJECT", "IDLETIME", "x"]), Resp::Int(0));
+    // Writes count as use too, also those done in place (a hash, a list
+    // long enough to be chunked), as in Redis.
+    let big = "b".repeat(9000);
+    r.resp(&["HSET", "h", "f", "1"]);
+    r.resp(&["RPUSH", "l", &big]);
+    clock.advance_ms(5_000);
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "h"]), Resp::Int(5));
+    assert_eq!(
+        r.resp(&["OBJECT", "ENCODING", "l"]),
+        Resp::Bulk(Some(b"quicklist".to_vec()))
+    );
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "l"]), Resp::Int(5));
+    r.resp(&["HSET", "h", "g", "2"]);
+    r.resp(&["RPUSH", "l", "x"]);
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "h"]), Resp::Int(0));
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "l"]), Resp::Int(0));
+    clock.advance_ms(2_000);
+    r.resp(&["RPOP", "l"]);
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "l"]), Resp::Int(0));
     let Resp::Error(e) = r.resp(&["OBJECT", "FREQ", "x"]) else {
         panic!("OBJECT FREQ answers an error without an LFU policy")
     };

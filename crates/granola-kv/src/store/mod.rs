@@ -773,6 +773,19 @@ impl Store {
         }
     }
 
+    /// Marks the collection whose head is `item` used now by a write done
+    /// in place (its head item stays): the access time moves, "read since
+    /// stored" stays as it was (Redis counts writes as use for `OBJECT
+    /// IDLETIME`; memcached sees no collections).
+    fn mark_written(&self, item: &Item) {
+        let word = item.buf().slot_word();
+        let fetched = word.load(Ordering::Relaxed) & access::FETCHED != 0;
+        word.store(
+            access::stamp(self.clock.coarse_s(), fetched),
+            Ordering::Relaxed,
+        );
+    }
+
     /// [`touch`](Self::touch) that counts as a modification: the item (or
     /// the collection) gets a new CAS, so a Redis WATCH on the key sees an
     /// EXPIRE or PERSIST, as in Redis. (memcached's touch keeps the CAS.)
@@ -963,7 +976,8 @@ impl Store {
             b.set_cas(self.new_cas());
         }
         drop(guard);
-        if old.is_some() {
+        if let Some(f) = &old {
+            self.mark_written(&f.item);
             self.sets.fetch_add(1, Ordering::Relaxed);
         } else {
             self.publish_body(id, body);
@@ -1105,6 +1119,7 @@ impl Store {
         if !popped.is_empty() {
             b.set_cas(self.new_cas());
             self.sets.fetch_add(1, Ordering::Relaxed);
+            self.mark_written(&f.item);
         }
         let len = b.len();
         // Shrunk to half the inline size: back to one item (the half keeps

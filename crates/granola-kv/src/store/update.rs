@@ -154,7 +154,7 @@ impl Store {
         match (&old, empty) {
             (Some(found), true) => self.remove(&l, found.pos, &found.item),
             (None, true) => self.settle_dict(after, 0, 0),
-            (Some(_), false) => {}
+            (Some(found), false) => self.mark_written(&found.item),
             (None, false) => {
                 self.publish_body(id, body);
                 if let Err(e) = self.put_head(&l, &h, key, kind, id, meta, None) {
