@@ -15,11 +15,8 @@ VARIANTS=("$@" "redis=redis-server")
 N=${N:-400000}
 PORT=16399
 OUT=${OUT:-bench/results/mget-cpu-$(date -u +%F).json}
-RAW=$(mktemp)
-PID=
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -f "$RAW"' EXIT
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
+# shellcheck source=lib/server-cpu.sh
+. bench/lib/server-cpu.sh
 
 one() { # label binary keys rep
     local label=$1 bin=$2 keys=$3 rep=$4

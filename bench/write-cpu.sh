@@ -17,11 +17,8 @@ VARIANTS=("$@")
 N=${N:-3000000}
 PORT=16499
 OUT=${OUT:-bench/results/write-cpu-$(date -u +%F).json}
-RAW=$(mktemp)
-PID=
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -f "$RAW"' EXIT
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
+# shellcheck source=lib/server-cpu.sh
+. bench/lib/server-cpu.sh
 
 one() { # label binary test rep
     local label=$1 bin=$2 test=$3 rep=$4 n=$N
