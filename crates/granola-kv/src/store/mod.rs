@@ -763,14 +763,10 @@ impl Store {
         Some(item)
     }
 
-    /// Marks `item` read now (its access word; see `access.rs`). Writes
-    /// only when the word changes: the first read, then once a second.
+    /// Marks `item` read now (its access word; see `access.rs`).
     #[inline]
     fn mark_read(&self, item: &Item) {
-        let read = access::stamp(self.clock.coarse_s(), true);
-        if item.seen() != read {
-            item.buf().slot_word().store(read, Ordering::Relaxed);
-        }
+        self.mark_used(item, true);
     }
 
     /// Marks the collection whose head is `item` used now by a write done
@@ -778,12 +774,19 @@ impl Store {
     /// stored" stays as it was (Redis counts writes as use for `OBJECT
     /// IDLETIME`; memcached sees no collections).
     fn mark_written(&self, item: &Item) {
-        let word = item.buf().slot_word();
-        let fetched = word.load(Ordering::Relaxed) & access::FETCHED != 0;
-        word.store(
-            access::stamp(self.clock.coarse_s(), fetched),
-            Ordering::Relaxed,
-        );
+        self.mark_used(item, false);
+    }
+
+    /// Sets `item`'s access time to now, and "read since stored" if `read`.
+    /// Writes only when the word changes: the first read, then at most
+    /// once a second.
+    #[inline]
+    fn mark_used(&self, item: &Item, read: bool) {
+        let fetched = read || item.seen() & access::FETCHED != 0;
+        let word = access::stamp(self.clock.coarse_s(), fetched);
+        if item.seen() != word {
+            item.buf().slot_word().store(word, Ordering::Relaxed);
+        }
     }
 
     /// [`touch`](Self::touch) that counts as a modification: the item (or

@@ -60,13 +60,13 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 .filter_map(|(i, _)| i.as_ref().map(|i| i.value_len()))
                 .sum();
             if bytes <= SNAPSHOT_BYTES {
-                ctx.conn.snapshot = read;
-                return reply_snapshot(ctx, 0);
+                return reply_snapshot(ctx, read, 0);
             }
             release(ctx, read);
         }
     } else if !ctx.conn.snapshot.is_empty() {
-        return reply_snapshot(ctx, resume - 1);
+        let read = std::mem::take(&mut ctx.conn.snapshot);
+        return reply_snapshot(ctx, read, resume - 1);
     }
     // Key by key; `Pause(n)`: go on at argument n (the first key is 1).
     let from = resume.max(1);
@@ -82,10 +82,10 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// Answers the snapshot held in the connection from its item `from` on;
-/// `Pause(i + 1)` when the reply queue fills before item `i`.
-fn reply_snapshot(ctx: &mut Ctx<'_>, from: usize) -> Step {
-    let read = std::mem::take(&mut ctx.conn.snapshot);
+/// Answers the snapshot `read` from its item `from` on; when the reply
+/// queue fills before item `i`, keeps `read` in the connection and returns
+/// `Pause(i + 1)`.
+fn reply_snapshot(ctx: &mut Ctx<'_>, read: Vec<(Option<Item>, Stamp)>, from: usize) -> Step {
     for (i, (item, _)) in read.iter().enumerate().skip(from) {
         if i > from && ctx.full() {
             ctx.conn.snapshot = read;
