@@ -33,3 +33,49 @@ fn recent_writes_survive_eviction() {
         missing.len()
     );
 }
+
+/// A large value deleted while a client that reads nothing still has it
+/// queued stays allocated until that reply goes; meanwhile the store must
+/// keep evicting other segments for new sizes. Before, the pool offered the
+/// pinned run as the coldest segment again and again, and every set that
+/// needed a segment failed with `out of memory` until the reply completed.
+#[test]
+fn a_value_pinned_by_a_stalled_reply_does_not_stop_eviction() {
+    let mut cfg = config();
+    cfg.memory_mb = 16;
+    cfg.conn_memory_mb = 8;
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.mc());
+    let big = pattern(1, 1 << 20);
+    c.roundtrip(&mc_set_cmd(b"big", 0, &big), b"STORED\r\n");
+
+    // A client asks for it eight times over and reads nothing: 8 MiB of
+    // reply, more than the socket buffers and the back-pressure mark hold.
+    let mut stalled = Client::connect(srv.mc());
+    stalled.send(b"get big big big big big big big big\r\n");
+    wait_referenced(&srv, 1);
+    c.roundtrip(b"delete big\r\n", b"DELETED\r\n");
+    assert!(
+        mc_stat(srv.mc(), "pinned_bytes") >= 1 << 20,
+        "the stalled reply pins the deleted value"
+    );
+
+    // Three times the item share in twelve sizes: each class keeps a partly
+    // filled segment, so new sizes need segments taken from the others.
+    let sizes: Vec<usize> = (0..12).map(|i| 100 << i).collect();
+    for (phase, &len) in sizes.iter().enumerate() {
+        let count = (24 << 20) / sizes.len() / (len + 48);
+        for i in 0..count {
+            let key = format!("p{phase}:{i}");
+            let v = pattern(i as u64, len);
+            c.send(&mc_set_cmd(key.as_bytes(), 0, &v));
+            let line = c.read_line();
+            assert_eq!(line, b"STORED\r\n", "set {key} of {len} B: {}", show(&line));
+        }
+    }
+    assert!(
+        mc_stat(srv.mc(), "pinned_bytes") >= 1 << 20,
+        "the stalled reply still pins the deleted value"
+    );
+    drop(stalled);
+}

@@ -571,6 +571,32 @@ fn coldest_segment_follows_touches() {
     assert_ne!(seg(&d), seg(&c));
 }
 
+/// A large run whose object no handle owns (its owner let it go while a
+/// send still holds it) is not offered for draining: draining it could
+/// free nothing, and offering it again and again would starve the owner's
+/// eviction of every other segment.
+#[test]
+fn coldest_segment_passes_over_runs_no_handle_owns() {
+    let p = pool(4 * SEGMENT_SIZE);
+    let seg = |x: &Buf| {
+        let (base, _) = p.region();
+        ((x.as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
+    };
+    let big = p.alloc_copy(&vec![5u8; MAX_SLOT_SIZE + 1]).unwrap();
+    let small = p.alloc_copy(&[6u8; 100]).unwrap();
+    let h = p.into_handle(big.clone()).unwrap();
+    assert_eq!(p.coldest_segment(), Some(seg(&big)));
+    // The owner drops its handle; a send still holds the object.
+    assert!(p.release_handle(h));
+    assert_eq!(p.coldest_segment(), Some(seg(&small)));
+    // Owned by a handle again, it is a candidate again.
+    let h = p.into_handle(big.clone()).unwrap();
+    assert_eq!(p.coldest_segment(), Some(seg(&big)));
+    assert!(p.release_handle(h));
+    assert_eq!(p.coldest_segment(), Some(seg(&small)));
+    assert!(big.iter().all(|&b| b == 5));
+}
+
 /// Classes take turns on a small pool many times: free-list entries of a
 /// released segment are never handed out again (no slot is given twice).
 #[test]

@@ -534,6 +534,12 @@ impl Pool {
     /// among segments in use and not draining (for a large run: its first
     /// segment). `None` if there is none. O(segments); meant for the rare
     /// moment a full pool cannot serve an allocation.
+    ///
+    /// A large run whose object has no raw handle is passed over: its
+    /// owner already let it go (a reply still sending it keeps it) or is
+    /// still writing it, so draining it could free nothing, and choosing it
+    /// again and again would starve every allocation until that reply
+    /// completes.
     pub fn coldest_segment(&self) -> Option<u32> {
         let inner = &self.inner;
         let used = inner
@@ -547,7 +553,9 @@ impl Pool {
             let class = inner.seg_class[seg].load(Ordering::Acquire);
             if class == SEG_UNASSIGNED
                 || inner.seg_draining[seg].load(Ordering::Relaxed)
-                || (class == SEG_LARGE && inner.seg_head[seg].load(Ordering::Relaxed) != seg as u32)
+                || (class == SEG_LARGE
+                    && (inner.seg_head[seg].load(Ordering::Relaxed) != seg as u32
+                        || !inner.has_handle((seg as u32) << SLOTS_SHIFT)))
             {
                 continue;
             }
@@ -579,17 +587,11 @@ impl Pool {
         else {
             return handles;
         };
-        let with_handle = |slot: u32| {
-            // SAFETY: slot ids below num_segments << SLOTS_SHIFT are in
-            // bounds of the refcount region.
-            let c = unsafe { inner.rc(slot).as_ref() }.load(Ordering::Relaxed);
-            c & HANDLE != 0 && c & WRITER == 0
-        };
         match class {
             SEG_UNASSIGNED => {}
             SEG_LARGE => {
                 let head = inner.seg_head[seg as usize].load(Ordering::Acquire);
-                if with_handle(head << SLOTS_SHIFT) {
+                if inner.has_handle(head << SLOTS_SHIFT) {
                     handles.push(head << SLOTS_SHIFT);
                 }
             }
@@ -619,7 +621,7 @@ impl Pool {
                     }
                 }
                 for i in 0..carved {
-                    if with_handle(seg << SLOTS_SHIFT | i) {
+                    if inner.has_handle(seg << SLOTS_SHIFT | i) {
                         handles.push(seg << SLOTS_SHIFT | i);
                     }
                 }
@@ -796,6 +798,15 @@ impl Pool {
 }
 
 impl PoolInner {
+    /// Whether `slot` (a slot id of a segment in use) is owned by a raw
+    /// handle, and not by a writer.
+    fn has_handle(&self, slot: u32) -> bool {
+        // SAFETY: slot ids below num_segments << SLOTS_SHIFT are in bounds
+        // of the refcount region (checked in debug builds by `rc`).
+        let c = unsafe { self.rc(slot).as_ref() }.load(Ordering::Relaxed);
+        c & HANDLE != 0 && c & WRITER == 0
+    }
+
     #[inline]
     fn rc(&self, slot: u32) -> NonNull<AtomicU32> {
         debug_assert!((slot as usize) < self.num_segments << SLOTS_SHIFT);
