@@ -54,7 +54,9 @@ GRANOLA_DATAPATH=uring cargo test --locked -p granola-net --test net
 GRANOLA_DATAPATH=uring cargo test --locked -p granola-kv --features baselines \
     --test real_clients --test server_bad_input --test server_baselines \
     --test server_concurrency --test server_memory --test server_transcripts \
-    --test server_udp --test server_timeouts
+    --test server_udp --test server_timeouts --test server_memory_drift \
+    --test server_memory_hashes --test server_eviction --test server_limits \
+    --test server_memcache_binary
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
