@@ -3,6 +3,9 @@
 //! - hundreds of idle connections that each once sent a 1 MiB value hold
 //!   no receive buffer (it shrinks back and is given up while idle), so
 //!   sets of every size keep working;
+//! - seven clients each half way through a set of a different size (20 KB
+//!   to 1 MB: receive buffers of seven size classes) all get their value
+//!   stored with an 8 MiB connection share (four pool segments);
 //! - a second instance on a port already served is refused with "address
 //!   already in use" (in-process and as the real binary);
 //! - the real binary under `ulimit -n 128` with the default `-c 4096`
@@ -64,6 +67,61 @@ fn idle_connections_that_once_sent_1_mib_hold_no_receive_buffer() {
     let num = |k: &str| -> usize { s[k].parse().unwrap() };
     assert!(num("conn_buffer_bytes") <= num("conn_buffer_limit"));
     assert_eq!(num("curr_connections"), conns + 2);
+}
+
+/// Receive buffers double from 16 KiB to the request's size, so clients
+/// sending values of different sizes at once hold buffers of as many size
+/// classes. Before, the connection pool was exactly the share, four 2 MiB
+/// segments each carved for one class: the fifth class failed ("pool
+/// exhausted", the connection closed) with 2.3 MB of the 8 MiB in use.
+#[test]
+fn concurrent_large_sets_of_many_sizes_share_the_connection_memory() {
+    let mut cfg = config();
+    cfg.udp_port = 0;
+    cfg.native_udp_port = 0;
+    cfg.conn_memory_mb = 8;
+    let srv = Server::start(cfg);
+    let sizes = [
+        20_000usize,
+        40_000,
+        80_000,
+        160_000,
+        320_000,
+        640_000,
+        1_000_000,
+    ];
+    let mut clients: Vec<(usize, Vec<u8>, Client)> = sizes
+        .iter()
+        .map(|&n| {
+            let mut c = Client::connect(srv.mc());
+            let cmd = mc_set_cmd(format!("v{n}").as_bytes(), 0, &pattern(n as u64, n));
+            c.send(&cmd[..cmd.len() / 2]);
+            (n, cmd, c)
+        })
+        .collect();
+    // Every partial request is in its receive buffer before any completes.
+    let want: usize = sizes.iter().sum::<usize>() / 2;
+    srv.wait_for("the partial sets are received", |s| {
+        mc_stat(s.mc(), "conn_buffer_bytes") as usize >= want
+    });
+    for (n, cmd, c) in &mut clients {
+        c.send(&cmd[cmd.len() / 2..]);
+        let line = c.read_line();
+        assert_eq!(line, b"STORED\r\n", "set of {n} B: {}", show(&line));
+    }
+    for (n, _, c) in &mut clients {
+        c.send(format!("get v{n}\r\n").as_bytes());
+        assert_eq!(mc_read_get(c), Some((0, pattern(*n as u64, *n))));
+    }
+    let s = mc_stats(srv.mc());
+    let num = |k: &str| -> usize { s[k].parse().unwrap() };
+    assert_eq!(num("conn_buffer_limit"), 8 << 20);
+    assert!(num("conn_buffer_bytes") <= num("conn_buffer_limit"));
+    assert!(
+        num("conn_pool_bytes")
+            <= num("conn_buffer_limit")
+                + granola_kv::server::config::CONN_CLASS_SLACK_SEGMENTS * granola::SEGMENT_SIZE
+    );
 }
 
 #[test]

@@ -32,6 +32,7 @@ fn load(items: u32) -> Report {
     let pool = Pool::new(PoolConfig {
         capacity: 2 << 30,
         huge_pages: false,
+        budget: None,
     })
     .unwrap();
     let store = Store::new(

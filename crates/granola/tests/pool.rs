@@ -8,6 +8,7 @@ fn pool(capacity: usize) -> Pool {
     Pool::new(PoolConfig {
         capacity,
         huge_pages: false,
+        budget: None,
     })
     .unwrap()
 }
@@ -595,6 +596,42 @@ fn coldest_segment_passes_over_runs_no_handle_owns() {
     assert!(p.release_handle(h));
     assert_eq!(p.coldest_segment(), Some(seg(&small)));
     assert!(big.iter().all(|&b| b == 5));
+}
+
+/// A budget below the capacity bounds the live slot bytes (each slot at
+/// its slot size, a large object at its run of segments), whatever the
+/// classes; freeing gives the bytes back, and a failed allocation charges
+/// nothing.
+#[test]
+fn budget_bounds_live_bytes_below_the_capacity() {
+    let p = Pool::new(PoolConfig {
+        capacity: 4 * SEGMENT_SIZE,
+        huge_pages: false,
+        budget: Some(SEGMENT_SIZE + (64 << 10)),
+    })
+    .unwrap();
+    // Seven classes in four segments would not fit without the slack;
+    // here the budget, not the segments, is what stops them.
+    let a = p.alloc(16 << 10).unwrap();
+    let b = p.alloc(32 << 10).unwrap();
+    let c = p.alloc(64 << 10).unwrap();
+    assert_eq!(p.stats().budget_used, 112 << 10);
+    // A large object is charged its whole run: over budget.
+    assert!(p.alloc(MAX_SLOT_SIZE + 1).is_none());
+    assert_eq!(p.stats().budget_used, 112 << 10);
+    let d = p.alloc(MAX_SLOT_SIZE).unwrap();
+    assert_eq!(p.stats().budget_used, (112 << 10) + MAX_SLOT_SIZE);
+    drop((a, b));
+    assert!(p.alloc(MAX_SLOT_SIZE + 1).is_none(), "a 2 MiB run is over");
+    assert_eq!(p.stats().budget_used, (64 << 10) + MAX_SLOT_SIZE);
+    drop((c, d));
+    assert_eq!(p.stats().budget_used, 0);
+    // Everything back: the whole budget is there again.
+    let run = p.alloc(MAX_SLOT_SIZE + 1).unwrap();
+    let rest = p.alloc(64 << 10).unwrap();
+    assert!(p.alloc(64).is_none());
+    drop((run, rest));
+    assert_eq!(p.stats().budget_used, 0);
 }
 
 /// Classes take turns on a small pool many times: free-list entries of a

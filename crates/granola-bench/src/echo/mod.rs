@@ -385,11 +385,13 @@ pub fn run(cfg: &EchoConfig, log: &mut dyn FnMut(&str)) -> Result<Vec<Record>, S
     let server_pool = Pool::new(PoolConfig {
         capacity: 8 << 30,
         huge_pages: true,
+        budget: None,
     })
     .map_err(|e| format!("reserve the server pool: {e}"))?;
     let client_pool = Pool::new(PoolConfig {
         capacity: 2 << 30,
         huge_pages: true,
+        budget: None,
     })
     .map_err(|e| format!("reserve the client pool: {e}"))?;
     let mut records = Vec::new();

@@ -97,6 +97,7 @@ impl Granola {
         let pool = Pool::new(PoolConfig {
             capacity: 4 << 30,
             huge_pages: true,
+            budget: None,
         })
         .expect("reserve the benchmark pool");
         Granola {

@@ -190,6 +190,13 @@ const SEGMENT: usize = granola::SEGMENT_SIZE;
 /// the partly filled segments of the size classes in use.
 pub const CLASS_SLACK_SEGMENTS: usize = 8;
 
+/// Segments the connection pool has beyond the connection share (8 MiB),
+/// for the same reason: receive buffers double from 16 KiB to the largest
+/// request (seven classes up to 1 MiB), and without slack a share of four
+/// segments fails the fifth class in use while most of its bytes are
+/// free. The share itself is the pool's byte budget.
+pub const CONN_CLASS_SLACK_SEGMENTS: usize = 4;
+
 fn parse_neighbour(s: &str) -> Result<(Ipv4Addr, [u8; 6]), String> {
     granola_net::xdp::parse_neighbour(s).ok_or_else(|| format!("not IP=MAC: {s:?}"))
 }
@@ -324,6 +331,12 @@ impl Config {
     pub fn item_memory_bytes(&self) -> usize {
         let rest = self.memory_bytes().saturating_sub(self.conn_memory_bytes());
         (rest / SEGMENT).max(2) * SEGMENT
+    }
+
+    /// Capacity of the connection pool: the connection share (its byte
+    /// budget) plus [`CONN_CLASS_SLACK_SEGMENTS`] segments.
+    pub fn conn_pool_capacity(&self) -> usize {
+        self.conn_memory_bytes() + CONN_CLASS_SLACK_SEGMENTS * SEGMENT
     }
 
     /// Capacity of the item pool: the item share plus

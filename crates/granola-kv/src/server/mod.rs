@@ -61,9 +61,10 @@ impl Shared {
     /// items (`item_bytes`, plus `index_bytes` of heap) and values pinned
     /// by replies in flight (`pinned_bytes`), resident as `item_pool_bytes`
     /// of at most `item_pool_limit`; connection receive/transmit and UDP
-    /// buffers are resident as `conn_buffer_bytes` of at most
-    /// `conn_buffer_limit`.
-    pub fn memory_parts(&self) -> [(&'static str, u64); 10] {
+    /// buffers take `conn_buffer_bytes` of their share `conn_buffer_limit`,
+    /// resident as `conn_pool_bytes` (the share plus
+    /// [`config::CONN_CLASS_SLACK_SEGMENTS`] at most).
+    pub fn memory_parts(&self) -> [(&'static str, u64); 11] {
         let s = self.store.stats();
         let c = self.conn_pool.stats();
         [
@@ -73,11 +74,12 @@ impl Shared {
             ("pinned_bytes", s.pinned_bytes as u64),
             ("item_pool_bytes", s.pool_bytes as u64),
             ("item_pool_limit", s.pool_capacity as u64),
+            ("conn_buffer_bytes", c.budget_used as u64),
+            ("conn_buffer_limit", self.config.conn_memory_bytes() as u64),
             (
-                "conn_buffer_bytes",
+                "conn_pool_bytes",
                 (c.segments_in_use * granola::SEGMENT_SIZE) as u64,
             ),
-            ("conn_buffer_limit", c.capacity as u64),
             ("segment_evictions", s.segment_evictions),
             ("segment_rescues", s.segment_rescues),
         ]
@@ -150,10 +152,12 @@ pub fn start(config: Config) -> std::io::Result<Running> {
     let pool = Pool::new(PoolConfig {
         capacity: config.item_pool_capacity(),
         huge_pages: !config.no_huge_pages,
+        budget: None,
     })?;
     let conn_pool = Pool::new(PoolConfig {
-        capacity: config.conn_memory_bytes(),
+        capacity: config.conn_pool_capacity(),
         huge_pages: !config.no_huge_pages,
+        budget: Some(config.conn_memory_bytes()),
     })?;
     let store = Arc::new(Store::with_clock(
         pool.clone(),

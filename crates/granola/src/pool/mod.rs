@@ -195,6 +195,17 @@ pub struct PoolConfig {
     /// Ask for transparent huge pages (falls back silently to 4 KiB pages;
     /// [`Pool::huge_pages`] says what happened).
     pub huge_pages: bool,
+    /// Most bytes the live slots may take at once (each counted at its
+    /// slot size); allocation fails beyond it even while capacity remains.
+    /// `None`: the capacity is the only bound.
+    ///
+    /// A capacity above the budget lets the size classes in use each keep
+    /// a partly filled segment without that slack eating the budget: a
+    /// pool of buffers whose sizes vary (connection buffers growing from
+    /// 16 KiB to 1 MiB) would otherwise fail an allocation while most of
+    /// its bytes are free, because every segment is carved for another
+    /// class.
+    pub budget: Option<usize>,
 }
 
 impl Default for PoolConfig {
@@ -202,6 +213,7 @@ impl Default for PoolConfig {
         PoolConfig {
             capacity: 1 << 30,
             huge_pages: true,
+            budget: None,
         }
     }
 }
@@ -217,6 +229,9 @@ pub struct PoolStats {
     pub live_slots: usize,
     /// Sum of the slot sizes of live slots.
     pub live_bytes: usize,
+    /// Bytes charged against [`PoolConfig::budget`] (slot sizes of the live
+    /// slots; 0 when the pool has no budget).
+    pub budget_used: usize,
     /// Segments being drained (waiting for their last live slot).
     pub segments_draining: usize,
     /// Small-class segments returned to the shared allocator since start
@@ -261,6 +276,10 @@ pub(crate) struct PoolInner {
     seg_run_len: Box<[AtomicU32]>,
     classes: [Mutex<ClassState>; NUM_CLASSES],
     segments: Mutex<SegmentAllocator>,
+    /// [`PoolConfig::budget`] (`usize::MAX`: none) and the slot bytes
+    /// charged against it.
+    budget: usize,
+    budget_used: AtomicUsize,
     /// Large objects (runs of segments) live, and their bytes; small
     /// slots are counted per class (`ClassState::live`).
     large_live: AtomicUsize,
@@ -429,6 +448,8 @@ impl Pool {
                 free_runs: BTreeMap::new(),
                 warm: Default::default(),
             }),
+            budget: config.budget.unwrap_or(usize::MAX),
+            budget_used: AtomicUsize::new(0),
             large_live: AtomicUsize::new(0),
             large_live_bytes: AtomicUsize::new(0),
             segments_in_use: AtomicUsize::new(0),
@@ -514,6 +535,7 @@ impl Pool {
             segments_in_use: self.inner.segments_in_use.load(Ordering::Relaxed),
             live_slots,
             live_bytes,
+            budget_used: self.inner.budget_used.load(Ordering::Relaxed),
             segments_draining: self.inner.segments_draining.load(Ordering::Relaxed),
             segments_released: self.inner.segments_released.load(Ordering::Relaxed),
         }
@@ -890,14 +912,25 @@ impl PoolInner {
     }
 
     fn alloc_slot(&self, size: usize) -> Option<(u32, usize)> {
-        let (slot, cap) = match class_index(size) {
-            Some(class) => (self.alloc_small(class)?, CLASSES[class].size as usize),
-            None => {
-                let (slot, cap) = self.alloc_large(size)?;
+        let class = class_index(size);
+        if self.budget != usize::MAX && !self.charge(Pool::slot_size_for(size)) {
+            return None;
+        }
+        let got = match class {
+            Some(class) => self
+                .alloc_small(class)
+                .map(|slot| (slot, CLASSES[class].size as usize)),
+            None => self.alloc_large(size).inspect(|&(_, cap)| {
                 self.large_live.fetch_add(1, Ordering::Relaxed);
                 self.large_live_bytes.fetch_add(cap, Ordering::Relaxed);
-                (slot, cap)
+            }),
+        };
+        let Some((slot, cap)) = got else {
+            if self.budget != usize::MAX {
+                self.budget_used
+                    .fetch_sub(Pool::slot_size_for(size), Ordering::Relaxed);
             }
+            return None;
         };
         // SAFETY: rc() of an allocated slot is in bounds; the count was 0
         // (free) and no one else can reach the slot yet.
@@ -1016,9 +1049,27 @@ impl PoolInner {
     }
 
     /// Returns a slot whose count just reached zero to its free list.
+    /// Charges `bytes` against the budget; false (nothing charged) if they
+    /// do not fit.
+    fn charge(&self, bytes: usize) -> bool {
+        self.budget_used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&u| u <= self.budget)
+            })
+            .is_ok()
+    }
+
     fn free_slot(&self, slot: u32) {
         let seg = slot >> SLOTS_SHIFT;
         let class = self.seg_class[seg as usize].load(Ordering::Acquire);
+        if self.budget != usize::MAX {
+            let size = if class == SEG_LARGE {
+                self.seg_run_len[seg as usize].load(Ordering::Acquire) as usize * SEGMENT_SIZE
+            } else {
+                CLASSES[class as usize].size as usize
+            };
+            self.budget_used.fetch_sub(size, Ordering::Relaxed);
+        }
         if class == SEG_LARGE {
             let n = self.seg_run_len[seg as usize].load(Ordering::Acquire);
             for s in seg..seg + n {
@@ -1221,6 +1272,7 @@ mod tests {
         let p = Pool::new(PoolConfig {
             capacity: 2 * SEGMENT_SIZE,
             huge_pages: false,
+            budget: None,
         })
         .unwrap();
         let a = p.alloc_copy(&[1u8; 64]).unwrap();
