@@ -192,6 +192,10 @@ pub struct ServerStats {
     pub zc_completed: AtomicU64,
     /// ... of which copied.
     pub zc_copied: AtomicU64,
+    /// Datagrams dropped by the server: received but unusable (larger than
+    /// a receive slot, no pool memory for a slot) or replies the kernel
+    /// refused or that found the send queue full.
+    pub udp_dropped: AtomicU64,
 }
 
 /// Builds and starts a server.
@@ -486,6 +490,7 @@ struct Conn {
 /// kernel-socket side of AF_XDP): its socket, receive batches, reply queue
 /// and handler.
 pub(crate) struct UdpEndpoint {
+    name: String,
     pub(crate) sock: UdpSocket,
     rx: UdpRx,
     pub(crate) tx: UdpTx,
@@ -504,12 +509,24 @@ impl UdpEndpoint {
         svc: &dyn DatagramService,
     ) -> UdpEndpoint {
         UdpEndpoint {
+            name: svc.name().to_string(),
             rx: UdpRx::new(pool.clone(), cfg.udp_batch, MAX_DATAGRAM + 1),
             tx: UdpTx::new(pool.clone(), tx, cfg.udp_max_datagram),
             handler: svc.handler(),
             batch: Vec::with_capacity(cfg.udp_batch),
             sock,
         }
+    }
+
+    /// The service's name, for log lines.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Answers one datagram received outside [`serve`](Self::serve) (the
+    /// io_uring loop receives on the ring); the reply is queued on `tx`.
+    pub(crate) fn handle(&mut self, d: &Datagram) {
+        self.handler.on_datagram(d, &mut self.tx);
     }
 
     /// Serves what waits on the socket: batches of `recvmmsg`, each
@@ -543,6 +560,10 @@ impl UdpEndpoint {
         // The received slots go back to the pool now, not at the next
         // wake-up.
         self.batch.clear();
+        let dropped = std::mem::take(&mut self.rx.truncated) + std::mem::take(&mut self.tx.dropped);
+        if dropped > 0 {
+            stats.udp_dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
         served
     }
 }

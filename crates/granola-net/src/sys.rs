@@ -156,7 +156,8 @@ pub fn prefetch(p: *const u8) {
 // ---------------------------------------------------------------------------
 // Socket addresses
 
-fn sockaddr_from(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+/// `addr` as a C socket address and its length.
+pub(crate) fn sockaddr_from(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain data; all-zero is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {
@@ -216,6 +217,28 @@ fn sockaddr_to(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
         }
         _ => None,
     }
+}
+
+/// The socket address in the raw bytes of a `sockaddr` the kernel wrote
+/// (an io_uring `recvmsg` result's name); `None` if short or not IPv4/6.
+pub(crate) fn sockaddr_from_bytes(name: &[u8]) -> Option<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data; all-zero is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let n = name.len().min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: `n` bytes fit both the source slice and the storage.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            name.as_ptr(),
+            (&mut storage as *mut libc::sockaddr_storage).cast::<u8>(),
+            n,
+        )
+    };
+    let need = match storage.ss_family as libc::c_int {
+        libc::AF_INET => size_of::<libc::sockaddr_in>(),
+        libc::AF_INET6 => size_of::<libc::sockaddr_in6>(),
+        _ => return None,
+    };
+    (n >= need).then(|| sockaddr_to(&storage)).flatten()
 }
 
 // ---------------------------------------------------------------------------

@@ -424,6 +424,12 @@ impl UdpTx {
         }
     }
 
+    /// True (once) if composing a datagram ran out of pool memory since
+    /// the last call; [`flush`](Self::flush) reports it as an error.
+    pub(crate) fn take_out_of_memory(&mut self) -> bool {
+        std::mem::take(&mut self.gather.oom)
+    }
+
     /// Hands each queued datagram (destination, pieces as shared pool
     /// `Buf`s, in order) to `sink` and forgets it: for datapaths that frame
     /// and transmit from pool memory themselves (AF_XDP), which then hold

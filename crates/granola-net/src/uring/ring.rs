@@ -12,7 +12,12 @@
 //!   connection's send slot until the send's completion;
 //! - a zero-copy send's references are parked in the [`InFlight`] table
 //!   under the send's number and dropped only on its notification
-//!   completion (`IORING_CQE_F_NOTIF`).
+//!   completion (`IORING_CQE_F_NOTIF`);
+//! - UDP receive slots (their own buffer group) are handed to the loop as
+//!   frozen `Buf`s, a fresh pool slot taking their place in the ring, so a
+//!   datagram is decoded where the kernel wrote it; a datagram send's
+//!   `msghdr`, address, `iovec`s and references live in [`UdpRing`] until
+//!   its completion.
 
 use crate::inflight::{InFlight, ZcCompletion};
 use granola::{Buf, BufMut, Pool};
@@ -31,6 +36,8 @@ pub(crate) enum Op {
     SendZc = 4,
     Poll = 5,
     Cancel = 6,
+    UdpRecv = 7,
+    UdpSend = 8,
 }
 
 /// `user_data`: op (8 bits) | index (24 bits) | tag (32 bits: a
@@ -48,6 +55,8 @@ pub(crate) fn split(ud: u64) -> (Option<Op>, usize, u32) {
         4 => Some(Op::SendZc),
         5 => Some(Op::Poll),
         6 => Some(Op::Cancel),
+        7 => Some(Op::UdpRecv),
+        8 => Some(Op::UdpSend),
         _ => None,
     };
     (op, ((ud >> 32) & 0xFF_FFFF) as usize, ud as u32)
@@ -172,12 +181,55 @@ struct SendSlot {
     _bufs: Vec<Buf>,
 }
 
+/// A datagram send in flight: everything its `SENDMSG` points at.
+struct UdpSendSlot {
+    _msg: Box<libc::msghdr>,
+    _addr: Box<libc::sockaddr_storage>,
+    _iov: Vec<libc::iovec>,
+    _bufs: Vec<Buf>,
+}
+
+/// The UDP side of a ring: the receive slots of buffer group
+/// [`UDP_GROUP`] and the datagram sends in flight.
+pub(crate) struct UdpRing {
+    bufs: BufRing,
+    pool: Pool,
+    /// The `msghdr` the multishot receives were armed with: the kernel lays
+    /// out every slot by it (header, then room for the source address,
+    /// then the payload).
+    msg: Box<libc::msghdr>,
+    /// Datagram sends in flight, indexed by the tag of their user data.
+    sends: Vec<Option<UdpSendSlot>>,
+    free: Vec<u32>,
+}
+
+/// Datagram sends in flight at most per worker; a reply beyond it is
+/// dropped (and counted), as a full socket buffer would drop it.
+pub(crate) const MAX_UDP_SENDS: usize = 4096;
+
+/// What a UDP receive slot holds before the payload: the kernel's
+/// `io_uring_recvmsg_out` (four `u32`s), then room for the source address.
+const UDP_HEAD: usize = 16 + std::mem::size_of::<libc::sockaddr_storage>();
+
+/// UDP receive buffer group id.
+const UDP_GROUP: u16 = 1;
+
+/// The outcome of a UDP receive completion.
+pub(crate) enum UdpReceived {
+    /// A datagram: its sender and payload (a slice of the frozen slot).
+    Datagram(std::net::SocketAddr, Buf),
+    /// Dropped: larger than a slot, an unknown address family, or no pool
+    /// slot to put in the ring in its place.
+    Dropped(&'static str),
+}
+
 /// The ring of one worker.
 pub(crate) struct Ring {
     // Dropped first (see `Drop`): the kernel stops using the buffer ring
     // and every in-flight request's memory before the memory goes.
     ring: ManuallyDrop<IoUring>,
     bufs: ManuallyDrop<BufRing>,
+    udp: Option<ManuallyDrop<UdpRing>>,
     /// Requests may still be active at drop: leak their memory.
     leak: bool,
     /// Per connection index: the send in flight, if any.
@@ -222,6 +274,7 @@ impl Ring {
         Ok(Ring {
             ring: ManuallyDrop::new(ring),
             bufs: ManuallyDrop::new(bufs),
+            udp: None,
             leak: false,
             sends: Vec::new(),
             zc: InFlight::new(),
@@ -266,6 +319,152 @@ impl Ring {
             .build()
             .user_data(ud);
         self.push(e)
+    }
+
+    /// Sets up UDP on the ring: buffer group [`UDP_GROUP`] of `bufs` pool
+    /// slots, each with room for a datagram of `max_datagram` bytes (one
+    /// byte more, so that a longer one shows as truncated).
+    pub(crate) fn enable_udp(
+        &mut self,
+        pool: &Pool,
+        bufs: u16,
+        max_datagram: usize,
+    ) -> io::Result<()> {
+        let ring = BufRing::new(pool, bufs, UDP_HEAD + max_datagram + 1)?;
+        // SAFETY: as for the TCP group in `new`: the entries outlive the
+        // registration (`udp` is dropped after `ring`).
+        unsafe {
+            self.ring.submitter().register_buf_ring_with_flags(
+                ring.base as u64,
+                ring.entries,
+                UDP_GROUP,
+                0,
+            )?;
+        }
+        // SAFETY: an all-zero msghdr is valid (no name, no control).
+        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as _;
+        self.udp = Some(ManuallyDrop::new(UdpRing {
+            bufs: ring,
+            pool: pool.clone(),
+            msg,
+            sends: Vec::new(),
+            free: Vec::new(),
+        }));
+        Ok(())
+    }
+
+    /// Multishot `RECVMSG` on a UDP socket into the UDP buffer group
+    /// ([`enable_udp`](Self::enable_udp) first).
+    pub(crate) fn udp_recv_multi(&mut self, fd: BorrowedFd<'_>, ud: u64) -> io::Result<()> {
+        let udp = self.udp.as_ref().expect("enable_udp before udp_recv_multi");
+        let msg: *const libc::msghdr = &*udp.msg;
+        let e = opcode::RecvMsgMulti::new(types::Fd(fd.as_raw_fd()), msg, UDP_GROUP)
+            .build()
+            .user_data(ud);
+        self.push(e)
+    }
+
+    /// Takes the datagram the kernel received into UDP buffer `bid` (`len`
+    /// bytes of slot, header included): the slot is frozen and a fresh one
+    /// takes its place in the ring, so the payload is a `Buf` of the
+    /// memory the kernel wrote.
+    pub(crate) fn udp_received(&mut self, bid: u16, len: usize) -> UdpReceived {
+        let udp = self
+            .udp
+            .as_mut()
+            .expect("a UDP completion needs enable_udp");
+        let i = bid as usize;
+        let Some(fresh) = udp.pool.alloc(udp.bufs.slot_len as usize) else {
+            udp.bufs.push(bid);
+            udp.bufs.publish();
+            return UdpReceived::Dropped("pool exhausted: no UDP receive slot");
+        };
+        let mut slot = std::mem::replace(&mut udp.bufs.slots[i], fresh);
+        udp.bufs.push(bid);
+        udp.bufs.publish();
+        let len = len.min(slot.capacity());
+        slot.set_len(len);
+        let frozen = slot.freeze();
+        let Ok(out) = types::RecvMsgOut::parse(&frozen, &udp.msg) else {
+            return UdpReceived::Dropped("malformed receive header");
+        };
+        if out.is_payload_truncated() {
+            return UdpReceived::Dropped("datagram larger than a receive slot");
+        }
+        let Some(from) = crate::sys::sockaddr_from_bytes(out.name_data()) else {
+            return UdpReceived::Dropped("sender address not IPv4/IPv6");
+        };
+        let start = out.payload_data().as_ptr() as usize - frozen.as_ptr() as usize;
+        let end = start + out.payload_data().len();
+        UdpReceived::Datagram(from, frozen.slice(start..end))
+    }
+
+    /// Sends one datagram of `bufs` to `to` on `fd` (`SENDMSG`), keeping
+    /// everything it points at until [`udp_send_done`](Self::udp_send_done)
+    /// with its tag; `index` goes into the user data. Refused (nothing
+    /// queued) when [`MAX_UDP_SENDS`] are in flight.
+    pub(crate) fn udp_send(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        index: usize,
+        to: std::net::SocketAddr,
+        bufs: Vec<Buf>,
+    ) -> io::Result<bool> {
+        let udp = self.udp.as_mut().expect("enable_udp before udp_send");
+        if udp.sends.len() - udp.free.len() >= MAX_UDP_SENDS {
+            return Ok(false);
+        }
+        let (storage, addr_len) = crate::sys::sockaddr_from(&to);
+        let addr = Box::new(storage);
+        let iov: Vec<libc::iovec> = bufs
+            .iter()
+            .map(|b| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: an all-zero msghdr is valid (no name, no control).
+        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        msg.msg_name = (&*addr as *const libc::sockaddr_storage).cast_mut().cast();
+        msg.msg_namelen = addr_len;
+        msg.msg_iov = iov.as_ptr().cast_mut();
+        msg.msg_iovlen = iov.len() as _;
+        let tag = udp.free.pop().unwrap_or_else(|| {
+            udp.sends.push(None);
+            (udp.sends.len() - 1) as u32
+        });
+        let e = opcode::SendMsg::new(types::Fd(fd.as_raw_fd()), &*msg)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(user_data(Op::UdpSend, index, tag));
+        udp.sends[tag as usize] = Some(UdpSendSlot {
+            _msg: msg,
+            _addr: addr,
+            _iov: iov,
+            _bufs: bufs,
+        });
+        self.sends_queued += 1;
+        self.push(e)?;
+        Ok(true)
+    }
+
+    /// The datagram send with `tag` completed: what it pointed at goes.
+    pub(crate) fn udp_send_done(&mut self, tag: u32) {
+        if let Some(udp) = self.udp.as_mut() {
+            if let Some(slot) = udp.sends.get_mut(tag as usize) {
+                if slot.take().is_some() {
+                    udp.free.push(tag);
+                }
+            }
+        }
+    }
+
+    /// Datagram sends in flight.
+    pub(crate) fn udp_in_flight(&self) -> usize {
+        self.udp
+            .as_ref()
+            .map_or(0, |u| u.sends.len() - u.free.len())
     }
 
     /// Cancels the request with `target` user data.
@@ -455,6 +654,10 @@ impl Drop for Ring {
         } else {
             // SAFETY: as above; the ring is closed and was quiescent.
             unsafe { ManuallyDrop::drop(&mut self.bufs) };
+            if let Some(udp) = self.udp.as_mut() {
+                // SAFETY: as above, and dropped only here.
+                unsafe { ManuallyDrop::drop(udp) };
+            }
         }
     }
 }

@@ -6,10 +6,14 @@
 //! connection has at most one send in flight (every reply queued meanwhile
 //! goes out in the next one, gathered).
 //!
-//! UDP endpoints are watched with a multishot poll on the ring and served
-//! with the same `recvmmsg`/`sendmmsg` batches as on epoll.
+//! UDP endpoints receive on the ring too: a multishot `RECVMSG` per socket
+//! into a buffer group of pool slots (each datagram is decoded in the slot
+//! the kernel wrote), and each reply datagram is one `SENDMSG` submitted
+//! with the turn's other requests. Where the kernel refuses multishot
+//! `RECVMSG` (before 6.0), an endpoint falls back to a multishot poll and
+//! the `recvmmsg`/`sendmmsg` batches of the epoll loop, with a log line.
 
-use super::ring::{self, split, user_data, Cqe, Op, Ring};
+use super::ring::{self, split, user_data, Cqe, Op, Ring, UdpReceived};
 use crate::datapath::Datapath;
 use crate::rx::RxBuffer;
 use crate::server::{
@@ -31,6 +35,9 @@ const RECV_BUFS: u16 = 64;
 const RECV_BUF_LEN: usize = 16 << 10;
 /// Submission queue entries.
 const RING_ENTRIES: u32 = 256;
+/// UDP receive slots per worker, shared by its UDP ports (each holds a
+/// datagram of any size, as the epoll loop's `recvmmsg` batch does).
+const UDP_RECV_BUFS: u16 = 32;
 
 /// Poll indexes: 0 is the waker, 1.. the UDP endpoints.
 const POLL_WAKER: usize = 0;
@@ -67,6 +74,11 @@ pub(crate) struct Worker {
     ring: Ring,
     tcp: Vec<(TcpListener, Arc<dyn Service>)>,
     udp: Vec<UdpEndpoint>,
+    /// Per UDP endpoint: received on the ring (else polled and served with
+    /// `recvmmsg`/`sendmmsg`).
+    udp_on_ring: Vec<bool>,
+    /// UDP endpoints with replies queued this turn.
+    udp_dirty: Vec<usize>,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     next_gen: u32,
@@ -95,10 +107,20 @@ impl Worker {
     /// Sets up the ring and arms the listeners; gives the parts back (for
     /// the epoll fallback) if the ring cannot be set up.
     pub(crate) fn new(parts: WorkerParts) -> Result<Worker, Box<(WorkerParts, io::Error)>> {
-        let ring = match Ring::new(&parts.pool, RING_ENTRIES, RECV_BUFS, RECV_BUF_LEN) {
+        let mut ring = match Ring::new(&parts.pool, RING_ENTRIES, RECV_BUFS, RECV_BUF_LEN) {
             Ok(r) => r,
             Err(e) => return Err(Box::new((parts, e))),
         };
+        let udp_ring = !parts.udp.is_empty()
+            && match ring.enable_udp(&parts.pool, UDP_RECV_BUFS, crate::udp::MAX_DATAGRAM) {
+                Ok(()) => true,
+                Err(e) => {
+                    log::warn!(
+                        "io_uring: UDP buffer ring refused ({e}); UDP uses recvmmsg/sendmmsg"
+                    );
+                    false
+                }
+            };
         let WorkerParts {
             pool,
             cfg,
@@ -118,12 +140,14 @@ impl Worker {
                 };
                 UdpEndpoint::new(&pool, &cfg, tx, sock, &*svc)
             })
-            .collect();
+            .collect::<Vec<_>>();
         let mut w = Worker {
             pool,
             cfg,
             ring,
             tcp,
+            udp_on_ring: vec![udp_ring; udp.len()],
+            udp_dirty: Vec::new(),
             udp,
             conns: Vec::new(),
             free: Vec::new(),
@@ -157,10 +181,21 @@ impl Worker {
             self.armed_other += 1;
         }
         for i in 0..self.udp.len() {
-            self.ring
-                .poll_multi(self.udp[i].sock.as_fd(), user_data(Op::Poll, i + 1, 0))?;
-            self.armed_other += 1;
+            self.arm_udp(i)?;
         }
+        Ok(())
+    }
+
+    /// Arms UDP endpoint `i`: a multishot receive on the ring, or a
+    /// multishot poll where it fell back to `recvmmsg`.
+    fn arm_udp(&mut self, i: usize) -> io::Result<()> {
+        let fd = self.udp[i].sock.as_fd();
+        if self.udp_on_ring[i] {
+            self.ring.udp_recv_multi(fd, user_data(Op::UdpRecv, i, 0))?;
+        } else {
+            self.ring.poll_multi(fd, user_data(Op::Poll, i + 1, 0))?;
+        }
+        self.armed_other += 1;
         Ok(())
     }
 
@@ -204,8 +239,99 @@ impl Worker {
             Some(Op::Recv) => self.on_recv(idx, tag, c),
             Some(Op::Send) | Some(Op::SendZc) => self.on_send(idx, tag, c),
             Some(Op::Poll) => self.on_poll(idx, c),
+            Some(Op::UdpRecv) => self.on_udp_recv(idx, c),
+            Some(Op::UdpSend) => self.on_udp_send(idx, tag, c),
             Some(Op::Cancel) | None => {}
         }
+    }
+
+    fn on_udp_recv(&mut self, i: usize, c: &Cqe) {
+        if !c.more() {
+            self.armed_other -= 1;
+        }
+        if c.result >= 0 {
+            if let Some(bid) = c.buffer() {
+                match self.ring.udp_received(bid, c.result as usize) {
+                    UdpReceived::Datagram(from, data) => {
+                        self.udp[i].handle(&crate::udp::Datagram { from, data });
+                        self.udp_dirty.push(i);
+                    }
+                    UdpReceived::Dropped(why) => {
+                        log::debug!("{}: datagram dropped: {why}", self.udp[i].name());
+                        self.stats.udp_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        } else if self.udp_on_ring[i]
+            && (c.result == -libc::EINVAL || c.result == -libc::EOPNOTSUPP)
+        {
+            log::warn!(
+                "{}: io_uring refuses multishot RECVMSG ({}); using recvmmsg/sendmmsg",
+                self.udp[i].name(),
+                io::Error::from_raw_os_error(-c.result)
+            );
+            self.udp_on_ring[i] = false;
+        } else if c.result != -libc::ENOBUFS && c.result != -libc::ECANCELED {
+            log::warn!(
+                "{}: receive failed: {}",
+                self.udp[i].name(),
+                io::Error::from_raw_os_error(-c.result)
+            );
+        }
+        if !c.more() && !self.stop.load(Ordering::Relaxed) {
+            if let Err(e) = self.arm_udp(i) {
+                log::error!("{}: cannot re-arm the UDP receive: {e}", self.udp[i].name());
+            }
+        }
+    }
+
+    fn on_udp_send(&mut self, i: usize, tag: u32, c: &Cqe) {
+        self.ring.udp_send_done(tag);
+        if c.result < 0 {
+            if let Some(ep) = self.udp.get(i) {
+                log::debug!(
+                    "{}: datagram send failed: {}",
+                    ep.name(),
+                    io::Error::from_raw_os_error(-c.result)
+                );
+            }
+            self.stats.udp_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Submits the replies UDP endpoints queued this turn, one `SENDMSG`
+    /// per datagram.
+    fn flush_udp(&mut self) {
+        let mut dirty = std::mem::take(&mut self.udp_dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for &i in &dirty {
+            let Worker {
+                udp, ring, stats, ..
+            } = self;
+            let ep = &mut udp[i];
+            if ep.tx.take_out_of_memory() {
+                log::warn!(
+                    "{}: pool exhausted composing replies; some dropped",
+                    ep.name()
+                );
+            }
+            let fd = ep.sock.as_fd();
+            ep.tx
+                .drain_pieces(|to, pieces| match ring.udp_send(fd, i, to, pieces) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        stats.udp_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        log::warn!("udp send to {to} not submitted: {e}");
+                        stats.udp_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            crate::server::account(stats, &ep.tx.take_stats());
+        }
+        dirty.clear();
+        self.udp_dirty = dirty;
     }
 
     fn on_poll(&mut self, idx: usize, c: &Cqe) {
@@ -412,6 +538,7 @@ impl Worker {
                 }
             }
         }
+        self.flush_udp();
         let bp = self.cfg.backpressure_bytes;
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
@@ -592,7 +719,8 @@ impl Worker {
             }
             let busy = self.conns.iter().any(Option::is_some)
                 || self.armed_other > 0
-                || self.ring.zc_in_flight() > 0;
+                || self.ring.zc_in_flight() > 0
+                || self.ring.udp_in_flight() > 0;
             if !busy {
                 return;
             }

@@ -387,6 +387,7 @@ fn udp_echo_server() {
                 copy_threshold: THRESHOLD,
                 ..TxConfig::default()
             },
+            datapath: DatapathKind::from_env(),
             ..ServerConfig::default()
         },
     )
@@ -459,6 +460,54 @@ fn unpipelined_request_syscall_budget() {
             );
         }
     }
+}
+
+/// The same budget for UDP: on epoll one `sendmmsg` per reply (each
+/// request arrives alone) and one wait; on io_uring no send or receive
+/// syscall at all (a multishot `RECVMSG` and one `SENDMSG` entry per reply
+/// ride in the turn's `io_uring_enter`), one enter per request.
+#[test]
+fn unpipelined_udp_syscall_budget() {
+    let pool = pool(64 << 20);
+    let h = Server::new(
+        pool.clone(),
+        ServerConfig {
+            threads: 1,
+            datapath: DatapathKind::from_env(),
+            ..ServerConfig::default()
+        },
+    )
+    .udp("127.0.0.1:0".parse().unwrap(), Arc::new(UdpEcho))
+    .start()
+    .unwrap();
+    let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.connect(h.udp_addrs[0]).unwrap();
+    let n = 400u32;
+    let mut buf = vec![0u8; 65536];
+    for id in 0..n {
+        let sp = Spec::new(id, 20, vec![]);
+        c.send(&sp.frame_bytes(&pool, 3)).unwrap();
+        let got = c.recv(&mut buf).expect("echo reply");
+        let hd = granola_net::FrameHeader::read(&buf[..got]).unwrap();
+        assert_eq!(hd.id, id);
+        sp.check(&Sample::decode(&buf[12..got]).expect("reply decodes"));
+    }
+    let st = &h.stats;
+    let send = st.send_calls.load(Ordering::Relaxed);
+    let wait = st.wait_calls.load(Ordering::Relaxed);
+    eprintln!("{}: {n} datagrams: send {send}, wait {wait}", h.datapath);
+    assert!(wait <= n as u64 + 20, "{wait} waits for {n} requests");
+    match h.datapath {
+        DatapathKind::Uring => assert_eq!(send, 0, "replies are ring entries"),
+        _ => {
+            wait_for(2, || st.send_calls.load(Ordering::Relaxed) >= n as u64);
+            let send = st.send_calls.load(Ordering::Relaxed);
+            assert_eq!(send, n as u64, "one sendmmsg per reply");
+        }
+    }
+    assert_eq!(st.udp_dropped.load(Ordering::Relaxed), 0);
+    shutdown_promptly(h);
 }
 
 /// A worker whose io_uring setup fails after the probe passed (here: the
