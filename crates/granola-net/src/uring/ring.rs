@@ -181,12 +181,14 @@ struct SendSlot {
     _bufs: Vec<Buf>,
 }
 
-/// A datagram send in flight: everything its `SENDMSG` points at.
+/// A datagram send: everything its `SENDMSG` points at, kept until its
+/// completion. Slots are reused (allocations and all) by later sends.
 struct UdpSendSlot {
-    _msg: Box<libc::msghdr>,
-    _addr: Box<libc::sockaddr_storage>,
-    _iov: Vec<libc::iovec>,
-    _bufs: Vec<Buf>,
+    msg: Box<libc::msghdr>,
+    addr: Box<libc::sockaddr_storage>,
+    iov: Vec<libc::iovec>,
+    /// The references; empty while the slot is free.
+    bufs: Vec<Buf>,
 }
 
 /// The UDP side of a ring: the receive slots of buffer group
@@ -198,8 +200,9 @@ pub(crate) struct UdpRing {
     /// out every slot by it (header, then room for the source address,
     /// then the payload).
     msg: Box<libc::msghdr>,
-    /// Datagram sends in flight, indexed by the tag of their user data.
-    sends: Vec<Option<UdpSendSlot>>,
+    /// Datagram send slots, indexed by the tag of their user data, and
+    /// the free ones.
+    sends: Vec<UdpSendSlot>,
     free: Vec<u32>,
 }
 
@@ -412,38 +415,44 @@ impl Ring {
         bufs: Vec<Buf>,
     ) -> io::Result<bool> {
         let udp = self.udp.as_mut().expect("enable_udp before udp_send");
+        if bufs.is_empty() {
+            // Nothing to send (`finish` refuses empty datagrams); an empty
+            // slot would also read as free.
+            return Ok(true);
+        }
         if udp.sends.len() - udp.free.len() >= MAX_UDP_SENDS {
             return Ok(false);
         }
-        let (storage, addr_len) = crate::sys::sockaddr_from(&to);
-        let addr = Box::new(storage);
-        let iov: Vec<libc::iovec> = bufs
-            .iter()
-            .map(|b| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        // SAFETY: an all-zero msghdr is valid (no name, no control).
-        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
-        msg.msg_name = (&*addr as *const libc::sockaddr_storage).cast_mut().cast();
-        msg.msg_namelen = addr_len;
-        msg.msg_iov = iov.as_ptr().cast_mut();
-        msg.msg_iovlen = iov.len() as _;
         let tag = udp.free.pop().unwrap_or_else(|| {
-            udp.sends.push(None);
+            udp.sends.push(UdpSendSlot {
+                // SAFETY: an all-zero msghdr is valid (no name, no control).
+                msg: Box::new(unsafe { std::mem::zeroed() }),
+                // SAFETY: sockaddr_storage is plain data; all-zero is valid.
+                addr: Box::new(unsafe { std::mem::zeroed() }),
+                iov: Vec::new(),
+                bufs: Vec::new(),
+            });
             (udp.sends.len() - 1) as u32
         });
-        let e = opcode::SendMsg::new(types::Fd(fd.as_raw_fd()), &*msg)
+        let slot = &mut udp.sends[tag as usize];
+        let (storage, addr_len) = crate::sys::sockaddr_from(&to);
+        *slot.addr = storage;
+        slot.iov.clear();
+        slot.iov.extend(bufs.iter().map(|b| libc::iovec {
+            iov_base: b.as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        }));
+        slot.bufs = bufs;
+        slot.msg.msg_name = (&*slot.addr as *const libc::sockaddr_storage)
+            .cast_mut()
+            .cast();
+        slot.msg.msg_namelen = addr_len;
+        slot.msg.msg_iov = slot.iov.as_ptr().cast_mut();
+        slot.msg.msg_iovlen = slot.iov.len() as _;
+        let e = opcode::SendMsg::new(types::Fd(fd.as_raw_fd()), &*slot.msg)
             .flags(libc::MSG_NOSIGNAL as u32)
             .build()
             .user_data(user_data(Op::UdpSend, index, tag));
-        udp.sends[tag as usize] = Some(UdpSendSlot {
-            _msg: msg,
-            _addr: addr,
-            _iov: iov,
-            _bufs: bufs,
-        });
         self.sends_queued += 1;
         self.push(e)?;
         Ok(true)
@@ -453,7 +462,8 @@ impl Ring {
     pub(crate) fn udp_send_done(&mut self, tag: u32) {
         if let Some(udp) = self.udp.as_mut() {
             if let Some(slot) = udp.sends.get_mut(tag as usize) {
-                if slot.take().is_some() {
+                if !slot.bufs.is_empty() {
+                    slot.bufs.clear();
                     udp.free.push(tag);
                 }
             }
