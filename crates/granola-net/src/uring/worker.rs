@@ -36,8 +36,11 @@ const RECV_BUF_LEN: usize = 16 << 10;
 /// Submission queue entries.
 const RING_ENTRIES: u32 = 256;
 /// UDP receive slots per worker, shared by its UDP ports (each holds a
-/// datagram of any size, as the epoll loop's `recvmmsg` batch does).
-const UDP_RECV_BUFS: u16 = 32;
+/// datagram of any size, as the epoll loop's `recvmmsg` batch does: 80 KiB
+/// slots, so 1.25 MiB of the connection share per worker). A slot is
+/// replaced as soon as its datagram completes; if the kernel finds none,
+/// the datagrams wait in the socket buffer until the receive is re-armed.
+const UDP_RECV_BUFS: u16 = 16;
 
 /// Poll indexes: 0 is the waker, 1.. the UDP endpoints.
 const POLL_WAKER: usize = 0;

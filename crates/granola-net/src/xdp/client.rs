@@ -83,7 +83,9 @@ impl XdpClient {
             ports.push(s.local_addr()?.port());
             reserved.push(s);
         }
-        let mut port = Port::open(pool, cfg, &ports)?;
+        // Replies larger than a frame stay with the kernel: they are read
+        // from the reserved sockets (`recv_kernel`).
+        let mut port = Port::open(pool, cfg, &ports, false)?;
         port.refill();
         let info = XdpInfo {
             mode: port.mode(),

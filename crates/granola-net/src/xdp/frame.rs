@@ -54,7 +54,7 @@ pub(crate) struct Incoming {
 pub(crate) enum Reject {
     /// Not Ethernet/IPv4/UDP, or malformed.
     NotUdp,
-    /// An IPv4 fragment (requests must fit one packet).
+    /// An IPv4 fragment (for `reassembly.rs`).
     Fragment,
 }
 

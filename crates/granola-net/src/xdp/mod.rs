@@ -6,6 +6,7 @@
 //!   prog    the XDP program steering the service ports to the socket
 //!   port    one socket + UMEM: fill/RX frames, TX in flight until completion
 //!   frame   Ethernet/IPv4/UDP framing, checksums, IPv4 fragments
+//!   reassembly  requests that arrive as IPv4 fragments, put together
 //!   client  a UDP client on a port (load generators)
 //!   (here)  the worker: fill ring -> RX -> handlers -> TX ring -> completions
 //! ```
@@ -46,15 +47,20 @@
 //! There is no ARP; the kernel keeps answering ARP for the interface's
 //! address (the program passes everything but the service ports).
 //!
+//! **Requests larger than a frame** arrive as IPv4 fragments; the program
+//! steers UDP fragments to the socket too and the worker reassembles them
+//! (`reassembly.rs`, bounded in number, size and time).
+//!
 //! **The kernel path stays open.** The service ports stay bound to kernel
 //! UDP sockets (that reserves them and resolves port 0); what the program
-//! passes to the kernel for them — packets on other queues, fragmented
-//! requests — is answered on those sockets by the same worker.
+//! passes to the kernel for them — packets that arrive on other queues —
+//! is answered on those sockets by the same worker.
 
 mod client;
 mod frame;
 mod port;
 mod prog;
+mod reassembly;
 #[allow(unsafe_code)]
 mod sys;
 
@@ -68,14 +74,16 @@ use crate::server::{DatagramHandler, ServerStats, UdpEndpoint, WorkerParts};
 use crate::sys::Waker;
 use crate::udp::{Datagram, UdpTx};
 use frame::Station;
-use granola::Buf;
+use granola::{Buf, Pool};
 use port::Port;
+use reassembly::{Fragment, Reassembly};
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Size of an RX frame (a pool slot) and of the UMEM chunk.
 pub const FRAME_SIZE: usize = 4096;
@@ -98,8 +106,11 @@ pub fn probe(cfg: &XdpConfig) -> Result<(), String> {
     let map = sys::xskmap_create(1)
         .map_err(|e| format!("cannot create an XSKMAP (bpf needs CAP_BPF/CAP_NET_ADMIN): {e}"))?;
     use std::os::fd::AsRawFd;
-    sys::xdp_prog_load(&prog::assemble(&[1], map.as_raw_fd()), "granola_probe")
-        .map_err(|e| format!("XDP program refused: {e}"))?;
+    sys::xdp_prog_load(
+        &prog::assemble(&[1], map.as_raw_fd(), true),
+        "granola_probe",
+    )
+    .map_err(|e| format!("XDP program refused: {e}"))?;
     Ok(())
 }
 
@@ -123,8 +134,12 @@ pub struct XdpInfo {
 pub struct XdpStats {
     /// Frames received and delivered to a handler.
     pub rx_delivered: AtomicU64,
-    /// Frames received and dropped (not UDP, a fragment, unknown port).
+    /// Frames received and dropped (not UDP, unknown port, a fragment
+    /// that could not be reassembled).
     pub rx_dropped: AtomicU64,
+    /// Requests that arrived as IPv4 fragments and were reassembled
+    /// (counted in `rx_delivered` too when a service took them).
+    pub rx_reassembled: AtomicU64,
     /// Packets placed on the TX ring.
     pub tx_packets: AtomicU64,
     /// Descriptors placed on the TX ring.
@@ -134,7 +149,7 @@ pub struct XdpStats {
     /// Replies dropped (no neighbour, too large, no pool memory, backlog).
     pub tx_dropped: AtomicU64,
     /// Datagrams that reached the service ports' kernel sockets instead
-    /// (other queues, fragmented requests) and were served there.
+    /// (other queues) and were served there.
     pub kernel_path_delivered: AtomicU64,
     /// Kernel: frames dropped before the RX ring (`XDP_STATISTICS`,
     /// refreshed when the worker is idle).
@@ -157,6 +172,10 @@ struct Endpoint {
 /// services.
 pub(crate) struct Worker {
     port: Port,
+    /// For reassembled requests (copied out of the reassembly buffer).
+    pool: Pool,
+    /// Requests that arrived as IPv4 fragments, being put together.
+    reassembly: Reassembly,
     endpoints: Vec<Endpoint>,
     backlog: VecDeque<Vec<Buf>>,
     learned: HashMap<Ipv4Addr, [u8; 6]>,
@@ -169,7 +188,7 @@ pub(crate) struct Worker {
     xstats: Arc<XdpStats>,
     /// The kernel sockets bound to the service ports: they reserve the
     /// ports (and resolve port 0), and serve what the XDP program passes to
-    /// the kernel (packets on other queues, fragmented requests).
+    /// the kernel (packets on other queues).
     kernel: Vec<UdpEndpoint>,
     /// Datagrams per `recvmmsg` on the kernel sockets.
     udp_batch: usize,
@@ -230,11 +249,13 @@ impl Worker {
                 handler: svc.handler(),
             });
             // A service port's kernel socket, served beside the AF_XDP
-            // socket (other queues, fragmented requests).
+            // socket (packets on other queues).
             kernel.push(UdpEndpoint::new(&pool, &scfg, txcfg, sock, &*svc));
         }
         Ok(Worker {
-            port: Port::open(pool, cfg, &ports)?,
+            port: Port::open(pool.clone(), cfg, &ports, true)?,
+            pool,
+            reassembly: Reassembly::new(),
             endpoints,
             backlog: VecDeque::new(),
             learned: HashMap::new(),
@@ -306,16 +327,49 @@ impl Worker {
     fn receive(&mut self) {
         let Worker {
             port,
+            pool,
             endpoints,
             learned,
             local_ip,
             xstats,
+            reassembly,
             ..
         } = self;
+        let now = Instant::now();
+        reassembly.expire(now);
         let seen = port.receive(64, |buf, range| {
-            let parsed = match frame::parse(&buf[range.clone()]) {
-                Ok(p) => p,
-                Err(_) => {
+            let frame = &buf[range.clone()];
+            let (parsed, data) = match frame::parse(frame) {
+                Ok(p) => {
+                    let off = range.start;
+                    let data = buf.slice(off + p.payload.start..off + p.payload.end);
+                    (p, data)
+                }
+                Err(frame::Reject::Fragment) => match reassembly.add(frame, now) {
+                    Fragment::Pending => return,
+                    Fragment::Complete(d) => {
+                        // One copy, from the reassembly buffer into the
+                        // pool (the handler gets a pool `Buf`).
+                        let Some(data) = pool.alloc_copy(&d.payload) else {
+                            log::debug!("AF_XDP: no pool memory for a reassembled request");
+                            xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        };
+                        xstats.rx_reassembled.fetch_add(1, Ordering::Relaxed);
+                        let p = frame::Incoming {
+                            src: d.src,
+                            dst: d.dst,
+                            payload: 0..data.len(),
+                        };
+                        (p, data)
+                    }
+                    Fragment::Dropped(why) => {
+                        log::debug!("AF_XDP: fragment dropped: {why}");
+                        xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                },
+                Err(frame::Reject::NotUdp) => {
                     xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
@@ -331,10 +385,9 @@ impl Worker {
             if local_ip.is_none() {
                 *local_ip = Some(*parsed.dst.addr.ip());
             }
-            let off = range.start;
             let dgram = Datagram {
                 from: SocketAddr::V4(parsed.src.addr),
-                data: buf.slice(off + parsed.payload.start..off + parsed.payload.end),
+                data,
             };
             ep.handler.on_datagram(&dgram, &mut ep.tx);
             xstats.rx_delivered.fetch_add(1, Ordering::Relaxed);

@@ -58,10 +58,16 @@ pub(crate) struct Port {
 }
 
 impl Port {
-    /// Attaches the program steering UDP `ports` on `cfg`'s interface to a
-    /// new AF_XDP socket whose UMEM is `pool`'s region. Must be called in
-    /// the interface's network namespace.
-    pub(crate) fn open(pool: Pool, cfg: &XdpConfig, ports: &[u16]) -> io::Result<Port> {
+    /// Attaches the program steering UDP `ports` (and UDP fragments when
+    /// `steer_fragments`) on `cfg`'s interface to a new AF_XDP socket whose
+    /// UMEM is `pool`'s region. Must be called in the interface's network
+    /// namespace.
+    pub(crate) fn open(
+        pool: Pool,
+        cfg: &XdpConfig,
+        ports: &[u16],
+        steer_fragments: bool,
+    ) -> io::Result<Port> {
         let ifindex = sys::if_index(&cfg.interface)?;
         let (local_mac, mtu) = sys::if_mac_mtu(&cfg.interface)?;
         let ring = if cfg.ring_size == 0 {
@@ -69,7 +75,13 @@ impl Port {
         } else {
             cfg.ring_size.next_power_of_two()
         };
-        let steering = Steering::attach(ifindex, cfg.queue_id + 1, ports, cfg.generic)?;
+        let steering = Steering::attach(
+            ifindex,
+            cfg.queue_id + 1,
+            ports,
+            steer_fragments,
+            cfg.generic,
+        )?;
         let xsk = sys::Xsk::open(&sys::XskSetup {
             umem: pool.region(),
             chunk_size: FRAME_SIZE as u32,

@@ -1,13 +1,22 @@
 //! The XDP program that steers the server's UDP ports to the AF_XDP socket,
 //! written as eBPF instructions in code.
 //!
-//! Why in code rather than aya or libxdp: the program is 25 instructions
-//! (match IPv4 without options, UDP, not a fragment, one of the ports;
+//! Why in code rather than aya or libxdp: the program is about 30
+//! instructions (match IPv4 without options, UDP, one of the ports;
 //! `bpf_redirect_map(xsks, rx_queue_index, XDP_PASS)`), so building it needs
 //! neither clang nor a BPF target at build time, nor a loader library — the
 //! bpf() syscall loads it and a bpf link attaches it (and detaches it when
 //! the worker exits, even if the process dies). Everything else passes to
-//! the kernel stack untouched (ARP, TCP, other ports, IP fragments).
+//! the kernel stack untouched (ARP, TCP, other ports).
+//!
+//! **IPv4 fragments of UDP** go to the socket too when the caller asks
+//! (`steer_fragments`: the server, which reassembles them; see
+//! `reassembly.rs`), else to the kernel (the load generator's client, which
+//! reads its large replies from kernel sockets). Only the first fragment
+//! carries the UDP header, so the program cannot tell which port the others
+//! are for: with fragment steering, every fragmented UDP datagram arriving
+//! on the socket's queue is the AF_XDP worker's, and one for another port
+//! is dropped after reassembly (counted) rather than reaching the kernel.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -45,8 +54,9 @@ enum Target {
     Redirect,
 }
 
-/// The instructions for `ports`, with `map_fd` the XSKMAP.
-pub(crate) fn assemble(ports: &[u16], map_fd: i32) -> Vec<u64> {
+/// The instructions for `ports`, with `map_fd` the XSKMAP; IPv4 fragments
+/// of UDP are redirected too when `steer_fragments`.
+pub(crate) fn assemble(ports: &[u16], map_fd: i32, steer_fragments: bool) -> Vec<u64> {
     let mut code: Vec<u64> = Vec::new();
     let mut jumps: Vec<(usize, Target)> = Vec::new();
     let mut jump = |code: &mut Vec<u64>, op: u8, dst: u8, src: u8, imm: i32, t: Target| {
@@ -57,7 +67,7 @@ pub(crate) fn assemble(ports: &[u16], map_fd: i32) -> Vec<u64> {
     code.push(insn(LDX_W, 2, 1, 0, 0)); // r2 = ctx->data
     code.push(insn(LDX_W, 3, 1, 4, 0)); // r3 = ctx->data_end
     code.push(insn(MOV64_X, 4, 2, 0, 0));
-    code.push(insn(ADD64_K, 4, 0, 0, 42)); // eth 14 + ip 20 + udp 8
+    code.push(insn(ADD64_K, 4, 0, 0, 34)); // eth 14 + ip 20
     jump(&mut code, JGT_X, 4, 3, 0, Target::Pass);
     code.push(insn(LDX_H, 5, 2, 12, 0)); // ethertype (network order)
     jump(&mut code, JNE_K, 5, 0, 0x0008, Target::Pass);
@@ -67,7 +77,17 @@ pub(crate) fn assemble(ports: &[u16], map_fd: i32) -> Vec<u64> {
     jump(&mut code, JNE_K, 5, 0, 17, Target::Pass);
     code.push(insn(LDX_H, 5, 2, 20, 0)); // flags + fragment offset
     code.push(insn(AND64_K, 5, 0, 0, 0xff3f)); // MF and offset, not DF
-    jump(&mut code, JNE_K, 5, 0, 0, Target::Pass);
+    let fragment = if steer_fragments {
+        Target::Redirect
+    } else {
+        Target::Pass
+    };
+    jump(&mut code, JNE_K, 5, 0, 0, fragment);
+    // Not a fragment: the UDP header is there (a fragment's last piece
+    // may be shorter than one, hence the second bounds check).
+    code.push(insn(MOV64_X, 4, 2, 0, 0));
+    code.push(insn(ADD64_K, 4, 0, 0, 42)); // + udp 8
+    jump(&mut code, JGT_X, 4, 3, 0, Target::Pass);
     code.push(insn(LDX_H, 5, 2, 36, 0)); // UDP destination port
     for &p in ports {
         jump(
@@ -111,17 +131,18 @@ pub(crate) struct Steering {
 }
 
 impl Steering {
-    /// Creates the XSKMAP, loads the program for `ports` and attaches it to
-    /// `ifindex` (native mode first, then generic; only generic when
-    /// `generic`).
+    /// Creates the XSKMAP, loads the program for `ports` (and UDP
+    /// fragments when `steer_fragments`) and attaches it to `ifindex`
+    /// (native mode first, then generic; only generic when `generic`).
     pub(crate) fn attach(
         ifindex: u32,
         queues: u32,
         ports: &[u16],
+        steer_fragments: bool,
         generic: bool,
     ) -> io::Result<Steering> {
         let map = super::sys::xskmap_create(queues)?;
-        let insns = assemble(ports, map.as_raw_fd());
+        let insns = assemble(ports, map.as_raw_fd(), steer_fragments);
         let prog = super::sys::xdp_prog_load(&insns, "granola_xsk")?;
         const XDP_FLAGS_SKB_MODE: u32 = 2;
         const XDP_FLAGS_DRV_MODE: u32 = 4;
@@ -155,21 +176,27 @@ mod tests {
 
     #[test]
     fn jumps_land_on_pass_and_redirect() {
-        let code = assemble(&[11211, 11311], 7);
-        let pass = code.len() - 2;
-        let redirect = pass - 6;
-        for (i, w) in code.iter().enumerate() {
-            let op = (*w & 0xff) as u8;
-            if [JGT_X, JNE_K, JEQ_K, JA].contains(&op) {
-                let off = ((*w >> 16) & 0xffff) as u16 as i16;
-                let to = (i as i64 + 1 + off as i64) as usize;
-                assert!(to == pass || to == redirect, "insn {i} jumps to {to}");
-                if op == JEQ_K {
-                    assert_eq!(to, redirect);
+        for steer in [false, true] {
+            let code = assemble(&[11211, 11311], 7, steer);
+            let pass = code.len() - 2;
+            let redirect = pass - 6;
+            let mut to_redirect = 0;
+            for (i, w) in code.iter().enumerate() {
+                let op = (*w & 0xff) as u8;
+                if [JGT_X, JNE_K, JEQ_K, JA].contains(&op) {
+                    let off = ((*w >> 16) & 0xffff) as u16 as i16;
+                    let to = (i as i64 + 1 + off as i64) as usize;
+                    assert!(to == pass || to == redirect, "insn {i} jumps to {to}");
+                    if op == JEQ_K {
+                        assert_eq!(to, redirect);
+                    }
+                    to_redirect += usize::from(to == redirect);
                 }
             }
+            // The two ports, and the fragment test when steering them.
+            assert_eq!(to_redirect, 2 + usize::from(steer));
+            assert_eq!((code[redirect + 1] >> 32) as i32, 7, "map fd in ld_imm64");
+            assert_eq!(code.last().map(|w| (w & 0xff) as u8), Some(EXIT));
         }
-        assert_eq!((code[redirect + 1] >> 32) as i32, 7, "map fd in ld_imm64");
-        assert_eq!(code.last().map(|w| (w & 0xff) as u8), Some(EXIT));
     }
 }
