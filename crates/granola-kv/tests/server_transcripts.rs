@@ -1688,6 +1688,16 @@ fn resp_strings_keys_transcript() {
             ] {
                 assert!(t.contains(field), "INFO lacks {field}");
             }
+            let datapath = granola_net::DatapathKind::from_env();
+            assert!(
+                t.contains(&format!("\r\ndatapath:{}\r\n", datapath.name())),
+                "{t}"
+            );
+            let api = match datapath {
+                granola_net::DatapathKind::Uring => "io_uring",
+                _ => "epoll",
+            };
+            assert!(t.contains(&format!("multiplexing_api:{api}\r\n")), "{t}");
             assert!(
                 !t.contains("cmdstat_"),
                 "commandstats is not in the default INFO"
@@ -1899,6 +1909,10 @@ fn memcache_stats_and_admin_transcript() {
     c.roundtrip(b"delete sk\r\n", b"NOT_FOUND\r\n");
     c.roundtrip(b"incr nope 1\r\n", b"NOT_FOUND\r\n");
     let stats = mc_stats(srv.mc());
+    // The datapath that runs (the suite runs once per datapath).
+    let datapath = granola_net::DatapathKind::from_env().name();
+    assert_eq!(stats["datapath"], datapath);
+    assert_eq!(stats["udp_dropped"], "0");
     assert_eq!(stats["version"], "1.6.21");
     assert_eq!(stats["granola_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(stats["delete_hits"], "1");

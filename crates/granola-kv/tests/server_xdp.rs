@@ -199,4 +199,12 @@ fn native_udp_over_af_xdp() {
             .load(std::sync::atomic::Ordering::Relaxed),
         0
     );
+    // An operator sees the same in memcached `stats` (and RESP INFO).
+    let to = srv.addrs().memcache.unwrap();
+    let st = in_ns(&srv.veth.client_ns, || mc_stats(to));
+    assert_eq!(st["datapath"], "xdp");
+    assert_eq!(st["xdp_mode"], "copy", "veth is copy mode");
+    assert_eq!(st["xdp_interface"], srv.veth.server_if);
+    assert!(st["xdp_rx_reassembled"].parse::<u64>().unwrap() >= 3);
+    assert!(st["xdp_rx_delivered"].parse::<u64>().unwrap() >= 10);
 }

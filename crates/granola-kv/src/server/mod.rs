@@ -41,6 +41,9 @@ pub struct Shared {
     pub copy_threshold: usize,
     /// Connection and send counters of the network layer.
     pub net: std::sync::OnceLock<Arc<ServerStats>>,
+    /// The datapath that runs (after any fallback) and, with AF_XDP, its
+    /// socket and counters.
+    pub datapath: std::sync::OnceLock<RunningDatapath>,
     /// When the server started (for `uptime`).
     pub started: Instant,
     /// The configuration it runs with.
@@ -55,7 +58,52 @@ pub struct Shared {
     pub conn_pool: Pool,
 }
 
+/// What the network layer runs on, for `stats` and `INFO`.
+pub struct RunningDatapath {
+    /// The event loop after any fallback.
+    pub kind: granola_net::DatapathKind,
+    /// The AF_XDP socket, when `kind` is AF_XDP.
+    pub xdp: Option<granola_net::xdp::XdpInfo>,
+    /// The AF_XDP worker's counters.
+    pub xdp_stats: Arc<granola_net::xdp::XdpStats>,
+}
+
 impl Shared {
+    /// The datapath's name and counters, for `stats` and `INFO`: the
+    /// event loop that runs (`epoll`, `uring`, `xdp`), datagrams the server
+    /// dropped, and with AF_XDP the socket's mode (copy or zero-copy),
+    /// where the program is attached, and its receive and send counters.
+    pub fn datapath_parts(&self) -> Vec<(&'static str, String)> {
+        let mut parts = Vec::new();
+        let Some(d) = self.datapath.get() else {
+            return parts;
+        };
+        parts.push(("datapath", d.kind.name().to_string()));
+        let load = |a: &std::sync::atomic::AtomicU64| {
+            a.load(std::sync::atomic::Ordering::Relaxed).to_string()
+        };
+        if let Some(net) = self.net.get() {
+            parts.push(("udp_dropped", load(&net.udp_dropped)));
+        }
+        if let Some(x) = &d.xdp {
+            let s = &d.xdp_stats;
+            parts.extend([
+                ("xdp_interface", x.interface.clone()),
+                ("xdp_queue", x.queue_id.to_string()),
+                ("xdp_mode", x.mode.name().to_string()),
+                ("xdp_attach", x.attach.to_string()),
+                ("xdp_mtu", x.mtu.to_string()),
+                ("xdp_rx_delivered", load(&s.rx_delivered)),
+                ("xdp_rx_reassembled", load(&s.rx_reassembled)),
+                ("xdp_rx_dropped", load(&s.rx_dropped)),
+                ("xdp_tx_packets", load(&s.tx_packets)),
+                ("xdp_tx_dropped", load(&s.tx_dropped)),
+                ("xdp_kernel_path_delivered", load(&s.kernel_path_delivered)),
+            ]);
+        }
+        parts
+    }
+
     /// Where the memory limit goes, part by part, for `stats` and `INFO`:
     /// (name, bytes). `memory_limit` is `-m`; the item share holds stored
     /// items (`item_bytes`, plus `index_bytes` of heap) and values pinned
@@ -188,6 +236,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         store,
         copy_threshold: threshold,
         net: std::sync::OnceLock::new(),
+        datapath: std::sync::OnceLock::new(),
         started: Instant::now(),
         config: config.clone(),
         threads: handle_threads(&config),
@@ -295,6 +344,11 @@ pub fn start(config: Config) -> std::io::Result<Running> {
     }
     let handle = server.start()?;
     let _ = shared.net.set(handle.stats.clone());
+    let _ = shared.datapath.set(RunningDatapath {
+        kind: handle.datapath.clone(),
+        xdp: handle.xdp.clone(),
+        xdp_stats: handle.xdp_stats.clone(),
+    });
     let mut addrs = Addrs::default();
     for (name, a) in order.iter().zip(&handle.tcp_addrs) {
         match *name {

@@ -185,6 +185,9 @@ fn general(ctx: &mut Ctx<'_>) {
     );
     u(sink, "send_calls", netl(net.map(|n| &n.send_calls)));
     u(sink, "copy_threshold", shared.copy_threshold as u64);
+    for (name, value) in shared.datapath_parts() {
+        mc::write_stat(sink, name.as_bytes(), value.as_bytes());
+    }
 }
 
 fn settings(ctx: &mut Ctx<'_>) {

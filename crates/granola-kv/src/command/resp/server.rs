@@ -104,11 +104,16 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         "server" => write!(
             t,
             "# Server\r\nredis_version:{REDIS_VERSION}\r\ngranola_kv_version:{}\r\nredis_mode:standalone\r\n\
-             os:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
+             os:{} {}\r\narch_bits:64\r\nmultiplexing_api:{}\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
              uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nexecutable:granola-kv\r\n",
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
             std::env::consts::ARCH,
+            // The TCP event loop (AF_XDP serves UDP; TCP stays on epoll).
+            match shared.datapath.get().map(|d| &d.kind) {
+                Some(granola_net::DatapathKind::Uring) => "io_uring",
+                _ => "epoll",
+            },
             std::process::id(),
             cfg.resp_port,
             uptime / 86400,
@@ -142,7 +147,8 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n\
              aof_enabled:0\r\naof_rewrite_in_progress:0\r\n"
         ),
-        "stats" => write!(
+        "stats" => {
+            let _ = write!(
             t,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
              keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
@@ -158,7 +164,12 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             load(|n| &n.bytes_referenced),
             load(|n| &n.send_calls),
             shared.copy_threshold,
-        ),
+        );
+            for (name, value) in shared.datapath_parts() {
+                let _ = write!(t, "{name}:{value}\r\n");
+            }
+            Ok(())
+        }
         "replication" => write!(
             t,
             "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n"
