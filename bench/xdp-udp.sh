@@ -3,15 +3,21 @@
 # UDP (epoll), between two network namespaces joined by a veth pair
 # (created here, deleted on exit). Server pinned to CPU 0, the load
 # generator to CPU 1; variants interleaved, REPS repetitions. A variant is
-# SERVER:CLIENT: the server's datapath (epoll, xdp, xdp-generic) and the
-# load generator's transport (udp = kernel sockets, xdp = its AF_XDP
-# client, xdp-generic = the same with the program in generic mode). Needs
-# root and release builds of granola-kv and granola-bench.
+# SERVER[/SERIALIZER]:CLIENT: the server's datapath (epoll, xdp,
+# xdp-generic), for the native protocol optionally the server's
+# `--serializer` (granola, granola-copy, granola-ref, prost, flatbuffers,
+# capnp; the load generator speaks the same), and the load generator's
+# transport (udp = kernel sockets, xdp = its AF_XDP client, xdp-generic =
+# the same with the program in generic mode). Needs root and release
+# builds of granola-kv (`--features baselines` for the peer serializers)
+# and granola-bench.
 #
 #   bench/xdp-udp.sh [REPS] [VALUE_BYTES]
 #       -> bench/results/xdp-udp-<proto>-v<VALUE>.json
 #   env: PROTO=memcached|native  DUR=seconds  DEPTH=16  CONNS=4  OUT=file.json
 #        VARIANTS="epoll:udp epoll:xdp xdp:xdp"
+#        WORKLOAD=ycsb:keys=10k,value=VALUE (e.g. ...,shape=list:2 for the
+#        Cornflakes 2 x 2048 B list)
 set -euo pipefail
 REPS=${1:-5}
 VALUE=${2:-32}
@@ -23,6 +29,7 @@ PROTO=${PROTO:-memcached}
 DEPTH=${DEPTH:-16}
 CONNS=${CONNS:-4}
 VARIANTS=${VARIANTS:-epoll:udp epoll:xdp xdp:xdp xdp-generic:xdp-generic}
+export WORKLOAD=${WORKLOAD:-ycsb:keys=10k,value=$VALUE}
 OUT=${OUT:-bench/results/xdp-udp-${PROTO}-v${VALUE}.json}
 TMP=$(mktemp -d)
 PID=
@@ -45,9 +52,15 @@ for n in "$S" "$C"; do ip -n "$n" link set "$n" up; ip -n "$n" link set lo up; d
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 
-run() { # $1 = SERVER:CLIENT variant, $2 = rep
+run() { # $1 = SERVER[/SERIALIZER]:CLIENT variant, $2 = rep
     local variant=$1 rep=$2 dp=${1%%:*} cl=${1##*:} extra=() cextra=() ports=()
-    [ "$dp" = xdp-generic ] && extra=(--xdp-generic)
+    local ser= proto=$PROTO
+    if [[ $dp == */* ]]; then
+        ser=${dp#*/} dp=${dp%%/*}
+        extra+=(--serializer "$ser")
+        case $ser in granola*) ;; *) proto="native:$ser" ;; esac
+    fi
+    [ "$dp" = xdp-generic ] && extra+=(--xdp-generic)
     [ "$cl" = xdp-generic ] && cextra=(--xdp-generic)
     if [ "$PROTO" = native ]; then
         ports=(-p 0 -U 0 --native-port 21311 --native-udp-port 21311)
@@ -56,7 +69,8 @@ run() { # $1 = SERVER:CLIENT variant, $2 = rep
         ports=(-p 21211 -U 21211 --native-port 0)
         local port=21211
     fi
-    local log="$TMP/kv-${variant/:/-}-$rep.log" json="$TMP/${variant/:/-}-$rep.json"
+    local tag=${variant//[:\/]/-}
+    local log="$TMP/kv-$tag-$rep.log" json="$TMP/$tag-$rep.json"
     ip netns exec "$S" taskset -c 0 "$KV" -l 10.212.0.1 "${ports[@]}" \
         --resp-port 0 -t 1 --udp-amplification 100000 --datapath "${dp%-generic}" --xdp-if "$S" "${extra[@]}" \
         >"$log" 2>&1 &
@@ -67,14 +81,14 @@ run() { # $1 = SERVER:CLIENT variant, $2 = rep
         grep -q 'granola-kv listening' "$log" && break
         sleep 0.1
     done
-    ip netns exec "$C" taskset -c 1 "$B" load --protocol "$PROTO" --transport tcp \
-        --addr "10.212.0.1:$port" --workload "ycsb:keys=10k,value=$VALUE" --load-only \
+    ip netns exec "$C" taskset -c 1 "$B" load --protocol "$proto" --transport tcp \
+        --addr "10.212.0.1:$port" --workload "$WORKLOAD" --load-only \
         --quiet >/dev/null
     local t0 w0 t1 w1
     t0=$(cpu_ticks "$PID"); w0=$(date +%s.%N)
-    ip netns exec "$C" taskset -c 1 "$B" load --protocol "$PROTO" --transport "${cl%-generic}" \
+    ip netns exec "$C" taskset -c 1 "$B" load --protocol "$proto" --transport "${cl%-generic}" \
         --xdp-if "$C" "${cextra[@]}" \
-        --addr "10.212.0.1:$port" --workload "ycsb:keys=10k,value=$VALUE" --no-load \
+        --addr "10.212.0.1:$port" --workload "$WORKLOAD" --no-load \
         --closed --depth "$DEPTH" --conns "$CONNS" --duration "${DUR}s" --warmup 1s --quiet \
         --json "$json" >/dev/null 2>"$TMP/client.err" || { cat "$TMP/client.err"; exit 1; }
     t1=$(cpu_ticks "$PID"); w1=$(date +%s.%N)
@@ -111,7 +125,8 @@ python3 - "$TMP/rows.jsonl" "$OUT" "$VALUE" "$PROTO" "$VARIANTS" <<'PY'
 import json, os, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 variants = sys.argv[5].split()
-out = {"kernel": os.uname().release, "protocol": sys.argv[4], "value_bytes": int(sys.argv[3]), "runs": rows}
+out = {"kernel": os.uname().release, "protocol": sys.argv[4], "value_bytes": int(sys.argv[3]),
+       "workload": os.environ.get("WORKLOAD"), "runs": rows}
 json.dump(out, open(sys.argv[2], "w"), indent=1)
 print(f"kernel {out['kernel']}, {sys.argv[4]} GETs, value {sys.argv[3]} B, {len(rows)//len(variants)} reps (median [min-max])")
 print("| server:client | server mode | client | achieved ops/s | p50 us | p99 us | server CPU | ops per server CPU-s | failed requests |")
