@@ -265,21 +265,19 @@ impl Worker {
                     }
                 }
             }
-        } else if self.udp_on_ring[i]
-            && (c.result == -libc::EINVAL || c.result == -libc::EOPNOTSUPP)
+        } else if c.result != -libc::ENOBUFS && c.result != -libc::ECANCELED && self.udp_on_ring[i]
         {
+            // The kernel refuses multishot RECVMSG (EINVAL before 6.0), or
+            // the socket fails: re-arming could fail the same way on every
+            // turn, so this endpoint goes back to polling and `recvmmsg`,
+            // which report errors their own way. (ENOBUFS: more datagrams
+            // arrived in one turn than there are slots; re-armed below.)
             log::warn!(
-                "{}: io_uring refuses multishot RECVMSG ({}); using recvmmsg/sendmmsg",
+                "{}: multishot RECVMSG failed ({}); using recvmmsg/sendmmsg",
                 self.udp[i].name(),
                 io::Error::from_raw_os_error(-c.result)
             );
             self.udp_on_ring[i] = false;
-        } else if c.result != -libc::ENOBUFS && c.result != -libc::ECANCELED {
-            log::warn!(
-                "{}: receive failed: {}",
-                self.udp[i].name(),
-                io::Error::from_raw_os_error(-c.result)
-            );
         }
         if !c.more() && !self.stop.load(Ordering::Relaxed) {
             if let Err(e) = self.arm_udp(i) {
@@ -314,10 +312,9 @@ impl Worker {
             } = self;
             let ep = &mut udp[i];
             if ep.tx.take_out_of_memory() {
-                log::warn!(
-                    "{}: pool exhausted composing replies; some dropped",
-                    ep.name()
-                );
+                // A datagram that could not be composed was not queued.
+                log::debug!("{}: pool exhausted composing a reply", ep.name());
+                stats.udp_dropped.fetch_add(1, Ordering::Relaxed);
             }
             let fd = ep.sock.as_fd();
             ep.tx
