@@ -113,6 +113,7 @@ print(json.dumps({
     "p99_us": r["latency_us"]["p99"], "server_cpu_util": util,
     "ops_per_server_cpu_s": r["achieved_rps"] / util if util > 0 else None,
     "errors": r.get("errors"),
+    "miss_frac": r["counts"]["ops_miss"] / max(1, r["counts"]["ops"]),
 }))
 PY
 }
@@ -129,8 +130,8 @@ out = {"kernel": os.uname().release, "protocol": sys.argv[4], "value_bytes": int
        "workload": os.environ.get("WORKLOAD"), "runs": rows}
 json.dump(out, open(sys.argv[2], "w"), indent=1)
 print(f"kernel {out['kernel']}, {sys.argv[4]} GETs, value {sys.argv[3]} B, {len(rows)//len(variants)} reps (median [min-max])")
-print("| server:client | server mode | client | achieved ops/s | p50 us | p99 us | server CPU | ops per server CPU-s | failed requests |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| server:client | server mode | client | achieved ops/s | p50 us | p99 us | server CPU | ops per server CPU-s | failed requests | misses |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for dp in variants:
     rs = [r for r in rows if r["variant"] == dp]
     def f(k, fmt="{:.0f}"):
@@ -139,5 +140,6 @@ for dp in variants:
     mode = rs[0]["mode"] or "kernel sockets"
     cmode = rs[0]["client_mode"].split(": ", 1)[-1] if rs[0]["client_mode"] else "kernel UDP sockets"
     errs = sum(r["errors"] or 0 for r in rs)
-    print(f"| {dp} | {mode} | {cmode} | {f('achieved_rps')} | {f('p50_us', '{:.1f}')} | {f('p99_us', '{:.1f}')} | {f('server_cpu_util', '{:.2f}')} | {f('ops_per_server_cpu_s')} | {errs} |")
+    miss = max(r.get("miss_frac", 0) for r in rs)
+    print(f"| {dp} | {mode} | {cmode} | {f('achieved_rps')} | {f('p50_us', '{:.1f}')} | {f('p99_us', '{:.1f}')} | {f('server_cpu_util', '{:.2f}')} | {f('ops_per_server_cpu_s')} | {errs} | {miss:.1%} |")
 PY
