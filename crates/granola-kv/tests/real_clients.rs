@@ -294,6 +294,29 @@ fn redis_cli_commands() {
     assert_eq!(cli(port, &["lrange", "pl", "0", "-1"], b""), "x\ny\n");
     // 3 + s1 + 1000 + pl
     assert_eq!(cli(port, &["dbsize"], b""), "1005\n");
+
+    // --bigkeys and --memkeys (SCAN, TYPE, the length commands, MEMORY
+    // USAGE) find the biggest key of each type.
+    let big: String = "x".repeat(5000);
+    assert_eq!(cli(port, &["set", "bigstring", &big], b""), "OK\n");
+    let out = cli(port, &["--bigkeys"], b"");
+    assert!(
+        out.contains("Biggest string found '\"bigstring\"' has 5000 bytes"),
+        "{out}"
+    );
+    let out = cli(port, &["--memkeys"], b"");
+    let line = out
+        .lines()
+        .find(|l| l.contains("Biggest string found '"))
+        .unwrap_or_else(|| panic!("--memkeys: {out}"));
+    assert!(line.contains("'\"bigstring\"'"), "{line}");
+    let bytes: u64 = line
+        .split(" has ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("--memkeys line: {line}"));
+    assert!((5000..7000).contains(&bytes), "{line}");
 }
 
 /// pylibmc (libmemcached) over the text protocol, then `binary=True`.

@@ -2134,3 +2134,50 @@ fn resp_collections_transcript() {
     rt(&mut c, &["ZREM", "z", "c"], b":1\r\n");
     rt(&mut c, &["EXISTS", "z"], b":0\r\n");
 }
+
+/// MEMORY USAGE: what a key holds against `-m` (its slot, index cell and a
+/// collection's chunks or table), growing with the value; nil for a
+/// missing key; SAMPLES accepted; MEMORY HELP; errors as Redis words them.
+#[test]
+fn memory_usage_reports_what_a_key_holds() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let usage = |c: &mut Client, args: &[&str]| match c.resp(args) {
+        Resp::Int(n) => n,
+        r => panic!("{args:?}: {r:?}"),
+    };
+    c.resp(&["SET", "small", "v"]);
+    c.resp(&["SET", "big", &"x".repeat(10_000)]);
+    let small = usage(&mut c, &["MEMORY", "USAGE", "small"]);
+    let big = usage(&mut c, &["MEMORY", "USAGE", "big"]);
+    assert!((64..256).contains(&small), "small: {small}");
+    assert!((10_000..13_000).contains(&big), "big: {big}");
+    assert_eq!(
+        usage(&mut c, &["MEMORY", "USAGE", "big", "SAMPLES", "5"]),
+        big
+    );
+    for i in 0..1000 {
+        c.resp(&["RPUSH", "list", &format!("{i:0100}")]);
+        c.resp(&["HSET", "hash", &format!("f{i}"), &format!("{i:0100}")]);
+    }
+    let list = usage(&mut c, &["MEMORY", "USAGE", "list"]);
+    let hash = usage(&mut c, &["MEMORY", "USAGE", "hash"]);
+    assert!((100_000..200_000).contains(&list), "list: {list}");
+    assert!((100_000..250_000).contains(&hash), "hash: {hash}");
+    assert!(matches!(
+        c.resp(&["MEMORY", "USAGE", "missing"]),
+        Resp::Bulk(None)
+    ));
+    match c.resp(&["MEMORY", "HELP"]) {
+        Resp::Array(Some(lines)) => assert!(lines.len() >= 2),
+        r => panic!("MEMORY HELP: {r:?}"),
+    }
+    match c.resp(&["MEMORY", "USAGE", "big", "SAMPLES", "-1"]) {
+        Resp::Error(e) => assert!(e.starts_with(b"ERR value is out of range"), "{e:?}"),
+        r => panic!("{r:?}"),
+    }
+    match c.resp(&["MEMORY", "DOCTOR", "x"]) {
+        Resp::Error(e) => assert!(e.starts_with(b"ERR unknown subcommand"), "{e:?}"),
+        r => panic!("{r:?}"),
+    }
+}

@@ -409,6 +409,19 @@ impl Item {
         }
     }
 
+    /// Bytes this key holds against the memory limit, as `MEMORY USAGE`
+    /// reports: its item's pool slot, its index cell, and a collection's
+    /// body (list chunks and their spans, or a table's heap bytes; a
+    /// collection is locked for the moment it takes to read its size).
+    pub fn memory_usage(&self) -> usize {
+        const INDEX_CELL: usize = 8;
+        let body = self.body.as_ref().map_or(0, |b| match &*lock_body(b) {
+            Body::List(l) => l.slot_bytes(),
+            Body::Dict(d) => d.heap_bytes(),
+        });
+        granola::Pool::slot_size_for(self.total_len()) + INDEX_CELL + body
+    }
+
     /// Entries of a hash or set (0 for other kinds).
     pub fn dict_len(&self) -> usize {
         self.read_dict(Dict::len).unwrap_or(0)

@@ -534,10 +534,12 @@ impl Store {
     }
 
     /// [`get`](Self::get) that leaves the item's access time and "fetched"
-    /// mark alone (memcached `mg ... u`, `me`; Redis `OBJECT`), and its
-    /// CLOCK reference bit too. A collection's body is not attached.
+    /// mark alone (memcached `mg ... u`, `me`; Redis `OBJECT`, `MEMORY
+    /// USAGE`), and its CLOCK reference bit too. A collection comes with
+    /// its body, as from `get`.
     pub fn peek(&self, key: &[u8]) -> Option<Item> {
-        self.get_hashed(&self.hash(key), key, false).0
+        let item = self.get_hashed(&self.hash(key), key, false).0?;
+        self.attach(item)
     }
 
     /// How `item` (from [`get`](Self::get) or [`peek`](Self::peek)) had

@@ -15,6 +15,7 @@ mod glob;
 mod hashes;
 mod keys;
 mod lists;
+mod memory;
 mod server;
 mod sets;
 mod strings;

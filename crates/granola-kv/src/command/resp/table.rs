@@ -4,7 +4,9 @@
 //! that runs it. Adding a command: write its function, add one line here.
 
 use super::gate::my_slot;
-use super::{connection, hashes, keys, lists, server, sets, strings, transaction, zsets, Ctx};
+use super::{
+    connection, hashes, keys, lists, memory, server, sets, strings, transaction, zsets, Ctx,
+};
 use crate::command::Step;
 use crate::protocol::resp::Command;
 use std::collections::HashMap;
@@ -133,6 +135,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "renamenx", 3, W, KEY12, keys::renamenx),
     cmd!("generic", "copy", -3, WS, KEY12, keys::copy),
     cmd!("generic", "object", -2, RS, (2, 2, 1), keys::object),
+    cmd!("server", "memory", -2, RS, (2, 2, 1), memory::memory),
     // lists
     cmd!("list", "rpush", -3, W, KEY1, lists::rpush),
     cmd!("list", "lpush", -3, W, KEY1, lists::lpush),
