@@ -376,13 +376,13 @@ impl granola_net::server::DatagramHandler for UdpEchoHandler {
     }
 }
 
-#[test]
-fn udp_echo_server() {
-    let pool = pool(256 << 20);
+/// The UDP echo service on `threads` workers of the datapath the suite runs
+/// on, and a client socket connected to it.
+fn udp_echo(pool: &Pool, threads: usize) -> (ServerHandle, std::net::UdpSocket) {
     let h = Server::new(
         pool.clone(),
         ServerConfig {
-            threads: 2,
+            threads,
             tx: TxConfig {
                 copy_threshold: THRESHOLD,
                 ..TxConfig::default()
@@ -397,6 +397,13 @@ fn udp_echo_server() {
     let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     c.connect(h.udp_addrs[0]).unwrap();
+    (h, c)
+}
+
+#[test]
+fn udp_echo_server() {
+    let pool = pool(256 << 20);
+    let (h, c) = udp_echo(&pool, 2);
     // Garbage first: ignored, the server keeps serving.
     c.send(b"garbage").unwrap();
     for i in 0..20u32 {
@@ -469,20 +476,7 @@ fn unpipelined_request_syscall_budget() {
 #[test]
 fn unpipelined_udp_syscall_budget() {
     let pool = pool(64 << 20);
-    let h = Server::new(
-        pool.clone(),
-        ServerConfig {
-            threads: 1,
-            datapath: DatapathKind::from_env(),
-            ..ServerConfig::default()
-        },
-    )
-    .udp("127.0.0.1:0".parse().unwrap(), Arc::new(UdpEcho))
-    .start()
-    .unwrap();
-    let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    c.connect(h.udp_addrs[0]).unwrap();
+    let (h, c) = udp_echo(&pool, 1);
     let n = 400u32;
     let mut buf = vec![0u8; 65536];
     for id in 0..n {
