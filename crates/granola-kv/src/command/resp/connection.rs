@@ -190,11 +190,7 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
         (b"no-evict" | b"no-touch", 3) => ctx.ok(),
         _ => {
-            let text = format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(arg(cmd, 1))
-            );
-            ctx.error(text.as_bytes());
+            ctx.unknown_subcommand("CLIENT", arg(cmd, 1), true);
         }
     }
     Step::Done

@@ -426,25 +426,17 @@ pub fn copy(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = arg(cmd, 1).to_ascii_uppercase();
     if sub == b"HELP" {
-        let lines: [&[u8]; 5] = [
+        ctx.help(&[
             b"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             b"ENCODING <key>",
             b"FREQ <key>",
             b"IDLETIME <key>",
             b"REFCOUNT <key>",
-        ];
-        ctx.array(lines.len());
-        for l in lines {
-            ctx.simple(l);
-        }
+        ]);
         return Step::Done;
     }
     if cmd.len() != 3 {
-        let text = format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try OBJECT HELP.",
-            String::from_utf8_lossy(arg(cmd, 1))
-        );
-        ctx.error(text.as_bytes());
+        ctx.unknown_subcommand("OBJECT", arg(cmd, 1), true);
         return Step::Done;
     }
     // As Redis: looking at a key does not count as using it.
@@ -477,11 +469,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ),
         b"REFCOUNT" => ctx.int(1),
         _ => {
-            let text = format!(
-                "ERR unknown subcommand '{}'. Try OBJECT HELP.",
-                String::from_utf8_lossy(arg(cmd, 1))
-            );
-            ctx.error(text.as_bytes());
+            ctx.unknown_subcommand("OBJECT", arg(cmd, 1), false);
         }
     }
     Step::Done

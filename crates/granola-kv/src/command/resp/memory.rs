@@ -21,15 +21,11 @@ pub fn memory(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = arg(cmd, 1).to_ascii_uppercase();
     match &sub[..] {
         b"HELP" if cmd.len() == 2 => {
-            let lines: [&[u8]; 3] = [
+            ctx.help(&[
                 b"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 b"USAGE <key> [SAMPLES <count>]",
                 b"    Return memory in bytes used by <key> and its value.",
-            ];
-            ctx.array(lines.len());
-            for l in lines {
-                ctx.simple(l);
-            }
+            ]);
         }
         b"USAGE" if cmd.len() == 3 || cmd.len() == 5 => {
             if cmd.len() == 5 {
@@ -49,11 +45,7 @@ pub fn memory(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
         }
         _ => {
-            let text = format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try MEMORY HELP.",
-                String::from_utf8_lossy(arg(cmd, 1))
-            );
-            ctx.error(text.as_bytes());
+            ctx.unknown_subcommand("MEMORY", arg(cmd, 1), true);
         }
     }
     Step::Done

@@ -138,6 +138,25 @@ impl Ctx<'_> {
     pub fn simple(&mut self, s: &[u8]) {
         resp::write_simple(self.out, s);
     }
+    /// A `HELP` subcommand's reply: one simple string per line.
+    pub fn help(&mut self, lines: &[&[u8]]) {
+        self.array(lines.len());
+        for l in lines {
+            self.simple(l);
+        }
+    }
+    /// Redis's error for an unknown subcommand `sub` of `command` (or, when
+    /// `or_arity`, one given the wrong number of arguments: Redis words
+    /// the two cases alike for most commands).
+    pub fn unknown_subcommand(&mut self, command: &str, sub: &[u8], or_arity: bool) {
+        let sub = String::from_utf8_lossy(sub);
+        let text = if or_arity {
+            format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {command} HELP.")
+        } else {
+            format!("ERR unknown subcommand '{sub}'. Try {command} HELP.")
+        };
+        self.error(text.as_bytes());
+    }
     /// The null reply (a missing value).
     pub fn null(&mut self) {
         resp::write_null(self.out, self.conn.version);

@@ -301,11 +301,7 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
         b"RESETSTAT" if cmd.len() == 2 => ctx.ok(),
         _ => {
-            let text = format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
-                String::from_utf8_lossy(cmd.arg(1).unwrap_or_default())
-            );
-            ctx.error(text.as_bytes());
+            ctx.unknown_subcommand("CONFIG", cmd.arg(1).unwrap_or_default(), true);
         }
     }
     Step::Done
@@ -382,11 +378,7 @@ pub fn command(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
         }
         Some(_) => {
-            let text = format!(
-                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-                String::from_utf8_lossy(cmd.arg(1).unwrap_or_default())
-            );
-            ctx.error(text.as_bytes());
+            ctx.unknown_subcommand("COMMAND", cmd.arg(1).unwrap_or_default(), false);
         }
     }
     Step::Done
