@@ -350,7 +350,7 @@ impl Worker {
                     Fragment::Complete(d) => {
                         // One copy, from the reassembly buffer into the
                         // pool (the handler gets a pool `Buf`).
-                        let Some(data) = pool.alloc_copy(&d.payload) else {
+                        let Some(data) = pool.alloc_copy(d.payload()) else {
                             log::debug!("AF_XDP: no pool memory for a reassembled request");
                             xstats.rx_dropped.fetch_add(1, Ordering::Relaxed);
                             return;

@@ -43,8 +43,16 @@ pub(crate) enum Fragment {
 pub(crate) struct Reassembled {
     pub(crate) src: Station,
     pub(crate) dst: Station,
-    /// The UDP payload (the heap buffer the fragments were copied into).
-    pub(crate) payload: Vec<u8>,
+    /// The whole UDP datagram, header included (the heap buffer the
+    /// fragments were copied into).
+    datagram: Vec<u8>,
+}
+
+impl Reassembled {
+    /// The UDP payload.
+    pub(crate) fn payload(&self) -> &[u8] {
+        &self.datagram[UDP_LEN..]
+    }
 }
 
 /// The fragments of the datagrams in progress.
@@ -100,13 +108,11 @@ impl Reassembly {
         };
         self.pending.remove(&key);
         let (src_mac, dst_mac) = (eth.source(), eth.destination());
-        let mut data = whole.payload;
-        let checked = check_udp(&data, src_ip, dst_ip);
-        let (sport, dport) = match checked {
+        let datagram = whole.payload;
+        let (sport, dport) = match check_udp(&datagram, src_ip, dst_ip) {
             Ok(ports) => ports,
             Err(why) => return Fragment::Dropped(why),
         };
-        data.drain(..UDP_LEN);
         Fragment::Complete(Reassembled {
             src: Station {
                 mac: src_mac,
@@ -116,7 +122,7 @@ impl Reassembly {
                 mac: dst_mac,
                 addr: SocketAddrV4::new(dst_ip, dport),
             },
-            payload: data,
+            datagram,
         })
     }
 
@@ -205,7 +211,7 @@ mod tests {
         assert_eq!(r.pending(), 1);
         match r.add(&pkts[3], now) {
             Fragment::Complete(d) => {
-                assert_eq!(d.payload, payload);
+                assert_eq!(d.payload(), &payload[..]);
                 assert_eq!((d.src, d.dst), stations());
             }
             other => panic!("{other:?}"),
@@ -258,7 +264,7 @@ mod tests {
         let mut done = None;
         for p in &pkts {
             if let Fragment::Complete(d) = r.add(p, later) {
-                done = Some(d.payload);
+                done = Some(d.payload().to_vec());
             }
         }
         assert_eq!(done, Some(payload));
