@@ -149,22 +149,23 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         ),
         "stats" => {
             let _ = write!(
-            t,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
-             keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
-             reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n",
-            load(|n| &n.conns_total),
-            table::total_calls(),
-            load(|n| &n.conns_refused),
-            s.hits,
-            s.misses,
-            s.evictions,
-            s.expired,
-            load(|n| &n.bytes_copied),
-            load(|n| &n.bytes_referenced),
-            load(|n| &n.send_calls),
-            shared.copy_threshold,
-        );
+                t,
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
+                 keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
+                 reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n",
+                load(|n| &n.conns_total),
+                table::total_calls(),
+                load(|n| &n.conns_refused),
+                s.hits,
+                s.misses,
+                s.evictions,
+                s.expired,
+                load(|n| &n.bytes_copied),
+                load(|n| &n.bytes_referenced),
+                load(|n| &n.send_calls),
+                shared.copy_threshold,
+            );
+            // What the network layer runs on (epoll, io_uring, AF_XDP).
             for (name, value) in shared.datapath_parts() {
                 let _ = write!(t, "{name}:{value}\r\n");
             }
