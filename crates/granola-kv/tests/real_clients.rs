@@ -1,6 +1,7 @@
 //! Real clients against an in-process server: pymemcache, pylibmc and
 //! redis-py (the scripts in `tests/clients/`, with the Python of
-//! `GRANOLA_PYTHON`, default `<repo>/.venv/bin/python`), and `redis-cli`,
+//! `GRANOLA_PYTHON`, default `<repo>/.venv/bin/python`), go-redis (built
+//! with the Go toolchain from `tests/clients/go-redis`), and `redis-cli`,
 //! `redis-benchmark` and `memccapable` if they are on the PATH.
 //!
 //! A missing interpreter, package or `redis-cli` skips the test with a
@@ -199,6 +200,35 @@ fn pymemcache_get_many_1000() {
     check("get_many", &out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("get_many 1000: ok"));
     assert!(mc_stat(srv.mc(), "get_hits") >= 2000);
+}
+
+/// go-redis v9 (Go's most used Redis client) with its defaults: RESP3
+/// through HELLO, CLIENT SETINFO on connect, pooled connections; then
+/// RESP2. The program (`tests/clients/go-redis`, its modules pinned in
+/// go.sum and fetched from the Go module proxy on the first build) checks
+/// every result and exits 1 on a wrong one.
+#[test]
+fn go_redis_with_its_defaults() {
+    if !runs("go", "version") {
+        skip("go not on PATH (the Go toolchain)");
+        return;
+    }
+    let bin = std::env::temp_dir().join(format!("granola-go-redis-{}", std::process::id()));
+    let mut build = Command::new("go");
+    build
+        .current_dir(clients_dir().join("go-redis"))
+        .args(["build", "-buildvcs=false", "-o"])
+        .arg(&bin)
+        .arg(".");
+    check("go build (go-redis client)", &run(build, b""));
+    let srv = Server::default_config();
+    let mut cmd = Command::new(&bin);
+    cmd.arg(srv.resp().to_string());
+    let out = run(cmd, b"");
+    let _ = std::fs::remove_file(&bin);
+    check("go-redis client", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.matches("ok   ").count() >= 50, "{stdout}");
 }
 
 fn redis_cli() -> bool {
