@@ -1,7 +1,8 @@
 //! Real clients against an in-process server: pymemcache, pylibmc and
 //! redis-py (the scripts in `tests/clients/`, with the Python of
 //! `GRANOLA_PYTHON`, default `<repo>/.venv/bin/python`), go-redis (built
-//! with the Go toolchain from `tests/clients/go-redis`), and `redis-cli`,
+//! with the Go toolchain from `tests/clients/go-redis`), ioredis and
+//! node-redis (`npm ci` in `tests/clients/node`), and `redis-cli`,
 //! `redis-benchmark` and `memccapable` if they are on the PATH.
 //!
 //! A missing interpreter, package or `redis-cli` skips the test with a
@@ -229,6 +230,34 @@ fn go_redis_with_its_defaults() {
     check("go-redis client", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.matches("ok   ").count() >= 50, "{stdout}");
+}
+
+/// ioredis (its ready check sends INFO before the first command) and
+/// node-redis in RESP2 and RESP3, with their defaults otherwise. `npm ci`
+/// installs the versions pinned in `tests/clients/node/package-lock.json`
+/// from the npm registry; `client.js` checks every result and exits 1 on
+/// a wrong one.
+#[test]
+fn node_clients_with_their_defaults() {
+    if !runs("node", "--version") || !runs("npm", "--version") {
+        skip("node or npm not on PATH (the Node.js toolchain)");
+        return;
+    }
+    let dir = clients_dir().join("node");
+    let mut install = Command::new("npm");
+    install
+        .current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]);
+    check("npm ci (node clients)", &run(install, b""));
+    let srv = Server::default_config();
+    let mut cmd = Command::new("node");
+    cmd.current_dir(&dir)
+        .arg("client.js")
+        .arg(srv.resp().port().to_string());
+    let out = run(cmd, b"");
+    check("node clients", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.matches("ok   ").count() >= 25, "{stdout}");
 }
 
 fn redis_cli() -> bool {
