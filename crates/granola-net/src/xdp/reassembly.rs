@@ -79,9 +79,9 @@ impl Reassembly {
         self.pending.len()
     }
 
-    /// Adds the fragment in Ethernet `frame`, received at `now`.
+    /// Adds the fragment in Ethernet `frame`, received at `now` (the
+    /// caller runs [`expire`](Self::expire) once per receive batch).
     pub(crate) fn add(&mut self, frame: &[u8], now: Instant) -> Fragment {
-        self.expire(now);
         let Ok(p) = SlicedPacket::from_ethernet(frame) else {
             return Fragment::Dropped("malformed fragment");
         };

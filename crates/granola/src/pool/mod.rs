@@ -913,7 +913,9 @@ impl PoolInner {
 
     fn alloc_slot(&self, size: usize) -> Option<(u32, usize)> {
         let class = class_index(size);
-        if self.budget != usize::MAX && !self.charge(Pool::slot_size_for(size)) {
+        // Only a pool with a budget pays for the charge (one atomic).
+        let charged = (self.budget != usize::MAX).then(|| Pool::slot_size_for(size));
+        if charged.is_some_and(|bytes| !self.charge(bytes)) {
             return None;
         }
         let got = match class {
@@ -926,9 +928,8 @@ impl PoolInner {
             }),
         };
         let Some((slot, cap)) = got else {
-            if self.budget != usize::MAX {
-                self.budget_used
-                    .fetch_sub(Pool::slot_size_for(size), Ordering::Relaxed);
+            if let Some(bytes) = charged {
+                self.budget_used.fetch_sub(bytes, Ordering::Relaxed);
             }
             return None;
         };
