@@ -1116,6 +1116,26 @@ fn large_values_go_by_reference() {
         expect_at_least += (3 + elems) * size as u64;
         wait_referenced(&srv, expect_at_least);
 
+        // Hashes and sets keep large elements in pool memory: HGET,
+        // HGETALL and SMEMBERS reference them.
+        let hkey = format!("hash{size}");
+        resp.roundtrip(
+            &resp_cmd(&[b"HSET", hkey.as_bytes(), b"f", &v[..]]),
+            b":1\r\n",
+        );
+        resp.roundtrip(&resp_cmd(&["HGET", &hkey, "f"]), &resp_bulk(&v));
+        let mut all = b"*2\r\n".to_vec();
+        all.extend_from_slice(&resp_bulk(b"f"));
+        all.extend_from_slice(&resp_bulk(&v));
+        resp.roundtrip(&resp_cmd(&["HGETALL", &hkey]), &all);
+        let skey = format!("set{size}");
+        resp.roundtrip(&resp_cmd(&[b"SADD", skey.as_bytes(), &v[..]]), b":1\r\n");
+        let mut members = b"*1\r\n".to_vec();
+        members.extend_from_slice(&resp_bulk(&v));
+        resp.roundtrip(&resp_cmd(&["SMEMBERS", &skey]), &members);
+        expect_at_least += 3 * size as u64;
+        wait_referenced(&srv, expect_at_least);
+
         // Native: Get and GetM.
         assert_eq!(put(&mut nat, key.as_bytes(), &v), (status::OK, 1));
         assert_eq!(get(&mut nat, key.as_bytes()), (status::OK, v.clone()));

@@ -480,3 +480,171 @@ fn reads_report_and_mark_the_last_access() {
     s.get(b"k").unwrap();
     assert_eq!(s.access(&held), read(1));
 }
+
+/// Hash fields and values and set members of at least
+/// `pooled_element_min` bytes live in pool slots of their own (replies
+/// reference them); smaller ones on the heap. A value a reply holds stays
+/// exactly as it was when its field is overwritten or removed; a copy
+/// (`put_dict`, as COPY and RENAME use) gets slots of its own; every slot
+/// goes back to the pool when its last holder drops it.
+#[test]
+fn large_hash_and_set_elements_live_in_pool_memory() {
+    use granola_kv::store::Growth;
+    let pool = Pool::with_capacity(16 << 20).unwrap();
+    let s = Store::new(
+        pool.clone(),
+        StoreConfig {
+            pooled_element_min: 256,
+            ..Default::default()
+        },
+    );
+    let big = |b: u8| vec![b; 3000];
+    let grow = Growth {
+        entries: 2,
+        bytes: 6100,
+    };
+    s.update_dict(b"h", Kind::Hash, grow, |d| {
+        d.insert(b"small", b"v");
+        d.insert(b"big", &big(1));
+    })
+    .unwrap();
+    s.update_dict(b"s", Kind::Set, grow, |d| {
+        d.insert(&big(2), b"");
+        d.insert(b"m", b"");
+    })
+    .unwrap();
+    assert_eq!(pool.stats().live_slots, 4, "two head items, two elements");
+    let held = s
+        .get(b"h")
+        .unwrap()
+        .read_dict(|d| {
+            assert!(d.value(b"small").unwrap().buf().is_none(), "small: heap");
+            d.value(b"big")
+                .unwrap()
+                .buf()
+                .cloned()
+                .expect("big: pooled")
+        })
+        .unwrap();
+    assert_eq!(&held[..], &big(1)[..]);
+    let member = s.get(b"s").unwrap().read_dict(|d| {
+        let pooled: Vec<_> = d.iter().filter_map(|(m, _)| m.buf()).collect();
+        assert_eq!(pooled.len(), 1);
+        pooled[0][..] == big(2)[..]
+    });
+    assert_eq!(member, Some(true), "the large member is pooled");
+    let st = s.stats();
+    assert_eq!(
+        st.item_bytes,
+        pool.stats().live_bytes + st.dict_bytes,
+        "pool slots and heap bytes, each counted once: {st:?}"
+    );
+
+    // Overwrite, then remove: the held value never changes.
+    s.update_dict(b"h", Kind::Hash, grow, |d| {
+        d.insert(b"big", &big(3));
+    })
+    .unwrap();
+    assert_eq!(&held[..], &big(1)[..]);
+    let now = s
+        .get(b"h")
+        .unwrap()
+        .read_dict(|d| d.get(b"big").map(<[u8]>::to_vec));
+    assert_eq!(now, Some(Some(big(3))));
+    s.update_dict(b"h", Kind::Hash, Growth::default(), |d| {
+        assert!(d.remove(b"big"));
+    })
+    .unwrap();
+    assert_eq!(&held[..], &big(1)[..]);
+    assert_eq!(pool.stats().live_slots, 4, "heads, member, the held value");
+    drop(held);
+    assert_eq!(pool.stats().live_slots, 3);
+
+    // A copy places its large members in slots of its own.
+    let copy = s.get(b"s").unwrap().read_dict(|d| d.clone()).unwrap();
+    assert!(copy.iter().all(|(m, _)| m.buf().is_none()), "copies: heap");
+    s.put_dict(b"s2", Kind::Set, &copy, Meta::default())
+        .unwrap();
+    let placed = s.get(b"s2").unwrap().read_dict(|d| {
+        d.iter()
+            .filter_map(|(m, _)| m.buf())
+            .any(|b| b[..] == big(2)[..])
+    });
+    assert_eq!(placed, Some(true));
+    assert_eq!(pool.stats().live_slots, 5);
+    let st = s.stats();
+    assert_eq!(st.item_bytes, pool.stats().live_bytes + st.dict_bytes);
+    drop(s);
+    assert_eq!(pool.stats().live_slots, 0, "every slot returned");
+}
+
+/// Hashes whose values sit in pool memory give their segments back: a
+/// segment drain that meets a value evicts the hash that owns it, as it
+/// does a list for its chunks. Hashes of 2 KiB values fill most of a pool
+/// no larger than the limit, then strings of another size class need its
+/// segments: CLOCK eviction alone leaves every segment partly used, so
+/// only drains make room (without them, strings evicted strings while
+/// the hashes kept their segments). Every string stays, the store stays
+/// within its limit, and what is left of the hashes reads back whole.
+#[test]
+fn pooled_hash_values_do_not_calcify_the_pool() {
+    use granola_kv::store::Growth;
+    const HASHES: usize = 350;
+    let limit = 8 << 20;
+    let pool = Pool::with_capacity(limit).unwrap();
+    let s = Store::new(
+        pool.clone(),
+        StoreConfig {
+            memory_limit: limit,
+            pooled_element_min: 1024,
+            ..Default::default()
+        },
+    );
+    let value = |h: usize, f: usize| {
+        let mut v = format!("h{h}|f{f}|").into_bytes();
+        v.resize(2000, (h * 7 + f) as u8);
+        v
+    };
+    for h in 0..HASHES {
+        s.update_dict(
+            format!("h{h}").as_bytes(),
+            Kind::Hash,
+            Growth {
+                entries: 8,
+                bytes: 8 * 2004,
+            },
+            |d| {
+                for f in 0..8 {
+                    d.insert(format!("f{f}").as_bytes(), &value(h, f));
+                }
+            },
+        )
+        .unwrap();
+        assert!(s.stats().bytes <= limit);
+    }
+    assert_eq!(s.stats().evictions, 0, "6 MB of hashes fit");
+    for i in 0..1000u32 {
+        let v = vec![i as u8; 5000];
+        s.set(&i.to_le_bytes(), &v, Meta::default(), SetMode::Set)
+            .unwrap_or_else(|e| panic!("string {i}: {e:?} ({:?})", s.stats()));
+        assert!(s.stats().bytes <= limit);
+    }
+    assert!(s.stats().segment_evictions > 0, "segments changed class");
+    // 5 MB of strings fit the limit beside nothing else: none of them may
+    // have been evicted to make room while old hash values kept segments.
+    for i in 0..1000u32 {
+        assert_eq!(val(&s, &i.to_le_bytes()), Some(vec![i as u8; 5000]), "{i}");
+    }
+    let mut whole = 0;
+    for h in 0..HASHES {
+        if let Some(item) = s.get(format!("h{h}").as_bytes()) {
+            item.read_dict(|d| {
+                for f in 0..8 {
+                    assert_eq!(d.get(format!("f{f}").as_bytes()), Some(&value(h, f)[..]));
+                }
+            });
+            whole += 1;
+        }
+    }
+    println!("{whole} hashes left whole");
+}

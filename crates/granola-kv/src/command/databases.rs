@@ -7,8 +7,8 @@
 use super::storage::StringEdit;
 use super::Storage;
 use crate::store::{
-    Access, CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp,
-    Store, StoreError, StoreStats,
+    Access, CasRule, Dict, DictEdit, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode,
+    Stamp, Store, StoreError, StoreStats,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -199,7 +199,7 @@ impl Storage for Db<'_> {
         key: &[u8],
         kind: Kind,
         growth: Growth,
-        f: &mut dyn FnMut(&mut Dict),
+        f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
     ) -> Result<(), StoreError> {
         self.wrote();
         self.with_key(key, |k| self.store.update_dict(k, kind, growth, f))

@@ -1,8 +1,8 @@
 //! The storage the commands run against.
 
 use crate::store::{
-    Access, CasRule, Dict, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode, Stamp,
-    Store, StoreError, StoreStats,
+    Access, CasRule, Dict, DictEdit, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode,
+    Stamp, Store, StoreError, StoreStats,
 };
 
 /// A string edit: the current value (None if absent) to the value to
@@ -129,7 +129,7 @@ pub trait Storage: Send + Sync {
         key: &[u8],
         kind: Kind,
         growth: Growth,
-        f: &mut dyn FnMut(&mut Dict),
+        f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
     ) -> Result<(), StoreError>;
     /// Replaces `key` with a copy of a hash or set.
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError>;
@@ -229,7 +229,7 @@ impl Storage for Store {
         key: &[u8],
         kind: Kind,
         growth: Growth,
-        f: &mut dyn FnMut(&mut Dict),
+        f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
     ) -> Result<(), StoreError> {
         Store::update_dict(self, key, kind, growth, f)
     }

@@ -207,18 +207,6 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         huge_pages: !config.no_huge_pages,
         budget: Some(config.conn_memory_bytes()),
     })?;
-    let store = Arc::new(Store::with_clock(
-        pool.clone(),
-        StoreConfig {
-            memory_limit: config.item_memory_bytes(),
-            // memcached values are bounded by -I in the parser; Redis
-            // values by --proto-max-bulk-len.
-            max_item_size: config.max_bulk() + 1024,
-            max_list_len: config.max_list_len,
-            ..StoreConfig::default()
-        },
-        config.clock.clone(),
-    ));
     let threshold = match config.copy_threshold.as_str() {
         "auto" => {
             let cal = granola_net::calibrate::calibrate(&pool, Default::default())?;
@@ -232,6 +220,21 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             )
         })?,
     };
+    let store = Arc::new(Store::with_clock(
+        pool.clone(),
+        StoreConfig {
+            memory_limit: config.item_memory_bytes(),
+            // memcached values are bounded by -I in the parser; Redis
+            // values by --proto-max-bulk-len.
+            max_item_size: config.max_bulk() + 1024,
+            max_list_len: config.max_list_len,
+            // Elements replies would reference live where they can (not
+            // the tiny ones: a slot of their own costs more than a copy).
+            pooled_element_min: threshold.max(64),
+            ..StoreConfig::default()
+        },
+        config.clock.clone(),
+    ));
     let shared = Arc::new(Shared {
         store,
         copy_threshold: threshold,

@@ -11,13 +11,17 @@
 //!   entry, whatever the size; nothing is rebuilt. (Hashes and sets used
 //!   to be lists with a type marker, rewritten whole on every write: an
 //!   HSET on a 100k-field hash copied 100k fields.)
-//! - **On the heap, copied into replies.** Fields and members are usually
-//!   small (below the size where a reference beats a copy), so they are
-//!   boxed byte strings and replies copy them; strings and list elements
-//!   stay zero-copy in pool memory. The heap bytes are charged to the
-//!   store's limit like item slots: every allocation at its malloc size
-//!   ([`heap_cost`]) plus the table's per-slot bytes ([`SLOT_BYTES`]) for
-//!   its capacity, so `-m` bounds hashes and sets too.
+//! - **Small elements on the heap, large ones in pool memory.** Fields,
+//!   values and members are usually small (below the size where a
+//!   reference beats a copy): they are boxed byte strings and replies copy
+//!   them. One of at least the store's `pooled_element_min` (the server's
+//!   copy threshold) gets a pool slot of its own, and replies reference it
+//!   as they do strings and list elements (`element.rs`). Everything is
+//!   charged to the store's limit like item slots: a heap allocation at
+//!   its malloc size ([`heap_cost`]), a pool slot at its slot size, plus
+//!   the table's per-slot bytes ([`SLOT_BYTES`]) for its capacity, so `-m`
+//!   bounds hashes and sets too. Sorted sets keep everything on the heap
+//!   (their order index copies each member anyway).
 //! - **Insertion-ordered with O(1) removal** (`IndexMap::swap_remove`: the
 //!   last entry takes the removed one's place), which also gives O(1)
 //!   random members (SPOP, SRANDMEMBER) and cursors by position.
@@ -34,13 +38,16 @@
 //!   (who hold the key's shard lock) and briefly by readers; eviction
 //!   skips a body that is locked.
 
+use super::element::{Element, Placer};
+use indexmap::map::MutableKeys;
 use indexmap::IndexMap;
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-/// Heap bytes per table slot: the entry (hash + two boxed slices) and its
-/// index in the hash table, with the table's spare control bytes.
+/// Heap bytes per table slot: the entry (hash + two [`Element`]s, 16 bytes
+/// each) and its index in the hash table, with the table's spare control
+/// bytes.
 pub(crate) const SLOT_BYTES: usize = 8 + 2 * 16 + 16;
 
 /// The bytes malloc takes for an allocation of `n` bytes (glibc: 8 bytes
@@ -79,11 +86,14 @@ fn score_of(key: u64) -> f64 {
 
 /// A hash's fields and values, a set's members (empty values), or a sorted
 /// set's members and scores (8-byte values, see [`Dict::sorted`]).
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub struct Dict {
-    entries: IndexMap<Box<[u8]>, Box<[u8]>, RandomState>,
-    /// Heap bytes of the keys and values (at [`heap_cost`]).
+    entries: IndexMap<Element, Element, RandomState>,
+    /// Bytes of the keys and values ([`Element::cost`]) and of a sorted
+    /// set's order copies.
     payload: usize,
+    /// The part of `payload` in pool slots ([`Element::pool_bytes`]).
+    pooled: usize,
     /// Bumped by every write (the store gives a changed dict a new CAS).
     writes: u64,
     /// The CAS unique of the last write (0: none since the head item's).
@@ -95,6 +105,33 @@ pub struct Dict {
 impl std::fmt::Debug for Dict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dict").field("len", &self.len()).finish()
+    }
+}
+
+impl Clone for Dict {
+    /// A copy whose elements are all on the heap (see `element.rs`); the
+    /// store places the large ones again for the copy's owner.
+    fn clone(&self) -> Dict {
+        let entries = self.entries.clone();
+        let order = self.order.clone();
+        let order_payload = order
+            .iter()
+            .flatten()
+            .map(|(_, m)| heap_cost(m.len()))
+            .sum::<usize>();
+        let payload = entries
+            .iter()
+            .map(|(k, v)| k.cost() + v.cost())
+            .sum::<usize>()
+            + order_payload;
+        Dict {
+            entries,
+            payload,
+            pooled: 0,
+            writes: self.writes,
+            cas: self.cas,
+            order,
+        }
     }
 }
 
@@ -114,6 +151,11 @@ impl Dict {
         self.entries.get(field).map(|v| &v[..])
     }
 
+    /// The value of `field` as stored (for a reply that may reference it).
+    pub fn value(&self, field: &[u8]) -> Option<&Element> {
+        self.entries.get(field)
+    }
+
     /// True if `field` is there.
     pub fn contains(&self, field: &[u8]) -> bool {
         self.entries.contains_key(field)
@@ -123,24 +165,66 @@ impl Dict {
     /// sets: a sorted set keeps its order index with
     /// [`set_score`](Self::set_score), [`remove_scored`](Self::remove_scored)
     /// and [`pop_scored`](Self::pop_scored) instead.
+    /// Everything goes on the heap; [`DictEdit::insert`] places large
+    /// elements in pool memory.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        self.insert_with(field, value, &mut Element::heap)
+    }
+
+    /// [`insert`](Self::insert), with `place` making each new element.
+    fn insert_with(
+        &mut self,
+        field: &[u8],
+        value: &[u8],
+        place: &mut dyn FnMut(&[u8]) -> Element,
+    ) -> bool {
         self.writes += 1;
         match self.entries.get_mut(field) {
+            Some(Element::Heap(v)) if v.len() == value.len() => {
+                // Heap bytes are only read under the body's lock (replies
+                // copy them): safe to overwrite.
+                v.copy_from_slice(value);
+                false
+            }
             Some(v) => {
-                if v.len() != value.len() {
-                    self.payload = self.payload - heap_cost(v.len()) + heap_cost(value.len());
-                    *v = value.into();
-                } else {
-                    v.copy_from_slice(value);
-                }
+                // A pooled value is never written again: a reply may hold it.
+                let new = place(value);
+                let (gone, now) = (Charge::of(v), Charge::of(&new));
+                *v = new;
+                self.uncharge(gone);
+                self.charge(now);
                 false
             }
             None => {
-                self.payload += heap_cost(field.len()) + heap_cost(value.len());
-                self.entries.insert(field.into(), value.into());
+                let (k, v) = (place(field), place(value));
+                self.charge(Charge::of(&k) + Charge::of(&v));
+                self.entries.insert(k, v);
                 true
             }
         }
+    }
+
+    /// Moves every large heap element into pool memory (for a copy the
+    /// store is about to own: see `element.rs`). Sorted sets stay as they
+    /// are.
+    pub(crate) fn place_all(&mut self, placer: &mut Placer<'_>) {
+        if self.is_sorted() {
+            return;
+        }
+        let (mut gone, mut now) = (Charge::default(), Charge::default());
+        for (k, v) in self.entries.iter_mut2() {
+            for e in [k, v] {
+                if matches!(e, Element::Heap(b) if b.len() >= placer.min) {
+                    let placed = placer.place(e);
+                    gone = gone + Charge::of(e);
+                    now = now + Charge::of(&placed);
+                    // The same bytes: the key's hash and position hold.
+                    *e = placed;
+                }
+            }
+        }
+        self.uncharge(gone);
+        self.charge(now);
     }
 
     /// Removes `field`; true if it was there.
@@ -148,7 +232,7 @@ impl Dict {
         match self.entries.swap_remove_entry(field) {
             Some((k, v)) => {
                 self.writes += 1;
-                self.payload -= heap_cost(k.len()) + heap_cost(v.len());
+                self.uncharge(Charge::of(&k) + Charge::of(&v));
                 true
             }
             None => false,
@@ -157,36 +241,36 @@ impl Dict {
 
     /// Keeps the entries whose field `keep` accepts.
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
-        let mut freed = 0;
+        let mut freed = Charge::default();
         self.entries.retain(|k, v| {
             let keep = keep(k);
             if !keep {
-                freed += heap_cost(k.len()) + heap_cost(v.len());
+                freed = freed + Charge::of(k) + Charge::of(v);
             }
             keep
         });
-        if freed > 0 {
-            self.payload -= freed;
+        if freed.bytes > 0 {
+            self.uncharge(freed);
             self.writes += 1;
         }
     }
 
     /// Removes the entry at position `i` (see [`Dict::at`]); its field.
-    pub fn remove_at(&mut self, i: usize) -> Option<Box<[u8]>> {
+    pub fn remove_at(&mut self, i: usize) -> Option<Element> {
         let (k, v) = self.entries.swap_remove_index(i)?;
         self.writes += 1;
-        self.payload -= heap_cost(k.len()) + heap_cost(v.len());
+        self.uncharge(Charge::of(&k) + Charge::of(&v));
         Some(k)
     }
 
     /// The entry at position `i` (`0..len`; positions change on removal).
-    pub fn at(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.entries.get_index(i).map(|(k, v)| (&k[..], &v[..]))
+    pub fn at(&self, i: usize) -> Option<(&Element, &Element)> {
+        self.entries.get_index(i)
     }
 
     /// Every entry, in table order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        self.entries.iter().map(|(k, v)| (&k[..], &v[..]))
+    pub fn iter(&self) -> impl Iterator<Item = (&Element, &Element)> + '_ {
+        self.entries.iter()
     }
 
     /// One step of a scan: visits up to `count` entries before position
@@ -196,7 +280,7 @@ impl Dict {
         &'d self,
         cursor: u64,
         count: usize,
-        mut f: impl FnMut(&'d [u8], &'d [u8]),
+        mut f: impl FnMut(&'d Element, &'d Element),
     ) -> u64 {
         let len = self.len();
         let end = match usize::try_from(cursor) {
@@ -372,16 +456,30 @@ impl Dict {
         self.writes
     }
 
-    /// Heap bytes the dict holds, as charged to the store's limit.
-    pub(crate) fn heap_bytes(&self) -> usize {
+    /// Bytes the dict holds, as charged to the store's limit: its heap
+    /// bytes and its elements' pool slots.
+    pub(crate) fn bytes(&self) -> Charge {
         if self.entries.capacity() == 0 {
-            return 0;
+            return Charge::default();
         }
         let order = self.order.as_ref().map_or(0, |o| o.len() * ORDER_BYTES);
-        self.payload + self.entries.capacity() * SLOT_BYTES + order
+        Charge {
+            bytes: self.payload + self.entries.capacity() * SLOT_BYTES + order,
+            pool: self.pooled,
+        }
     }
 
-    /// What [`heap_bytes`](Self::heap_bytes) can grow by when up to
+    fn charge(&mut self, c: Charge) {
+        self.payload += c.bytes;
+        self.pooled += c.pool;
+    }
+
+    fn uncharge(&mut self, c: Charge) {
+        self.payload -= c.bytes;
+        self.pooled -= c.pool;
+    }
+
+    /// What [`bytes`](Self::bytes) can grow by when up to
     /// `entries` new entries holding `bytes` bytes in all (fields plus
     /// values) go in: their allocations plus, if they do not fit the
     /// table's capacity, a table that doubles. Not a strict bound: a table
@@ -409,6 +507,80 @@ impl Dict {
     }
 }
 
+/// What a dict (or an element) is charged: `bytes` in all, `pool` of
+/// them in pool slots (the rest is on the heap).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Charge {
+    pub bytes: usize,
+    pub pool: usize,
+}
+
+impl Charge {
+    fn of(e: &Element) -> Charge {
+        Charge {
+            bytes: e.cost(),
+            pool: e.pool_bytes(),
+        }
+    }
+
+    /// The heap part.
+    pub fn heap(self) -> usize {
+        self.bytes - self.pool
+    }
+}
+
+impl std::ops::Add for Charge {
+    type Output = Charge;
+    fn add(self, o: Charge) -> Charge {
+        Charge {
+            bytes: self.bytes + o.bytes,
+            pool: self.pool + o.pool,
+        }
+    }
+}
+
+/// A hash, set or sorted set being written: what
+/// [`Store::update_dict`](super::Store::update_dict) hands the writer.
+/// Reads and removals go to the [`Dict`]; [`insert`](Self::insert) also
+/// places large elements in pool memory.
+pub struct DictEdit<'a, 'p> {
+    dict: &'a mut Dict,
+    placer: Option<&'a mut Placer<'p>>,
+}
+
+impl<'a, 'p> DictEdit<'a, 'p> {
+    /// Writes to `dict`, placing large elements with `placer` (none: all
+    /// on the heap).
+    pub(crate) fn new(dict: &'a mut Dict, placer: Option<&'a mut Placer<'p>>) -> Self {
+        DictEdit { dict, placer }
+    }
+
+    /// Sets `field` to `value`; true if the field is new (see
+    /// [`Dict::insert`]). Elements of at least the store's
+    /// `pooled_element_min` bytes go to pool memory.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        match &mut self.placer {
+            Some(p) if !self.dict.is_sorted() => {
+                self.dict.insert_with(field, value, &mut |b| p.place(b))
+            }
+            _ => self.dict.insert(field, value),
+        }
+    }
+}
+
+impl std::ops::Deref for DictEdit<'_, '_> {
+    type Target = Dict;
+    fn deref(&self) -> &Dict {
+        self.dict
+    }
+}
+
+impl std::ops::DerefMut for DictEdit<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Dict {
+        self.dict
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,12 +588,12 @@ mod tests {
     #[test]
     fn insert_remove_and_charge() {
         let mut d = Dict::default();
-        assert_eq!(d.heap_bytes(), 0);
+        assert_eq!(d.bytes().bytes, 0);
         assert!(d.insert(b"f", b"v"));
         assert!(!d.insert(b"f", b"value two"));
         assert_eq!(d.get(b"f"), Some(&b"value two"[..]));
         let bound = Dict::default().growth_bound(1, 10);
-        assert!(d.heap_bytes() <= bound, "{} > {bound}", d.heap_bytes());
+        assert!(d.bytes().bytes <= bound, "{} > {bound}", d.bytes().bytes);
         assert!(d.remove(b"f"));
         assert!(!d.remove(b"f"));
         assert_eq!(d.payload, 0);
@@ -435,11 +607,11 @@ mod tests {
                 .map(|i| format!("field-{round}-{i}-{}", "x".repeat(round)).into_bytes())
                 .collect();
             let bytes = batch.iter().map(|f| 2 * f.len()).sum();
-            let (before, bound) = (d.heap_bytes(), d.growth_bound(batch.len(), bytes));
+            let (before, bound) = (d.bytes().bytes, d.growth_bound(batch.len(), bytes));
             for f in &batch {
                 d.insert(f, f);
             }
-            assert!(d.heap_bytes() - before <= bound, "round {round}");
+            assert!(d.bytes().bytes - before <= bound, "round {round}");
         }
     }
 
@@ -468,7 +640,7 @@ mod tests {
             }
         }
         for (k, _) in d.iter() {
-            assert!(seen.contains(k), "survivor {k:?} missed");
+            assert!(seen.contains(k.bytes()), "survivor {k:?} missed");
         }
     }
 
@@ -500,9 +672,9 @@ mod tests {
             let m = format!("m{}", i * 7919 % 500).into_bytes();
             let s = f64::from(i % 37) - 10.0;
             let grow = z.growth_bound(1, m.len());
-            let before = z.heap_bytes();
+            let before = z.bytes().bytes;
             assert!(z.set_score(&m, s));
-            assert!(z.heap_bytes() - before <= grow);
+            assert!(z.bytes().bytes - before <= grow);
             want.push((s, m));
         }
         // Rescore some, remove some.

@@ -411,13 +411,14 @@ impl Item {
 
     /// Bytes this key holds against the memory limit, as `MEMORY USAGE`
     /// reports: its item's pool slot, its index cell, and a collection's
-    /// body (list chunks and their spans, or a table's heap bytes; a
+    /// body (list chunks and their spans, or a table's heap bytes and its
+    /// large elements' slots; a
     /// collection is locked for the moment it takes to read its size).
     pub fn memory_usage(&self) -> usize {
         const INDEX_CELL: usize = 8;
         let body = self.body.as_ref().map_or(0, |b| match &*lock_body(b) {
             Body::List(l) => l.slot_bytes(),
-            Body::Dict(d) => d.heap_bytes(),
+            Body::Dict(d) => d.bytes().bytes,
         });
         granola::Pool::slot_size_for(self.total_len()) + INDEX_CELL + body
     }

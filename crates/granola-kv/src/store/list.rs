@@ -196,8 +196,18 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
 }
 
 /// Slot bytes a chunk of `payload` element bytes for `key` needs.
-fn chunk_len(key: &[u8], payload: usize) -> usize {
+pub(crate) fn chunk_len(key: &[u8], payload: usize) -> usize {
     CHUNK_HEADER + key.len() + payload
+}
+
+/// Writes the header of a chunk owned by body `id` at `key` (lists' chunks,
+/// and hashes' and sets' large elements: `element.rs`).
+pub(crate) fn write_chunk_header(w: &mut BufMut, key: &[u8], id: u64) {
+    w.extend_from_slice(&[KIND_CHUNK, 0]);
+    w.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    w.extend_from_slice(&0u32.to_le_bytes());
+    w.extend_from_slice(&id.to_le_bytes());
+    w.extend_from_slice(key);
 }
 
 /// Where a list body gets its chunk slots: the store passes an allocator
@@ -507,11 +517,7 @@ impl ListBody {
 
     fn open_chunk(&self, key: &[u8], payload: usize, alloc: &mut Alloc<'_>) -> Option<Chunk> {
         let mut w = alloc(chunk_len(key, payload))?;
-        w.extend_from_slice(&[KIND_CHUNK, 0]);
-        w.extend_from_slice(&(key.len() as u16).to_le_bytes());
-        w.extend_from_slice(&0u32.to_le_bytes());
-        w.extend_from_slice(&self.id.to_le_bytes());
-        w.extend_from_slice(key);
+        write_chunk_header(&mut w, key, self.id);
         Some(Chunk {
             slot: Slot::Open(w),
             spans: VecDeque::new(),

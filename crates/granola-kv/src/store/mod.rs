@@ -31,8 +31,11 @@
 //!   with a type marker) rebuild the body: O(n).
 //! - **Hashes and sets** are a head item (kind hash or set) plus a hash
 //!   table on the heap (`dict.rs`), edited in place under the key's lock:
-//!   O(1) per field. Its heap bytes are charged to the limit like slots
-//!   ([`Store::update_dict`] reserves a bound on a write's growth first).
+//!   O(1) per field. Large fields, values and members sit in pool slots
+//!   of their own that name their owner like list chunks do, and replies
+//!   reference them (`element.rs`). Its bytes are charged to the limit like
+//!   slots ([`Store::update_dict`] reserves a bound on a write's growth
+//!   first).
 //! - **Reads never wait.** [`Store::get`] takes no lock: it loads an entry,
 //!   acquires the slot ([`granola::Pool::try_acquire`]), checks the key and
 //!   re-checks the entry (`index.rs` explains why that is enough). Writers
@@ -78,6 +81,7 @@
 mod access;
 mod clock;
 mod dict;
+mod element;
 mod index;
 mod item;
 mod list;
@@ -86,7 +90,8 @@ mod update;
 
 pub use access::Access;
 pub use clock::{now_ms, Clock};
-pub use dict::Dict;
+pub use dict::{Dict, DictEdit};
+pub use element::Element;
 pub use item::{Item, Kind, Marks};
 pub use list::ListElem;
 pub use update::{Growth, ListEdit};
@@ -115,6 +120,11 @@ pub struct StoreConfig {
     /// Most elements one list (or hash, set) may hold. Default 2^32 - 1;
     /// the memory limit usually binds first.
     pub max_list_len: usize,
+    /// Hash fields and values and set members of at least this many bytes
+    /// are kept in pool memory, where replies reference them; smaller ones
+    /// on the heap, copied. The server sets its copy threshold. Default
+    /// 1024.
+    pub pooled_element_min: usize,
 }
 
 impl Default for StoreConfig {
@@ -124,6 +134,7 @@ impl Default for StoreConfig {
             shards: 512,
             max_item_size: (1 << 20) + 4096,
             max_list_len: u32::MAX as usize,
+            pooled_element_min: 1024,
         }
     }
 }
@@ -240,7 +251,7 @@ pub struct StoreStats {
     /// `item_bytes` but not in pool memory.
     pub list_span_bytes: usize,
     /// Heap bytes of hashes and sets (`dict.rs`), counted in `item_bytes`
-    /// but not in pool memory.
+    /// but not in pool memory (their large elements' pool slots are).
     pub dict_bytes: usize,
     /// Accounted bytes (`item_bytes + index_bytes` + writes in progress);
     /// never above `limit`.
@@ -1248,8 +1259,9 @@ impl Store {
                     b.slot_bytes()
                 }
                 Body::Dict(d) => {
-                    self.dict_bytes.fetch_sub(d.heap_bytes(), Ordering::Relaxed);
-                    d.heap_bytes()
+                    let c = d.bytes();
+                    self.dict_bytes.fetch_sub(c.heap(), Ordering::Relaxed);
+                    c.bytes
                 }
             };
             self.item_bytes.fetch_sub(bytes, Ordering::Relaxed);

@@ -3,8 +3,10 @@
 //! pops at the ends. Hashes, sets and sorted sets are edited in place:
 //! O(1) per field, O(log n) per sorted-set member (`dict.rs`).
 
+use super::dict::Charge;
+use super::element::{placement_bound, Placer};
 use super::item::{lock_body, Body};
-use super::{adjust, Dict, Item, Kind, Meta, Store, StoreError};
+use super::{adjust, Dict, DictEdit, Item, Kind, Meta, Store, StoreError};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -86,12 +88,15 @@ impl Store {
     /// gives the table a new CAS (what [`Item::cas`] reports for it, and
     /// WATCH compares); emptying it removes the key. O(what `f` does): the
     /// table is edited in place and the head item is not rewritten.
+    /// Fields, values and members of at least
+    /// [`StoreConfig::pooled_element_min`](super::StoreConfig) bytes go to
+    /// pool memory (not a sorted set's).
     pub fn update_dict<R>(
         &self,
         key: &[u8],
         kind: Kind,
         growth: Growth,
-        f: impl FnOnce(&mut Dict) -> R,
+        f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<R, StoreError> {
         if !kind.is_dict() {
             return Err(StoreError::WrongType);
@@ -120,22 +125,34 @@ impl Store {
         let Body::Dict(d) = &mut *guard else {
             return Err(StoreError::WrongType);
         };
+        let min = self.config.pooled_element_min;
         let reserved = match growth {
             Growth {
                 entries: 0,
                 bytes: 0,
             } => 0,
+            g if g.bytes >= min && !d.is_sorted() => {
+                d.growth_bound(g.entries, g.bytes) + placement_bound(g.entries, g.bytes, key)
+            }
             g => d.growth_bound(g.entries, g.bytes),
         };
         // The body is locked while the store makes room: eviction skips it.
         if !self.reserve(reserved, Some(&l)) {
             return Err(StoreError::OutOfMemory);
         }
-        let (before, writes) = (d.heap_bytes(), d.writes());
-        let r = f(d);
-        let after = d.heap_bytes();
+        let (before, writes) = (d.bytes(), d.writes());
+        let mut alloc = |n: usize| self.alloc_slot(&l, n);
+        let mut placer = Placer {
+            pool: &self.pool,
+            key,
+            id,
+            min,
+            alloc: &mut alloc,
+        };
+        let r = f(&mut DictEdit::new(d, Some(&mut placer)));
+        let after = d.bytes();
         self.settle_dict(before, after, reserved);
-        if after > before + reserved {
+        if after.bytes > before.bytes + reserved {
             // The table grew past the estimate (a rehash after removals):
             // it is charged; evict until the store is under its limit again.
             self.reserve(0, Some(&l));
@@ -153,7 +170,7 @@ impl Store {
         self.sets.fetch_add(1, Ordering::Relaxed);
         match (&old, empty) {
             (Some(found), true) => self.remove(&l, found.pos, &found.item),
-            (None, true) => self.settle_dict(after, 0, 0),
+            (None, true) => self.settle_dict(after, Charge::default(), 0),
             (Some(found), false) => self.mark_written(&found.item),
             (None, false) => {
                 self.publish_body(id, body);
@@ -191,12 +208,26 @@ impl Store {
         }
         let mut copy = dict.clone();
         copy.set_cas(self.new_cas());
-        let bytes = copy.heap_bytes();
-        if !self.reserve(bytes, Some(&l)) {
+        let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+        // Reserve as if every element stayed on the heap: placing one in
+        // pool memory then only moves its charge (settled below).
+        let heap = copy.bytes().bytes;
+        if !self.reserve(heap, Some(&l)) {
             return Err(StoreError::OutOfMemory);
         }
-        self.settle_dict(0, bytes, bytes);
-        let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+        let mut alloc = |n: usize| self.alloc_slot(&l, n);
+        copy.place_all(&mut Placer {
+            pool: &self.pool,
+            key,
+            id,
+            min: self.config.pooled_element_min,
+            alloc: &mut alloc,
+        });
+        let bytes = copy.bytes();
+        self.settle_dict(Charge::default(), bytes, heap);
+        if bytes.bytes > heap {
+            self.reserve(0, Some(&l));
+        }
         self.publish_body(id, Arc::new(Mutex::new(Body::Dict(copy))));
         if let Err(e) = self.put_head(&l, &h, key, kind, id, meta, old.as_ref()) {
             self.drop_body(id);
@@ -206,12 +237,12 @@ impl Store {
         Ok(())
     }
 
-    /// Settles a dict write's accounting: its heap bytes went from
-    /// `before` to `after`, `reserved` bytes were reserved up front.
-    fn settle_dict(&self, before: usize, after: usize, reserved: usize) {
-        adjust(&self.item_bytes, after, before);
-        adjust(&self.dict_bytes, after, before);
-        adjust(&self.accounted, after, before + reserved);
+    /// Settles a dict write's accounting: its bytes went from `before` to
+    /// `after`, `reserved` bytes were reserved up front.
+    fn settle_dict(&self, before: Charge, after: Charge, reserved: usize) {
+        adjust(&self.item_bytes, after.bytes, before.bytes);
+        adjust(&self.dict_bytes, after.heap(), before.heap());
+        adjust(&self.accounted, after.bytes, before.bytes + reserved);
     }
 }
 

@@ -7,6 +7,7 @@ use super::collections::{read, CType};
 use super::{glob, parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
+use crate::store::Element;
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.arg(i).unwrap_or_default()
@@ -22,13 +23,13 @@ pub fn scan_step(
     t: CType,
     no_values: bool,
     width: fn(&ScanOptions<'_>) -> usize,
-    emit: fn(&mut Ctx<'_>, &ScanOptions<'_>, &[u8], &[u8]),
+    emit: fn(&mut Ctx<'_>, &ScanOptions<'_>, &Element, &Element),
 ) -> Step {
     let Some(opts) = scan_options(ctx, cmd, no_values) else {
         return Step::Done;
     };
     let _ = read(ctx, arg(cmd, 1), t, |ctx, d| {
-        let mut hits: Vec<(&[u8], &[u8])> = Vec::new();
+        let mut hits: Vec<(&Element, &Element)> = Vec::new();
         let next = d.map_or(0, |d| {
             d.scan(opts.cursor, opts.count, |k, v| {
                 if opts.matches(k) {

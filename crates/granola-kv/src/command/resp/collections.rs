@@ -5,7 +5,8 @@
 //!   ends, elements sent by reference.
 //! - **Hashes and sets** are the store's hash tables (`store/dict.rs`),
 //!   edited in place under the key's lock: O(1) per field or member;
-//!   replies copy the (typically small) fields and values.
+//!   replies copy small fields, values and members and reference large
+//!   ones (in pool memory: `store/element.rs`), as they do strings.
 //! - **Sorted sets** are the same tables (member → score) plus an ordered
 //!   index of (score, member): O(log n) per member.
 
@@ -64,7 +65,7 @@ fn body(item: &Item) -> Vec<Vec<u8>> {
 
 use super::{Ctx, Replied};
 use crate::protocol::resp;
-use crate::store::{Dict, Growth, ListEdit};
+use crate::store::{Dict, DictEdit, Growth, ListEdit};
 
 impl Ctx<'_> {
     /// The collection at `key` if it is of type `t`; `Err` (WRONGTYPE
@@ -127,7 +128,7 @@ pub fn edit<R>(
     key: &[u8],
     t: CType,
     growth: Growth,
-    f: impl FnOnce(&mut Dict) -> R,
+    f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
 ) -> Result<R, Replied> {
     let kind = t.dict_kind().expect("a hash, set or sorted set");
     let mut f = Some(f);

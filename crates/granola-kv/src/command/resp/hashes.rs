@@ -64,8 +64,8 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// `HGET key field`.
 pub fn hget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
-        match h.and_then(|h| h.get(arg(cmd, 2))) {
-            Some(v) => ctx.bytes(v),
+        match h.and_then(|h| h.value(arg(cmd, 2))) {
+            Some(v) => ctx.element(v),
             None => ctx.null(),
         }
     });
@@ -77,8 +77,8 @@ pub fn hmget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
         ctx.array(cmd.len() - 2);
         for f in cmd.args().skip(2) {
-            match h.and_then(|h| h.get(f)) {
-                Some(v) => ctx.bytes(v),
+            match h.and_then(|h| h.value(f)) {
+                Some(v) => ctx.element(v),
                 None => ctx.null(),
             }
         }
@@ -91,8 +91,8 @@ pub fn hgetall(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
         ctx.map(h.map_or(0, Dict::len));
         for (f, v) in h.iter().flat_map(|h| h.iter()) {
-            ctx.bytes(f);
-            ctx.bytes(v);
+            ctx.element(f);
+            ctx.element(v);
         }
     });
     Step::Done
@@ -113,7 +113,7 @@ fn half(ctx: &mut Ctx<'_>, cmd: &Command<'_>, values: bool) -> Step {
     let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
         ctx.array(h.map_or(0, Dict::len));
         for (f, v) in h.iter().flat_map(|h| h.iter()) {
-            ctx.bytes(if values { v } else { f });
+            ctx.element(if values { v } else { f });
         }
     });
     Step::Done
@@ -229,28 +229,27 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
         let picks = random_positions(h.map_or(0, Dict::len), count);
-        let entry = |i: usize| h.and_then(|h| h.at(i)).unwrap_or((b"", b""));
+        // Positions come from the table's length: every one is there.
+        let mut entries = picks.iter().filter_map(|&i| h.and_then(|h| h.at(i)));
         match count {
-            None => match picks.first() {
-                Some(&i) => ctx.bytes(entry(i).0),
+            None => match entries.next() {
+                Some((f, _)) => ctx.element(f),
                 None => ctx.null(),
             },
             Some(_) if values && ctx.version() == resp::Version::Resp3 => {
                 ctx.array(picks.len());
-                for i in picks {
-                    let (f, v) = entry(i);
+                for (f, v) in entries {
                     ctx.array(2);
-                    ctx.bytes(f);
-                    ctx.bytes(v);
+                    ctx.element(f);
+                    ctx.element(v);
                 }
             }
             Some(_) => {
                 ctx.array(picks.len() * if values { 2 } else { 1 });
-                for i in picks {
-                    let (f, v) = entry(i);
-                    ctx.bytes(f);
+                for (f, v) in entries {
+                    ctx.element(f);
                     if values {
-                        ctx.bytes(v);
+                        ctx.element(v);
                     }
                 }
             }
@@ -268,9 +267,9 @@ pub fn hscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         true,
         |o| if o.no_values { 1 } else { 2 },
         |ctx, o, f, v| {
-            ctx.bytes(f);
+            ctx.element(f);
             if !o.no_values {
-                ctx.bytes(v);
+                ctx.element(v);
             }
         },
     )

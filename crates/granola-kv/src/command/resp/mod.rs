@@ -27,7 +27,7 @@ use super::{Step, Storage};
 use crate::protocol::resp::{self, Command, Version};
 use crate::protocol::ReplySink;
 use crate::server::Shared;
-use crate::store::{Item, Kind, StoreError};
+use crate::store::{Element, Item, Kind, StoreError};
 use granola::Buf;
 
 /// Per-connection state of a RESP client.
@@ -129,6 +129,14 @@ impl Ctx<'_> {
     /// referenced above the threshold (no reference count when copied).
     pub fn bulk_item(&mut self, item: &Item) {
         resp::write_bulk_stored(self.out, item.value_bytes(), || item.value());
+    }
+    /// A hash's or set's element as a bulk string: referenced if it is in
+    /// pool memory and above the threshold, else copied.
+    pub fn element(&mut self, e: &Element) {
+        match e.buf() {
+            Some(b) => self.bulk(b),
+            None => self.bytes(e),
+        }
     }
     /// Bytes as a bulk string (copied).
     pub fn bytes(&mut self, b: &[u8]) {

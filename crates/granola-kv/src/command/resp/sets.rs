@@ -10,7 +10,7 @@ use super::collections::{
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Growth, Kind, Meta};
+use crate::store::{Dict, Element, Growth, Kind, Meta};
 
 const T: CType = CType::Set;
 
@@ -43,10 +43,10 @@ pub fn srem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 /// Writes `members` as a set reply.
-fn reply_set<'m>(ctx: &mut Ctx<'_>, n: usize, members: impl Iterator<Item = &'m [u8]>) {
+fn reply_set<'m>(ctx: &mut Ctx<'_>, n: usize, members: impl Iterator<Item = &'m Element>) {
     ctx.set(n);
     for m in members {
-        ctx.bytes(m);
+        ctx.element(m);
     }
 }
 
@@ -120,17 +120,20 @@ pub fn spop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Ok(popped) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
         let n = (count.unwrap_or(1) as usize).min(s.len());
         (0..n)
-            .filter_map(|_| s.remove_at(random(s.len())))
+            .filter_map(|_| {
+                let i = random(s.len());
+                s.remove_at(i)
+            })
             .collect::<Vec<_>>()
     }) else {
         return Step::Done;
     };
     match count {
         None => match popped.first() {
-            Some(v) => ctx.bytes(v),
+            Some(v) => ctx.element(v),
             None => ctx.null(),
         },
-        Some(_) => reply_set(ctx, popped.len(), popped.iter().map(|m| &m[..])),
+        Some(_) => reply_set(ctx, popped.len(), popped.iter()),
     }
     Step::Done
 }
@@ -142,16 +145,17 @@ pub fn srandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
         let picks = random_positions(s.map_or(0, Dict::len), count);
-        let member = |i: usize| s.and_then(|s| s.at(i)).map_or(&b""[..], |(m, _)| m);
+        // Positions come from the table's length: every one is there.
+        let mut members = picks.iter().filter_map(|&i| s.and_then(|s| s.at(i)));
         match count {
-            None => match picks.first() {
-                Some(&i) => ctx.bytes(member(i)),
+            None => match members.next() {
+                Some((m, _)) => ctx.element(m),
                 None => ctx.null(),
             },
             Some(_) => {
                 ctx.array(picks.len());
-                for i in picks {
-                    ctx.bytes(member(i));
+                for (m, _) in members {
+                    ctx.element(m);
                 }
             }
         }

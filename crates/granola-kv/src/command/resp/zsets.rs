@@ -432,8 +432,8 @@ pub fn zscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         |_| 2,
         |ctx, _, m, score| {
             // The table's value is the score, 8 big-endian bytes.
-            let s = <[u8; 8]>::try_from(score).map_or(0.0, f64::from_be_bytes);
-            ctx.bytes(m);
+            let s = <[u8; 8]>::try_from(score.bytes()).map_or(0.0, f64::from_be_bytes);
+            ctx.element(m);
             ctx.bytes(resp::format_double(s).as_bytes());
         },
     )
