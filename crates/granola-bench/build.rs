@@ -25,8 +25,10 @@ fn main() {
     println!("cargo:rerun-if-changed={kv}");
     let kv_out = out_dir.join("kv");
     std::fs::create_dir_all(&kv_out).expect("create OUT_DIR/kv");
+    // As the server compiles it: no `unknown_fields`.
     if let Err(e) = granola_build::Config::new()
         .out_dir(&kv_out)
+        .unknown_fields(false)
         .compile_protos(&[kv], &["../granola-kv/proto"])
     {
         panic!("granola-build failed on kv.proto:\n{e}");

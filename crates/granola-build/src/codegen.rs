@@ -648,6 +648,30 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
     });
     let borrows = an.borrows(&m.full_name);
     let lt = lifetime(borrows);
+    let unknown = if model.unknown_fields {
+        // Named so that no proto field can take the name first.
+        let taken = |n: &str| {
+            m.fields.iter().any(|f| f.ident == n) || m.oneofs.iter().any(|o| o.ident == n)
+        };
+        let name = ["unknown_fields", "unknown_fields_"]
+            .into_iter()
+            .find(|n| !taken(n))
+            .unwrap_or("__unknown_fields");
+        let field = ident(name);
+        let ult = if borrows {
+            quote!(<'a>)
+        } else {
+            quote!(<'static>)
+        };
+        struct_fields.extend(quote! {
+            /// Fields this schema does not know, from a decoded message
+            /// (written back on encode).
+            pub #field: ::granola::UnknownFields #ult,
+        });
+        quote!(, #field)
+    } else {
+        quote!()
+    };
     let accessors = if accessors.is_empty() {
         quote!()
     } else {
@@ -741,7 +765,7 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
             #struct_fields
         }
 
-        ::granola::message!(#macro_name, #words, { #(#list),* });
+        ::granola::message!(#macro_name, #words, { #(#list),* } #unknown);
 
         #accessors
 

@@ -132,6 +132,12 @@
 //! | enum `E` | `i32` (open: unknown values survive), with `x() -> E` and `set_x(E)`; repeated: `x()` iterates, `push_x(E)` |
 //! | `oneof o` | `Option<m::O>`, an enum with one variant per member |
 //!
+//! Plus `unknown_fields: granola::UnknownFields`: the fields a decoded
+//! message had that this schema does not know (a newer writer's); encoding
+//! writes them back, so they survive a pass through an older reader, as in
+//! protobuf. Build messages with `..Default::default()` for it (and for
+//! fields added later); [`Config::unknown_fields`] turns it off.
+//!
 //! **Ownership.** `M<'a>` borrows for `'a` only what it was given or
 //! decoded from: `M::decode(&bytes)` is zero-copy (fields point into
 //! `bytes`), and building one from `&str`/`&[u8]` borrows them. Fields built
@@ -292,6 +298,7 @@ pub struct Config {
     field_attrs: Vec<(String, String)>,
     include_file: Option<PathBuf>,
     views: bool,
+    unknown_fields: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -305,6 +312,7 @@ impl std::fmt::Debug for Config {
             .field("field_attrs", &self.field_attrs)
             .field("include_file", &self.include_file)
             .field("views", &self.views)
+            .field("unknown_fields", &self.unknown_fields)
             .finish()
     }
 }
@@ -328,7 +336,20 @@ impl Config {
             field_attrs: Vec::new(),
             include_file: None,
             views: false,
+            unknown_fields: true,
         }
+    }
+
+    /// Whether each message keeps the fields its schema does not know
+    /// (default on, as protobuf does): a `pub unknown_fields:
+    /// granola::UnknownFields` field holds them after decode, and encode
+    /// writes them back, so a message from a newer schema passes through
+    /// this one without losing fields. Off, messages have no such field
+    /// (build them with struct literals listing only the schema's fields)
+    /// and a re-encode drops what the schema does not know, as prost does.
+    pub fn unknown_fields(&mut self, keep: bool) -> &mut Self {
+        self.unknown_fields = keep;
+        self
     }
 
     /// Also generates, for each message `M`, a read-only view `MView<'a>`
@@ -576,6 +597,7 @@ impl Config {
         model.type_attrs = self.type_attrs.clone();
         model.field_attrs = self.field_attrs.clone();
         model.views = self.views;
+        model.unknown_fields = self.unknown_fields;
         let files = model
             .packages
             .iter()

@@ -41,6 +41,8 @@ pub(crate) struct Model {
     pub field_attrs: Vec<(String, String)>,
     /// Generate a read-only `<Name>View<'a>` per message.
     pub views: bool,
+    /// Give every message an `unknown_fields` field (kept on re-encode).
+    pub unknown_fields: bool,
     /// Messages mapped with `Config::extern_path`: nothing is generated for
     /// them, but whether they borrow decides how fields name them.
     pub extern_messages: Vec<Message>,
@@ -468,6 +470,7 @@ pub(crate) fn build(
             type_attrs: Vec::new(),
             field_attrs: Vec::new(),
             views: false,
+            unknown_fields: true,
             extern_messages: Vec::new(),
         });
     }

@@ -38,6 +38,7 @@ pub mod sample {
             }],
             flag: true,
             ratio: 0.5,
+            ..Default::default()
         }
     }
 }

@@ -93,6 +93,7 @@ fn filled_sample_round_trips() {
         inner: Some(sample::Inner {
             a: u64::MAX,
             payload: big.slice(..600).into(),
+            ..Default::default()
         }),
         items: vec![
             sample::Inner {
@@ -106,6 +107,7 @@ fn filled_sample_round_trips() {
         ],
         flag: false,
         ratio: -1.25,
+        ..Default::default()
     };
     let v = round_trip!(sample::Sample, &g);
     let rx = pool.alloc_copy(&v).unwrap();
@@ -254,14 +256,20 @@ fn nested_messages_across_packages_round_trip() {
                         label: "corner".into(),
                         ..Default::default()
                     }),
+                    ..Default::default()
                 }),
-                tags: vec![shapes::shape::vertex::Tag { name: "t".into() }],
+                tags: vec![shapes::shape::vertex::Tag {
+                    name: "t".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
             });
         }
         c.shapes.push(shape);
     }
     c.tag = Some(shapes::shape::vertex::Tag {
         name: "canvas".into(),
+        ..Default::default()
     });
     c.points.push(common::Point {
         x: 1.0,
@@ -335,10 +343,15 @@ fn recursive_messages_round_trip() {
                             ..Default::default()
                         }),
                         forest: None,
+                        ..Default::default()
                     }],
+                    ..Default::default()
                 }),
+                ..Default::default()
             }],
+            ..Default::default()
         }),
+        ..Default::default()
     };
     let v = round_trip!(recursive::Tree, &t);
     let d = recursive::Tree::decode(&v).unwrap();
@@ -371,12 +384,19 @@ fn awkward_names_round_trip() {
             string: "s".into(),
             r#box: Some(names::Box {
                 r#yield: Some(0.5),
-                string: Some(names::String { vec: b"v".into() }),
+                string: Some(names::String {
+                    vec: b"v".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
             }),
+            ..Default::default()
         }),
         vec: vec![names::Vec {
             r#loop: vec!["l".into()],
+            ..Default::default()
         }],
+        ..Default::default()
     };
     let v = round_trip!(names::Option, &o);
     let d = names::Option::decode(&v).unwrap();

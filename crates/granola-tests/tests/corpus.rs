@@ -23,9 +23,11 @@ fn pubsub_round_trips() {
                 publish_time: Some(wkt::Timestamp {
                     seconds: 1_700_000_000 + i64::from(i),
                     nanos: 0,
+                    ..Default::default()
                 }),
                 ..Default::default()
             }),
+            ..Default::default()
         });
     }
     r.confirmation = Some(
@@ -51,6 +53,7 @@ fn pubsub_round_trips() {
         message_retention_duration: Some(wkt::Duration {
             seconds: 86_400,
             nanos: 0,
+            ..Default::default()
         }),
         message_storage_policy: Some(ps::MessageStoragePolicy {
             allowed_persistence_regions: vec!["eu".into()],
@@ -86,14 +89,20 @@ fn store_round_trips() {
                 "owner".into(),
                 wkt::Value {
                     kind: Some(wkt::value::Kind::StringValue("me".into())),
+                    ..Default::default()
                 },
             )]
             .into(),
+            ..Default::default()
         }),
-        size_limit: Some(wkt::Int64Value { value: 1 << 40 }),
+        size_limit: Some(wkt::Int64Value {
+            value: 1 << 40,
+            ..Default::default()
+        }),
         details: vec![wkt::Any {
             type_url: "type.googleapis.com/corpus.store.Object".into(),
             value: b"\x00".into(),
+            ..Default::default()
         }],
         ..Default::default()
     };
@@ -104,6 +113,7 @@ fn store_round_trips() {
             wkt::Timestamp {
                 seconds: 5,
                 nanos: 0,
+                ..Default::default()
             },
         )),
         ..Default::default()

@@ -53,18 +53,19 @@ fn one_scalar() {
         &pool(),
         1024,
         &m,
-        &hex("01 00 00 00 01 00 00 00 07 00 00 00 00 00 00 00"),
+        &hex("01 00 00 00 01 00 00 00 07 00 00 00 00 00 00 00 00"),
     );
 }
 
 const EXAMPLE_3_REFERENCED: &str = "
     01 00 00 00  2b 00 00 00
     07 00 00 00 00 00 00 00
-    02 00 00 00 40 00 00 00
-    02 00 00 00 28 00 00 00
-    02 00 00 00 38 00 00 00
-    04 00 00 00 43 00 00 00
-    01 00 00 00 42 00 00 00
+    02 00 00 00 44 00 00 00
+    02 00 00 00 2c 00 00 00
+    02 00 00 00 3c 00 00 00
+    00 01 06 04
+    04 00 00 00 47 00 00 00
+    01 00 00 00 46 00 00 00
     ff ff ff ff 02 00 00 00
     68 69 78
     61 62 63 64";
@@ -86,15 +87,15 @@ fn copy_before_zero_copy() {
     let m = example_3(abcd.clone().into());
     let expected = hex(EXAMPLE_3_REFERENCED);
     check_round_trip(&p, 4, &m, &expected);
-    // The fused path: head = bytes 0..67, one zero-copy entry.
+    // The fused path: head = bytes 0..71, one zero-copy entry.
     let sizes = m.encoded_sizes_with(4);
-    assert_eq!((sizes.header_len(), sizes.copy_len()), (64, 3));
+    assert_eq!((sizes.header_len(), sizes.copy_len()), (68, 3));
     assert_eq!((sizes.zero_copy_count(), sizes.zero_copy_len()), (1, 4));
     let mut head = vec![0u8; sizes.head_len()];
     let mut entries = Vec::new();
     m.encode(&sizes, &mut head, |b| entries.push(b.clone()))
         .unwrap();
-    assert_eq!(head, expected[..67]);
+    assert_eq!(head, expected[..71]);
     assert_eq!(entries.len(), 1);
     assert!(entries[0].same_slot(&abcd));
 }
@@ -106,11 +107,12 @@ fn everything_copied_when_threshold_is_max() {
     let m = example_3(abcd.into());
     let expected = hex("01 00 00 00  2b 00 00 00
          07 00 00 00 00 00 00 00
-         02 00 00 00 40 00 00 00
-         02 00 00 00 28 00 00 00
-         02 00 00 00 38 00 00 00
-         04 00 00 00 42 00 00 00
-         01 00 00 00 46 00 00 00
+         02 00 00 00 44 00 00 00
+         02 00 00 00 2c 00 00 00
+         02 00 00 00 3c 00 00 00
+         00 01 06 04
+         04 00 00 00 46 00 00 00
+         01 00 00 00 4a 00 00 00
          ff ff ff ff 02 00 00 00
          68 69 61 62 63 64 78");
     check_round_trip(&p, usize::MAX, &m, &expected);
@@ -129,6 +131,7 @@ fn nested_and_scalars() {
         inner: Some(Inner {
             a: 5,
             payload: b"p".into(),
+            ..Default::default()
         }),
         items: vec![
             Inner {
@@ -142,34 +145,41 @@ fn nested_and_scalars() {
         ..Default::default()
     };
     let expected = hex("01 00 00 00 c0 03 00 00
-         18 00 00 00 28 00 00 00
-         02 00 00 00 40 00 00 00
+         1a 00 00 00 2c 00 00 00
+         02 00 00 00 46 00 00 00
          01 00 00 00 00 00 00 00
          00 00 00 00 00 00 e0 3f
+         02 07 00 00
          01 00 00 00 03 00 00 00
          05 00 00 00 00 00 00 00
-         01 00 00 00 64 00 00 00
-         10 00 00 00 50 00 00 00
-         04 00 00 00 60 00 00 00
+         01 00 00 00 6b 00 00 00
+         00 01
+         11 00 00 00 56 00 00 00
+         04 00 00 00 67 00 00 00
          01 00 00 00 01 00 00 00
          01 00 00 00 00 00 00 00
+         00
          00 00 00 00
          70");
     check_round_trip(&pool(), 1024, &m, &expected);
 }
 
 #[test]
-fn unknown_fields_are_skipped() {
-    // Field 11 (unknown to this schema, e.g. added by a newer writer) sits
-    // between nothing and nothing; field 1 must still read correctly, and
-    // a field 40 in a second bitmap word too.
+fn unknown_fields_are_kept() {
+    // Fields 11 and 40 (unknown to this schema, e.g. added by a newer
+    // writer; 40 in a second bitmap word) beside field 1: field 1 reads
+    // correctly, the two are kept, and re-encoding writes the same bytes.
     let bytes = hex("02 00 00 00  01 04 00 00  80 00 00 00
          07 00 00 00 00 00 00 00
          ff ff ff ff ff ff ff ff
-         ee ee ee ee ee ee ee ee");
-    let m = Sample::decode(&bytes).unwrap();
+         ee ee ee ee ee ee ee ee
+         00 00 00");
+    let mut m = Sample::decode(&bytes).unwrap();
     assert_eq!(m.id, 7);
     assert!(m.name.is_empty());
+    assert_eq!(m.unknown_fields.numbers().collect::<Vec<_>>(), [11, 40]);
+    assert_eq!(m.to_vec().unwrap(), bytes);
+    m.unknown_fields.clear();
     let only_id = Sample {
         id: 7,
         ..Default::default()

@@ -15,9 +15,10 @@ fn le(words: &[u32]) -> Vec<u8> {
 /// A root with one repeated-message field `field` (in word 0) whose `n`
 /// entries all point at a single empty header.
 fn aliased_list(field: u32, n: u32) -> Vec<u8> {
-    let entries_at = 16u32;
+    let entries_at = 17u32;
     let empty_at = entries_at + 8 * n;
     let mut v = le(&[1, 1 << (field - 1), n, entries_at]);
+    v.push(granola::wire::kind::LIST_MESSAGE);
     for _ in 0..n {
         v.extend(le(&[4, empty_at]));
     }
@@ -73,9 +74,10 @@ fn re_encoding_aliased_data_past_4_gib_is_an_error() {
     // about 1 MiB of input that re-encodes to 4.1 GiB.
     let n = 4200u32;
     let data = 1u32 << 20;
-    let entries_at = 16u32;
+    let entries_at = 17u32;
     let data_at = entries_at + 8 * n;
     let mut input = le(&[1, 1 << 3, n, entries_at]);
+    input.push(granola::wire::kind::LIST_BYTES);
     for _ in 0..n {
         input.extend(le(&[data, data_at]));
     }

@@ -124,6 +124,7 @@ fn oneof_and_enum_wire_golden() {
         0x02, 0x02, 0, 0,                           // bitmap: fields 2, 10
         0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // color = -3
         0x09, 0, 0, 0, 0, 0, 0, 0,                  // level = 9
+        0x00, 0x00,                                 // kinds: scalar, scalar
     ];
     assert_eq!(bytes(&s), want);
 }
@@ -138,11 +139,13 @@ fn map_wire_golden() {
     #[rustfmt::skip]
     let want: &[u8] = &[
         0x01, 0, 0, 0, 0x08, 0, 0, 0,   // W = 1, field 4
-        0x01, 0, 0, 0, 0x10, 0, 0, 0,   // u32_e: 1 entry at 16
-        0x18, 0, 0, 0, 0x18, 0, 0, 0,   // entry 0: header of 24 bytes at 24
+        0x01, 0, 0, 0, 0x11, 0, 0, 0,   // u32_e: 1 entry at 17
+        0x07,                           // kind: list of messages
+        0x1a, 0, 0, 0, 0x19, 0, 0, 0,   // entry 0: header of 26 bytes at 25
         0x01, 0, 0, 0, 0x03, 0, 0, 0,   // W = 1, fields 1, 2
         0x05, 0, 0, 0, 0, 0, 0, 0,      // key = 5
         0x02, 0, 0, 0, 0, 0, 0, 0,      // value = GREEN
+        0x00, 0x00,                     // kinds: scalar, scalar
     ];
     assert_eq!(bytes(&m), want);
     assert_eq!(lang::Maps::decode(want).unwrap(), m);
@@ -218,7 +221,10 @@ fn deprecated_items_still_work() {
         ..Default::default()
     };
     assert_eq!(lang::Shape::decode(&bytes(&s)).unwrap().id, 3);
-    let o = lang::Old { note: "n".into() };
+    let o = lang::Old {
+        note: "n".into(),
+        ..Default::default()
+    };
     assert_eq!(lang::Old::decode(&bytes(&o)).unwrap().note, "n");
 }
 
@@ -228,20 +234,32 @@ fn well_known_types_round_trip() {
         at: Some(wkt::Timestamp {
             seconds: 1_700_000_000,
             nanos: 5,
+            ..Default::default()
         }),
         took: Some(wkt::Duration {
             seconds: -1,
             nanos: 0,
+            ..Default::default()
         }),
-        nothing: Some(wkt::Empty {}),
-        name: Some(wkt::StringValue { value: "n".into() }),
+        nothing: Some(wkt::Empty {
+            ..Default::default()
+        }),
+        name: Some(wkt::StringValue {
+            value: "n".into(),
+            ..Default::default()
+        }),
         mask: Some(wkt::FieldMask {
             paths: vec!["a.b".into()],
+            ..Default::default()
         }),
-        count: Some(wkt::Int64Value { value: -5 }),
+        count: Some(wkt::Int64Value {
+            value: -5,
+            ..Default::default()
+        }),
         any: Some(wkt::Any {
             type_url: "type.googleapis.com/lang.Shape".into(),
             value: b"\x01\x02".into(),
+            ..Default::default()
         }),
         meta: Some(wkt::Struct {
             fields: [
@@ -249,6 +267,7 @@ fn well_known_types_round_trip() {
                     "answer".into(),
                     wkt::Value {
                         kind: Some(wkt::value::Kind::NumberValue(42.0)),
+                        ..Default::default()
                     },
                 ),
                 (
@@ -260,20 +279,27 @@ fn well_known_types_round_trip() {
                                     kind: Some(wkt::value::Kind::NullValue(
                                         wkt::NullValue::NullValue.into(),
                                     )),
+                                    ..Default::default()
                                 },
                                 wkt::Value {
                                     kind: Some(wkt::value::Kind::StringValue("s".into())),
+                                    ..Default::default()
                                 },
                             ],
+                            ..Default::default()
                         })),
+                        ..Default::default()
                     },
                 ),
             ]
             .into(),
+            ..Default::default()
         }),
         value: Some(wkt::Value {
             kind: Some(wkt::value::Kind::BoolValue(true)),
+            ..Default::default()
         }),
+        ..Default::default()
     };
     let v = bytes(&w);
     let d = lang::Wkt::decode(&v).unwrap();
@@ -289,8 +315,15 @@ fn well_known_types_round_trip() {
 #[test]
 fn package_and_nested_module_do_not_clash() {
     let b = clash::B {
-        c: Some(clash::b_::C { x: 1 }),
-        d: Some(clash::b::D { y: "y".into() }),
+        c: Some(clash::b_::C {
+            x: 1,
+            ..Default::default()
+        }),
+        d: Some(clash::b::D {
+            y: "y".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
     };
     let v = bytes(&b);
     let d = clash::B::decode(&v).unwrap();
@@ -316,8 +349,80 @@ fn added_enum_value_survives_an_old_reader() {
     );
 }
 
+/// Unknown fields survive an older reader: a v2 event with every kind of
+/// field v1 does not know (scalars, a string, nested messages two deep,
+/// scalar lists of each width, string and message lists, a map, a field
+/// in the second bitmap word, a new oneof member holding a large pool
+/// value) is decoded by v1 from a received pool buffer, edited there
+/// (v1's own field), re-encoded and decoded by v2: every v2 field is
+/// back, and the large value went out by reference both times.
 #[test]
-fn added_oneof_member_is_skipped_by_an_old_reader() {
+fn unknown_fields_survive_an_older_reader() {
+    use granola::DecodeOptions;
+    let pool = Pool::with_capacity(8 << 20).unwrap();
+    let big = pool.alloc_copy(&[7u8; 4096]).unwrap();
+    let detail = |note: &'static str| v2::Detail {
+        note: note.into(),
+        counts: vec![1, u64::MAX],
+        child: Some(Box::new(v2::Detail {
+            note: "leaf".into(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let new = v2::Event {
+        level: v2::Level::Low.into(),
+        what: Some(v2::event::What::Blob(big.clone().into())),
+        score: 2.5,
+        source: "sensor-7".into(),
+        detail: Some(detail("d")),
+        flags: vec![true, false, true],
+        deltas: vec![-1, 5, i32::MIN],
+        stamps: vec![9, 10],
+        tags: vec!["a".into(), "".into(), "c".into()],
+        history: vec![detail("h0"), v2::Detail::default(), detail("h2")],
+        totals: [("x".into(), -4), ("y".into(), 1 << 40)].into(),
+        far: 99,
+        ..Default::default()
+    };
+    let sent = new.to_sga_with(1024).unwrap();
+    assert_eq!(new.encoded_sizes_with(1024).zero_copy_count(), 1);
+    let rx = pool.alloc_copy(&sent.to_vec()).unwrap();
+
+    let mut old = v1::Event::decode_buf_with(&rx, &DecodeOptions::default(), 1024).unwrap();
+    assert_eq!(old.what, None);
+    assert_eq!(
+        old.unknown_fields.numbers().collect::<Vec<_>>(),
+        [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 40]
+    );
+    old.set_level(v1::Level::High);
+    // The kept blob is a reference into the received buffer: it goes out
+    // by reference again.
+    assert_eq!(old.encoded_sizes_with(1024).zero_copy_count(), 1);
+    let re_encoded = old.to_vec().unwrap();
+    let again = v2::Event::decode(&re_encoded).unwrap();
+    let mut want = new.clone();
+    want.set_level(v2::Level::High);
+    assert_eq!(again, want);
+
+    // Owned (`into_owned`) and cleared: the owned copy keeps them, a
+    // cleared one writes only what v1 knows.
+    let owned = old.clone().into_owned();
+    assert_eq!(v2::Event::decode(&bytes(&owned)).unwrap(), want);
+    old.unknown_fields.clear();
+    let v1_only = bytes(&old);
+    let known_only = v2::Event::decode(&v1_only).unwrap();
+    assert_eq!(
+        known_only,
+        v2::Event {
+            level: v2::Level::High.into(),
+            ..Default::default()
+        }
+    );
+}
+
+#[test]
+fn added_oneof_member_is_kept_by_an_old_reader() {
     let new = v2::Event {
         what: Some(v2::event::What::Blob(b"new".into())),
         ..Default::default()
@@ -325,6 +430,9 @@ fn added_oneof_member_is_skipped_by_an_old_reader() {
     let v = bytes(&new);
     let old = v1::Event::decode(&v).unwrap();
     assert_eq!(old.what, None, "unknown member: nothing set");
+    // ...but kept, and written back.
+    assert_eq!(old.unknown_fields.numbers().collect::<Vec<_>>(), [4]);
+    assert_eq!(v2::Event::decode(&bytes(&old)).unwrap(), new);
 
     // Members both versions know cross in both directions.
     let o = v1::Event {
@@ -348,6 +456,7 @@ fn two_oneof_members_on_the_wire_decode_to_the_last() {
         0x01, 0, 0, 0, 0x00, 0x03, 0, 0,        // W = 1, fields 9, 10 (flag.on, flag.level)
         0x01, 0, 0, 0, 0, 0, 0, 0,              // on = true
         0x07, 0, 0, 0, 0, 0, 0, 0,              // level = 7
+        0x00, 0x00,                             // kinds
     ];
     let d = lang::Shape::decode(two).unwrap();
     assert_eq!(d.flag, Some(shape::Flag::Level(7)));
@@ -363,6 +472,7 @@ fn extern_path_reuses_the_well_known_types() {
         at: Some(wkt::Timestamp {
             seconds: 12,
             nanos: 0,
+            ..Default::default()
         }),
         ..Default::default()
     };

@@ -1,12 +1,24 @@
 //! Hostile input: every case is an error value, never a panic or an
 //! out-of-bounds read. One test per class of malformation.
 
+use granola::wire::kind;
 use granola::{Decode, DecodeErrorKind as K, DecodeOptions, Message};
 use granola_tests::sample::{Inner, Sample};
 
 fn le(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
+
+/// A root header (17 bytes) with one field present: bitmap word `bitmap`
+/// (one bit set), its slot `(a, b)` and its kind byte.
+fn one_field(bitmap: u32, a: u32, b: u32, kind: u8) -> Vec<u8> {
+    let mut v = le(&[1, bitmap, a, b]);
+    v.push(kind);
+    v
+}
+
+/// Bytes right after a one-field root header.
+const AFTER_HEADER: u32 = 17;
 
 fn full_message() -> Vec<u8> {
     Sample {
@@ -84,13 +96,13 @@ fn slots_beyond_the_input() {
 #[test]
 fn bytes_offset_overflow() {
     // name (field 2): len u32::MAX at offset u32::MAX.
-    let e = Sample::decode(&le(&[1, 0b10, u32::MAX, u32::MAX])).unwrap_err();
+    let e = Sample::decode(&one_field(0b10, u32::MAX, u32::MAX, kind::BYTES)).unwrap_err();
     assert_eq!((e.kind, e.field), (K::OutOfBounds, 2));
     // In range offset, length one past the end.
-    let e = Sample::decode(&le(&[1, 0b10, 1, 16])).unwrap_err();
+    let e = Sample::decode(&one_field(0b10, 1, AFTER_HEADER, kind::BYTES)).unwrap_err();
     assert_eq!((e.kind, e.field), (K::OutOfBounds, 2));
     // Exactly at the end with length 0 is fine.
-    let bytes = le(&[1, 0b10, 0, 16]);
+    let bytes = one_field(0b10, 0, AFTER_HEADER, kind::BYTES);
     let m = Sample::decode(&bytes).unwrap();
     assert_eq!(m.name.as_str().unwrap(), "");
 }
@@ -98,51 +110,63 @@ fn bytes_offset_overflow() {
 #[test]
 fn huge_list_count() {
     // vals (field 4): 2^32-1 entries.
-    let e = Sample::decode(&le(&[1, 0b1000, u32::MAX, 0])).unwrap_err();
+    let list = |count, at| one_field(0b1000, count, at, kind::LIST_BYTES);
+    let e = Sample::decode(&list(u32::MAX, 0)).unwrap_err();
     assert_eq!((e.kind, e.field), (K::ListTooLong, 4));
     // Below max_list_len but more entries than input bytes: the item budget
     // refuses before anything is allocated.
-    let e = Sample::decode(&le(&[1, 0b1000, 1_000_000, 0])).unwrap_err();
+    let e = Sample::decode(&list(1_000_000, 0)).unwrap_err();
     assert_eq!((e.kind, e.field), (K::TooManyItems, 4));
     // A list whose entry array runs past the end.
-    let e = Sample::decode(&le(&[1, 0b1000, 2, 12, 0, 0])).unwrap_err();
+    let mut bytes = list(2, 12);
+    bytes.extend(le(&[0, 0]));
+    let e = Sample::decode(&bytes).unwrap_err();
     assert_eq!((e.kind, e.field), (K::OutOfBounds, 4));
 }
 
 #[test]
 fn list_entries_out_of_bounds() {
-    // vals: one entry at 16 whose bytes point past the end.
-    let e = Sample::decode(&le(&[1, 0b1000, 1, 16, 4, 100])).unwrap_err();
+    // vals: one entry right after the header whose bytes point past the
+    // end.
+    let mut bytes = one_field(0b1000, 1, AFTER_HEADER, kind::LIST_BYTES);
+    bytes.extend(le(&[4, 100]));
+    let e = Sample::decode(&bytes).unwrap_err();
     assert_eq!((e.kind, e.field), (K::OutOfBounds, 4));
 }
 
 #[test]
 fn nested_header_length_mismatch() {
-    // inner (field 7): stated header length 99 at offset 16, which holds an
-    // empty header (4 bytes).
-    let e = Sample::decode(&le(&[1, 1 << 6, 99, 16, 0])).unwrap_err();
+    // inner (field 7): stated header length 99 right after the root, which
+    // holds an empty header (4 bytes).
+    let inner = |len| {
+        let mut v = one_field(1 << 6, len, AFTER_HEADER, kind::MESSAGE);
+        v.extend(le(&[0]));
+        v
+    };
+    let e = Sample::decode(&inner(99)).unwrap_err();
     assert_eq!((e.kind, e.field), (K::BadHeaderLen, 7));
     // Zero length.
-    let e = Sample::decode(&le(&[1, 1 << 6, 0, 16, 0])).unwrap_err();
+    let e = Sample::decode(&inner(0)).unwrap_err();
     assert_eq!((e.kind, e.field), (K::BadHeaderLen, 7));
-    // Pointing at itself is a valid (if odd) header of the right length? The
-    // root header is 16 bytes with W=1 and one field: (16, 0) aliases the
-    // root, whose field 7 is Inner's field 7 — unknown to Inner, skipped.
-    let bytes = le(&[1, 1 << 6, 16, 0]);
-    let m = Sample::decode(&bytes).unwrap();
-    assert!(m.inner.is_some());
+    // The right length decodes.
+    assert!(Sample::decode(&inner(4)).unwrap().inner.is_some());
+    // Pointing at itself: (17, 0) aliases the root, whose field 7 is
+    // unknown to Inner and kept as an unknown nested message, which
+    // aliases the root again. The cycle ends at the item budget (one item
+    // per input byte), not in a stack overflow.
+    let e = Sample::decode(&one_field(1 << 6, 17, 0, kind::MESSAGE)).unwrap_err();
+    assert_eq!(e.kind, K::TooManyItems);
 }
 
 #[test]
 fn aliased_entries_are_bounded_by_the_item_budget() {
     // items (field 8): 200 entries, all pointing at one empty header.
-    let mut words = vec![1, 1 << 7, 200, 16];
-    let arr_end = 16 + 200 * 8;
+    let arr_end = AFTER_HEADER + 200 * 8;
+    let mut bytes = one_field(1 << 7, 200, AFTER_HEADER, kind::LIST_MESSAGE);
     for _ in 0..200 {
-        words.extend([4, arr_end as u32]);
+        bytes.extend(le(&[4, arr_end]));
     }
-    words.push(0);
-    let bytes = le(&words);
+    bytes.extend(le(&[0]));
     let m = Sample::decode(&bytes).unwrap();
     assert_eq!(m.items.len(), 200);
     let strict = DecodeOptions {
@@ -165,7 +189,7 @@ fn message_too_large() {
 
 #[test]
 fn invalid_utf8_is_reported_on_access_not_decode() {
-    let mut words = le(&[1, 0b10, 2, 16]);
+    let mut words = one_field(0b10, 2, AFTER_HEADER, kind::BYTES);
     words.extend([0xff, 0xfe]);
     let m = Sample::decode(&words).expect("decode does not validate UTF-8");
     assert!(m.name.as_str().is_err());
@@ -178,7 +202,7 @@ fn invalid_utf8_is_reported_on_access_not_decode() {
 
 #[test]
 fn checked_strings_read_without_revalidation() {
-    let mut words = le(&[1, 0b10, 2, 16]);
+    let mut words = one_field(0b10, 2, AFTER_HEADER, kind::BYTES);
     words.extend(*b"ok");
     let mut m = Sample::decode(&words).unwrap();
     assert_eq!(m.name.check().unwrap(), "ok");
@@ -187,7 +211,7 @@ fn checked_strings_read_without_revalidation() {
 
 #[test]
 fn errors_display_the_field() {
-    let e = Sample::decode(&le(&[1, 0b10, 1, 16])).unwrap_err();
+    let e = Sample::decode(&one_field(0b10, 1, AFTER_HEADER, kind::BYTES)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "granola decode: field 2: offset or length out of bounds"

@@ -52,8 +52,9 @@ fn depth_limit_is_an_error_not_a_crash() {
 fn self_referencing_header_is_bounded() {
     // Node whose `left` (field 2) points back at the root header: an
     // infinite chain on the wire, stopped by the depth limit.
-    let words: [u32; 4] = [1, 0b10, 16, 0];
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let words: [u32; 4] = [1, 0b10, 17, 0];
+    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    bytes.push(granola::wire::kind::MESSAGE);
     let e = Node::decode(&bytes).unwrap_err();
     assert!(matches!(
         e.kind,

@@ -93,6 +93,7 @@ fn inner(pool: &Pool, s: &InnerSpec) -> Inner<'static> {
             .as_ref()
             .map(|p| bytes(pool, p))
             .unwrap_or_default(),
+        ..Default::default()
     }
 }
 
@@ -108,6 +109,7 @@ fn build(pool: &Pool, s: &SampleSpec) -> Sample<'static> {
         items: s.items.iter().flatten().map(|i| inner(pool, i)).collect(),
         flag: s.flag.unwrap_or(false),
         ratio: s.ratio.unwrap_or(0.0),
+        ..Default::default()
     }
 }
 

@@ -90,10 +90,11 @@ fn views_reject_hostile_bytes() {
         Some(K::Truncated)
     );
     // `name` (field 2) pointing past the end, and not UTF-8.
-    let mut b: Vec<u8> = [1u32, 2, 100, 16]
+    let mut b: Vec<u8> = [1u32, 2, 100, 17]
         .iter()
         .flat_map(|w| w.to_le_bytes())
         .collect();
+    b.push(granola::wire::kind::BYTES);
     let v = SampleView::new(&b, &opts).unwrap();
     assert_eq!(v.name().unwrap_err().kind, K::OutOfBounds);
     b[8] = 1;

@@ -9,7 +9,8 @@
 //! is one impl here, not more generated code per field.
 
 use crate::wire::{
-    DecodeCx, DecodeError, EncodedSizes, Encoder, HeaderReader, ListReader, WireScalar, ENTRY_LEN,
+    kind, DecodeCx, DecodeError, EncodedSizes, Encoder, HeaderReader, ListReader, WireScalar,
+    ENTRY_LEN,
 };
 use crate::{Buf, HybridBytes, HybridStr};
 use std::collections::BTreeMap;
@@ -18,8 +19,24 @@ use std::collections::BTreeMap;
 pub trait Element<'a>: Sized {
     /// Bytes per entry in a repeated field's entry array.
     const WIDTH: usize;
+    /// The kind byte of a slot holding this value (see [`kind`]).
+    const KIND: u8;
+    /// The kind byte of a repeated field of these values.
+    const LIST_KIND: u8;
     /// The same value with no borrow.
     type Owned: 'static;
+    /// The kind byte of this value's slot: [`KIND`](Self::KIND), except for
+    /// a oneof, whose variants differ.
+    #[inline]
+    fn kind(&self) -> u8 {
+        Self::KIND
+    }
+    /// Marks in `bm` the field numbers a value of this type may be written
+    /// under: `declared`, or every member of a oneof.
+    #[inline]
+    fn mark_known(bm: &mut [u32], declared: u32) {
+        set_bit(bm, declared);
+    }
     /// The field number written for this value; `declared` except for a
     /// oneof, whose variant has its own.
     #[inline]
@@ -55,6 +72,14 @@ pub trait FieldCodec<'a>: Sized {
     type Owned: 'static;
     /// `Some(field number)` if the field is written.
     fn tag(&self, declared: u32) -> Option<u32>;
+    /// The kind byte of the field's slot when written (see [`kind`]).
+    fn kind(&self) -> u8;
+    /// Marks in `bm` the field numbers this field may be written under
+    /// (the schema knows them: they are not unknown fields).
+    #[inline]
+    fn mark_known(&self, bm: &mut [u32], declared: u32) {
+        set_bit(bm, declared);
+    }
     /// Adds the field's data to `sizes` (nothing if absent).
     fn accumulate(&self, sizes: &mut EncodedSizes);
     /// Writes the present field whose slot is at `slot`.
@@ -71,6 +96,8 @@ macro_rules! scalar {
     ($($t:ty),*) => {$(
         impl<'a> Element<'a> for $t {
             const WIDTH: usize = <$t as WireScalar>::WIDTH;
+            const KIND: u8 = kind::SCALAR;
+            const LIST_KIND: u8 = kind::scalar_list(<$t as WireScalar>::WIDTH);
             type Owned = $t;
             #[inline]
             fn accumulate(&self, _: &mut EncodedSizes) {}
@@ -109,6 +136,10 @@ macro_rules! scalar {
                 (self.to_slot() != 0).then_some(declared)
             }
             #[inline]
+            fn kind(&self) -> u8 {
+                kind::SCALAR
+            }
+            #[inline]
             fn accumulate(&self, _: &mut EncodedSizes) {}
             #[inline]
             fn put<F: FnMut(&Buf)>(&self, enc: &mut Encoder<'_, F>, slot: usize) {
@@ -134,6 +165,8 @@ scalar!(u32, i32, u64, i64, f32, f64, bool);
 
 impl<'a> Element<'a> for HybridBytes<'a> {
     const WIDTH: usize = ENTRY_LEN;
+    const KIND: u8 = kind::BYTES;
+    const LIST_KIND: u8 = kind::LIST_BYTES;
     type Owned = HybridBytes<'static>;
     #[inline]
     fn accumulate(&self, sizes: &mut EncodedSizes) {
@@ -174,6 +207,8 @@ impl<'a> Element<'a> for HybridBytes<'a> {
 
 impl<'a> Element<'a> for HybridStr<'a> {
     const WIDTH: usize = ENTRY_LEN;
+    const KIND: u8 = kind::BYTES;
+    const LIST_KIND: u8 = kind::LIST_BYTES;
     type Owned = HybridStr<'static>;
     #[inline]
     fn accumulate(&self, sizes: &mut EncodedSizes) {
@@ -224,6 +259,10 @@ macro_rules! implicit_bytes {
                 (!self.is_empty()).then_some(declared)
             }
             #[inline]
+            fn kind(&self) -> u8 {
+                kind::BYTES
+            }
+            #[inline]
             fn accumulate(&self, sizes: &mut EncodedSizes) {
                 if !self.is_empty() {
                     Element::accumulate(self, sizes);
@@ -256,6 +295,14 @@ impl<'a, T: Element<'a>> FieldCodec<'a> for Option<T> {
     #[inline]
     fn tag(&self, declared: u32) -> Option<u32> {
         self.as_ref().map(|v| v.tag(declared))
+    }
+    #[inline]
+    fn kind(&self) -> u8 {
+        self.as_ref().map_or(T::KIND, Element::kind)
+    }
+    #[inline]
+    fn mark_known(&self, bm: &mut [u32], declared: u32) {
+        T::mark_known(bm, declared);
     }
     #[inline]
     fn accumulate(&self, sizes: &mut EncodedSizes) {
@@ -291,6 +338,10 @@ impl<'a, T: Element<'a>> FieldCodec<'a> for Vec<T> {
     #[inline]
     fn tag(&self, declared: u32) -> Option<u32> {
         (!self.is_empty()).then_some(declared)
+    }
+    #[inline]
+    fn kind(&self) -> u8 {
+        T::LIST_KIND
     }
     #[inline]
     fn accumulate(&self, sizes: &mut EncodedSizes) {
@@ -342,6 +393,10 @@ where
     fn tag(&self, declared: u32) -> Option<u32> {
         (!self.is_empty()).then_some(declared)
     }
+    #[inline]
+    fn kind(&self) -> u8 {
+        kind::LIST_MESSAGE
+    }
     fn accumulate(&self, sizes: &mut EncodedSizes) {
         sizes.add_header(self.len() * (ENTRY_LEN + MAP_ENTRY_HEADER));
         for (k, v) in self {
@@ -354,8 +409,11 @@ where
         for (i, (k, v)) in self.iter().enumerate() {
             let h = enc.put_nested(arr + i * ENTRY_LEN, MAP_ENTRY_HEADER);
             let first = enc.begin_header(h, &[0b11]);
+            let second = first + crate::wire::SLOT_LEN;
+            enc.put_kind(first, 2, first, k.kind());
+            enc.put_kind(first, 2, second, v.kind());
             k.put_slot(enc, first);
-            v.put_slot(enc, first + crate::wire::SLOT_LEN);
+            v.put_slot(enc, second);
         }
     }
     fn take(h: &HeaderReader<'a>, cx: &mut DecodeCx<'a>, n: u32) -> Result<Self, DecodeError> {

@@ -52,10 +52,12 @@ mod macros;
 mod message;
 #[allow(unsafe_code)] // the buffer room: mmap'd regions, slots, refcounts
 mod pool;
+mod unknown;
 pub mod wire;
 
 pub use field::{HybridBytes, HybridStr};
 pub use message::{Decode, IntoOwned, Message, MessageType, Sga};
+pub use unknown::UnknownFields;
 
 /// The default copy threshold in bytes: pool references at least this large
 /// are sent by reference; smaller values are copied.

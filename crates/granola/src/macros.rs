@@ -7,18 +7,21 @@
 /// Implements `Message`, `Decode`, `IntoOwned`, `PartialEq` and the
 /// nested-message element impls for a generated struct.
 ///
-/// `message!(Name<'a>, WORDS, { field = NUMBER, ... })`: `WORDS` is the
-/// bitmap words the highest field number needs; fields are listed in
-/// field-number order (a oneof at its lowest member number), which is the
-/// order their data is placed on the wire.
+/// `message!(Name<'a>, WORDS, { field = NUMBER, ... } [, unknown])`:
+/// `WORDS` is the bitmap words the highest field number needs; fields are
+/// listed in field-number order (a oneof at its lowest member number),
+/// which is the order their data is placed on the wire. `unknown`, if
+/// given, names the struct's [`UnknownFields`](crate::UnknownFields)
+/// field: decode keeps the fields the schema does not know there, and
+/// encode writes them back.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! message {
-    ($name:ident <$lt:lifetime>, $words:literal, { $($field:ident = $tag:literal),* $(,)? }) => {
-        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], [$name<'x>], $words, { $($field = $tag),* });
+    ($name:ident <$lt:lifetime>, $words:literal, { $($field:ident = $tag:literal),* $(,)? } $(, $unknown:ident)?) => {
+        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], [$name<'x>], $words, { $($field = $tag),* }, [$($unknown)?], [::core::convert::identity]);
     };
-    ($name:ident, $words:literal, { $($field:ident = $tag:literal),* $(,)? }) => {
-        $crate::message!(@impl $name, [$name], [$name], [$name], $words, { $($field = $tag),* });
+    ($name:ident, $words:literal, { $($field:ident = $tag:literal),* $(,)? } $(, $unknown:ident)?) => {
+        $crate::message!(@impl $name, [$name], [$name], [$name], $words, { $($field = $tag),* }, [$($unknown)?], [$crate::UnknownFields::into_owned]);
     };
     (@bitmap $self:ident, $words:literal, { $($field:ident = $tag:literal),* }) => {{
         #[allow(unused_mut)]
@@ -30,7 +33,7 @@ macro_rules! message {
         )*
         bm
     }};
-    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], [$($of:tt)+], $words:literal, { $($field:ident = $tag:literal),* }) => {
+    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], [$($of:tt)+], $words:literal, { $($field:ident = $tag:literal),* }, [$($unknown:ident)?], [$adopt:path]) => {
         #[allow(deprecated)]
         impl $crate::MessageType for $($owned)+ {
             type Of<'x> = $($of)+;
@@ -44,16 +47,20 @@ macro_rules! message {
         impl<'a> $crate::Message for $($ty)+ {
             #[inline]
             fn __header_len(&self) -> usize {
-                let bm = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                let known = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                let merged: ::core::option::Option<::std::vec::Vec<u32>> = ::core::option::Option::None
+                    $( .or_else(|| self.$unknown.merged_bitmap(&known)) )?;
+                let bm: &[u32] = merged.as_deref().unwrap_or(&known);
                 $crate::__private::header_len(
-                    $crate::__private::used_words(&bm),
-                    $crate::__private::present_count(&bm),
+                    $crate::__private::used_words(bm),
+                    $crate::__private::present_count(bm),
                 )
             }
 
             fn __accumulate(&self, sizes: &mut $crate::EncodedSizes) {
                 sizes.add_header($crate::Message::__header_len(self));
                 $( $crate::__private::FieldCodec::accumulate(&self.$field, sizes); )*
+                $( self.$unknown.accumulate_fields(sizes); )?
             }
 
             fn __encode_header<F: FnMut(&$crate::Buf)>(
@@ -61,15 +68,26 @@ macro_rules! message {
                 enc: &mut $crate::__private::Encoder<'_, F>,
                 at: usize,
             ) {
-                let bm = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
-                let first = enc.begin_header(at, &bm[..$crate::__private::used_words(&bm)]);
-                let _ = first;
+                let known = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                let merged: ::core::option::Option<::std::vec::Vec<u32>> = ::core::option::Option::None
+                    $( .or_else(|| self.$unknown.merged_bitmap(&known)) )?;
+                let bm: &[u32] = merged.as_deref().unwrap_or(&known);
+                let first = enc.begin_header(at, &bm[..$crate::__private::used_words(bm)]);
+                let present = $crate::__private::present_count(bm);
+                let _ = (first, present);
                 $(
                     if let ::core::option::Option::Some(t) = $crate::__private::FieldCodec::tag(&self.$field, $tag) {
-                        let slot = $crate::__private::slot_of(&bm, first, t);
+                        let slot = $crate::__private::slot_of(bm, first, t);
+                        enc.put_kind(first, present, slot, $crate::__private::FieldCodec::kind(&self.$field));
                         $crate::__private::FieldCodec::put(&self.$field, enc, slot);
                     }
                 )*
+                $( self.$unknown.put_fields(enc, bm, first, present); )?
+            }
+
+            fn __mark_known(&self, bm: &mut [u32]) {
+                let _ = &bm;
+                $( $crate::__private::FieldCodec::mark_known(&self.$field, bm, $tag); )*
             }
         }
 
@@ -81,9 +99,22 @@ macro_rules! message {
                 h: &$crate::__private::HeaderReader<'a>,
             ) -> ::core::result::Result<Self, $crate::DecodeError> {
                 let _ = (&cx, &h);
-                ::core::result::Result::Ok($name {
+                #[allow(unused_mut)]
+                let mut m = $name {
                     $( $field: $crate::__private::FieldCodec::take(h, cx, $tag)?, )*
-                })
+                    $( $unknown: ::core::default::Default::default(), )?
+                };
+                $(
+                    // The schema's field numbers, once per type.
+                    static KNOWN: ::std::sync::OnceLock<[u32; $words]> = ::std::sync::OnceLock::new();
+                    let known = KNOWN.get_or_init(|| {
+                        let mut k = [0u32; $words];
+                        $crate::Message::__mark_known(&m, &mut k);
+                        k
+                    });
+                    m.$unknown = $adopt($crate::UnknownFields::take(h, cx, known)?);
+                )?
+                ::core::result::Result::Ok(m)
             }
         }
 
@@ -93,6 +124,7 @@ macro_rules! message {
             fn into_owned(self) -> $($owned)+ {
                 $name {
                     $( $field: $crate::__private::FieldCodec::into_owned(self.$field), )*
+                    $( $unknown: self.$unknown.into_owned(), )?
                 }
             }
         }
@@ -105,6 +137,7 @@ macro_rules! message {
             fn eq(&self, other: &Self) -> bool {
                 let _ = other;
                 true $( && $crate::__private::FieldCodec::same(&self.$field, &other.$field) )*
+                    $( && self.$unknown == other.$unknown )?
             }
         }
 
@@ -117,6 +150,8 @@ macro_rules! message {
         #[allow(deprecated)]
         impl<'a> $crate::__private::Element<'a> for $($ty)+ {
             const WIDTH: usize = $crate::__private::ENTRY_LEN;
+            const KIND: u8 = $crate::wire::kind::MESSAGE;
+            const LIST_KIND: u8 = $crate::wire::kind::LIST_MESSAGE;
             type Owned = $($owned)+;
             #[inline]
             fn accumulate(&self, sizes: &mut $crate::EncodedSizes) {
@@ -178,10 +213,21 @@ macro_rules! oneof {
         #[allow(deprecated)]
         impl<'a> $crate::__private::Element<'a> for $($ty)+ {
             const WIDTH: usize = $crate::__private::ENTRY_LEN;
+            // Per variant: see `kind`.
+            const KIND: u8 = $crate::wire::kind::MESSAGE;
+            const LIST_KIND: u8 = $crate::wire::kind::LIST_MESSAGE;
             type Owned = $($owned)+;
             #[inline]
             fn tag(&self, _: u32) -> u32 {
                 match self { $( $name::$var(_) => $tag, )* }
+            }
+            #[inline]
+            fn kind(&self) -> u8 {
+                match self { $( $name::$var(v) => $crate::__private::Element::kind(v), )* }
+            }
+            #[inline]
+            fn mark_known(bm: &mut [u32], _: u32) {
+                $( $crate::__private::set_bit(bm, $tag); )*
             }
             #[inline]
             fn accumulate(&self, sizes: &mut $crate::EncodedSizes) {

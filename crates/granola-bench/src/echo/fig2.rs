@@ -145,6 +145,7 @@ fn encode_request(variant: Fig2Variant, values: &[Vec<u8>]) -> Vec<u8> {
         Fig2Variant::Fused | Fig2Variant::Sga | Fig2Variant::OnlyCopy | Fig2Variant::TwoCopy => {
             let m = gr::ValueList {
                 values: values.iter().map(Into::into).collect(),
+                ..Default::default()
             };
             m.to_vec().unwrap()
         }
@@ -230,7 +231,10 @@ impl FrameHandler for GranolaEcho {
             .map_err(|e| format!("decode: {e}"))?;
         // The reply takes the decoded fields over (a move: no copy, no
         // reference-count traffic).
-        let reply = gr::ValueList { values: req.values };
+        let reply = gr::ValueList {
+            values: req.values,
+            ..Default::default()
+        };
         let hdr = reply_header(frame.header.id);
         let t = self.threshold;
         match self.mode {

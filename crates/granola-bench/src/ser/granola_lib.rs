@@ -185,6 +185,7 @@ impl Granola {
             MsgKind::StringMsg => {
                 let m = gr::StringMsg {
                     value: f[0].clone().into(),
+                    ..Default::default()
                 };
                 Self::send(&m, t, head, iov, fl)
             }
@@ -193,11 +194,15 @@ impl Granola {
                     id,
                     first: f[0].clone().into(),
                     second: f[1].clone().into(),
+                    ..Default::default()
                 };
                 Self::send(&m, t, head, iov, fl)
             }
             MsgKind::ValueList => {
-                let m = gr::ValueList { values: bufs(f) };
+                let m = gr::ValueList {
+                    values: bufs(f),
+                    ..Default::default()
+                };
                 Self::send(&m, t, head, iov, fl)
             }
             MsgKind::KeyValues => {
@@ -205,12 +210,14 @@ impl Granola {
                 let m = gr::KeyValues {
                     keys: bufs(keys),
                     values: bufs(values),
+                    ..Default::default()
                 };
                 Self::send(&m, t, head, iov, fl)
             }
             MsgKind::Blob => {
                 let m = gr::Blob {
                     data: f[0].clone().into(),
+                    ..Default::default()
                 };
                 Self::send(&m, t, head, iov, fl)
             }

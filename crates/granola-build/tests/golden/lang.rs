@@ -136,10 +136,14 @@ pub struct Shape<'a> {
     /// `uint32 id = 11;`
     #[deprecated]
     pub id: u32,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
 ::granola::message!(
-    Shape < 'a >, 1, { kind = 1, color = 2, palette = 3, body = 4, flag = 9, id = 11 }
+    Shape < 'a >, 1, { kind = 1, color = 2, palette = 3, body = 4, flag = 9, id = 11 },
+    unknown_fields
 );
 #[allow(
     dead_code,
@@ -365,10 +369,14 @@ pub struct Maps<'a> {
     pub i64_m: ::std::collections::BTreeMap<i64, Shape<'a>>,
     /// `map<uint32, lang.Color> u32_e = 4;`
     pub u32_e: ::std::collections::BTreeMap<u32, i32>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Maps<'a>, 1, { s_s = 1, i32_b = 2, i64_m = 3, u32_e = 4 });
-
+::granola::message!(
+    Maps < 'a >, 1, { s_s = 1, i32_b = 2, i64_m = 3, u32_e = 4 }, unknown_fields
+);
 /// Types nested in `lang.Maps`.
 #[allow(
     dead_code,
@@ -393,6 +401,9 @@ pub mod maps {}
 pub struct Old<'a> {
     /// `string note = 1;`
     pub note: ::granola::HybridStr<'a>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Old<'a>, 1, { note = 1 });
+::granola::message!(Old<'a>, 1, { note = 1 }, unknown_fields);

@@ -30,11 +30,14 @@ pub struct Option<'a> {
     pub vec: ::std::vec::Vec<Vec<'a>>,
     /// `uint64 camelCaseField = 8;`
     pub camel_case_field: u64,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
 ::granola::message!(
     Option < 'a >, 1, { r#type = 1, r#fn = 2, r#match = 3, self_ = 4, r#async = 5, result
-    = 6, vec = 7, camel_case_field = 8 }
+    = 6, vec = 7, camel_case_field = 8 }, unknown_fields
 );
 /// Proto message `Result`.
 #[allow(
@@ -51,9 +54,12 @@ pub struct Result<'a> {
     pub string: ::granola::HybridStr<'a>,
     /// `Box box = 2;`
     pub r#box: ::core::option::Option<Box<'a>>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Result<'a>, 1, { string = 1, r#box = 2 });
+::granola::message!(Result<'a>, 1, { string = 1, r#box = 2 }, unknown_fields);
 
 /// Proto message `Vec`.
 #[allow(
@@ -68,9 +74,12 @@ pub struct Result<'a> {
 pub struct Vec<'a> {
     /// `repeated string loop = 1;`
     pub r#loop: ::std::vec::Vec<::granola::HybridStr<'a>>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Vec<'a>, 1, { r#loop = 1 });
+::granola::message!(Vec<'a>, 1, { r#loop = 1 }, unknown_fields);
 
 /// Proto message `Box`.
 #[allow(
@@ -87,9 +96,12 @@ pub struct Box<'a> {
     pub r#yield: ::core::option::Option<f64>,
     /// `String string = 2;`
     pub string: ::core::option::Option<String<'a>>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Box<'a>, 1, { r#yield = 1, string = 2 });
+::granola::message!(Box<'a>, 1, { r#yield = 1, string = 2 }, unknown_fields);
 
 /// Proto message `String`.
 #[allow(
@@ -104,6 +116,9 @@ pub struct Box<'a> {
 pub struct String<'a> {
     /// `bytes Vec = 1;`
     pub vec: ::granola::HybridBytes<'a>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(String<'a>, 1, { vec = 1 });
+::granola::message!(String<'a>, 1, { vec = 1 }, unknown_fields);

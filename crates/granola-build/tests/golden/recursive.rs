@@ -20,10 +20,14 @@ pub struct Node {
     pub right: ::core::option::Option<::std::boxed::Box<Node>>,
     /// `repeated recursive.Node children = 4;`
     pub children: ::std::vec::Vec<Node>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
-::granola::message!(Node, 1, { value = 1, left = 2, right = 3, children = 4 });
-
+::granola::message!(
+    Node, 1, { value = 1, left = 2, right = 3, children = 4 }, unknown_fields
+);
 /// Proto message `recursive.Tree`.
 #[allow(
     dead_code,
@@ -39,9 +43,12 @@ pub struct Tree {
     pub root: ::core::option::Option<Node>,
     /// `recursive.Forest forest = 2;`
     pub forest: ::core::option::Option<Forest>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
-::granola::message!(Tree, 1, { root = 1, forest = 2 });
+::granola::message!(Tree, 1, { root = 1, forest = 2 }, unknown_fields);
 
 /// Proto message `recursive.Forest`.
 #[allow(
@@ -56,6 +63,9 @@ pub struct Tree {
 pub struct Forest {
     /// `repeated recursive.Tree trees = 1;`
     pub trees: ::std::vec::Vec<Tree>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
-::granola::message!(Forest, 1, { trees = 1 });
+::granola::message!(Forest, 1, { trees = 1 }, unknown_fields);

@@ -16,9 +16,12 @@ pub struct Inner<'a> {
     pub a: u64,
     /// `bytes payload = 2;`
     pub payload: ::granola::HybridBytes<'a>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Inner<'a>, 1, { a = 1, payload = 2 });
+::granola::message!(Inner<'a>, 1, { a = 1, payload = 2 }, unknown_fields);
 
 /// Proto message `sample.Sample`.
 #[allow(
@@ -51,9 +54,12 @@ pub struct Sample<'a> {
     pub flag: bool,
     /// `double ratio = 10;`
     pub ratio: f64,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
 ::granola::message!(
     Sample < 'a >, 1, { id = 1, name = 2, data = 3, vals = 4, keys = 5, nums = 6, inner =
-    7, items = 8, flag = 9, ratio = 10 }
+    7, items = 8, flag = 9, ratio = 10 }, unknown_fields
 );

@@ -80,6 +80,9 @@ pub struct AllScalars<'a> {
     pub opt: ::core::option::Option<u32>,
     /// `uint64 high = 33;`
     pub high: u64,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
 ::granola::message!(
@@ -87,7 +90,7 @@ pub struct AllScalars<'a> {
     7, f64 = 8, sf32 = 9, sf64 = 10, flag = 11, fl = 12, db = 13, text = 14, blob = 15,
     opt = 32, high = 33, r_i32 = 101, r_i64 = 102, r_u32 = 103, r_u64 = 104, r_s32 = 105,
     r_s64 = 106, r_f32 = 107, r_f64 = 108, r_sf32 = 109, r_sf64 = 110, r_flag = 111, r_fl
-    = 112, r_db = 113, r_text = 114, r_blob = 115 }
+    = 112, r_db = 113, r_text = 114, r_blob = 115 }, unknown_fields
 );
 /// A message with no fields at all.
 ///
@@ -101,8 +104,13 @@ pub struct AllScalars<'a> {
     clippy::nursery
 )]
 #[derive(Clone, Debug, Default)]
-pub struct Empty {}
-::granola::message!(Empty, 0, {});
+pub struct Empty {
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'static>,
+}
+
+::granola::message!(Empty, 0, {}, unknown_fields);
 
 /// The highest field number granola accepts.
 ///
@@ -121,6 +129,9 @@ pub struct Sparse<'a> {
     pub first: u32,
     /// `bytes last = 32768;`
     pub last: ::granola::HybridBytes<'a>,
+    /// Fields this schema does not know, from a decoded message
+    /// (written back on encode).
+    pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Sparse<'a>, 1024, { first = 1, last = 32768 });
+::granola::message!(Sparse<'a>, 1024, { first = 1, last = 32768 }, unknown_fields);

@@ -92,6 +92,7 @@ impl Spec {
             inner: Some(Inner {
                 a: self.seed,
                 payload: self.inner().into(),
+                ..Default::default()
             }),
             items: vec![
                 Inner {
@@ -105,6 +106,7 @@ impl Spec {
             ],
             flag: self.id % 2 == 0,
             ratio: self.id as f64 / 4.0,
+            ..Default::default()
         }
     }
 

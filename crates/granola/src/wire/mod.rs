@@ -6,11 +6,13 @@
 //!
 //! header of one message (all integers little-endian):
 //!  0        4                  4+4W
-//!  +--------+------------------+--------+--------+-----+--------+
-//!  | W: u32 | bitmap: W x u32  | slot 1 | slot 2 | ... | slot k |
-//!  +--------+------------------+--------+--------+-----+--------+
+//!  +--------+------------------+--------+-----+--------+--------+-----+--------+
+//!  | W: u32 | bitmap: W x u32  | slot 1 | ... | slot k | kind 1 | ... | kind k |
+//!  +--------+------------------+--------+-----+--------+--------+-----+--------+
 //!   bit n-1 of the bitmap set  <=> field number n present
-//!   k = number of set bits; every slot is 8 bytes, in field-number order
+//!   k = number of set bits; every slot is 8 bytes, in field-number order;
+//!   then one kind byte per slot (see [`kind`]), so a reader that does not
+//!   know a field can still copy it
 //!
 //! slot contents by field kind:
 //!   scalar                 u64 (ints sign/zero-extended, floats as bits)
@@ -50,6 +52,40 @@ pub const MAX_FIELD_NUMBER: u32 = 32_768;
 /// Bytes per header slot.
 pub const SLOT_LEN: usize = 8;
 
+/// Bytes per present field in a header: its slot and its kind byte.
+pub const FIELD_LEN: usize = SLOT_LEN + 1;
+
+/// What a slot holds, written after the slots (one byte per present field,
+/// in slot order): enough for a reader without the field's schema to
+/// follow its data and re-encode it (unknown fields survive a re-encode).
+pub mod kind {
+    /// A scalar: the slot is the value.
+    pub const SCALAR: u8 = 0;
+    /// `bytes` or `string`: `(len, offset)`.
+    pub const BYTES: u8 = 1;
+    /// A nested message: `(header length, offset)`.
+    pub const MESSAGE: u8 = 2;
+    /// A repeated 1-byte scalar (`bool`): `(count, offset)` of the entries.
+    pub const LIST_1: u8 = 3;
+    /// A repeated 32-bit scalar.
+    pub const LIST_4: u8 = 4;
+    /// A repeated 64-bit scalar.
+    pub const LIST_8: u8 = 5;
+    /// A repeated `bytes` or `string`: entries are `(len, offset)`.
+    pub const LIST_BYTES: u8 = 6;
+    /// A repeated message or a map: entries are `(header length, offset)`.
+    pub const LIST_MESSAGE: u8 = 7;
+
+    /// The list kind of elements `width` bytes wide (scalars only).
+    pub const fn scalar_list(width: usize) -> u8 {
+        match width {
+            1 => LIST_1,
+            4 => LIST_4,
+            _ => LIST_8,
+        }
+    }
+}
+
 /// Bytes in a `(len, offset)` or `(count, offset)` pair.
 pub const ENTRY_LEN: usize = 8;
 
@@ -57,7 +93,7 @@ pub const ENTRY_LEN: usize = 8;
 /// present fields.
 #[inline]
 pub const fn header_len(words: usize, present: usize) -> usize {
-    4 + 4 * words + SLOT_LEN * present
+    4 + 4 * words + FIELD_LEN * present
 }
 
 /// Number of bitmap words actually needed (trailing zero words dropped).

@@ -126,6 +126,8 @@ pub struct HeaderReader<'a> {
     bitmap_at: usize,
     words: usize,
     slots_at: usize,
+    /// Present fields (slots).
+    present: usize,
     len: usize,
     depth: u32,
 }
@@ -178,6 +180,7 @@ impl<'a> HeaderReader<'a> {
             bitmap_at,
             words,
             slots_at,
+            present,
             len,
             depth,
         })
@@ -193,8 +196,18 @@ impl<'a> HeaderReader<'a> {
         self.len == header_len(self.words, 0)
     }
 
+    /// Bitmap words.
     #[inline]
-    fn word(&self, w: usize) -> u32 {
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// Bitmap word `w` (0 beyond the bitmap).
+    #[inline]
+    pub fn word(&self, w: usize) -> u32 {
+        if w >= self.words {
+            return 0;
+        }
         if w == 0 {
             return self.word0;
         }
@@ -210,19 +223,37 @@ impl<'a> HeaderReader<'a> {
         w < self.words && self.word(w) & (1 << (bit % 32)) != 0
     }
 
-    /// The raw 8-byte slot of field `number`, if present.
+    /// The slot index (0-based, among present fields) of field `number`,
+    /// which must be present.
     #[inline]
-    pub fn slot(&self, number: u32) -> Option<u64> {
-        if !self.has(number) {
-            return None;
-        }
+    fn index_of(&self, number: u32) -> usize {
         let bit = (number - 1) as usize;
         let (w, b) = (bit / 32, bit % 32);
         let mut index = (self.word(w) & ((1u32 << b) - 1)).count_ones() as usize;
         for i in 0..w {
             index += self.word(i).count_ones() as usize;
         }
-        read_u64(self.obj, self.slots_at + index * SLOT_LEN)
+        index
+    }
+
+    /// The raw 8-byte slot of field `number`, if present.
+    #[inline]
+    pub fn slot(&self, number: u32) -> Option<u64> {
+        if !self.has(number) {
+            return None;
+        }
+        read_u64(self.obj, self.slots_at + self.index_of(number) * SLOT_LEN)
+    }
+
+    /// The kind byte (see [`kind`](super::kind)) of field `number`, if
+    /// present.
+    #[inline]
+    pub fn kind(&self, number: u32) -> Option<u8> {
+        if !self.has(number) {
+            return None;
+        }
+        let at = self.slots_at + self.present * SLOT_LEN + self.index_of(number);
+        self.obj.get(at).copied()
     }
 
     /// A scalar field's value, if present.
@@ -393,6 +424,12 @@ impl<'a> ListReader<'a> {
     #[inline]
     pub fn len(&self) -> usize {
         self.count
+    }
+
+    /// The entry array's bytes (`len() * width`).
+    #[inline]
+    pub fn entries(&self) -> &'a [u8] {
+        self.entries
     }
 
     /// True if the list has no elements.

@@ -1,6 +1,6 @@
 //! Encoding: size accounting and the one-pass header/copy writer.
 
-use super::WireScalar;
+use super::{WireScalar, SLOT_LEN};
 use crate::{Buf, HybridBytes};
 
 /// What serializing a message will produce, computed by
@@ -199,6 +199,35 @@ impl<'b, F: FnMut(&Buf)> Encoder<'b, F> {
             p += 4;
         }
         p
+    }
+
+    /// Writes the kind byte (see [`kind`](super::kind)) of the field whose
+    /// slot is at `slot`, in a header whose first slot is at `first` and
+    /// which has `present` fields.
+    #[inline]
+    pub fn put_kind(&mut self, first: usize, present: usize, slot: usize, kind: u8) {
+        let at = first + SLOT_LEN * present + (slot - first) / SLOT_LEN;
+        if let Some(dst) = self.out(at, 1) {
+            dst[0] = kind;
+        }
+    }
+
+    /// Writes the raw 8-byte slot `v` at `slot` (a field kept without its
+    /// schema).
+    #[inline]
+    pub fn put_raw_slot(&mut self, slot: usize, v: u64) {
+        if let Some(dst) = self.out(slot, 8) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Writes raw entry bytes at `at` (a scalar list kept without its
+    /// schema).
+    #[inline]
+    pub fn put_raw_entries(&mut self, at: usize, entries: &[u8]) {
+        if let Some(dst) = self.out(at, entries.len()) {
+            dst.copy_from_slice(entries);
+        }
     }
 
     /// Reserves `len` bytes in the header region (entry arrays, nested
