@@ -668,7 +668,12 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
             /// (written back on encode).
             pub #field: ::granola::UnknownFields #ult,
         });
-        quote!(, #field)
+        // Every number the schema knows (oneof members too): decode keeps
+        // the others.
+        let mut numbers: Vec<u32> = m.fields.iter().map(|f| f.number).collect();
+        numbers.sort_unstable();
+        let numbers = numbers.iter().map(|n| Literal::u32_unsuffixed(*n));
+        quote!(, #field [#(#numbers),*])
     } else {
         quote!()
     };

@@ -31,12 +31,6 @@ pub trait Element<'a>: Sized {
     fn kind(&self) -> u8 {
         Self::KIND
     }
-    /// Marks in `bm` the field numbers a value of this type may be written
-    /// under: `declared`, or every member of a oneof.
-    #[inline]
-    fn mark_known(bm: &mut [u32], declared: u32) {
-        set_bit(bm, declared);
-    }
     /// The field number written for this value; `declared` except for a
     /// oneof, whose variant has its own.
     #[inline]
@@ -74,12 +68,6 @@ pub trait FieldCodec<'a>: Sized {
     fn tag(&self, declared: u32) -> Option<u32>;
     /// The kind byte of the field's slot when written (see [`kind`]).
     fn kind(&self) -> u8;
-    /// Marks in `bm` the field numbers this field may be written under
-    /// (the schema knows them: they are not unknown fields).
-    #[inline]
-    fn mark_known(&self, bm: &mut [u32], declared: u32) {
-        set_bit(bm, declared);
-    }
     /// Adds the field's data to `sizes` (nothing if absent).
     fn accumulate(&self, sizes: &mut EncodedSizes);
     /// Writes the present field whose slot is at `slot`.
@@ -301,10 +289,6 @@ impl<'a, T: Element<'a>> FieldCodec<'a> for Option<T> {
         self.as_ref().map_or(T::KIND, Element::kind)
     }
     #[inline]
-    fn mark_known(&self, bm: &mut [u32], declared: u32) {
-        T::mark_known(bm, declared);
-    }
-    #[inline]
     fn accumulate(&self, sizes: &mut EncodedSizes) {
         if let Some(v) = self {
             v.accumulate(sizes);
@@ -451,6 +435,21 @@ pub fn set_bit(bm: &mut [u32], number: u32) {
     if let Some(w) = bm.get_mut(bit / 32) {
         *w |= 1 << (bit % 32);
     }
+}
+
+/// The bitmap with the bits of `numbers` set (numbers beyond it ignored):
+/// a message's known fields, computed at compile time.
+pub const fn known_bitmap<const N: usize>(numbers: &[u32]) -> [u32; N] {
+    let mut bm = [0u32; N];
+    let mut i = 0;
+    while i < numbers.len() {
+        let bit = numbers[i] as usize - 1;
+        if bit / 32 < N {
+            bm[bit / 32] |= 1 << (bit % 32);
+        }
+        i += 1;
+    }
+    bm
 }
 
 /// Where field `number`'s slot is, for a header whose first slot is at

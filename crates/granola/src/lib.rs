@@ -78,7 +78,7 @@ pub use wire::{DecodeError, DecodeErrorKind, DecodeOptions, EncodeError, Encoded
 /// Items used by generated code. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::codec::{set_bit, slot_of, Element, FieldCodec};
+    pub use crate::codec::{known_bitmap, set_bit, slot_of, Element, FieldCodec};
     pub use crate::wire::{
         header_len, present_count, used_words, DecodeCx, Encoder, HeaderReader, ListReader,
         WireScalar, ENTRY_LEN,

@@ -7,21 +7,22 @@
 /// Implements `Message`, `Decode`, `IntoOwned`, `PartialEq` and the
 /// nested-message element impls for a generated struct.
 ///
-/// `message!(Name<'a>, WORDS, { field = NUMBER, ... } [, unknown])`:
+/// `message!(Name<'a>, WORDS, { field = NUMBER, ... } [, unknown [N, ...]])`:
 /// `WORDS` is the bitmap words the highest field number needs; fields are
 /// listed in field-number order (a oneof at its lowest member number),
 /// which is the order their data is placed on the wire. `unknown`, if
 /// given, names the struct's [`UnknownFields`](crate::UnknownFields)
-/// field: decode keeps the fields the schema does not know there, and
-/// encode writes them back.
+/// field, followed by every field number the schema knows (oneof members
+/// included): decode keeps the fields with other numbers there, and encode
+/// writes them back.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! message {
-    ($name:ident <$lt:lifetime>, $words:literal, { $($field:ident = $tag:literal),* $(,)? } $(, $unknown:ident)?) => {
-        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], [$name<'x>], $words, { $($field = $tag),* }, [$($unknown)?], [::core::convert::identity]);
+    ($name:ident <$lt:lifetime>, $words:literal, { $($field:ident = $tag:literal),* $(,)? } $(, $unknown:ident [$($known:literal),* $(,)?])?) => {
+        $crate::message!(@impl $name, [$name<$lt>], [$name<'static>], [$name<'x>], $words, { $($field = $tag),* }, [$($unknown [$($known),*])?], [::core::convert::identity]);
     };
-    ($name:ident, $words:literal, { $($field:ident = $tag:literal),* $(,)? } $(, $unknown:ident)?) => {
-        $crate::message!(@impl $name, [$name], [$name], [$name], $words, { $($field = $tag),* }, [$($unknown)?], [$crate::UnknownFields::into_owned]);
+    ($name:ident, $words:literal, { $($field:ident = $tag:literal),* $(,)? } $(, $unknown:ident [$($known:literal),* $(,)?])?) => {
+        $crate::message!(@impl $name, [$name], [$name], [$name], $words, { $($field = $tag),* }, [$($unknown [$($known),*])?], [$crate::UnknownFields::into_owned]);
     };
     (@bitmap $self:ident, $words:literal, { $($field:ident = $tag:literal),* }) => {{
         #[allow(unused_mut)]
@@ -33,7 +34,7 @@ macro_rules! message {
         )*
         bm
     }};
-    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], [$($of:tt)+], $words:literal, { $($field:ident = $tag:literal),* }, [$($unknown:ident)?], [$adopt:path]) => {
+    (@impl $name:ident, [$($ty:tt)+], [$($owned:tt)+], [$($of:tt)+], $words:literal, { $($field:ident = $tag:literal),* }, [$($unknown:ident [$($known:literal),*])?], [$adopt:path]) => {
         #[allow(deprecated)]
         impl $crate::MessageType for $($owned)+ {
             type Of<'x> = $($of)+;
@@ -47,13 +48,15 @@ macro_rules! message {
         impl<'a> $crate::Message for $($ty)+ {
             #[inline]
             fn __header_len(&self) -> usize {
-                let known = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
-                let merged: ::core::option::Option<::std::vec::Vec<u32>> = ::core::option::Option::None
-                    $( .or_else(|| self.$unknown.merged_bitmap(&known)) )?;
-                let bm: &[u32] = merged.as_deref().unwrap_or(&known);
+                let bm = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                $(
+                    if !self.$unknown.is_empty() {
+                        return self.$unknown.header_len_with(&bm);
+                    }
+                )?
                 $crate::__private::header_len(
-                    $crate::__private::used_words(bm),
-                    $crate::__private::present_count(bm),
+                    $crate::__private::used_words(&bm),
+                    $crate::__private::present_count(&bm),
                 )
             }
 
@@ -63,31 +66,45 @@ macro_rules! message {
                 $( self.$unknown.accumulate_fields(sizes); )?
             }
 
-            fn __encode_header<F: FnMut(&$crate::Buf)>(
+            fn __encode_header<GranolaSink_: FnMut(&$crate::Buf)>(
                 &self,
-                enc: &mut $crate::__private::Encoder<'_, F>,
+                enc: &mut $crate::__private::Encoder<'_, GranolaSink_>,
                 at: usize,
             ) {
-                let known = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
-                let merged: ::core::option::Option<::std::vec::Vec<u32>> = ::core::option::Option::None
-                    $( .or_else(|| self.$unknown.merged_bitmap(&known)) )?;
-                let bm: &[u32] = merged.as_deref().unwrap_or(&known);
-                let first = enc.begin_header(at, &bm[..$crate::__private::used_words(bm)]);
-                let present = $crate::__private::present_count(bm);
-                let _ = (first, present);
+                // Writes the header for bitmap `bm` and the known fields;
+                // returns (first slot, present fields). Generic over the
+                // bitmap so that the usual case, a fixed-size array, keeps
+                // its length known to the compiler.
+                #[inline(always)]
+                #[allow(clippy::extra_unused_lifetimes, non_camel_case_types)]
+                fn put_known<'x, GranolaSink_: FnMut(&$crate::Buf), GranolaBits_: ::core::convert::AsRef<[u32]> + ?::core::marker::Sized>(
+                    this: &$($of)+,
+                    enc: &mut $crate::__private::Encoder<'_, GranolaSink_>,
+                    at: usize,
+                    bm: &GranolaBits_,
+                ) -> (usize, usize) {
+                    let bm = bm.as_ref();
+                    let first = enc.begin_header(at, &bm[..$crate::__private::used_words(bm)]);
+                    let present = $crate::__private::present_count(bm);
+                    let _ = this;
+                    $(
+                        if let ::core::option::Option::Some(t) = $crate::__private::FieldCodec::tag(&this.$field, $tag) {
+                            let slot = $crate::__private::slot_of(bm, first, t);
+                            enc.put_kind(first, present, slot, $crate::__private::FieldCodec::kind(&this.$field));
+                            $crate::__private::FieldCodec::put(&this.$field, enc, slot);
+                        }
+                    )*
+                    (first, present)
+                }
+                let bm = $crate::message!(@bitmap self, $words, { $($field = $tag),* });
+                // Kept unknown fields: out of line, so that the usual path
+                // stays small (and inlined where it was).
                 $(
-                    if let ::core::option::Option::Some(t) = $crate::__private::FieldCodec::tag(&self.$field, $tag) {
-                        let slot = $crate::__private::slot_of(bm, first, t);
-                        enc.put_kind(first, present, slot, $crate::__private::FieldCodec::kind(&self.$field));
-                        $crate::__private::FieldCodec::put(&self.$field, enc, slot);
+                    if !self.$unknown.is_empty() {
+                        return self.$unknown.encode_with(enc, &bm, |enc, bm| put_known(self, enc, at, bm));
                     }
-                )*
-                $( self.$unknown.put_fields(enc, bm, first, present); )?
-            }
-
-            fn __mark_known(&self, bm: &mut [u32]) {
-                let _ = &bm;
-                $( $crate::__private::FieldCodec::mark_known(&self.$field, bm, $tag); )*
+                )?
+                put_known(self, enc, at, &bm);
             }
         }
 
@@ -98,23 +115,29 @@ macro_rules! message {
                 cx: &mut $crate::__private::DecodeCx<'a>,
                 h: &$crate::__private::HeaderReader<'a>,
             ) -> ::core::result::Result<Self, $crate::DecodeError> {
-                let _ = (&cx, &h);
-                #[allow(unused_mut)]
-                let mut m = $name {
-                    $( $field: $crate::__private::FieldCodec::take(h, cx, $tag)?, )*
-                    $( $unknown: ::core::default::Default::default(), )?
-                };
+                // The known fields (unknown ones left empty).
+                #[inline(always)]
+                #[allow(clippy::extra_unused_lifetimes)]
+                fn known_fields<'x>(
+                    cx: &mut $crate::__private::DecodeCx<'x>,
+                    h: &$crate::__private::HeaderReader<'x>,
+                ) -> ::core::result::Result<$($of)+, $crate::DecodeError> {
+                    let _ = (&cx, &h);
+                    ::core::result::Result::Ok($name {
+                        $( $field: $crate::__private::FieldCodec::take(h, cx, $tag)?, )*
+                        $( $unknown: ::core::default::Default::default(), )?
+                    })
+                }
+                // Fields the schema does not know: checked inline first,
+                // read out of line (rare), so the usual path builds the
+                // message straight in place.
                 $(
-                    // The schema's field numbers, once per type.
-                    static KNOWN: ::std::sync::OnceLock<[u32; $words]> = ::std::sync::OnceLock::new();
-                    let known = KNOWN.get_or_init(|| {
-                        let mut k = [0u32; $words];
-                        $crate::Message::__mark_known(&m, &mut k);
-                        k
-                    });
-                    m.$unknown = $adopt($crate::UnknownFields::take(h, cx, known)?);
+                    const KNOWN: [u32; $words] = $crate::__private::known_bitmap(&[$($known),*]);
+                    if !$crate::UnknownFields::all_known(h, &KNOWN) {
+                        return $crate::UnknownFields::decode_with(*h, cx, &KNOWN, known_fields, |m, u| m.$unknown = $adopt(u));
+                    }
                 )?
-                ::core::result::Result::Ok(m)
+                known_fields(cx, h)
             }
         }
 
@@ -158,12 +181,12 @@ macro_rules! message {
                 <$($inner)+ as $crate::Message>::__accumulate(self, sizes);
             }
             #[inline]
-            fn put_slot<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+            fn put_slot<GranolaSink_: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, GranolaSink_>, at: usize) {
                 let h = enc.put_nested(at, <$($inner)+ as $crate::Message>::__header_len(self));
                 <$($inner)+ as $crate::Message>::__encode_header(self, enc, h);
             }
             #[inline]
-            fn put_entry<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+            fn put_entry<GranolaSink_: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, GranolaSink_>, at: usize) {
                 self.put_slot(enc, at);
             }
             fn read_slot(
@@ -226,19 +249,15 @@ macro_rules! oneof {
                 match self { $( $name::$var(v) => $crate::__private::Element::kind(v), )* }
             }
             #[inline]
-            fn mark_known(bm: &mut [u32], _: u32) {
-                $( $crate::__private::set_bit(bm, $tag); )*
-            }
-            #[inline]
             fn accumulate(&self, sizes: &mut $crate::EncodedSizes) {
                 match self { $( $name::$var(v) => $crate::__private::Element::accumulate(v, sizes), )* }
             }
             #[inline]
-            fn put_slot<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+            fn put_slot<GranolaSink_: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, GranolaSink_>, at: usize) {
                 match self { $( $name::$var(v) => $crate::__private::Element::put_slot(v, enc, at), )* }
             }
             #[inline]
-            fn put_entry<F: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, F>, at: usize) {
+            fn put_entry<GranolaSink_: FnMut(&$crate::Buf)>(&self, enc: &mut $crate::__private::Encoder<'_, GranolaSink_>, at: usize) {
                 self.put_slot(enc, at);
             }
             fn read_slot(

@@ -32,11 +32,6 @@ pub trait Message {
     #[doc(hidden)]
     fn __encode_header<F: FnMut(&Buf)>(&self, enc: &mut Encoder<'_, F>, at: usize);
 
-    /// Marks in `bm` the field numbers the schema knows (fields with other
-    /// numbers are unknown fields).
-    #[doc(hidden)]
-    fn __mark_known(&self, bm: &mut [u32]);
-
     /// Sizes of the encoded form with the default copy threshold
     /// ([`DEFAULT_COPY_THRESHOLD`]).
     fn encoded_sizes(&self) -> EncodedSizes {

@@ -196,9 +196,12 @@ impl<'a> Unknown<'a> {
     }
 }
 
+// No `Drop` impl: one would make every generated message with a
+// lifetime subject to drop checking (its borrowed bytes would have to
+// outlive it), which plain structs of `Option`/`Box`/`Vec` are not.
 impl<'a> UnknownFields<'a> {
     /// True if there are none (always, for a message built in code).
-    #[inline]
+    #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.fields.is_none()
     }
@@ -223,18 +226,62 @@ impl<'a> UnknownFields<'a> {
     }
 
     /// The same fields with no borrow (borrowed bytes are copied).
+    #[inline]
     pub fn into_owned(self) -> UnknownFields<'static> {
-        UnknownFields {
-            fields: self
-                .fields
-                .map(|f| Box::new(f.into_iter().map(|(n, v)| (n, v.into_owned())).collect())),
+        match self.fields {
+            None => UnknownFields::default(),
+            Some(f) => Self::own(*f),
         }
+    }
+
+    #[inline(never)]
+    fn own(fields: Vec<(u32, Unknown<'a>)>) -> UnknownFields<'static> {
+        let owned = fields.into_iter().map(|(n, v)| (n, v.into_owned()));
+        UnknownFields {
+            fields: Some(Box::new(owned.collect())),
+        }
+    }
+
+    /// True if every field present in `h` is in `known` (the usual case,
+    /// checked inline for one-word bitmaps).
+    #[doc(hidden)]
+    #[inline]
+    pub fn all_known(h: &HeaderReader<'_>, known: &[u32]) -> bool {
+        match known.first() {
+            Some(&k) if h.words() <= 1 => h.first_word() & !k == 0,
+            _ => Self::all_known_words(h, known),
+        }
+    }
+
+    #[inline(never)]
+    fn all_known_words(h: &HeaderReader<'_>, known: &[u32]) -> bool {
+        (0..h.words()).all(|w| h.word(w) & !known.get(w).copied().unwrap_or(0) == 0)
+    }
+
+    /// Decodes a message whose header `h` has fields not in `known`: its
+    /// known fields with `known_fields`, then the others, stored with
+    /// `set`. Out of line: generated decoders call it only when
+    /// [`all_known`](Self::all_known) is false.
+    #[doc(hidden)]
+    #[cold]
+    #[inline(never)]
+    pub fn decode_with<M>(
+        // By value: a reference would make the caller keep its header in
+        // memory on the usual path too.
+        h: HeaderReader<'a>,
+        cx: &mut DecodeCx<'a>,
+        known: &[u32],
+        known_fields: impl FnOnce(&mut DecodeCx<'a>, &HeaderReader<'a>) -> Result<M, DecodeError>,
+        set: impl FnOnce(&mut M, UnknownFields<'a>),
+    ) -> Result<M, DecodeError> {
+        let mut m = known_fields(cx, &h)?;
+        set(&mut m, Self::take(&h, cx, known)?);
+        Ok(m)
     }
 
     /// Reads the fields of header `h` whose bits are not in `known`, with
     /// their data, charging them to the decode budget.
-    #[doc(hidden)]
-    pub fn take(
+    fn take(
         h: &HeaderReader<'a>,
         cx: &mut DecodeCx<'a>,
         known: &[u32],
@@ -243,9 +290,6 @@ impl<'a> UnknownFields<'a> {
         let count: usize = (0..h.words())
             .map(|w| unknown(w).count_ones() as usize)
             .sum();
-        if count == 0 {
-            return Ok(UnknownFields::default());
-        }
         let vec_bytes = std::mem::size_of::<Vec<(u32, Unknown<'a>)>>();
         cx.charge_bytes(
             vec_bytes + count * std::mem::size_of::<(u32, Unknown<'a>)>(),
@@ -270,16 +314,43 @@ impl<'a> UnknownFields<'a> {
     }
 
     /// The bitmap of a message whose known fields set `known`, with these
-    /// fields' bits added; `None` if there are none (use `known`).
-    #[doc(hidden)]
-    pub fn merged_bitmap(&self, known: &[u32]) -> Option<Vec<u32>> {
-        let last = self.list().last()?.0;
+    /// fields' bits added.
+    fn merged_bitmap(&self, known: &[u32]) -> Vec<u32> {
+        let last = self.list().last().map_or(0, |(n, _)| *n);
         let mut bm = known.to_vec();
         bm.resize(bm.len().max(last.div_ceil(32) as usize), 0);
         for (n, _) in self.list() {
             set_bit(&mut bm, *n);
         }
-        Some(bm)
+        bm
+    }
+
+    /// The header length of a message whose known fields set `known`,
+    /// with these fields too.
+    #[doc(hidden)]
+    #[inline(never)]
+    pub fn header_len_with(&self, known: &[u32]) -> usize {
+        let bm = self.merged_bitmap(known);
+        header_len(used_words(&bm), present_count(&bm))
+    }
+
+    /// Encodes a message whose known fields set `known` with these fields:
+    /// `put_known` writes the header for the merged bitmap and the known
+    /// fields (returning the first slot and the present count), then these
+    /// fields go in. Out of line: generated encoders call it only for a
+    /// message that has unknown fields.
+    #[doc(hidden)]
+    #[cold]
+    #[inline(never)]
+    pub fn encode_with<F: FnMut(&Buf)>(
+        &self,
+        enc: &mut Encoder<'_, F>,
+        known: &[u32],
+        put_known: impl FnOnce(&mut Encoder<'_, F>, &[u32]) -> (usize, usize),
+    ) {
+        let bm = self.merged_bitmap(known);
+        let (first, present) = put_known(enc, &bm);
+        self.put_fields(enc, &bm, first, present);
     }
 
     /// Header length of these fields as a message of their own.
@@ -296,7 +367,15 @@ impl<'a> UnknownFields<'a> {
 
     /// Adds these fields' data (not their slots) to `sizes`.
     #[doc(hidden)]
+    #[inline(always)]
     pub fn accumulate_fields(&self, sizes: &mut EncodedSizes) {
+        if !self.is_empty() {
+            self.accumulate_present(sizes);
+        }
+    }
+
+    #[inline(never)]
+    fn accumulate_present(&self, sizes: &mut EncodedSizes) {
         for (_, v) in self.list() {
             v.accumulate(sizes);
         }
@@ -304,7 +383,7 @@ impl<'a> UnknownFields<'a> {
 
     /// Writes these fields as a message of their own, its header at `at`.
     fn encode_header<F: FnMut(&Buf)>(&self, enc: &mut Encoder<'_, F>, at: usize) {
-        let bm = self.merged_bitmap(&[]).unwrap_or_default();
+        let bm = self.merged_bitmap(&[]);
         let first = enc.begin_header(at, &bm[..used_words(&bm)]);
         self.put_fields(enc, &bm, first, self.len());
     }
@@ -312,8 +391,7 @@ impl<'a> UnknownFields<'a> {
     /// Writes these fields' slots, kinds and data into the header whose
     /// bitmap is `bm` (it has their bits), whose first slot is at `first`
     /// and which has `present` fields.
-    #[doc(hidden)]
-    pub fn put_fields<F: FnMut(&Buf)>(
+    fn put_fields<F: FnMut(&Buf)>(
         &self,
         enc: &mut Encoder<'_, F>,
         bm: &[u32],

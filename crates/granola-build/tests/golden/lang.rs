@@ -143,7 +143,7 @@ pub struct Shape<'a> {
 
 ::granola::message!(
     Shape < 'a >, 1, { kind = 1, color = 2, palette = 3, body = 4, flag = 9, id = 11 },
-    unknown_fields
+    unknown_fields[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 );
 #[allow(
     dead_code,
@@ -375,7 +375,8 @@ pub struct Maps<'a> {
 }
 
 ::granola::message!(
-    Maps < 'a >, 1, { s_s = 1, i32_b = 2, i64_m = 3, u32_e = 4 }, unknown_fields
+    Maps < 'a >, 1, { s_s = 1, i32_b = 2, i64_m = 3, u32_e = 4 }, unknown_fields[1, 2, 3,
+    4]
 );
 /// Types nested in `lang.Maps`.
 #[allow(
@@ -406,4 +407,4 @@ pub struct Old<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Old<'a>, 1, { note = 1 }, unknown_fields);
+::granola::message!(Old<'a>, 1, { note = 1 }, unknown_fields[1]);

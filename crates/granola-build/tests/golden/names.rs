@@ -37,7 +37,7 @@ pub struct Option<'a> {
 
 ::granola::message!(
     Option < 'a >, 1, { r#type = 1, r#fn = 2, r#match = 3, self_ = 4, r#async = 5, result
-    = 6, vec = 7, camel_case_field = 8 }, unknown_fields
+    = 6, vec = 7, camel_case_field = 8 }, unknown_fields[1, 2, 3, 4, 5, 6, 7, 8]
 );
 /// Proto message `Result`.
 #[allow(
@@ -59,7 +59,7 @@ pub struct Result<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Result<'a>, 1, { string = 1, r#box = 2 }, unknown_fields);
+::granola::message!(Result<'a>, 1, { string = 1, r#box = 2 }, unknown_fields[1, 2]);
 
 /// Proto message `Vec`.
 #[allow(
@@ -79,7 +79,7 @@ pub struct Vec<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Vec<'a>, 1, { r#loop = 1 }, unknown_fields);
+::granola::message!(Vec<'a>, 1, { r#loop = 1 }, unknown_fields[1]);
 
 /// Proto message `Box`.
 #[allow(
@@ -101,7 +101,7 @@ pub struct Box<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Box<'a>, 1, { r#yield = 1, string = 2 }, unknown_fields);
+::granola::message!(Box<'a>, 1, { r#yield = 1, string = 2 }, unknown_fields[1, 2]);
 
 /// Proto message `String`.
 #[allow(
@@ -121,4 +121,4 @@ pub struct String<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(String<'a>, 1, { vec = 1 }, unknown_fields);
+::granola::message!(String<'a>, 1, { vec = 1 }, unknown_fields[1]);

@@ -26,7 +26,7 @@ pub struct Node {
 }
 
 ::granola::message!(
-    Node, 1, { value = 1, left = 2, right = 3, children = 4 }, unknown_fields
+    Node, 1, { value = 1, left = 2, right = 3, children = 4 }, unknown_fields[1, 2, 3, 4]
 );
 /// Proto message `recursive.Tree`.
 #[allow(
@@ -48,7 +48,7 @@ pub struct Tree {
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
-::granola::message!(Tree, 1, { root = 1, forest = 2 }, unknown_fields);
+::granola::message!(Tree, 1, { root = 1, forest = 2 }, unknown_fields[1, 2]);
 
 /// Proto message `recursive.Forest`.
 #[allow(
@@ -68,4 +68,4 @@ pub struct Forest {
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
-::granola::message!(Forest, 1, { trees = 1 }, unknown_fields);
+::granola::message!(Forest, 1, { trees = 1 }, unknown_fields[1]);

@@ -21,7 +21,7 @@ pub struct Inner<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Inner<'a>, 1, { a = 1, payload = 2 }, unknown_fields);
+::granola::message!(Inner<'a>, 1, { a = 1, payload = 2 }, unknown_fields[1, 2]);
 
 /// Proto message `sample.Sample`.
 #[allow(
@@ -61,5 +61,5 @@ pub struct Sample<'a> {
 
 ::granola::message!(
     Sample < 'a >, 1, { id = 1, name = 2, data = 3, vals = 4, keys = 5, nums = 6, inner =
-    7, items = 8, flag = 9, ratio = 10 }, unknown_fields
+    7, items = 8, flag = 9, ratio = 10 }, unknown_fields[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 );

@@ -90,7 +90,9 @@ pub struct AllScalars<'a> {
     7, f64 = 8, sf32 = 9, sf64 = 10, flag = 11, fl = 12, db = 13, text = 14, blob = 15,
     opt = 32, high = 33, r_i32 = 101, r_i64 = 102, r_u32 = 103, r_u64 = 104, r_s32 = 105,
     r_s64 = 106, r_f32 = 107, r_f64 = 108, r_sf32 = 109, r_sf64 = 110, r_flag = 111, r_fl
-    = 112, r_db = 113, r_text = 114, r_blob = 115 }, unknown_fields
+    = 112, r_db = 113, r_text = 114, r_blob = 115 }, unknown_fields[1, 2, 3, 4, 5, 6, 7,
+    8, 9, 10, 11, 12, 13, 14, 15, 32, 33, 101, 102, 103, 104, 105, 106, 107, 108, 109,
+    110, 111, 112, 113, 114, 115]
 );
 /// A message with no fields at all.
 ///
@@ -110,7 +112,7 @@ pub struct Empty {
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
-::granola::message!(Empty, 0, {}, unknown_fields);
+::granola::message!(Empty, 0, {}, unknown_fields[]);
 
 /// The highest field number granola accepts.
 ///
@@ -134,4 +136,6 @@ pub struct Sparse<'a> {
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
-::granola::message!(Sparse<'a>, 1024, { first = 1, last = 32768 }, unknown_fields);
+::granola::message!(
+    Sparse < 'a >, 1024, { first = 1, last = 32768 }, unknown_fields[1, 32768]
+);

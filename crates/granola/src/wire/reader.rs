@@ -126,8 +126,6 @@ pub struct HeaderReader<'a> {
     bitmap_at: usize,
     words: usize,
     slots_at: usize,
-    /// Present fields (slots).
-    present: usize,
     len: usize,
     depth: u32,
 }
@@ -180,7 +178,6 @@ impl<'a> HeaderReader<'a> {
             bitmap_at,
             words,
             slots_at,
-            present,
             len,
             depth,
         })
@@ -200,6 +197,12 @@ impl<'a> HeaderReader<'a> {
     #[inline]
     pub fn words(&self) -> usize {
         self.words
+    }
+
+    /// Bitmap word 0 (0 if there is none).
+    #[inline(always)]
+    pub fn first_word(&self) -> u32 {
+        self.word0
     }
 
     /// Bitmap word `w` (0 beyond the bitmap).
@@ -252,7 +255,11 @@ impl<'a> HeaderReader<'a> {
         if !self.has(number) {
             return None;
         }
-        let at = self.slots_at + self.present * SLOT_LEN + self.index_of(number);
+        // The kinds follow the slots; the slot count is not kept (this is
+        // only asked about unknown fields): it is the header's length less
+        // the bitmap, over the bytes per field.
+        let present = (self.len - (self.slots_at - self.bitmap_at) - 4) / super::FIELD_LEN;
+        let at = self.slots_at + present * SLOT_LEN + self.index_of(number);
         self.obj.get(at).copied()
     }
 
