@@ -664,8 +664,7 @@ fn message(model: &Model, an: &Analysis<'_>, m: &Message) -> TokenStream {
             quote!(<'static>)
         };
         struct_fields.extend(quote! {
-            /// Fields this schema does not know, from a decoded message
-            /// (written back on encode).
+            /// Fields this schema does not know (written back on encode).
             pub #field: ::granola::UnknownFields #ult,
         });
         // Every number the schema knows (oneof members too): decode keeps

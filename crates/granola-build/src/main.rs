@@ -25,6 +25,15 @@ struct Args {
     #[arg(short = 'I', long = "include", value_name = "DIR")]
     includes: Vec<PathBuf>,
 
+    /// Generate messages without an `unknown_fields` field (a re-encode
+    /// then drops the fields the schema does not know, as prost does).
+    #[arg(long)]
+    no_unknown_fields: bool,
+
+    /// Also generate a read-only `<Name>View<'a>` per message.
+    #[arg(long)]
+    views: bool,
+
     /// The `.proto` files to compile.
     #[arg(required = true, value_name = "FILE")]
     protos: Vec<PathBuf>,
@@ -35,6 +44,8 @@ fn main() -> ExitCode {
     let result = granola_build::Config::new()
         .out_dir(&args.out_dir)
         .emit_rerun_if_changed(false)
+        .unknown_fields(!args.no_unknown_fields)
+        .views(args.views)
         .compile_protos(&args.protos, &args.includes);
     match result {
         Ok(()) => ExitCode::SUCCESS,

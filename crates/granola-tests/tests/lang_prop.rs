@@ -153,3 +153,79 @@ proptest! {
         assert_eq!(d.u32_e.len(), distinct.len());
     }
 }
+
+/// A `Detail` of the v2 schema: note, counts, and an optional child.
+fn detail() -> impl Strategy<Value = (String, Vec<u64>, Option<String>)> {
+    (".{0,12}", vec(any::<u64>(), 0..4), of(".{0,6}"))
+}
+
+fn build_detail(
+    (note, counts, child): &(String, Vec<u64>, Option<String>),
+) -> granola_tests::evo::v2::Detail<'static> {
+    use granola_tests::evo::v2;
+    v2::Detail {
+        note: note.clone().into(),
+        counts: counts.clone(),
+        child: child.as_ref().map(|c| {
+            Box::new(v2::Detail {
+                note: c.clone().into(),
+                ..Default::default()
+            })
+        }),
+        ..Default::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any v2 event survives a v1 reader: decoded by v1 (from a pool
+    /// buffer, at any copy threshold), re-encoded, and decoded by v2, it
+    /// is the event written, whichever of v2's fields it has.
+    #[test]
+    fn unknown_fields_survive_any_older_reader(
+        level in 0..3i32,
+        what in of(prop_oneof![
+            any::<u32>().prop_map(|c| (0u8, c, Vec::new())),
+            vec(any::<u8>(), 0..300).prop_map(|b| (2u8, 0, b)),
+        ]),
+        score in any::<f64>(),
+        source in ".{0,20}",
+        main in of(detail()),
+        flags in vec(any::<bool>(), 0..5),
+        deltas in vec(any::<i32>(), 0..5),
+        stamps in vec(any::<u64>(), 0..5),
+        tags in vec(".{0,6}", 0..4),
+        history in vec(detail(), 0..3),
+        totals in vec((".{0,6}", any::<i64>()), 0..4),
+        far in any::<u64>(),
+        threshold in prop_oneof![Just(0usize), Just(64), Just(usize::MAX)],
+    ) {
+        use granola_tests::evo::{v1, v2};
+        let pool = Pool::with_capacity(64 << 20).unwrap();
+        let new = v2::Event {
+            level,
+            what: what.map(|(k, code, blob)| match k {
+                0 => v2::event::What::Code(code),
+                _ if blob.is_empty() => v2::event::What::Blob(Vec::new().into()),
+                _ => v2::event::What::Blob(pool.alloc_copy(&blob).unwrap().into()),
+            }),
+            score,
+            source: source.into(),
+            detail: main.as_ref().map(build_detail),
+            flags,
+            deltas,
+            stamps,
+            tags: tags.into_iter().map(Into::into).collect(),
+            history: history.iter().map(build_detail).collect(),
+            totals: totals.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+            far,
+            ..Default::default()
+        };
+        let rx = pool.alloc_copy(&new.to_sga_with(threshold).unwrap().to_vec()).unwrap();
+        let old = v1::Event::decode_buf_with(&rx, &DecodeOptions::default(), threshold).unwrap();
+        prop_assert_eq!(old.level, level);
+        let passed_on = old.to_sga_with(threshold).unwrap().to_vec();
+        prop_assert_eq!(v2::Event::decode(&passed_on).unwrap(), new);
+    }
+}

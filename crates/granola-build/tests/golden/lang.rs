@@ -136,8 +136,7 @@ pub struct Shape<'a> {
     /// `uint32 id = 11;`
     #[deprecated]
     pub id: u32,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -369,8 +368,7 @@ pub struct Maps<'a> {
     pub i64_m: ::std::collections::BTreeMap<i64, Shape<'a>>,
     /// `map<uint32, lang.Color> u32_e = 4;`
     pub u32_e: ::std::collections::BTreeMap<u32, i32>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -402,8 +400,7 @@ pub mod maps {}
 pub struct Old<'a> {
     /// `string note = 1;`
     pub note: ::granola::HybridStr<'a>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 

@@ -30,8 +30,7 @@ pub struct Option<'a> {
     pub vec: ::std::vec::Vec<Vec<'a>>,
     /// `uint64 camelCaseField = 8;`
     pub camel_case_field: u64,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -54,8 +53,7 @@ pub struct Result<'a> {
     pub string: ::granola::HybridStr<'a>,
     /// `Box box = 2;`
     pub r#box: ::core::option::Option<Box<'a>>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -74,8 +72,7 @@ pub struct Result<'a> {
 pub struct Vec<'a> {
     /// `repeated string loop = 1;`
     pub r#loop: ::std::vec::Vec<::granola::HybridStr<'a>>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -96,8 +93,7 @@ pub struct Box<'a> {
     pub r#yield: ::core::option::Option<f64>,
     /// `String string = 2;`
     pub string: ::core::option::Option<String<'a>>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -116,8 +112,7 @@ pub struct Box<'a> {
 pub struct String<'a> {
     /// `bytes Vec = 1;`
     pub vec: ::granola::HybridBytes<'a>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 

@@ -19,8 +19,7 @@ pub struct Point<'a> {
     pub y: f64,
     /// `geo.common.Point.Meta meta = 3;`
     pub meta: ::core::option::Option<point::Meta<'a>>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -54,8 +53,7 @@ pub mod point {
         pub label: ::granola::HybridStr<'a>,
         /// `repeated uint32 tags = 2;`
         pub tags: ::std::vec::Vec<u32>,
-        /// Fields this schema does not know, from a decoded message
-        /// (written back on encode).
+        /// Fields this schema does not know (written back on encode).
         pub unknown_fields: ::granola::UnknownFields<'a>,
     }
 
@@ -84,8 +82,7 @@ pub struct Shape<'a> {
     pub first: ::core::option::Option<shape::Vertex<'a>>,
     /// `string name = 4;`
     pub name: ::granola::HybridStr<'a>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -122,8 +119,7 @@ pub mod shape {
         pub idx: u32,
         /// `repeated geo.shapes.Shape.Vertex.Tag tags = 3;`
         pub tags: ::std::vec::Vec<vertex::Tag<'a>>,
-        /// Fields this schema does not know, from a decoded message
-        /// (written back on encode).
+        /// Fields this schema does not know (written back on encode).
         pub unknown_fields: ::granola::UnknownFields<'a>,
     }
 
@@ -153,8 +149,7 @@ pub mod shape {
         pub struct Tag<'a> {
             /// `string name = 1;`
             pub name: ::granola::HybridStr<'a>,
-            /// Fields this schema does not know, from a decoded message
-            /// (written back on encode).
+            /// Fields this schema does not know (written back on encode).
             pub unknown_fields: ::granola::UnknownFields<'a>,
         }
 
@@ -179,8 +174,7 @@ pub struct Canvas<'a> {
     pub tag: ::core::option::Option<shape::vertex::Tag<'a>>,
     /// `repeated geo.common.Point points = 3;`
     pub points: ::std::vec::Vec<super::common::Point<'a>>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 

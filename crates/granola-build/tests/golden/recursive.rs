@@ -20,8 +20,7 @@ pub struct Node {
     pub right: ::core::option::Option<::std::boxed::Box<Node>>,
     /// `repeated recursive.Node children = 4;`
     pub children: ::std::vec::Vec<Node>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
@@ -43,8 +42,7 @@ pub struct Tree {
     pub root: ::core::option::Option<Node>,
     /// `recursive.Forest forest = 2;`
     pub forest: ::core::option::Option<Forest>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
@@ -63,8 +61,7 @@ pub struct Tree {
 pub struct Forest {
     /// `repeated recursive.Tree trees = 1;`
     pub trees: ::std::vec::Vec<Tree>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 

@@ -16,8 +16,7 @@ pub struct Inner<'a> {
     pub a: u64,
     /// `bytes payload = 2;`
     pub payload: ::granola::HybridBytes<'a>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -54,8 +53,7 @@ pub struct Sample<'a> {
     pub flag: bool,
     /// `double ratio = 10;`
     pub ratio: f64,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 

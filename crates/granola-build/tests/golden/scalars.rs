@@ -80,8 +80,7 @@ pub struct AllScalars<'a> {
     pub opt: ::core::option::Option<u32>,
     /// `uint64 high = 33;`
     pub high: u64,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
@@ -107,8 +106,7 @@ pub struct AllScalars<'a> {
 )]
 #[derive(Clone, Debug, Default)]
 pub struct Empty {
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'static>,
 }
 
@@ -131,8 +129,7 @@ pub struct Sparse<'a> {
     pub first: u32,
     /// `bytes last = 32768;`
     pub last: ::granola::HybridBytes<'a>,
-    /// Fields this schema does not know, from a decoded message
-    /// (written back on encode).
+    /// Fields this schema does not know (written back on encode).
     pub unknown_fields: ::granola::UnknownFields<'a>,
 }
 
