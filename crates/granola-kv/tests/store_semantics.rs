@@ -648,3 +648,56 @@ fn pooled_hash_values_do_not_calcify_the_pool() {
     }
     println!("{whole} hashes left whole");
 }
+
+/// More size classes in use than the pool has segments: a pool of eight
+/// segments under a 12 MiB limit, values of twelve sizes from 3 to 36 KiB
+/// written round robin, each class wanting a segment of its own. A class
+/// that finds no free slot and no free segment takes a free slot of a
+/// class up to twice its size before it drains a segment (which would
+/// evict up to 2 MiB of other items, only for that class to need one
+/// again): the store keeps most of its limit filled, and the newest
+/// values read back whole.
+#[test]
+fn more_classes_than_segments_keep_the_store_filled() {
+    let limit = 12 << 20;
+    let s = Store::new(
+        Pool::with_capacity(16 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: limit,
+            ..Default::default()
+        },
+    );
+    let sizes: Vec<usize> = (0..12).map(|i| 3000 + i * 3000).collect();
+    const KEYS: u32 = 4000;
+    for round in 0..3u32 {
+        for k in 0..KEYS {
+            let len = sizes[((k + round) % 12) as usize];
+            let v = vec![(k + round) as u8; len];
+            s.set(&k.to_le_bytes(), &v, Meta::default(), SetMode::Set)
+                .unwrap_or_else(|e| panic!("{k}: {e:?}"));
+        }
+    }
+    let st = s.stats();
+    assert!(st.bytes <= limit);
+    assert!(
+        st.item_bytes > limit * 6 / 10,
+        "the store holds {} of its {limit} bytes ({} evictions, {} segment drains)",
+        st.item_bytes,
+        st.evictions,
+        st.segment_evictions
+    );
+    // What is stored is whole; the newest writes are mostly there (a
+    // segment drain may still take a few).
+    let mut present = 0;
+    for k in KEYS - 100..KEYS {
+        if let Some(v) = val(&s, &k.to_le_bytes()) {
+            assert_eq!(
+                v,
+                vec![(k + 2) as u8; sizes[((k + 2) % 12) as usize]],
+                "{k}"
+            );
+            present += 1;
+        }
+    }
+    assert!(present >= 80, "{present} of the newest 100");
+}

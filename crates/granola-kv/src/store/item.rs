@@ -632,9 +632,21 @@ pub(crate) fn item_len(key: &[u8], content: &Content<'_>) -> usize {
 /// checked that the sizes fit (key <= u16::MAX, value area <= u32::MAX).
 /// `None` if the pool has no room.
 pub(crate) fn build(pool: &Pool, key: &[u8], content: &Content<'_>, h: Header) -> Option<Item> {
+    build_in(pool, key, content, h, 0)
+}
+
+/// [`build`] in a slot of at least `min_slot` bytes (a larger size class
+/// than the item needs, when its own has no room).
+pub(crate) fn build_in(
+    pool: &Pool,
+    key: &[u8],
+    content: &Content<'_>,
+    h: Header,
+    min_slot: usize,
+) -> Option<Item> {
     let value_len = content.value_len();
     let total = HEADER_LEN + key.len() + value_len;
-    let mut w: BufMut = pool.alloc(total)?;
+    let mut w: BufMut = pool.alloc(total.max(min_slot))?;
     let mut head = [0u8; HEADER_LEN];
     head[0] = content.kind_byte();
     head[1] = h.marks;

@@ -1451,11 +1451,13 @@ impl Store {
         if !self.reserve(slot, Some(l)) {
             return Err(StoreError::OutOfMemory);
         }
-        let Some(new) = self.build(l, key, content, hdr) else {
+        let Some(new) = self.build(l, key, content, hdr, slot) else {
             self.accounted.fetch_sub(slot, Ordering::Relaxed);
             return Err(StoreError::OutOfMemory);
         };
-        debug_assert_eq!(self.pool.slot_size(new.buf()), slot);
+        // A larger class's slot if its own had none (`build` reserved the
+        // difference).
+        let slot = self.pool.slot_size(new.buf());
         // Where it goes: the old entry if still there, else wherever `key`
         // is now, else a free entry (growing the shard if needed). Our own
         // evictions above may have removed the old entry.
@@ -1529,17 +1531,39 @@ impl Store {
         Ok(new)
     }
 
-    /// Allocates and writes the item. When the pool has no slot of the
-    /// item's size and no free segment, drains the coldest segment
-    /// (evicting its items; see `evict_segment`) and retries, up to
-    /// [`MAX_SEGMENT_EVICTIONS`] segments; then a little CLOCK sweeping.
+    /// Allocates and writes the item, whose slot (`slot` bytes) is
+    /// reserved. When the pool has no slot of the item's size and no free
+    /// segment, first takes a free slot of a larger class, up to four times
+    /// the size, reserving the difference: with more size classes in use
+    /// than the pool has segments (a small limit, values of many sizes),
+    /// draining a segment for each such write would evict up to 2 MiB of
+    /// other items, only for the drained class to need a segment again at
+    /// once — the store emptied itself that way. Only then drains the
+    /// coldest segment (evicting its items; see `evict_segment`) and
+    /// retries, up to [`MAX_SEGMENT_EVICTIONS`] segments; then a little
+    /// CLOCK sweeping.
     fn build(
         &self,
         l: &Locked<'_>,
         key: &[u8],
         content: &Content<'_>,
         hdr: Header,
+        slot: usize,
     ) -> Option<Item> {
+        if let Some(item) = item::build(&self.pool, key, content, hdr) {
+            return Some(item);
+        }
+        let mut larger = slot;
+        while larger < 4 * slot && larger < granola::MAX_SLOT_SIZE {
+            larger = Pool::slot_size_for(larger + 1);
+            // Only a free slot: the pool has no free segment.
+            if let Some(item) = item::build_in(&self.pool, key, content, hdr, larger) {
+                if self.reserve(larger - slot, Some(l)) {
+                    return Some(item);
+                }
+                break;
+            }
+        }
         self.with_room(l, || item::build(&self.pool, key, content, hdr))
     }
 
