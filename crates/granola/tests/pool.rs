@@ -693,3 +693,15 @@ fn the_slot_word_is_per_slot_and_starts_at_zero() {
     assert_eq!(c.as_ptr().addr(), addr, "LIFO reuse of the same slot");
     assert_eq!(c.slot_word().load(Relaxed), 0);
 }
+
+#[test]
+fn a_buf_knows_its_slot_size() {
+    let pool = Pool::with_capacity(8 << 20).unwrap();
+    for len in [1usize, 64, 65, 3000, 70_000, 2 << 20] {
+        let b = pool.alloc_copy(&vec![1u8; len]).unwrap();
+        assert_eq!(b.slot_size(), pool.slot_size(&b), "{len}");
+        assert_eq!(b.slot_size(), Pool::slot_size_for(len), "{len}");
+        // A view of part of the slot costs the whole slot.
+        assert_eq!(b.slice(..1).slot_size(), b.slot_size());
+    }
+}

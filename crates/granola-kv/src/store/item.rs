@@ -420,7 +420,7 @@ impl Item {
             Body::List(l) => l.slot_bytes(),
             Body::Dict(d) => d.bytes().bytes,
         });
-        granola::Pool::slot_size_for(self.total_len()) + INDEX_CELL + body
+        self.buf.slot_size() + INDEX_CELL + body
     }
 
     /// Entries of a hash or set (0 for other kinds).

@@ -143,6 +143,15 @@ impl Buf {
         self.pool.as_ptr().cast_const()
     }
 
+    /// The size of the pool slot this buffer lives in (what it costs
+    /// against the pool's capacity), whatever part of it `self` views.
+    pub fn slot_size(&self) -> usize {
+        // SAFETY: the pool outlives every Buf of it (each slot holds it
+        // alive), so the pointer is valid for as long as `self` is.
+        let inner = unsafe { self.pool.as_ref() };
+        inner.slot_size_of_rc(self.rc)
+    }
+
     /// True if `self` and `other` view memory of the same slot.
     pub fn same_slot(&self, other: &Buf) -> bool {
         self.rc == other.rc

@@ -814,8 +814,7 @@ impl Pool {
     /// The size of the slot `buf` lives in (what it costs against the
     /// capacity).
     pub fn slot_size(&self, buf: &Buf) -> usize {
-        let slot = self.inner.slot_from_rc(buf.rc_ptr());
-        self.inner.slot_extent(slot).1
+        self.inner.slot_size_of_rc(buf.rc_ptr())
     }
 }
 
@@ -844,6 +843,11 @@ impl PoolInner {
     }
 
     #[inline]
+    /// The size of the slot whose count is `rc`.
+    pub(super) fn slot_size_of_rc(&self, rc: NonNull<AtomicU32>) -> usize {
+        self.slot_extent(self.slot_from_rc(rc)).1
+    }
+
     fn slot_from_rc(&self, rc: NonNull<AtomicU32>) -> u32 {
         let off = rc.as_ptr().addr() - self.refcounts.base().as_ptr().addr();
         (off / 8) as u32
