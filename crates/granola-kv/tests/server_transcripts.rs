@@ -1467,6 +1467,78 @@ fn long_mget_is_one_snapshot_across_pauses() {
     );
 }
 
+/// An MGET whose reads writers keep outrunning runs again alone in the
+/// RESP gate (`mget_snapshots_alone` in INFO counts it). Here the server
+/// tries each MGET's snapshot once (`mget_snapshot_tries = 1`), and a
+/// thread in this process rewrites the 200 keys without pause straight
+/// into the store, so nearly every first read fails its check. Such
+/// writers bypass the gate as memcached and native clients do, so the
+/// retry alone may still answer its last read: every value must be whole,
+/// and the retries must have happened. (The snapshot itself, against RESP
+/// writers, is `long_mget_is_one_snapshot_across_pauses`.)
+#[test]
+fn mget_runs_alone_when_writers_outrun_it() {
+    const KEYS: usize = 200;
+    const LEN: usize = 1000;
+    let value = |i: u64| {
+        let mut v = format!("{i:08}").into_bytes();
+        v.resize(LEN, b'a' + (i % 26) as u8);
+        v
+    };
+    let mut cfg = config();
+    cfg.mget_snapshot_tries = 1;
+    let srv = Server::start(cfg);
+    let store = srv.shared.store.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                i += 1;
+                for k in 0..KEYS {
+                    let key = format!("m{k}");
+                    store
+                        .set(
+                            key.as_bytes(),
+                            &value(i),
+                            granola_kv::store::Meta::default(),
+                            granola_kv::store::SetMode::Set,
+                        )
+                        .unwrap();
+                }
+            }
+        })
+    };
+    let mget: Vec<String> = std::iter::once("MGET".to_string())
+        .chain((0..KEYS).map(|k| format!("m{k}")))
+        .collect();
+    let mut r = Client::connect(srv.resp());
+    let mut answered = 0;
+    while answered < 200 || resp_info_u64(srv.resp(), "mget_snapshots_alone") == 0 {
+        assert!(answered < 20_000, "no MGET ran alone");
+        let Resp::Array(Some(vals)) = r.resp(&mget) else {
+            panic!("MGET")
+        };
+        assert_eq!(vals.len(), KEYS);
+        for (k, v) in vals.into_iter().enumerate() {
+            match v {
+                Resp::Bulk(Some(v)) => {
+                    let n: u64 = std::str::from_utf8(&v[..8]).unwrap().parse().unwrap();
+                    assert!(v == value(n), "m{k}: a torn or foreign value");
+                }
+                // Before the writer's first round reaches the key.
+                Resp::Bulk(None) => {}
+                other => panic!("m{k}: {other:?}"),
+            }
+        }
+        answered += 1;
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(resp_info_u64(srv.resp(), "mget_snapshots_alone") > 0);
+}
+
 /// The strings, keyspace and expiry commands, exact replies.
 #[test]
 fn resp_strings_keys_transcript() {

@@ -181,6 +181,11 @@ pub struct Config {
     /// configured one (tests; the ports are in `Running::addrs`).
     #[arg(skip)]
     pub ephemeral_ports: bool,
+
+    /// Reads an MGET makes to find one snapshot before it runs again alone
+    /// in the RESP gate (tests lower it to make that happen). Not a flag.
+    #[arg(skip = 32usize)]
+    pub mget_snapshot_tries: usize,
 }
 
 /// Pool segment size: the memory shares are whole segments.

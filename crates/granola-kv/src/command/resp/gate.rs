@@ -17,7 +17,7 @@
 //! keys, except for an MGET (up to 4096 keys and 16 MiB of values), which
 //! validates its reads as one snapshot (`strings.rs`).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 const SLOTS: usize = 64;
@@ -31,6 +31,9 @@ pub struct Gate {
     lock: Mutex<()>,
     exclusive: AtomicBool,
     slots: [Slot; SLOTS],
+    /// Commands that ran again alone (an MGET whose snapshot writers
+    /// outran): INFO's `mget_snapshots_alone`.
+    pub retried_alone: AtomicU64,
 }
 
 impl Default for Gate {
@@ -39,6 +42,7 @@ impl Default for Gate {
             lock: Mutex::new(()),
             exclusive: AtomicBool::new(false),
             slots: std::array::from_fn(|_| Slot::default()),
+            retried_alone: AtomicU64::new(0),
         }
     }
 }

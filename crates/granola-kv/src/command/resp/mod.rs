@@ -46,6 +46,11 @@ pub struct Conn {
     /// An MGET's reads, kept between commands (empty) so a snapshot read
     /// allocates nothing once warm.
     pub snapshot: Vec<(Option<crate::store::Item>, crate::store::Stamp)>,
+    /// The command runs alone in the gate (EXEC, or a retry alone).
+    pub alone: bool,
+    /// The command asks to run again alone in the gate (an MGET whose
+    /// snapshot writers kept outrunning); it has written nothing.
+    pub wants_alone: bool,
 }
 
 impl Conn {
@@ -70,6 +75,8 @@ impl Conn {
             multi: None,
             watched: Vec::new(),
             snapshot: Vec::new(),
+            alone: false,
+            wants_alone: false,
         }
     }
 
@@ -354,8 +361,22 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
         let _alone = ctx.shared.resp_gate.exclusive();
         return (spec.run)(ctx, cmd);
     }
-    let _entered = ctx.shared.resp_gate.shared();
-    (spec.run)(ctx, cmd)
+    let entered = ctx.shared.resp_gate.shared();
+    let step = (spec.run)(ctx, cmd);
+    if !std::mem::take(&mut ctx.conn.wants_alone) {
+        return step;
+    }
+    // It wrote nothing and asks to run alone: no other RESP command runs
+    // meanwhile.
+    drop(entered);
+    let gate = &ctx.shared.resp_gate;
+    gate.retried_alone
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let _alone = gate.exclusive();
+    ctx.conn.alone = true;
+    let step = (spec.run)(ctx, cmd);
+    ctx.conn.alone = false;
+    step
 }
 
 /// Runs a command queued by MULTI (EXEC holds the gate).

@@ -152,7 +152,8 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 t,
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
                  keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
-                 reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n",
+                 reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
+                 mget_snapshots_alone:{}\r\n",
                 load(|n| &n.conns_total),
                 table::total_calls(),
                 load(|n| &n.conns_refused),
@@ -164,6 +165,10 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 load(|n| &n.bytes_referenced),
                 load(|n| &n.send_calls),
                 shared.copy_threshold,
+                shared
+                    .resp_gate
+                    .retried_alone
+                    .load(std::sync::atomic::Ordering::Relaxed),
             );
             // What the network layer runs on (epoll, io_uring, AF_XDP).
             for (name, value) in shared.datapath_parts() {

@@ -37,8 +37,6 @@ const SNAPSHOT_KEYS: usize = 4096;
 const SNAPSHOT_BYTES: usize = 16 << 20;
 /// A snapshot buffer larger than this is not kept for the next MGET.
 const SNAPSHOT_KEEP: usize = 64;
-/// Reads of an MGET's keys before it answers with the last one.
-const SNAPSHOT_TRIES: usize = 32;
 
 /// `MGET key...`: one snapshot, as in Redis (see [`snapshot`]), up to
 /// [`SNAPSHOT_KEYS`] keys and [`SNAPSHOT_BYTES`] of values; its reply
@@ -51,19 +49,28 @@ pub fn mget(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let keys = cmd.len() - 1;
     let resume = ctx.resume;
     if resume == 0 {
-        ctx.array(keys);
         if keys <= SNAPSHOT_KEYS {
             let mut read = std::mem::take(&mut ctx.conn.snapshot);
-            snapshot(ctx.db, cmd, &mut read);
+            let tries = ctx.shared.config.mget_snapshot_tries.max(1);
+            let whole = snapshot(ctx.db, cmd, &mut read, tries);
             let bytes: usize = read
                 .iter()
                 .filter_map(|(i, _)| i.as_ref().map(|i| i.value_len()))
                 .sum();
             if bytes <= SNAPSHOT_BYTES {
+                if !whole && !ctx.conn.alone {
+                    // Writers kept outrunning the check: read again alone
+                    // in the gate, where no RESP write lands in between.
+                    release(ctx, read);
+                    ctx.conn.wants_alone = true;
+                    return Step::Done;
+                }
+                ctx.array(keys);
                 return reply_snapshot(ctx, read, 0);
             }
             release(ctx, read);
         }
+        ctx.array(keys);
     } else if !ctx.conn.snapshot.is_empty() {
         let read = std::mem::take(&mut ctx.conn.snapshot);
         return reply_snapshot(ctx, read, resume - 1);
@@ -114,12 +121,19 @@ fn release(ctx: &mut Ctx<'_>, mut read: Vec<(Option<Item>, Stamp)>) {
 /// index entry, or still nothing: one load per key). If so, each earlier
 /// key held its item from its read to its check, an interval containing
 /// the last key's read, so all of them held these items at that instant.
-/// Otherwise a write landed in between: read again, up to
-/// [`SNAPSHOT_TRIES`] times (a writer rewriting these keys without pause
-/// could outrun it; then the last read is answered). An absent key that is
+/// Otherwise a write landed in between: read again, up to `tries` times
+/// (the server's `mget_snapshot_tries`, 32); false if writers rewriting these keys without
+/// pause outran every try (then [`mget`] runs again alone in the gate;
+/// memcached and native writers, which the gate does not stop, can still
+/// outrun that one, and its last read is answered). An absent key that is
 /// written and deleted again between the two reads goes unnoticed.
-fn snapshot(db: &dyn Storage, cmd: &Command<'_>, read: &mut Vec<(Option<Item>, Stamp)>) {
-    for _ in 0..SNAPSHOT_TRIES {
+fn snapshot(
+    db: &dyn Storage,
+    cmd: &Command<'_>,
+    read: &mut Vec<(Option<Item>, Stamp)>,
+    tries: usize,
+) -> bool {
+    for _ in 0..tries {
         read.clear();
         read.extend(cmd.args().skip(1).map(|k| db.get_stamped(k)));
         let unchanged = cmd
@@ -129,9 +143,10 @@ fn snapshot(db: &dyn Storage, cmd: &Command<'_>, read: &mut Vec<(Option<Item>, S
             .take(read.len().saturating_sub(1))
             .all(|(k, (_, stamp))| db.unchanged(k, stamp));
         if unchanged {
-            break;
+            return true;
         }
     }
+    false
 }
 
 /// `MSET key value [key value ...]`; with two or more pairs the

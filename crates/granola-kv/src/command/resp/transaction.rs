@@ -139,6 +139,8 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     };
     let mut rest = &m.queued[..];
     let mut out = NoPause(&mut *ctx.out);
+    // The queued commands run alone (an MGET needs no retry alone).
+    ctx.conn.alone = true;
     for _ in 0..m.count {
         let Parsed::Done { cmd, consumed } = resp::parse(rest, &limits) else {
             // Unreachable: we encoded these requests ourselves.
@@ -156,5 +158,6 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         let _ = dispatch_queued(&mut inner, &cmd);
         rest = rest.get(consumed..).unwrap_or_default();
     }
+    ctx.conn.alone = false;
     Step::Done
 }
