@@ -15,7 +15,8 @@
 //! reads (MGET, SUNION) enter shared, so they see a multi-key write whole
 //! or not at all; two single-key SETs in a row may land between their
 //! keys, except for an MGET (up to 4096 keys and 16 MiB of values), which
-//! validates its reads as one snapshot (`strings.rs`).
+//! validates its reads as one snapshot and, if writers keep outrunning the
+//! check, runs again alone (`strings.rs`, `mod.rs`'s `run_gated`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
