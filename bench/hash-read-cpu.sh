@@ -28,18 +28,7 @@ one() { # label binary[,flags] size test rep
     local label=$1 spec=$2 size=$3 test=$4 rep=$5
     local bin=${spec%%,*} flags=()
     [ "$spec" != "$bin" ] && IFS=, read -r -a flags <<<"${spec#*,}"
-    if [ "$label" = redis ]; then
-        taskset -c 0 "$bin" --port $PORT --bind 127.0.0.1 --save '' --appendonly no \
-            --protected-mode no >/dev/null 2>&1 &
-    else
-        taskset -c 0 "$bin" -m 1024 -t 1 -l 127.0.0.1 -p 0 --native-port 0 \
-            --resp-port $PORT "${flags[@]}" >/dev/null 2>&1 &
-    fi
-    PID=$!
-    for _ in $(seq 100); do
-        redis-cli -p $PORT PING >/dev/null 2>&1 && break
-        sleep 0.05
-    done
+    start_resp_server "$label" "$bin" $PORT "${flags[@]}"
     local value
     value=$(head -c "$size" /dev/zero | tr '\0' v)
     for f in 0 1 2 3; do

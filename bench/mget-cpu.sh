@@ -20,18 +20,7 @@ OUT=${OUT:-bench/results/mget-cpu-$(date -u +%F).json}
 
 one() { # label binary keys rep
     local label=$1 bin=$2 keys=$3 rep=$4
-    if [ "$label" = redis ]; then
-        taskset -c 0 "$bin" --port $PORT --bind 127.0.0.1 --save '' --appendonly no \
-            --protected-mode no >/dev/null 2>&1 &
-    else
-        taskset -c 0 "$bin" -m 1024 -t 1 -l 127.0.0.1 -p 0 --native-port 0 \
-            --resp-port $PORT >/dev/null 2>&1 &
-    fi
-    PID=$!
-    for _ in $(seq 100); do
-        redis-cli -p $PORT PING >/dev/null 2>&1 && break
-        sleep 0.05
-    done
+    start_resp_server "$label" "$bin" $PORT
     local names=() pairs=()
     for i in $(seq "$keys"); do
         names+=("key:$i")

@@ -1,9 +1,28 @@
 # Sourced by the benchmarks that read a server's CPU time from /proc
-# (mget-cpu.sh, write-cpu.sh): RAW is a temporary file for their rows; the
-# server whose PID is in PID is killed, and RAW removed, on exit;
-# `cpu_ticks PID` is utime+stime in clock ticks, HZ ticks per second.
+# (mget-cpu.sh, write-cpu.sh, hash-read-cpu.sh): RAW is a temporary file
+# for their rows; the server whose PID is in PID is killed, and RAW
+# removed, on exit; `cpu_ticks PID` is utime+stime in clock ticks, HZ
+# ticks per second; `start_resp_server LABEL BINARY PORT [FLAGS...]`
+# starts Redis (LABEL redis) or granola-kv (`-t 1 -m 1024`, RESP only, its
+# FLAGS added) on CPU 0, sets PID and waits until it answers PING.
 RAW=$(mktemp)
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -f "$RAW"' EXIT
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
+start_resp_server() {
+    local label=$1 bin=$2 port=$3
+    shift 3
+    if [ "$label" = redis ]; then
+        taskset -c 0 "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+            --protected-mode no >/dev/null 2>&1 &
+    else
+        taskset -c 0 "$bin" -m 1024 -t 1 -l 127.0.0.1 -p 0 --native-port 0 \
+            --resp-port "$port" "$@" >/dev/null 2>&1 &
+    fi
+    PID=$!
+    for _ in $(seq 100); do
+        redis-cli -p "$port" PING >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+}
