@@ -545,13 +545,12 @@ impl std::ops::Add for Charge {
 /// places large elements in pool memory.
 pub struct DictEdit<'a, 'p> {
     dict: &'a mut Dict,
-    placer: Option<&'a mut Placer<'p>>,
+    placer: &'a mut Placer<'p>,
 }
 
 impl<'a, 'p> DictEdit<'a, 'p> {
-    /// Writes to `dict`, placing large elements with `placer` (none: all
-    /// on the heap).
-    pub(crate) fn new(dict: &'a mut Dict, placer: Option<&'a mut Placer<'p>>) -> Self {
+    /// Writes to `dict`, placing large elements with `placer`.
+    pub(crate) fn new(dict: &'a mut Dict, placer: &'a mut Placer<'p>) -> Self {
         DictEdit { dict, placer }
     }
 
@@ -559,12 +558,11 @@ impl<'a, 'p> DictEdit<'a, 'p> {
     /// [`Dict::insert`]). Elements of at least the store's
     /// `pooled_element_min` bytes go to pool memory.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        match &mut self.placer {
-            Some(p) if !self.dict.is_sorted() => {
-                self.dict.insert_with(field, value, &mut |b| p.place(b))
-            }
-            _ => self.dict.insert(field, value),
+        if self.dict.is_sorted() {
+            return self.dict.insert(field, value);
         }
+        let p = &mut *self.placer;
+        self.dict.insert_with(field, value, &mut |b| p.place(b))
     }
 }
 

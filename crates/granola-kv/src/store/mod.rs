@@ -1451,13 +1451,13 @@ impl Store {
         if !self.reserve(slot, Some(l)) {
             return Err(StoreError::OutOfMemory);
         }
-        let Some(new) = self.build(l, key, content, hdr, slot) else {
+        // A larger class's slot if its own had none (`build` reserved the
+        // difference).
+        let Some((new, slot)) = self.build(l, key, content, hdr, slot) else {
             self.accounted.fetch_sub(slot, Ordering::Relaxed);
             return Err(StoreError::OutOfMemory);
         };
-        // A larger class's slot if its own had none (`build` reserved the
-        // difference).
-        let slot = self.pool.slot_size(new.buf());
+        debug_assert_eq!(self.pool.slot_size(new.buf()), slot);
         // Where it goes: the old entry if still there, else wherever `key`
         // is now, else a free entry (growing the shard if needed). Our own
         // evictions above may have removed the old entry.
@@ -1532,7 +1532,7 @@ impl Store {
     }
 
     /// Allocates and writes the item, whose slot (`slot` bytes) is
-    /// reserved. When the pool has no slot of the item's size and no free
+    /// reserved; returns it with the size of the slot it got. When the pool has no slot of the item's size and no free
     /// segment, first takes a free slot of a larger class, up to four times
     /// the size, reserving the difference: with more size classes in use
     /// than the pool has segments (a small limit, values of many sizes),
@@ -1549,9 +1549,9 @@ impl Store {
         content: &Content<'_>,
         hdr: Header,
         slot: usize,
-    ) -> Option<Item> {
+    ) -> Option<(Item, usize)> {
         if let Some(item) = item::build(&self.pool, key, content, hdr) {
-            return Some(item);
+            return Some((item, slot));
         }
         let mut larger = slot;
         while larger < 4 * slot && larger < granola::MAX_SLOT_SIZE {
@@ -1559,12 +1559,13 @@ impl Store {
             // Only a free slot: the pool has no free segment.
             if let Some(item) = item::build_in(&self.pool, key, content, hdr, larger) {
                 if self.reserve(larger - slot, Some(l)) {
-                    return Some(item);
+                    return Some((item, larger));
                 }
                 break;
             }
         }
         self.with_room(l, || item::build(&self.pool, key, content, hdr))
+            .map(|item| (item, slot))
     }
 
     /// Runs the pool allocation `alloc` until it succeeds: after each

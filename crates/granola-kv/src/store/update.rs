@@ -149,7 +149,7 @@ impl Store {
             min,
             alloc: &mut alloc,
         };
-        let r = f(&mut DictEdit::new(d, Some(&mut placer)));
+        let r = f(&mut DictEdit::new(d, &mut placer));
         let after = d.bytes();
         self.settle_dict(before, after, reserved);
         if after.bytes > before.bytes + reserved {

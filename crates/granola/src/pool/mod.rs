@@ -842,12 +842,13 @@ impl PoolInner {
         }
     }
 
-    #[inline]
     /// The size of the slot whose count is `rc`.
+    #[inline]
     pub(super) fn slot_size_of_rc(&self, rc: NonNull<AtomicU32>) -> usize {
         self.slot_extent(self.slot_from_rc(rc)).1
     }
 
+    #[inline]
     fn slot_from_rc(&self, rc: NonNull<AtomicU32>) -> u32 {
         let off = rc.as_ptr().addr() - self.refcounts.base().as_ptr().addr();
         (off / 8) as u32
