@@ -40,11 +40,19 @@ fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
 }
 
 fn start_xdp(amplification: usize) -> Option<XdpServer> {
+    start_xdp_with(amplification, |_| {})
+}
+
+fn start_xdp_with(
+    amplification: usize,
+    tune: impl FnOnce(&mut granola_kv::server::config::Config),
+) -> Option<XdpServer> {
     let veth = Veth::create_or_skip("granola-kv over AF_XDP")?;
     let mut cfg = config();
     cfg.listen = veth.server_ip.parse().unwrap();
     cfg.threads = Some(1);
     cfg.udp_amplification = amplification;
+    tune(&mut cfg);
     cfg.datapath = DatapathKind::Xdp(XdpConfig::default());
     cfg.xdp_if = Some(veth.server_if.clone());
     let kind = cfg.datapath_kind();
@@ -207,4 +215,111 @@ fn native_udp_over_af_xdp() {
     assert_eq!(st["xdp_interface"], srv.veth.server_if);
     assert!(st["xdp_rx_reassembled"].parse::<u64>().unwrap() >= 3);
     assert!(st["xdp_rx_delivered"].parse::<u64>().unwrap() >= 10);
+}
+
+/// A self-verifying value: `zc|version|` then bytes derived from it, then
+/// an 8-byte FNV-1a checksum of everything before it.
+fn versioned(version: u64, len: usize) -> Vec<u8> {
+    let mut v = format!("zc|{version}|").into_bytes();
+    v.extend_from_slice(&pattern(version, len - v.len() - 8));
+    let sum = fnv(&v);
+    v.extend_from_slice(&sum.to_le_bytes());
+    v
+}
+
+/// The version a value read back carries; panics on a torn or foreign
+/// byte.
+fn verified_version(got: &[u8], len: usize) -> u64 {
+    assert_eq!(got.len(), len, "length");
+    let version: u64 = got
+        .strip_prefix(b"zc|")
+        .and_then(|t| t.split(|&b| b == b'|').next())
+        .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+        .unwrap_or_else(|| panic!("no header: {}", show(&got[..32])));
+    assert!(
+        got == versioned(version, len),
+        "torn value (version {version})"
+    );
+    version
+}
+
+/// With the item pool and the connection pool carved from one mapping
+/// (one UMEM), reply descriptors name stored values where they lie:
+/// nothing is copied into the UMEM. Values replaced over TCP while their
+/// replies are queued arrive whole (the descriptor holds the old value).
+/// veth is copy mode, where replies are copied behind their headers by
+/// default; `--xdp-gather-min 0` makes every payload piece a descriptor
+/// of its own, as zero-copy mode does above 512 B.
+#[test]
+fn stored_values_are_named_by_tx_descriptors() {
+    let Some(srv) = start_xdp_with(100_000, |c| c.xdp_gather_min = Some(0)) else {
+        return;
+    };
+    let mut c = srv.tcp_client();
+    let s = srv.udp_client(srv.addrs().native_udp.unwrap());
+    let get = |id: u32| {
+        let g = kv::GetReq {
+            key: b"zc"[..].into(),
+        };
+        s.send(&native_frame(kind::GET, id, &g)).unwrap();
+    };
+    let x = srv.running.as_ref().unwrap().handle.xdp_stats.clone();
+    let read = |s: &UdpSocket| {
+        let mut buf = vec![0u8; 70_000];
+        let n = s
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("native reply over AF_XDP: {e}; {x:?}"));
+        let h = FrameHeader::read(&buf[..n]).expect("frame header");
+        assert_eq!(h.len as usize, n - FRAME_HEADER_LEN);
+        let g = kv::GetResp::decode(&buf[FRAME_HEADER_LEN..n]).unwrap();
+        assert_eq!(g.status, status::OK);
+        g.value.to_vec()
+    };
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let mut sent = 0u64;
+    for (round, len) in [1000usize, 4096, 9000, 30_000].into_iter().enumerate() {
+        let mut newest = 0;
+        for v in 0..20u64 {
+            let version = (round as u64) << 32 | v;
+            c.roundtrip(
+                &mc_set_cmd(b"zc", 0, &versioned(version, len)),
+                b"STORED\r\n",
+            );
+            // GETs queued, then the value replaced at once. In copy mode
+            // every descriptor after a packet's first becomes a page-sized
+            // skb fragment, so a burst of large multi-fragment replies
+            // would overrun the client's default receive buffer: one at a
+            // time above 10 KB.
+            let queued = if len > 10_000 { 1 } else { 3 };
+            for i in 0..queued {
+                get((version as u32) * 4 + i);
+            }
+            let next = version + 1;
+            c.roundtrip(&mc_set_cmd(b"zc", 0, &versioned(next, len)), b"STORED\r\n");
+            for _ in 0..queued {
+                let got = verified_version(&read(&s), len);
+                assert!(got == version || got == next, "stale: {got} for {version}");
+                newest = newest.max(got);
+            }
+            sent += u64::from(queued) * len as u64;
+        }
+        assert!(
+            newest >= (round as u64) << 32 | 19,
+            "{len} B: replies not current"
+        );
+    }
+    assert!(
+        load(&x.tx_bytes_gathered) >= sent,
+        "stored values sent by reference: {} of {sent} bytes",
+        load(&x.tx_bytes_gathered)
+    );
+    assert_eq!(
+        load(&x.tx_bytes_copied_in),
+        0,
+        "nothing copied into the UMEM"
+    );
+    let to = srv.addrs().memcache.unwrap();
+    let st = in_ns(&srv.veth.client_ns, || mc_stats(to));
+    assert_eq!(st["xdp_tx_bytes_copied_in"], "0");
+    assert!(st["xdp_tx_bytes_gathered"].parse::<u64>().unwrap() >= sent);
 }

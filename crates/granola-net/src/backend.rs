@@ -51,6 +51,12 @@ pub struct XdpConfig {
     /// Static neighbours: peer IPv4 address -> MAC. Peers not listed get
     /// replies at the MAC their requests came from.
     pub neighbours: Vec<(std::net::Ipv4Addr, [u8; 6])>,
+    /// Reply packets whose payload is larger than this go out as one
+    /// descriptor per payload piece (values named where they lie);
+    /// smaller ones are copied behind their headers. `None`: 512 B in
+    /// zero-copy mode, never in copy mode (where the kernel copies every
+    /// byte anyway and each extra descriptor costs it a page fragment).
+    pub gather_min: Option<usize>,
 }
 
 /// The event-loop backend of a server.

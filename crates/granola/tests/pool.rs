@@ -705,3 +705,67 @@ fn a_buf_knows_its_slot_size() {
         assert_eq!(b.slice(..1).slot_size(), b.slot_size());
     }
 }
+
+/// Pools carved from one mapping: each allocates and accounts on its own
+/// (one's budget running out leaves the other serving), one registration
+/// covers both, and a buffer outlives every pool handle of its group.
+#[test]
+fn pools_of_a_group_share_one_registration() {
+    let cfg = |segments: usize, budget: Option<usize>| PoolConfig {
+        capacity: segments * SEGMENT_SIZE,
+        huge_pages: false,
+        budget,
+    };
+    let mut pools = Pool::new_group(&[cfg(2, None), cfg(1, Some(8192))]).unwrap();
+    let frames = pools.pop().unwrap();
+    let items = pools.pop().unwrap();
+    let value = items.alloc_copy(&[3u8; 3000]).unwrap();
+    let frame = frames.alloc_copy(&[4u8; 4096]).unwrap();
+    let frame2 = frames.alloc_copy(&[5u8; 4096]).unwrap();
+    assert!(frames.alloc(4096).is_none(), "the frame pool's own budget");
+    assert!(items.alloc(4096).is_some(), "the item pool still serves");
+    assert!(items.contains(&value) && !frames.contains(&value));
+    assert!(frames.in_registration(&value) && items.in_registration(&frame));
+    assert!(!frames.in_registration(&[0u8; 4]));
+    let (base, len) = frames.registration();
+    assert_eq!(items.registration(), (base, len));
+    assert_eq!(len, 3 * SEGMENT_SIZE);
+    for b in [&value, &frame, &frame2] {
+        let off = b.as_ptr().addr() - base.as_ptr().addr();
+        assert!(off + b.len() <= len);
+    }
+    assert_eq!(items.stats().live_slots, 1);
+    assert_eq!(frames.stats().live_slots, 2);
+    drop((items, frames, frame, frame2));
+    assert!(
+        value.iter().all(|&b| b == 3),
+        "the mapping outlives the pools"
+    );
+}
+
+/// Registering a group pins every pool of it: a large object freed in
+/// the other pool keeps its pages (the kernel would otherwise keep
+/// reading the old ones for a descriptor while the process faulted in new
+/// ones). A pool made alone gives them back (not under Miri, which has no
+/// pages to give back).
+#[test]
+fn registering_a_group_pins_every_pool_of_it() {
+    let cfg = PoolConfig {
+        capacity: 4 * SEGMENT_SIZE,
+        huge_pages: false,
+        budget: None,
+    };
+    let pools = Pool::new_group(&[cfg.clone(), cfg.clone()]).unwrap();
+    let alone = Pool::new(cfg).unwrap();
+    let _ = pools[1].registration();
+    for (p, kept) in [(&pools[0], true), (&alone, cfg!(miri))] {
+        let size = MAX_SLOT_SIZE + 1;
+        let first = p.alloc_copy(&vec![0x5A; size]).unwrap();
+        let at = first.as_ptr() as usize;
+        drop(first);
+        let mut again = p.alloc(size).unwrap();
+        let bytes = &again.as_full_mut_slice()[..size];
+        assert_eq!(bytes.as_ptr() as usize, at, "the same run again");
+        assert_eq!(bytes.iter().all(|&b| b == 0x5A), kept);
+    }
+}

@@ -147,6 +147,14 @@ pub struct Config {
     #[arg(long = "xdp-neighbour", value_parser = parse_neighbour)]
     pub xdp_neighbours: Vec<(Ipv4Addr, [u8; 6])>,
 
+    /// `--datapath xdp`: reply packets whose payload is larger than this
+    /// many bytes go out as one descriptor per piece, stored values named
+    /// where they lie; smaller ones are copied behind their headers.
+    /// Default: 512 in zero-copy mode, never in copy mode (veth, lo),
+    /// where the kernel copies every byte anyway.
+    #[arg(long = "xdp-gather-min")]
+    pub xdp_gather_min: Option<usize>,
+
     /// Do not ask for transparent huge pages for the value pool.
     #[arg(long = "no-huge-pages")]
     pub no_huge_pages: bool,
@@ -253,6 +261,7 @@ impl Config {
                 x.force_copy |= self.xdp_copy;
                 x.generic |= self.xdp_generic;
                 x.neighbours.extend(self.xdp_neighbours.iter().copied());
+                x.gather_min = self.xdp_gather_min.or(x.gather_min);
                 granola_net::DatapathKind::Xdp(x)
             }
             other => other.clone(),

@@ -97,6 +97,8 @@ impl Shared {
                 ("xdp_rx_reassembled", load(&s.rx_reassembled)),
                 ("xdp_rx_dropped", load(&s.rx_dropped)),
                 ("xdp_tx_packets", load(&s.tx_packets)),
+                ("xdp_tx_bytes_gathered", load(&s.tx_bytes_gathered)),
+                ("xdp_tx_bytes_copied_in", load(&s.tx_bytes_copied_in)),
                 ("xdp_tx_dropped", load(&s.tx_dropped)),
                 ("xdp_kernel_path_delivered", load(&s.kernel_path_delivered)),
             ]);
@@ -197,16 +199,27 @@ pub struct Addrs {
 pub fn start(config: Config) -> std::io::Result<Running> {
     // Two pools, one memory limit: items (and the values replies pin) in
     // one, connection buffers in the other, each capped at its share.
-    let pool = Pool::new(PoolConfig {
+    let item_cfg = PoolConfig {
         capacity: config.item_pool_capacity(),
         huge_pages: !config.no_huge_pages,
         budget: None,
-    })?;
-    let conn_pool = Pool::new(PoolConfig {
+    };
+    let conn_cfg = PoolConfig {
         capacity: config.conn_pool_capacity(),
         huge_pages: !config.no_huge_pages,
         budget: Some(config.conn_memory_bytes()),
-    })?;
+    };
+    let (pool, conn_pool) = if matches!(config.datapath, granola_net::DatapathKind::Xdp(_)) {
+        // One mapping for both, registered as one AF_XDP UMEM: receive
+        // frames come from the connection pool (its budget, so the store
+        // cannot starve the fill ring) and transmit descriptors name
+        // stored values where they lie.
+        let mut group = Pool::new_group(&[item_cfg, conn_cfg])?;
+        let conn_pool = group.pop().expect("two pools");
+        (group.pop().expect("two pools"), conn_pool)
+    } else {
+        (Pool::new(item_cfg)?, Pool::new(conn_cfg)?)
+    };
     let threshold = match config.copy_threshold.as_str() {
         "auto" => {
             let cal = granola_net::calibrate::calibrate(&pool, Default::default())?;

@@ -146,7 +146,7 @@ impl XdpClient {
             &[body],
             &mut self.packets,
         ) {
-            Ok(()) => {}
+            Ok(_) => {}
             Err(frame::BuildError::OutOfMemory) => return Ok(Sent::Full),
             Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidInput, e.reason())),
         }

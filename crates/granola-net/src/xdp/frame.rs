@@ -171,9 +171,23 @@ pub(crate) fn copy_below(mode: super::XskMode) -> usize {
     }
 }
 
+/// Payload bytes of one datagram by how they reached the TX ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Placed {
+    /// Sent as descriptors of their own, where they lie in the UMEM (a
+    /// stored value, referenced).
+    pub(crate) gathered: usize,
+    /// Copied into a UMEM buffer first because they lay outside it, then
+    /// sent as descriptors of their own.
+    pub(crate) copied_in: usize,
+}
+
 /// Frames one UDP datagram whose payload is `payload` (in order) into
 /// packets shaped by `shape`; each packet is its list of buffers (header
-/// first), appended to `out`.
+/// first), appended to `out`. Headers (and payloads copied behind them)
+/// are allocated from `pool`; payload pieces sent as descriptors of their
+/// own must lie in its [registration](Pool::registration) and are copied
+/// into it when they do not.
 pub(crate) fn build(
     pool: &Pool,
     (src, dst): (Station, Station),
@@ -181,7 +195,8 @@ pub(crate) fn build(
     shape: Shape,
     payload: &[Buf],
     out: &mut Vec<Vec<Buf>>,
-) -> Result<(), BuildError> {
+) -> Result<Placed, BuildError> {
+    let mut placed = Placed::default();
     let mtu = shape.mtu;
     let len: usize = payload.iter().map(|b| b.len()).sum();
     if len > MAX_UDP_PAYLOAD {
@@ -256,12 +271,20 @@ pub(crate) fn build(
             pkt.push(h.freeze());
         } else {
             pkt.push(h.freeze());
-            pkt.extend(pieces);
+            for p in pieces {
+                if pool.in_registration(&p) {
+                    placed.gathered += p.len();
+                    pkt.push(p);
+                } else {
+                    placed.copied_in += p.len();
+                    pkt.push(pool.alloc_copy(&p).ok_or(BuildError::OutOfMemory)?);
+                }
+            }
         }
         out.push(pkt);
         ip_off += this;
     }
-    Ok(())
+    Ok(placed)
 }
 
 /// Walks the payload buffers, handing out sub-slices.
@@ -331,6 +354,51 @@ mod tests {
 
     fn flatten(pkt: &[Buf]) -> Vec<u8> {
         pkt.iter().flat_map(|b| b.iter().copied()).collect()
+    }
+
+    /// Gathered pieces are named where they lie when they are in the
+    /// UMEM (the pool's group) and copied into it when they are not; the
+    /// datagram's bytes are the same either way.
+    #[test]
+    fn gathered_pieces_outside_the_registration_are_copied_in() {
+        let cfg = |mb: usize| granola::PoolConfig {
+            capacity: mb << 20,
+            huge_pages: false,
+            budget: None,
+        };
+        let group = Pool::new_group(&[cfg(4), cfg(4)]).unwrap();
+        let (frames, items) = (&group[0], &group[1]);
+        let outsider = Pool::with_capacity(4 << 20).unwrap();
+        let stored = items.alloc_copy(&[7u8; 900]).unwrap();
+        let foreign = outsider.alloc_copy(&[9u8; 300]).unwrap();
+        let (s, d) = stations();
+        let mut out = Vec::new();
+        let placed = build(
+            frames,
+            (s, d),
+            1,
+            GATHER,
+            &[stored.clone(), foreign],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            placed,
+            Placed {
+                gathered: 900,
+                copied_in: 300
+            }
+        );
+        let pkt = &out[0];
+        assert_eq!(pkt.len(), 3, "headers, the stored value, the copy");
+        assert!(pkt[1].same_slot(&stored), "the stored value itself");
+        assert!(pkt.iter().all(|b| frames.in_registration(b)));
+        assert!(frames.contains(&pkt[2]), "copied into the frame pool");
+        let frame = flatten(pkt);
+        let p = parse(&frame).unwrap();
+        let mut want = vec![7u8; 900];
+        want.extend_from_slice(&[9u8; 300]);
+        assert_eq!(&frame[p.payload], &want[..]);
     }
 
     #[test]

@@ -146,6 +146,13 @@ pub struct XdpStats {
     pub tx_descriptors: AtomicU64,
     /// Completion-ring entries that released a held buffer.
     pub tx_completed: AtomicU64,
+    /// Reply payload bytes sent as descriptors of their own, where they
+    /// lie: values referenced in the UMEM (the pool's group, see
+    /// [`granola::Pool::new_group`]).
+    pub tx_bytes_gathered: AtomicU64,
+    /// Reply payload bytes copied into the UMEM first because they lay
+    /// outside it (another pool's buffers), then sent as descriptors.
+    pub tx_bytes_copied_in: AtomicU64,
     /// Replies dropped (no neighbour, too large, no pool memory, backlog).
     pub tx_dropped: AtomicU64,
     /// Datagrams that reached the service ports' kernel sockets instead
@@ -172,6 +179,8 @@ struct Endpoint {
 /// services.
 pub(crate) struct Worker {
     port: Port,
+    /// How replies are cut into packets and laid out.
+    shape: frame::Shape,
     /// For reassembled requests (copied out of the reassembly buffer).
     pool: Pool,
     /// Requests that arrived as IPv4 fragments, being put together.
@@ -252,8 +261,14 @@ impl Worker {
             // socket (packets on other queues).
             kernel.push(UdpEndpoint::new(&pool, &scfg, txcfg, sock, &*svc));
         }
+        let port = Port::open(pool.clone(), cfg, &ports, true)?;
+        let mut shape = port.shape();
+        if let Some(min) = cfg.gather_min {
+            shape.copy_below = min;
+        }
         Ok(Worker {
-            port: Port::open(pool.clone(), cfg, &ports, true)?,
+            port,
+            shape,
             pool,
             reassembly: Reassembly::new(),
             endpoints,
@@ -439,31 +454,27 @@ impl Worker {
             .copied()
             .ok_or("no neighbour entry")?;
         let ip = self.local_ip.ok_or("local address unknown")?;
-        let pool = self.port.pool();
-        // Pieces outside the UMEM (another pool's buffers) are copied in.
-        let mut owned = Vec::with_capacity(pieces.len());
-        for p in pieces {
-            if pool.contains(&p) {
-                owned.push(p);
-            } else {
-                owned.push(pool.alloc_copy(&p).ok_or("pool exhausted")?);
-            }
-        }
         let src = Station {
             mac: self.port.local_mac,
             addr: SocketAddrV4::new(ip, port),
         };
         let dst = Station { mac, addr: to };
         self.ip_id = self.ip_id.wrapping_add(1);
-        frame::build(
-            pool,
+        let placed = frame::build(
+            self.port.pool(),
             (src, dst),
             self.ip_id,
-            self.port.shape(),
-            &owned,
+            self.shape,
+            &pieces,
             packets,
         )
-        .map_err(frame::BuildError::reason)
+        .map_err(frame::BuildError::reason)?;
+        let x = &self.xstats;
+        x.tx_bytes_gathered
+            .fetch_add(placed.gathered as u64, Ordering::Relaxed);
+        x.tx_bytes_copied_in
+            .fetch_add(placed.copied_in as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Moves backlog packets onto the TX ring and kicks the kernel until the

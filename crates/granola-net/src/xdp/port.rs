@@ -1,6 +1,7 @@
-//! One AF_XDP socket with the pool as its UMEM, and the frame bookkeeping
-//! every user of it needs: the server worker (`mod.rs`) and the client
-//! (`client.rs`) share it.
+//! One AF_XDP socket whose UMEM is the pool's registration (the pool's
+//! region, or the mapping of the pool group it belongs to), and the frame
+//! bookkeeping every user of it needs: the server worker (`mod.rs`) and
+//! the client (`client.rs`) share it.
 //!
 //! - **RX frames** are fresh pool slots handed to the kernel through the
 //!   fill ring; a received frame is frozen into a [`Buf`], so what is
@@ -83,7 +84,7 @@ impl Port {
             cfg.generic,
         )?;
         let xsk = sys::Xsk::open(&sys::XskSetup {
-            umem: pool.region(),
+            umem: pool.registration(),
             chunk_size: FRAME_SIZE as u32,
             ring_size: ring,
             ifindex,
@@ -91,7 +92,7 @@ impl Port {
             force_copy: cfg.force_copy,
         })?;
         sys::map_update_fd(steering.map.as_fd(), cfg.queue_id, xsk.fd())?;
-        let umem_base = pool.region().0.as_ptr() as usize;
+        let umem_base = pool.registration().0.as_ptr() as usize;
         Ok(Port {
             xsk,
             steering,
@@ -107,7 +108,9 @@ impl Port {
         })
     }
 
-    /// The pool whose region is the UMEM.
+    /// The pool RX frames and headers come from; the UMEM is its
+    /// [registration](Pool::registration) (its region, or the mapping its
+    /// group shares).
     pub(crate) fn pool(&self) -> &Pool {
         &self.pool
     }
@@ -190,7 +193,7 @@ impl Port {
         }
         self.descs.clear();
         for (i, b) in pkt.iter().enumerate() {
-            debug_assert!(self.pool.contains(b), "TX buffers live in the UMEM");
+            debug_assert!(self.pool.in_registration(b), "TX buffers live in the UMEM");
             self.descs.push(sys::Desc {
                 addr: (b.as_ptr() as usize - self.umem_base) as u64,
                 len: b.len() as u32,

@@ -423,11 +423,59 @@ fn slot_index(offset_in_segment: usize, info: &ClassInfo) -> usize {
 impl Pool {
     /// Reserves a pool as configured.
     pub fn new(config: PoolConfig) -> std::io::Result<Pool> {
+        let num_segments = Self::segments_for(&config)?;
+        let data = Region::reserve(num_segments * SEGMENT_SIZE, SEGMENT_SIZE, config.huge_pages)?;
+        Self::with_data(config, num_segments, data)
+    }
+
+    /// Pools carved from one reserved mapping, one per config (in order),
+    /// so that one kernel registration covers them all
+    /// ([`registration`](Self::registration)): an AF_XDP UMEM whose
+    /// receive frames come from one pool (with its own budget) while its
+    /// transmit descriptors name values stored in another. Each pool
+    /// allocates, accounts and frees on its own; huge pages are asked for
+    /// when the first config asks.
+    ///
+    /// ```
+    /// use granola::{Pool, PoolConfig};
+    /// let cfg = |mb: usize| PoolConfig { capacity: mb << 20, ..PoolConfig::default() };
+    /// let pools = Pool::new_group(&[cfg(8), cfg(4)]).unwrap();
+    /// let (items, frames) = (&pools[0], &pools[1]);
+    /// let value = items.alloc_copy(b"stored").unwrap();
+    /// assert!(!frames.contains(&value));
+    /// assert!(frames.in_registration(&value));  // one UMEM names both
+    /// assert_eq!(frames.registration().1, 12 << 20);
+    /// ```
+    pub fn new_group(configs: &[PoolConfig]) -> std::io::Result<Vec<Pool>> {
+        let segments = configs
+            .iter()
+            .map(Self::segments_for)
+            .collect::<std::io::Result<Vec<usize>>>()?;
+        let total: usize = segments.iter().sum();
+        if total == 0 {
+            return Ok(Vec::new());
+        }
+        let huge = configs[0].huge_pages;
+        let whole = Arc::new(Region::reserve(total * SEGMENT_SIZE, SEGMENT_SIZE, huge)?);
+        let mut offset = 0;
+        let mut pools = Vec::with_capacity(configs.len());
+        for (config, n) in configs.iter().zip(segments) {
+            let data = Region::carve(&whole, offset, n * SEGMENT_SIZE);
+            offset += n * SEGMENT_SIZE;
+            pools.push(Self::with_data(config.clone(), n, data)?);
+        }
+        Ok(pools)
+    }
+
+    fn segments_for(config: &PoolConfig) -> std::io::Result<usize> {
         let num_segments = config.capacity.div_ceil(SEGMENT_SIZE).max(1);
         if num_segments > (u32::MAX >> SLOTS_SHIFT) as usize {
             return Err(std::io::Error::other("pool capacity above 256 GiB"));
         }
-        let data = Region::reserve(num_segments * SEGMENT_SIZE, SEGMENT_SIZE, config.huge_pages)?;
+        Ok(num_segments)
+    }
+
+    fn with_data(config: PoolConfig, num_segments: usize, data: Region) -> std::io::Result<Pool> {
         let rc_bytes = num_segments << SLOTS_SHIFT << 3;
         let refcounts = Region::reserve(rc_bytes, 4096, false)?;
         if config.huge_pages && data.huge_pages() == HugePages::Off {
@@ -676,6 +724,27 @@ impl Pool {
     pub fn region(&self) -> (NonNull<u8>, usize) {
         self.inner.data.pin();
         (self.inner.data.base(), self.inner.data.len())
+    }
+
+    /// The whole mapping this pool was carved from, as (start, length):
+    /// its own [`region`](Self::region) for a pool made alone, the group's
+    /// mapping for one made by [`new_group`](Self::new_group). What a
+    /// datapath registers so that buffers of every pool of the group can
+    /// be named (an AF_XDP UMEM). Pins the whole mapping, as `region`
+    /// does.
+    pub fn registration(&self) -> (NonNull<u8>, usize) {
+        let m = self.inner.data.mapping();
+        m.pin();
+        (m.base(), m.len())
+    }
+
+    /// True if `bytes` lies inside [`registration`](Self::registration)'s
+    /// range (this pool's or another pool's of its group).
+    #[inline]
+    pub fn in_registration(&self, bytes: &[u8]) -> bool {
+        let m = self.inner.data.mapping();
+        let off = bytes.as_ptr().addr().wrapping_sub(m.base().as_ptr().addr());
+        off < m.len() && bytes.len() <= m.len() - off
     }
 
     /// Turns `buf` into a raw slot handle that owns `buf`'s reference, for

@@ -13,6 +13,7 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Whether transparent huge pages were requested for a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +27,11 @@ pub enum HugePages {
 }
 
 /// One reserved, zero-initialised range of memory, released on drop.
+///
+/// A region is either a mapping of its own or a part of another region
+/// ([`Region::carve`]): pools carved from one mapping can be registered
+/// with the kernel once, as one range (an AF_XDP UMEM naming both the
+/// stored values and the receive frames).
 pub(crate) struct Region {
     base: NonNull<u8>,
     len: usize,
@@ -35,6 +41,9 @@ pub(crate) struct Region {
     /// Some kernel object holds the region's pages (an AF_XDP UMEM, fixed
     /// buffers): they must never be discarded (see [`Region::discard`]).
     pinned: AtomicBool,
+    /// The mapping this region is a part of; `None`: it is its own mapping
+    /// (and unmaps it on drop).
+    whole: Option<Arc<Region>>,
 }
 
 // SAFETY: a Region is an owned range of plain memory; the pool coordinates all
@@ -105,6 +114,7 @@ impl Region {
             align,
             huge,
             pinned: AtomicBool::new(false),
+            whole: None,
         })
     }
 
@@ -121,7 +131,29 @@ impl Region {
             align,
             huge: HugePages::Off,
             pinned: AtomicBool::new(false),
+            whole: None,
         })
+    }
+
+    /// The part `[offset, offset + len)` of `whole`, which stays mapped as
+    /// long as any part of it lives.
+    pub(crate) fn carve(whole: &Arc<Region>, offset: usize, len: usize) -> Region {
+        assert!(offset <= whole.len && len <= whole.len - offset && len > 0);
+        Region {
+            // SAFETY: offset <= whole.len, so the pointer stays inside (or
+            // one past) the mapping.
+            base: unsafe { NonNull::new_unchecked(whole.base.as_ptr().add(offset)) },
+            len,
+            align: whole.align,
+            huge: whole.huge,
+            pinned: AtomicBool::new(false),
+            whole: Some(whole.clone()),
+        }
+    }
+
+    /// The whole mapping: the region this one was carved from, or itself.
+    pub(crate) fn mapping(&self) -> &Region {
+        self.whole.as_deref().unwrap_or(self)
     }
 
     pub(crate) fn base(&self) -> NonNull<u8> {
@@ -145,13 +177,21 @@ impl Region {
         self.pinned.store(true, Ordering::Release);
     }
 
+    fn is_pinned(&self) -> bool {
+        self.pinned.load(Ordering::Acquire)
+            || self
+                .whole
+                .as_ref()
+                .is_some_and(|w| w.pinned.load(Ordering::Acquire))
+    }
+
     /// Gives the physical pages behind `[offset, offset+len)` back to the
     /// kernel; the range reads as zeros afterwards. Used when large objects
     /// and emptied segments are freed, so the resident size follows the
     /// live data. Nothing happens once the region is [pinned](Self::pin).
     pub(crate) fn discard(&self, offset: usize, len: usize) {
         debug_assert!(offset + len <= self.len);
-        if self.pinned.load(Ordering::Acquire) {
+        if self.is_pinned() {
             return;
         }
         #[cfg(not(miri))]
@@ -171,6 +211,10 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
+        if self.whole.is_some() {
+            // A part: the whole mapping goes with its last part.
+            return;
+        }
         #[cfg(not(miri))]
         // SAFETY: we own the mapping [base, base+len) and nothing refers to it
         // any more (the pool drops its regions only when no slot is live).
