@@ -15,7 +15,10 @@
 #   bench/xdp-udp.sh [REPS] [VALUE_BYTES]
 #       -> bench/results/xdp-udp-<proto>-v<VALUE>.json
 #   env: PROTO=memcached|native  DUR=seconds  DEPTH=16  CONNS=4  OUT=file.json
-#        VARIANTS="epoll:udp epoll:xdp xdp:xdp"
+#        VARIANTS="epoll:udp epoll:xdp xdp:xdp"; a server part ending in
+#        @TAG runs the granola-kv named by $KV_TAG instead of $KV (two
+#        builds, or a wrapper adding flags, interleaved in one run:
+#        KV_base=/tmp/kv-8b11253 VARIANTS="xdp@base:xdp xdp:xdp")
 #        WORKLOAD=ycsb:keys=10k,value=VALUE (e.g. ...,shape=list:2 for the
 #        Cornflakes 2 x 2048 B list)
 set -euo pipefail
@@ -54,7 +57,12 @@ HZ=$(getconf CLK_TCK)
 
 run() { # $1 = SERVER[/SERIALIZER]:CLIENT variant, $2 = rep
     local variant=$1 rep=$2 dp=${1%%:*} cl=${1##*:} extra=() cextra=() ports=()
-    local ser= proto=$PROTO
+    local ser= proto=$PROTO kv=$KV
+    if [[ $dp == *@* ]]; then
+        local var="KV_${dp#*@}"
+        kv=${!var:?"variant $variant needs \$$var"}
+        dp=${dp%@*}
+    fi
     if [[ $dp == */* ]]; then
         ser=${dp#*/} dp=${dp%%/*}
         extra+=(--serializer "$ser")
@@ -69,9 +77,9 @@ run() { # $1 = SERVER[/SERIALIZER]:CLIENT variant, $2 = rep
         ports=(-p 21211 -U 21211 --native-port 0)
         local port=21211
     fi
-    local tag=${variant//[:\/]/-}
+    local tag=${variant//[:\/@]/-}
     local log="$TMP/kv-$tag-$rep.log" json="$TMP/$tag-$rep.json"
-    ip netns exec "$S" taskset -c 0 "$KV" -l 10.212.0.1 "${ports[@]}" \
+    ip netns exec "$S" taskset -c 0 "$kv" -l 10.212.0.1 "${ports[@]}" \
         --resp-port 0 -t 1 --udp-amplification 100000 --datapath "${dp%-generic}" --xdp-if "$S" "${extra[@]}" \
         >"$log" 2>&1 &
     PID=$!

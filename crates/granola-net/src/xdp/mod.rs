@@ -11,14 +11,20 @@
 //!   (here)  the worker: fill ring -> RX -> handlers -> TX ring -> completions
 //! ```
 //!
-//! **The pool is the UMEM.** The pool's whole data region is registered as
-//! the UMEM in *unaligned chunks* mode, rather than carving a fixed-frame
-//! UMEM out of it or building the pool inside a UMEM: the pool's size
-//! classes place values at any 64-byte boundary, and with unaligned chunks
-//! a descriptor may start anywhere in the UMEM, so a TX descriptor can name
-//! a stored value where it lies, and RX frames are ordinary 4 KiB pool
-//! slots. The cost: the kernel pins the whole region when the socket is
-//! created (size the pool to what the server needs).
+//! **The pool is the UMEM.** The pool's [registration](Pool::registration)
+//! — its data region, or the mapping of the [pool group](Pool::new_group)
+//! it was carved from — is registered as the UMEM in *unaligned chunks*
+//! mode, rather than carving a fixed-frame UMEM out of it or building the
+//! pool inside a UMEM: the pool's size classes place values at any 64-byte
+//! boundary, and with unaligned chunks a descriptor may start anywhere in
+//! the UMEM, so a TX descriptor can name a stored value where it lies, and
+//! RX frames are ordinary 4 KiB pool slots. A server whose values live in
+//! another pool than its frames (granola-kv: the store's pool, and the
+//! connection pool with its own budget so the store cannot starve the fill
+//! ring) makes the two one group: one UMEM names both. A reply piece from
+//! outside the registration is copied in before it gets a descriptor. The
+//! cost: the kernel pins the whole mapping when the socket is created
+//! (size the pools to what the server needs).
 //!
 //! **RX** hands the kernel fresh 4 KiB pool slots through the fill ring; a
 //! received frame is frozen into a shared [`Buf`] and the UDP payload is a
