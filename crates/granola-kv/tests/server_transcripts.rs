@@ -1136,6 +1136,25 @@ fn large_values_go_by_reference() {
         expect_at_least += 3 * size as u64;
         wait_referenced(&srv, expect_at_least);
 
+        // So do sorted sets: ZRANGE, ZRANGEBYSCORE and ZPOPMIN reference
+        // the large member.
+        let zkey = format!("zset{size}");
+        resp.roundtrip(
+            &resp_cmd(&[b"ZADD", zkey.as_bytes(), b"1", &v[..], b"2", b"small"]),
+            b":2\r\n",
+        );
+        let mut range = b"*2\r\n".to_vec();
+        range.extend_from_slice(&resp_bulk(&v));
+        range.extend_from_slice(&resp_bulk(b"small"));
+        resp.roundtrip(&resp_cmd(&["ZRANGE", &zkey, "0", "-1"]), &range);
+        resp.roundtrip(&resp_cmd(&["ZRANGEBYSCORE", &zkey, "-inf", "+inf"]), &range);
+        let mut popped = b"*2\r\n".to_vec();
+        popped.extend_from_slice(&resp_bulk(&v));
+        popped.extend_from_slice(&resp_bulk(b"1"));
+        resp.roundtrip(&resp_cmd(&["ZPOPMIN", &zkey]), &popped);
+        expect_at_least += 3 * size as u64;
+        wait_referenced(&srv, expect_at_least);
+
         // Native: Get and GetM.
         assert_eq!(put(&mut nat, key.as_bytes(), &v), (status::OK, 1));
         assert_eq!(get(&mut nat, key.as_bytes()), (status::OK, v.clone()));

@@ -578,6 +578,109 @@ fn large_hash_and_set_elements_live_in_pool_memory() {
     assert_eq!(pool.stats().live_slots, 0, "every slot returned");
 }
 
+/// Sorted set members of at least `pooled_element_min` bytes live in a
+/// pool slot of their own, which the member table and the order index
+/// share (one slot, no heap copy); range reads hand out that slot, and a
+/// popped member's bytes stay valid for its reply. A copy gets slots of
+/// its own, and the accounting holds throughout.
+#[test]
+fn large_sorted_set_members_live_in_pool_memory() {
+    use granola_kv::store::{Growth, Member};
+    let pool = Pool::with_capacity(16 << 20).unwrap();
+    let s = Store::new(
+        pool.clone(),
+        StoreConfig {
+            pooled_element_min: 256,
+            ..Default::default()
+        },
+    );
+    let big = |b: u8| vec![b; 3000];
+    let grow = Growth {
+        entries: 3,
+        bytes: 6100,
+    };
+    let accounted = |s: &Store| {
+        let st = s.stats();
+        assert_eq!(
+            st.item_bytes,
+            pool.stats().live_bytes + st.dict_bytes,
+            "pool slots and heap bytes, each counted once: {st:?}"
+        );
+    };
+    s.update_dict(b"z", Kind::ZSet, grow, |d| {
+        assert!(d.set_score(&big(1), 2.0));
+        assert!(d.set_score(b"small", 1.0));
+        assert!(d.set_score(&big(2), 3.0));
+        // A new score moves the member in the index, same slot.
+        assert!(!d.set_score(&big(1), 2.5));
+    })
+    .unwrap();
+    assert_eq!(pool.stats().live_slots, 3, "the head item and two members");
+    accounted(&s);
+    let ranked = s
+        .get(b"z")
+        .unwrap()
+        .read_dict(|d| {
+            d.ranked(0, 3)
+                .into_iter()
+                .map(|(m, sc)| (m.buf().cloned(), m.bytes().to_vec(), sc))
+                .collect::<Vec<_>>()
+        })
+        .unwrap();
+    assert_eq!(ranked.len(), 3);
+    assert!(ranked[0].0.is_none(), "small: a heap copy");
+    assert_eq!((&ranked[0].1[..], ranked[0].2), (&b"small"[..], 1.0));
+    for (i, b) in [(1, 1u8), (2, 2)] {
+        let held = ranked[i].0.as_ref().expect("large: the pooled slot");
+        assert_eq!(&held[..], &big(b)[..]);
+    }
+    assert_eq!(ranked[1].2, 2.5);
+    let by_score = s.get(b"z").unwrap().read_dict(|d| {
+        d.by_score(std::ops::Bound::Excluded(2.0), std::ops::Bound::Unbounded)
+            .map(|(m, _)| m.buf().is_some())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(by_score, Some(vec![true, true]));
+    drop(ranked);
+
+    // A popped member outlives its removal; its slot goes with the reply.
+    let popped = s
+        .update_dict(b"z", Kind::ZSet, Growth::default(), |d| {
+            d.pop_scored(1, false)
+        })
+        .unwrap();
+    let (m, score) = &popped[0];
+    assert!(matches!(m, Member::Shared(_)));
+    assert_eq!((m.bytes(), *score), (&big(2)[..], 3.0));
+    assert_eq!(pool.stats().live_slots, 3, "held by the pop's result");
+    drop(popped);
+    assert_eq!(pool.stats().live_slots, 2);
+    accounted(&s);
+
+    // A copy (COPY, RENAME) places its large members in slots of its own.
+    let copy = s.get(b"z").unwrap().read_dict(|d| d.clone()).unwrap();
+    s.put_dict(b"z2", Kind::ZSet, &copy, Meta::default())
+        .unwrap();
+    let shared = s.get(b"z2").unwrap().read_dict(|d| {
+        d.ranked(0, 2)
+            .iter()
+            .map(|(m, _)| m.buf().map(|b| b[..] == big(1)[..]))
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(shared, Some(vec![None, Some(true)]));
+    assert_eq!(pool.stats().live_slots, 4);
+    accounted(&s);
+    s.update_dict(b"z2", Kind::ZSet, Growth::default(), |d| {
+        assert!(d.remove_scored(&big(1)));
+        assert_eq!(d.rank(b"small"), Some(0));
+    })
+    .unwrap();
+    assert_eq!(pool.stats().live_slots, 3);
+    accounted(&s);
+    drop(s);
+    assert_eq!(pool.stats().live_slots, 0, "every slot returned");
+}
+
 /// Hashes whose values sit in pool memory give their segments back: a
 /// segment drain that meets a value evicts the hash that owns it, as it
 /// does a list for its chunks. Hashes of 2 KiB values fill most of a pool

@@ -20,8 +20,7 @@
 //!   charged to the store's limit like item slots: a heap allocation at
 //!   its malloc size ([`heap_cost`]), a pool slot at its slot size, plus
 //!   the table's per-slot bytes ([`SLOT_BYTES`]) for its capacity, so `-m`
-//!   bounds hashes and sets too. Sorted sets keep everything on the heap
-//!   (their order index copies each member anyway).
+//!   bounds hashes, sets and sorted sets alike.
 //! - **Insertion-ordered with O(1) removal** (`IndexMap::swap_remove`: the
 //!   last entry takes the removed one's place), which also gives O(1)
 //!   random members (SPOP, SRANDMEMBER) and cursors by position.
@@ -33,12 +32,15 @@
 //! - **Sorted sets** keep member → score (8 bytes) in the table and an
 //!   ordered index of (score, member) beside it: O(log n) per member,
 //!   score ranges O(log n + returned), ranks O(rank) (the B-tree keeps no
-//!   subtree counts).
+//!   subtree counts). The index holds a small member's own heap copy, and
+//!   a pooled member's slot by a second reference ([`Member`]): no second
+//!   copy, and range replies reference it.
 //! - Like a list body, a dict is behind its own mutex, taken by writers
 //!   (who hold the key's shard lock) and briefly by readers; eviction
 //!   skips a body that is locked.
 
 use super::element::{Element, Placer};
+use granola::Buf;
 use indexmap::map::MutableKeys;
 use indexmap::IndexMap;
 use std::collections::hash_map::RandomState;
@@ -61,9 +63,98 @@ pub(crate) fn heap_cost(n: usize) -> usize {
 }
 
 /// Heap bytes per entry of a sorted set's order index, besides its
-/// member's copy: the score, the boxed member and the B-tree's nodes (11
-/// entries of 24 bytes per node, about two thirds full).
-pub(crate) const ORDER_BYTES: usize = 48;
+/// member's copy: the score, the member and the B-tree's nodes (11
+/// entries of 24 bytes per node, about two thirds full: twice the entry).
+pub(crate) const ORDER_BYTES: usize = 2 * std::mem::size_of::<(u64, Member)>();
+
+/// A sorted set member as its order index holds it: a heap copy of a
+/// small member, or a second reference to a pooled member's slot (the
+/// table's [`Element`] owns the slot's handle; this keeps the bytes for a
+/// reply even after the member is removed). Ordered by its bytes.
+#[derive(Debug)]
+pub enum Member {
+    /// Copied into replies.
+    Heap(Box<[u8]>),
+    /// Referenced by replies (boxed: both variants are 16 bytes, so the
+    /// index of small members costs what it did).
+    Shared(Box<Buf>),
+}
+
+impl Member {
+    /// The index's form of the table's `e`.
+    fn of(e: &Element) -> Member {
+        match e.buf() {
+            Some(b) => Member::Shared(Box::new(b.clone())),
+            None => Member::Heap(e.bytes().into()),
+        }
+    }
+
+    /// A key to look `member` up by.
+    fn probe(member: &[u8]) -> Member {
+        Member::Heap(member.into())
+    }
+
+    /// The member's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Member::Heap(b) => b,
+            Member::Shared(b) => b,
+        }
+    }
+
+    /// The member as a zero-copy `Buf`, if it is in pool memory.
+    pub fn buf(&self) -> Option<&Buf> {
+        match self {
+            Member::Heap(_) => None,
+            Member::Shared(b) => Some(b),
+        }
+    }
+
+    /// Heap bytes charged for it besides [`ORDER_BYTES`]: its copy, or
+    /// the boxed reference (a shared member's slot is charged once, to its
+    /// table element).
+    fn cost(&self) -> usize {
+        match self {
+            Member::Heap(b) => heap_cost(b.len()),
+            Member::Shared(_) => heap_cost(std::mem::size_of::<Buf>()),
+        }
+    }
+}
+
+impl Clone for Member {
+    /// A heap copy, as [`Element`]'s clones are (a copy of the dict must
+    /// not hold its original's slots).
+    fn clone(&self) -> Member {
+        Member::Heap(self.bytes().into())
+    }
+}
+
+impl std::ops::Deref for Member {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl PartialEq for Member {
+    fn eq(&self, o: &Member) -> bool {
+        self.bytes() == o.bytes()
+    }
+}
+
+impl Eq for Member {}
+
+impl PartialOrd for Member {
+    fn partial_cmp(&self, o: &Member) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Member {
+    fn cmp(&self, o: &Member) -> std::cmp::Ordering {
+        self.bytes().cmp(o.bytes())
+    }
+}
 
 /// A score as a key that sorts like `f64::total_cmp` (-0.0 before 0.0;
 /// scores are never NaN).
@@ -99,7 +190,7 @@ pub struct Dict {
     /// The CAS unique of the last write (0: none since the head item's).
     cas: u64,
     /// A sorted set's (score, member) order; `None` for hashes and sets.
-    order: Option<BTreeSet<(u64, Box<[u8]>)>>,
+    order: Option<BTreeSet<(u64, Member)>>,
 }
 
 impl std::fmt::Debug for Dict {
@@ -114,11 +205,7 @@ impl Clone for Dict {
     fn clone(&self) -> Dict {
         let entries = self.entries.clone();
         let order = self.order.clone();
-        let order_payload = order
-            .iter()
-            .flatten()
-            .map(|(_, m)| heap_cost(m.len()))
-            .sum::<usize>();
+        let order_payload = order.iter().flatten().map(|(_, m)| m.cost()).sum::<usize>();
         let payload = entries
             .iter()
             .map(|(k, v)| k.cost() + v.cost())
@@ -205,12 +292,9 @@ impl Dict {
     }
 
     /// Moves every large heap element into pool memory (for a copy the
-    /// store is about to own: see `element.rs`). Sorted sets stay as they
-    /// are.
+    /// store is about to own: see `element.rs`); a sorted set's order
+    /// index then shares its placed members.
     pub(crate) fn place_all(&mut self, placer: &mut Placer<'_>) {
-        if self.is_sorted() {
-            return;
-        }
         let (mut gone, mut now) = (Charge::default(), Charge::default());
         for (k, v) in self.entries.iter_mut2() {
             for e in [k, v] {
@@ -225,6 +309,23 @@ impl Dict {
         }
         self.uncharge(gone);
         self.charge(now);
+        if let Some(order) = self.order.take() {
+            let mut order_cost = 0;
+            let order = order
+                .into_iter()
+                .map(|(key, m)| {
+                    self.payload -= m.cost();
+                    let m = match self.entries.get_key_value(m.bytes()) {
+                        Some((e, _)) => Member::of(e),
+                        None => m,
+                    };
+                    order_cost += m.cost();
+                    (key, m)
+                })
+                .collect();
+            self.payload += order_cost;
+            self.order = Some(order);
+        }
     }
 
     /// Removes `field`; true if it was there.
@@ -316,8 +417,19 @@ impl Dict {
     }
 
     /// Sets a sorted set member's score (not NaN); true if the member is
-    /// new. O(log n).
+    /// new. O(log n). Members go on the heap;
+    /// [`DictEdit::set_score`] places large ones in pool memory.
     pub fn set_score(&mut self, member: &[u8], score: f64) -> bool {
+        self.set_score_with(member, score, &mut Element::heap)
+    }
+
+    /// [`set_score`](Self::set_score), with `place` making a new member.
+    fn set_score_with(
+        &mut self,
+        member: &[u8],
+        score: f64,
+        place: &mut dyn FnMut(&[u8]) -> Element,
+    ) -> bool {
         debug_assert!(!score.is_nan());
         // -0 and 0 are one score (as in Redis), stored as 0.
         let score = if score == 0.0 { 0.0 } else { score };
@@ -326,13 +438,24 @@ impl Dict {
             self.writes += 1;
             return false;
         }
+        // The score is 8 bytes: always on the heap, rewritten in place.
+        let new = self.insert_with(member, &score.to_be_bytes(), place);
         let order = self.order.get_or_insert_with(BTreeSet::new);
-        if let Some(o) = old {
-            order.remove(&(order_key(o), Box::from(member)));
-        }
-        order.insert((order_key(score), member.into()));
-        self.payload += heap_cost(member.len()) * usize::from(old.is_none());
-        self.insert(member, &score.to_be_bytes())
+        let indexed = match old {
+            Some(o) => order.take(&(order_key(o), Member::probe(member))),
+            None => None,
+        };
+        let m = indexed.map_or_else(
+            || {
+                let (e, _) = self.entries.get_key_value(member).expect("just inserted");
+                let m = Member::of(e);
+                self.payload += m.cost();
+                m
+            },
+            |(_, m)| m,
+        );
+        order.insert((order_key(score), m));
+        new
     }
 
     /// Removes a sorted set member; true if it was there. O(log n).
@@ -340,16 +463,19 @@ impl Dict {
         let Some(score) = self.score(member) else {
             return false;
         };
-        if let Some(order) = self.order.as_mut() {
-            order.remove(&(order_key(score), Box::from(member)));
+        if let Some((_, m)) = self
+            .order
+            .as_mut()
+            .and_then(|o| o.take(&(order_key(score), Member::probe(member))))
+        {
+            self.payload -= m.cost();
         }
-        self.payload -= heap_cost(member.len());
         self.remove(member)
     }
 
     /// Sorted set members at ranks `from..to` (ascending), with scores.
     /// Walks from the nearer end: O(log n + distance + count).
-    pub fn ranked(&self, from: usize, to: usize) -> Vec<(&[u8], f64)> {
+    pub fn ranked(&self, from: usize, to: usize) -> Vec<(&Member, f64)> {
         let Some(order) = &self.order else {
             return Vec::new();
         };
@@ -357,8 +483,8 @@ impl Dict {
         if from >= to {
             return Vec::new();
         }
-        fn pick((k, m): &(u64, Box<[u8]>)) -> (&[u8], f64) {
-            (&m[..], score_of(*k))
+        fn pick((k, m): &(u64, Member)) -> (&Member, f64) {
+            (m, score_of(*k))
         }
         if from <= order.len() - to {
             order.iter().skip(from).take(to - from).map(pick).collect()
@@ -380,7 +506,11 @@ impl Dict {
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
         let order = self.order.as_ref()?;
-        Some(order.range(..(order_key(score), Box::from(member))).count())
+        Some(
+            order
+                .range(..(order_key(score), Member::probe(member)))
+                .count(),
+        )
     }
 
     /// Sorted set members whose score lies within `lo..hi`, ascending (use
@@ -389,7 +519,7 @@ impl Dict {
         &self,
         lo: Bound<f64>,
         hi: Bound<f64>,
-    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+    ) -> impl DoubleEndedIterator<Item = (&Member, f64)> + '_ {
         // Keys are whole u64s, so "after score s" is "from key(s) + 1".
         let start = match lo {
             Bound::Unbounded => 0,
@@ -403,24 +533,22 @@ impl Dict {
         };
         let range = match &self.order {
             Some(order) if start <= end && !order.is_empty() => {
-                let from = Bound::Included((start, Box::<[u8]>::default()));
+                let from = Bound::Included((start, Member::probe(&[])));
                 let to = match end.checked_add(1) {
-                    Some(e) => Bound::Excluded((e, Box::<[u8]>::default())),
+                    Some(e) => Bound::Excluded((e, Member::probe(&[]))),
                     None => Bound::Unbounded,
                 };
                 Some(order.range((from, to)))
             }
             _ => None,
         };
-        range
-            .into_iter()
-            .flatten()
-            .map(|(k, m)| (&m[..], score_of(*k)))
+        range.into_iter().flatten().map(|(k, m)| (m, score_of(*k)))
     }
 
     /// Removes up to `count` members from the low (`min`) or high end, in
-    /// pop order, with their scores.
-    pub fn pop_scored(&mut self, count: usize, min: bool) -> Vec<(Box<[u8]>, f64)> {
+    /// pop order, with their scores (a pooled member's bytes stay valid in
+    /// the returned [`Member`] for the reply).
+    pub fn pop_scored(&mut self, count: usize, min: bool) -> Vec<(Member, f64)> {
         let mut out = Vec::new();
         while out.len() < count {
             let Some(order) = self.order.as_mut() else {
@@ -433,8 +561,8 @@ impl Dict {
             }) else {
                 break;
             };
-            self.payload -= heap_cost(m.len());
-            self.remove(&m);
+            self.payload -= m.cost();
+            self.remove(m.bytes());
             out.push((m, score_of(k)));
         }
         out
@@ -563,6 +691,14 @@ impl<'a, 'p> DictEdit<'a, 'p> {
         }
         let p = &mut *self.placer;
         self.dict.insert_with(field, value, &mut |b| p.place(b))
+    }
+
+    /// Sets a sorted set member's score (see [`Dict::set_score`]); a new
+    /// member of at least the store's `pooled_element_min` bytes goes to
+    /// pool memory, shared by the table and the order index.
+    pub fn set_score(&mut self, member: &[u8], score: f64) -> bool {
+        let p = &mut *self.placer;
+        self.dict.set_score_with(member, score, &mut |b| p.place(b))
     }
 }
 
@@ -694,7 +830,10 @@ mod tests {
         let expect: Vec<(Vec<u8>, f64)> = want.iter().map(|(s, m)| (m.clone(), *s)).collect();
         assert_eq!(all, expect);
         assert_eq!(
-            z.ranked(400, 410),
+            z.ranked(400, 410)
+                .into_iter()
+                .map(|(m, s)| (m.bytes(), s))
+                .collect::<Vec<_>>(),
             expect[400..410]
                 .iter()
                 .map(|(m, s)| (&m[..], *s))
@@ -714,6 +853,10 @@ mod tests {
             assert!(z.remove_scored(m));
         }
         assert_eq!(z.payload, 0, "every byte uncharged");
+        // The order index of small members costs what it did before it
+        // could share pooled ones.
+        assert_eq!(std::mem::size_of::<Member>(), 16);
+        assert_eq!(ORDER_BYTES, 48);
     }
 
     #[test]
@@ -728,7 +871,7 @@ mod tests {
         ] {
             z.set_score(m.as_bytes(), sc);
         }
-        let names = |it: Vec<(&[u8], f64)>| -> String {
+        let names = |it: Vec<(&Member, f64)>| -> String {
             it.iter()
                 .map(|(m, _)| std::str::from_utf8(m).unwrap())
                 .collect()

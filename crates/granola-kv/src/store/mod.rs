@@ -90,7 +90,7 @@ mod update;
 
 pub use access::Access;
 pub use clock::{now_ms, Clock};
-pub use dict::{Dict, DictEdit};
+pub use dict::{Dict, DictEdit, Member};
 pub use element::Element;
 pub use item::{Item, Kind, Marks};
 pub use list::ListElem;

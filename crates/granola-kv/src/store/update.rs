@@ -131,7 +131,7 @@ impl Store {
                 entries: 0,
                 bytes: 0,
             } => 0,
-            g if g.bytes >= min && !d.is_sorted() => {
+            g if g.bytes >= min => {
                 d.growth_bound(g.entries, g.bytes) + placement_bound(g.entries, g.bytes, key)
             }
             g => d.growth_bound(g.entries, g.bytes),

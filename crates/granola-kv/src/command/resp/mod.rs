@@ -27,7 +27,7 @@ use super::{Step, Storage};
 use crate::protocol::resp::{self, Command, Version};
 use crate::protocol::ReplySink;
 use crate::server::Shared;
-use crate::store::{Element, Item, Kind, StoreError};
+use crate::store::{Element, Item, Kind, Member, StoreError};
 use granola::Buf;
 
 /// Per-connection state of a RESP client.
@@ -143,6 +143,13 @@ impl Ctx<'_> {
         match e.buf() {
             Some(b) => self.bulk(b),
             None => self.bytes(e),
+        }
+    }
+    /// A sorted set's member from its order index, as [`element`](Self::element).
+    pub fn member(&mut self, m: &Member) {
+        match m.buf() {
+            Some(b) => self.bulk(b),
+            None => self.bytes(m.bytes()),
         }
     }
     /// Bytes as a bulk string (copied).

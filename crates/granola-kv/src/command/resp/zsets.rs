@@ -12,7 +12,8 @@ use super::strings::parse_float;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Growth};
+use crate::store::{Dict, Growth, Member};
+use std::borrow::Borrow;
 use std::ops::Bound;
 
 const T: CType = CType::ZSet;
@@ -163,19 +164,19 @@ pub fn zrem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// Writes (member, score) pairs: flat in RESP2 or without scores, as
 /// [member, score] pairs in RESP3.
-fn reply_pairs<M: AsRef<[u8]>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: bool) {
+fn reply_pairs<M: Borrow<Member>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: bool) {
     let resp3 = ctx.version() == resp::Version::Resp3;
     if scores && resp3 {
         ctx.array(z.len());
         for (m, s) in z {
             ctx.array(2);
-            ctx.bytes(m.as_ref());
+            ctx.member(m.borrow());
             ctx.double(*s);
         }
     } else {
         ctx.array(z.len() * if scores { 2 } else { 1 });
         for (m, s) in z {
-            ctx.bytes(m.as_ref());
+            ctx.member(m.borrow());
             if scores {
                 ctx.double(*s);
             }
@@ -317,7 +318,7 @@ fn by_score(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
         }
     }
     let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
-        let hits: Vec<(&[u8], f64)> = match z {
+        let hits: Vec<(&Member, f64)> = match z {
             Some(z) if rev => z.by_score(lo, hi).rev().skip(offset).take(count).collect(),
             Some(z) => z.by_score(lo, hi).skip(offset).take(count).collect(),
             None => Vec::new(),
@@ -384,7 +385,10 @@ pub fn zremrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
-        let doomed: Vec<Vec<u8>> = z.by_score(lo, hi).map(|(m, _)| m.to_vec()).collect();
+        let doomed: Vec<Vec<u8>> = z
+            .by_score(lo, hi)
+            .map(|(m, _)| m.bytes().to_vec())
+            .collect();
         doomed.iter().filter(|m| z.remove_scored(m)).count()
     }) {
         ctx.int(n as i64);
@@ -400,7 +404,11 @@ pub fn zremrangebyrank(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
         let (from, to) = index_range(a, b, z.len());
-        let doomed: Vec<Vec<u8>> = z.ranked(from, to).iter().map(|(m, _)| m.to_vec()).collect();
+        let doomed: Vec<Vec<u8>> = z
+            .ranked(from, to)
+            .iter()
+            .map(|(m, _)| m.bytes().to_vec())
+            .collect();
         doomed.iter().filter(|m| z.remove_scored(m)).count()
     }) {
         ctx.int(n as i64);
@@ -467,7 +475,7 @@ fn zpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, min: bool) -> Step {
             match popped.first() {
                 Some((m, s)) => {
                     ctx.array(2);
-                    ctx.bytes(m);
+                    ctx.member(m);
                     ctx.double(*s);
                 }
                 None => ctx.array(0),
