@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Server CPU per pipelined hash read (RESP) by value size, granola-kv
 # variants side by side with Redis 7: `HGET h f0` and `HGETALL h` of a hash
-# of 4 fields whose values are SIZE bytes, redis-benchmark -c 50 -P 16,
+# of 4 fields whose values are SIZE bytes, and (TESTS=zrange)
+# `ZRANGE z 0 -1` of a sorted set of 4 members of SIZE bytes,
+# redis-benchmark -c 50 -P 16,
 # the server pinned to CPU 0 and the client to CPU 1; server CPU from
 # /proc/PID/stat (utime+stime) over the run. Variants interleave in every
 # repetition.
@@ -12,13 +14,15 @@
 # A variant's flags follow its path, comma-separated (e.g.
 # `copied=target/release/granola-kv,--copy-threshold,1073741824`).
 # Requests per run: N (default 400000), fewer for large values so a run
-# moves at most about 2 GB.
+# moves at most about 2 GB. TESTS: any of "hget hgetall zrange" (default
+# "hget hgetall").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=$1 SIZES=$2
 shift 2
 VARIANTS=("$@" "redis=redis-server")
 N=${N:-400000}
+TESTS=${TESTS:-hget hgetall}
 PORT=16398
 OUT=${OUT:-bench/results/hash-read-cpu-$(date -u +%F).json}
 # shellcheck source=lib/server-cpu.sh
@@ -33,18 +37,20 @@ one() { # label binary[,flags] size test rep
     value=$(head -c "$size" /dev/zero | tr '\0' v)
     for f in 0 1 2 3; do
         redis-cli -p $PORT HSET h "f$f" "$value" >/dev/null
+        redis-cli -p $PORT ZADD z "$f" "$f${value:1}" >/dev/null
     done
-    local fields=1 n
-    [ "$test" = hgetall ] && fields=4
+    local fields=4 n cmd
+    case $test in
+        hget) cmd=(HGET h f0) fields=1 ;;
+        hgetall) cmd=(HGETALL h) ;;
+        zrange) cmd=(ZRANGE z 0 -1) ;;
+        *) echo "unknown test $test" >&2; exit 1 ;;
+    esac
     n=$((2000000000 / (size * fields + 64)))
     [ "$n" -gt "$N" ] && n=$N
     local t0 t1
     t0=$(cpu_ticks $PID)
-    if [ "$test" = hget ]; then
-        taskset -c 1 redis-benchmark -p $PORT -c 50 -n "$n" -P 16 -q HGET h f0 >/dev/null
-    else
-        taskset -c 1 redis-benchmark -p $PORT -c 50 -n "$n" -P 16 -q HGETALL h >/dev/null
-    fi
+    taskset -c 1 redis-benchmark -p $PORT -c 50 -n "$n" -P 16 -q "${cmd[@]}" >/dev/null
     t1=$(cpu_ticks $PID)
     kill $PID; wait $PID 2>/dev/null || true; PID=
     echo "{\"variant\": \"$label\", \"size\": $size, \"test\": \"$test\", \"rep\": $rep, \"requests\": $n, \"cpu_us_per_req\": $(python3 -c "print(($t1 - $t0) / $HZ / $n * 1e6)")}" >>"$RAW"
@@ -52,7 +58,7 @@ one() { # label binary[,flags] size test rep
 
 for rep in $(seq "$REPS"); do
     for size in $SIZES; do
-        for test in hget hgetall; do
+        for test in $TESTS; do
             for v in "${VARIANTS[@]}"; do one "${v%%=*}" "${v#*=}" "$size" "$test" "$rep"; done
         done
     done

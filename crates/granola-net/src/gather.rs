@@ -92,6 +92,7 @@ impl Mark {
 /// Appends referenced segments while the chunk is borrowed elsewhere.
 pub(crate) struct RefSink<'g> {
     segs: &'g mut VecDeque<Seg>,
+    queued: &'g mut usize,
     stats: &'g mut GatherStats,
 }
 
@@ -103,6 +104,7 @@ impl RefSink<'_> {
         }
         self.stats.bytes_referenced += buf.len() as u64;
         self.stats.entries_referenced += 1;
+        *self.queued += buf.len();
         self.segs.push_back(Seg::Shared(buf.clone()));
     }
 }
@@ -115,6 +117,10 @@ pub(crate) struct Gather {
     chunk: Option<BufMut>,
     /// Queued segments, oldest first.
     pub(crate) segs: VecDeque<Seg>,
+    /// Their total length, kept as they change: back-pressure asks for it
+    /// after every command, and summing a pipelined batch's segments
+    /// each time made a reply of many referenced values quadratic.
+    queued: usize,
     /// Index in `segs` of the first segment that may be `Seg::Chunk`.
     chunk_first_seg: usize,
     /// When set, the next copy starts a new segment (datagram boundaries).
@@ -132,6 +138,7 @@ impl Gather {
             threshold,
             chunk: None,
             segs: VecDeque::new(),
+            queued: 0,
             chunk_first_seg: 0,
             no_merge: false,
             oom: false,
@@ -181,6 +188,7 @@ impl Gather {
         }
         self.no_merge = false;
         chunk.set_len(end);
+        self.queued += n;
         self.stats.bytes_copied += n as u64;
         Ok(&mut chunk.as_full_mut_slice()[start..end])
     }
@@ -200,6 +208,7 @@ impl Gather {
             head,
             RefSink {
                 segs: &mut self.segs,
+                queued: &mut self.queued,
                 stats: &mut self.stats,
             },
         ))
@@ -218,6 +227,7 @@ impl Gather {
     pub(crate) fn reference(&mut self, buf: &Buf) {
         RefSink {
             segs: &mut self.segs,
+            queued: &mut self.queued,
             stats: &mut self.stats,
         }
         .push(buf)
@@ -271,6 +281,8 @@ impl Gather {
         }
         self.stats = mark.stats;
         self.no_merge = true;
+        // Rare (a reply that did not fit): recount.
+        self.queued = self.segs.iter().map(Seg::len).sum();
     }
 
     /// Makes the next copy start a new segment.
@@ -315,6 +327,7 @@ impl Gather {
     /// Removes the oldest segment (it has been written).
     pub(crate) fn pop_front(&mut self) -> Option<Seg> {
         let seg = self.segs.pop_front()?;
+        self.queued -= seg.len();
         self.chunk_first_seg = self.chunk_first_seg.saturating_sub(1);
         if self.segs.is_empty() {
             // Everything queued has left: rewind the chunk for reuse.
@@ -342,6 +355,7 @@ impl Gather {
 
     /// Total queued bytes.
     pub(crate) fn queued_bytes(&self) -> usize {
-        self.segs.iter().map(Seg::len).sum()
+        debug_assert_eq!(self.queued, self.segs.iter().map(Seg::len).sum::<usize>());
+        self.queued
     }
 }
