@@ -255,7 +255,16 @@ pub(crate) fn build(
         let mut pieces = Vec::with_capacity(4);
         cursor.take(body, &mut pieces);
         let copy_body = pieces.len() + 1 > MAX_PIECES_PER_PACKET || body <= shape.copy_below;
-        let cap = hdr_len + if copy_body { body } else { 0 };
+        // One buffer size for every copied packet (a full frame) and one
+        // for every header: packets of every length would each take slots
+        // of their own size class, and a pool whose segments are all
+        // carved for a dozen classes fails an allocation while most of its
+        // bytes are free (replies dropped under a mix of sizes).
+        let cap = if copy_body {
+            ETH_LEN + mtu.max(hdr_len - ETH_LEN + body)
+        } else {
+            ETH_LEN + IP_LEN + UDP_LEN
+        };
         let mut h = pool.alloc(cap).ok_or(BuildError::OutOfMemory)?;
         h.extend_from_slice(&eth.to_bytes());
         h.extend_from_slice(&ip.to_bytes());
@@ -354,6 +363,29 @@ mod tests {
 
     fn flatten(pkt: &[Buf]) -> Vec<u8> {
         pkt.iter().flat_map(|b| b.iter().copied()).collect()
+    }
+
+    /// Every copied packet takes a slot of one size and every header of
+    /// another, whatever the payload's length: a frame pool must not end
+    /// up with its segments carved for a class per packet length.
+    #[test]
+    fn packets_of_any_length_share_two_slot_sizes() {
+        let pool = Pool::with_capacity(8 << 20).unwrap();
+        let (s, d) = stations();
+        let copy = Shape {
+            mtu: 1500,
+            copy_below: usize::MAX,
+        };
+        let mut sizes = std::collections::BTreeSet::new();
+        for len in [1usize, 60, 300, 700, 1000, 1472, 1473, 3000, 9000] {
+            let body = pool.alloc_copy(&vec![3u8; len]).unwrap();
+            let mut out = Vec::new();
+            build(&pool, (s, d), 1, copy, &[body.clone()], &mut out).unwrap();
+            sizes.extend(out.iter().map(|p| pool.slot_size(&p[0])));
+            build(&pool, (s, d), 1, GATHER, &[body], &mut out).unwrap();
+            sizes.extend(out.iter().map(|p| pool.slot_size(&p[0])));
+        }
+        assert_eq!(sizes.len(), 2, "slot sizes: {sizes:?}");
     }
 
     /// Gathered pieces are named where they lie when they are in the

@@ -430,7 +430,12 @@ impl Worker {
         for (port, to, pieces) in out {
             if let Err(why) = self.frame(port, to, pieces, &mut packets) {
                 self.xstats.tx_dropped.fetch_add(1, Ordering::Relaxed);
-                log::debug!("AF_XDP reply to {to} dropped: {why}");
+                log::debug!(
+                    "AF_XDP reply to {to} dropped: {why} (frame pool: {:?}, TX held: {}, backlog: {})",
+                    self.port.pool().stats(),
+                    self.port.in_flight(),
+                    self.backlog.len()
+                );
             }
         }
         for p in packets {
