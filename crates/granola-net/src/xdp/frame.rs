@@ -380,7 +380,15 @@ mod tests {
         for len in [1usize, 60, 300, 700, 1000, 1472, 1473, 3000, 9000] {
             let body = pool.alloc_copy(&vec![3u8; len]).unwrap();
             let mut out = Vec::new();
-            build(&pool, (s, d), 1, copy, &[body.clone()], &mut out).unwrap();
+            build(
+                &pool,
+                (s, d),
+                1,
+                copy,
+                std::slice::from_ref(&body),
+                &mut out,
+            )
+            .unwrap();
             sizes.extend(out.iter().map(|p| pool.slot_size(&p[0])));
             build(&pool, (s, d), 1, GATHER, &[body], &mut out).unwrap();
             sizes.extend(out.iter().map(|p| pool.slot_size(&p[0])));
