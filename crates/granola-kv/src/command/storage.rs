@@ -5,9 +5,11 @@ use crate::store::{
     Stamp, Store, StoreError, StoreStats,
 };
 
-/// A string edit: the current value (None if absent) to the value to
-/// store (None: leave it).
-pub type StringEdit<'a> = &'a mut dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>>;
+/// A string edit: gets the current value (None if absent) and a `store`
+/// callback, which it calls with the new value (at most once; not at all
+/// leaves the key as it is). A callback rather than a returned `Vec`, so
+/// INCR's digits go from the stack to the item without a heap allocation.
+pub type StringEdit<'a> = &'a mut dyn FnMut(Option<&[u8]>, &mut dyn FnMut(&[u8]));
 
 /// What commands need from the store. [`Store`] implements it; commands
 /// take `&dyn Storage`, so a command file depends on this interface only.

@@ -719,7 +719,8 @@ impl Store {
         } else {
             cur.saturating_sub(delta)
         };
-        let digits = new.to_string();
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(new);
         let hdr = Header {
             flags: f.item.flags(),
             expires_at_ms: f.item.expires_at_ms(),
@@ -733,15 +734,15 @@ impl Store {
     }
 
     /// Read-modify-write of a string under the key's lock: `f` gets the
-    /// current value (None if absent) and returns the value to store (None:
-    /// leave the key as it is). A stored value keeps the old item's flags
-    /// and expiry (none for a new key) and gets a new CAS. `WrongType` if
-    /// the key holds a collection. One lookup, no retry: what INCR and
-    /// friends need.
+    /// current value (None if absent) and a `store` callback it calls with
+    /// the new value (not calling it leaves the key as it is). A stored
+    /// value keeps the old item's flags and expiry (none for a new key)
+    /// and gets a new CAS. `WrongType` if the key holds a collection. One
+    /// lookup, no retry: what INCR and friends need.
     pub fn update_string(
         &self,
         key: &[u8],
-        f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
+        f: impl FnOnce(Option<&[u8]>, &mut dyn FnMut(&[u8])),
     ) -> Result<(), StoreError> {
         let h = self.hash(key);
         let l = self.lock(&h);
@@ -749,19 +750,23 @@ impl Store {
         if old.as_ref().is_some_and(|o| o.item.kind() != Kind::String) {
             return Err(StoreError::WrongType);
         }
-        let Some(new) = f(old.as_ref().map(|o| o.item.value_bytes())) else {
-            return Ok(());
+        let mut result = Ok(());
+        let mut store = |new: &[u8]| {
+            let hdr = Header {
+                flags: old.as_ref().map_or(0, |o| o.item.flags()),
+                expires_at_ms: old.as_ref().map_or(0, |o| o.item.expires_at_ms()),
+                cas: self.new_cas(),
+                marks: 0,
+            };
+            let parts: [&[u8]; 1] = [new];
+            result = self
+                .put_locked(&l, &h, key, &Content::Str(&parts), hdr, old.as_ref())
+                .map(|_| {
+                    self.sets.fetch_add(1, Ordering::Relaxed);
+                });
         };
-        let hdr = Header {
-            flags: old.as_ref().map_or(0, |o| o.item.flags()),
-            expires_at_ms: old.as_ref().map_or(0, |o| o.item.expires_at_ms()),
-            cas: self.new_cas(),
-            marks: 0,
-        };
-        let parts: [&[u8]; 1] = [&new];
-        self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, old.as_ref())?;
-        self.sets.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        f(old.as_ref().map(|o| o.item.value_bytes()), &mut store);
+        result
     }
 
     /// Sets a new expiry (absolute ms, 0 = never) on a live item and returns
@@ -1461,20 +1466,26 @@ impl Store {
         // Where it goes: the old entry if still there, else wherever `key`
         // is now, else a free entry (growing the shard if needed). Our own
         // evictions above may have removed the old entry.
-        let (pos, tag, prev) = loop {
+        // The entry replaced, if any: `old`'s item (the caller holds it, so
+        // no reference is taken here) or one found now.
+        let (mut found, mut replaces_old) = (None, false);
+        let (pos, tag) = loop {
             if let Some(f) = old {
                 if index::same(l.cell(f.pos).load(Ordering::Acquire), f.entry) {
-                    break (f.pos, index::entry_tag(f.entry), Some(f.item.clone()));
+                    replaces_old = true;
+                    break (f.pos, index::entry_tag(f.entry));
                 }
             }
             if let Some(f) = l.find(&self.pool, h, key) {
-                break (f.pos, index::entry_tag(f.entry), Some(f.item));
+                let at = (f.pos, index::entry_tag(f.entry));
+                found = Some(f.item);
+                break at;
             }
             if let Some((pos, tag)) = l.free_slot(h) {
-                break (pos, tag, None);
+                break (pos, tag);
             }
             if let Some((pos, tag)) = l.displace(&self.pool, h, |k| self.hash(k)) {
-                break (pos, tag, None);
+                break (pos, tag);
             }
             let grown = l
                 .growth_bytes()
@@ -1487,6 +1498,11 @@ impl Store {
                 self.accounted.fetch_sub(slot, Ordering::Relaxed);
                 return Err(StoreError::OutOfMemory);
             }
+        };
+        let prev = match (&found, old) {
+            (Some(item), _) => Some(item),
+            (None, Some(f)) if replaces_old => Some(&f.item),
+            _ => None,
         };
         // Readers see the access word once the entry is published: a
         // rewrite of the same value (marks, expiry) keeps it, anything else
@@ -1515,7 +1531,7 @@ impl Store {
             // often none: same kind, same slot size).
             Some(prev) => {
                 debug_assert!(e & OCCUPIED != 0);
-                let size = self.release_entry(entry_handle(e), &prev, new.body_id());
+                let size = self.release_entry(entry_handle(e), prev, new.body_id());
                 adjust(&self.item_bytes, slot, size);
                 adjust(&self.accounted, 0, size);
                 if prev.kind().is_collection() != new.kind().is_collection() {

@@ -665,23 +665,23 @@ pub fn decrby(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// overflow is an error), read and written under the key's lock.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
     let mut outcome: Result<i64, &'static [u8]> = Err(resp::ERR_NOT_INTEGER);
-    let r = ctx.db.update_string(key, &mut |cur| {
+    let r = ctx.db.update_string(key, &mut |cur, store| {
         let cur = match cur {
             None => 0,
             Some(v) => match parse_i64(v) {
                 Some(v) => v,
                 None => {
                     outcome = Err(resp::ERR_NOT_INTEGER);
-                    return None;
+                    return;
                 }
             },
         };
         let Some(next) = cur.checked_add(delta) else {
             outcome = Err(resp::ERR_OVERFLOW);
-            return None;
+            return;
         };
         outcome = Ok(next);
-        Some(next.to_string().into_bytes())
+        store(itoa::Buffer::new().format(next).as_bytes());
     });
     match (r, outcome) {
         (Err(e), _) => ctx.store_error(e),
