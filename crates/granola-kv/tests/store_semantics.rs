@@ -481,6 +481,20 @@ fn reads_report_and_mark_the_last_access() {
     assert_eq!(s.access(&held), read(1));
 }
 
+/// A 16 MiB store whose collection elements of at least `min` bytes go to
+/// pool slots of their own, and its pool.
+fn store_placing_from(min: usize) -> (Pool, Store) {
+    let pool = Pool::with_capacity(16 << 20).unwrap();
+    let s = Store::new(
+        pool.clone(),
+        StoreConfig {
+            pooled_element_min: min,
+            ..Default::default()
+        },
+    );
+    (pool, s)
+}
+
 /// Hash fields and values and set members of at least
 /// `pooled_element_min` bytes live in pool slots of their own (replies
 /// reference them); smaller ones on the heap. A value a reply holds stays
@@ -490,14 +504,7 @@ fn reads_report_and_mark_the_last_access() {
 #[test]
 fn large_hash_and_set_elements_live_in_pool_memory() {
     use granola_kv::store::Growth;
-    let pool = Pool::with_capacity(16 << 20).unwrap();
-    let s = Store::new(
-        pool.clone(),
-        StoreConfig {
-            pooled_element_min: 256,
-            ..Default::default()
-        },
-    );
+    let (pool, s) = store_placing_from(256);
     let big = |b: u8| vec![b; 3000];
     let grow = Growth {
         entries: 2,
@@ -586,14 +593,7 @@ fn large_hash_and_set_elements_live_in_pool_memory() {
 #[test]
 fn large_sorted_set_members_live_in_pool_memory() {
     use granola_kv::store::{Growth, Member};
-    let pool = Pool::with_capacity(16 << 20).unwrap();
-    let s = Store::new(
-        pool.clone(),
-        StoreConfig {
-            pooled_element_min: 256,
-            ..Default::default()
-        },
-    );
+    let (pool, s) = store_placing_from(256);
     let big = |b: u8| vec![b; 3000];
     let grow = Growth {
         entries: 3,
