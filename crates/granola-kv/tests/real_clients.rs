@@ -495,7 +495,10 @@ fn memaslap_tcp_udp_binary() {
 }
 
 /// `redis-benchmark -q -n 2000` over its whole default test list: every
-/// test completes and none reports an error.
+/// test completes and none reports an error. The exception is XADD:
+/// granola-kv has no streams, and redis-benchmark drops the row of a
+/// test whose replies are errors, so XADD is not in the list checked
+/// below (a known gap of the Redis compatibility work, not a pass).
 #[test]
 fn redis_benchmark_default_tests() {
     let ok = Command::new("redis-benchmark")
