@@ -526,6 +526,7 @@ fn redis_benchmark_default_tests() {
     );
     for test in [
         "PING_INLINE",
+        "PING_MBULK",
         "SET",
         "GET",
         "INCR",
@@ -538,6 +539,9 @@ fn redis_benchmark_default_tests() {
         "SPOP",
         "ZADD",
         "ZPOPMIN",
+        "LRANGE_100",
+        "LRANGE_300",
+        "LRANGE_500",
         "LRANGE_600",
         "MSET",
     ] {
