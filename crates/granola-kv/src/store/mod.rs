@@ -1499,11 +1499,9 @@ impl Store {
                 return Err(StoreError::OutOfMemory);
             }
         };
-        let prev = match (&found, old) {
-            (Some(item), _) => Some(item),
-            (None, Some(f)) if replaces_old => Some(&f.item),
-            _ => None,
-        };
+        let prev = found
+            .as_ref()
+            .or(old.filter(|_| replaces_old).map(|f| &f.item));
         // Readers see the access word once the entry is published: a
         // rewrite of the same value (marks, expiry) keeps it, anything else
         // is a fresh store.

@@ -557,11 +557,7 @@ impl Pool {
     /// True if `bytes` lies inside this pool's data region.
     #[inline]
     pub fn contains(&self, bytes: &[u8]) -> bool {
-        let off = bytes
-            .as_ptr()
-            .addr()
-            .wrapping_sub(self.inner.data.base().as_ptr().addr());
-        off < self.inner.data.len() && bytes.len() <= self.inner.data.len() - off
+        self.inner.data.holds(bytes)
     }
 
     /// Whether the data region got transparent huge pages.
@@ -742,9 +738,7 @@ impl Pool {
     /// range (this pool's or another pool's of its group).
     #[inline]
     pub fn in_registration(&self, bytes: &[u8]) -> bool {
-        let m = self.inner.data.mapping();
-        let off = bytes.as_ptr().addr().wrapping_sub(m.base().as_ptr().addr());
-        off < m.len() && bytes.len() <= m.len() - off
+        self.inner.data.mapping().holds(bytes)
     }
 
     /// Turns `buf` into a raw slot handle that owns `buf`'s reference, for
@@ -881,9 +875,10 @@ impl Pool {
     }
 
     /// The size of the slot `buf` lives in (what it costs against the
-    /// capacity).
+    /// capacity); the same as [`Buf::slot_size`], which is right for a
+    /// buffer of any pool.
     pub fn slot_size(&self, buf: &Buf) -> usize {
-        self.inner.slot_size_of_rc(buf.rc_ptr())
+        buf.slot_size()
     }
 }
 

@@ -151,6 +151,16 @@ impl Region {
         }
     }
 
+    /// True if `bytes` lies inside the region.
+    #[inline]
+    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
+        let off = bytes
+            .as_ptr()
+            .addr()
+            .wrapping_sub(self.base.as_ptr().addr());
+        off < self.len && bytes.len() <= self.len - off
+    }
+
     /// The whole mapping: the region this one was carved from, or itself.
     pub(crate) fn mapping(&self) -> &Region {
         self.whole.as_deref().unwrap_or(self)

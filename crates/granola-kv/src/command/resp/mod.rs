@@ -140,16 +140,18 @@ impl Ctx<'_> {
     /// A hash's or set's element as a bulk string: referenced if it is in
     /// pool memory and above the threshold, else copied.
     pub fn element(&mut self, e: &Element) {
-        match e.buf() {
-            Some(b) => self.bulk(b),
-            None => self.bytes(e),
-        }
+        self.stored(e.bytes(), e.buf());
     }
     /// A sorted set's member from its order index, as [`element`](Self::element).
     pub fn member(&mut self, m: &Member) {
-        match m.buf() {
+        self.stored(m.bytes(), m.buf());
+    }
+    /// Stored bytes: by reference if they are in pool memory (`buf`) and
+    /// above the threshold, else copied.
+    fn stored(&mut self, bytes: &[u8], buf: Option<&Buf>) {
+        match buf {
             Some(b) => self.bulk(b),
-            None => self.bytes(m.bytes()),
+            None => self.bytes(bytes),
         }
     }
     /// Bytes as a bulk string (copied).
