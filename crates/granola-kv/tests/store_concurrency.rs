@@ -63,7 +63,7 @@ fn check_item(k: u32, it: &Item) {
                 }
             });
         }
-        Kind::Set | Kind::ZSet => panic!("no sets written"),
+        Kind::Set | Kind::ZSet | Kind::Stream => panic!("no sets written"),
     }
 }
 

@@ -40,6 +40,7 @@
 //!   skips a body that is locked.
 
 use super::element::{Element, Placer};
+use super::stream::StreamMeta;
 use granola::Buf;
 use indexmap::map::MutableKeys;
 use indexmap::IndexMap;
@@ -90,7 +91,7 @@ impl Member {
     }
 
     /// A key to look `member` up by.
-    fn probe(member: &[u8]) -> Member {
+    pub(super) fn probe(member: &[u8]) -> Member {
         Member::Heap(member.into())
     }
 
@@ -113,7 +114,7 @@ impl Member {
     /// Heap bytes charged for it besides [`ORDER_BYTES`]: its copy, or
     /// the boxed reference (a shared member's slot is charged once, to its
     /// table element).
-    fn cost(&self) -> usize {
+    pub(super) fn cost(&self) -> usize {
         match self {
             Member::Heap(b) => heap_cost(b.len()),
             Member::Shared(_) => heap_cost(std::mem::size_of::<Buf>()),
@@ -179,18 +180,21 @@ fn score_of(key: u64) -> f64 {
 /// set's members and scores (8-byte values, see [`Dict::sorted`]).
 #[derive(Default)]
 pub struct Dict {
-    entries: IndexMap<Element, Element, RandomState>,
+    pub(super) entries: IndexMap<Element, Element, RandomState>,
     /// Bytes of the keys and values ([`Element::cost`]) and of a sorted
     /// set's order copies.
-    payload: usize,
+    pub(super) payload: usize,
     /// The part of `payload` in pool slots ([`Element::pool_bytes`]).
     pooled: usize,
     /// Bumped by every write (the store gives a changed dict a new CAS).
-    writes: u64,
+    pub(super) writes: u64,
     /// The CAS unique of the last write (0: none since the head item's).
     cas: u64,
-    /// A sorted set's (score, member) order; `None` for hashes and sets.
-    order: Option<BTreeSet<(u64, Member)>>,
+    /// A sorted set's (score, member) order, or a stream's (equal keys,
+    /// IDs as members: `stream.rs`); `None` for hashes and sets.
+    pub(super) order: Option<BTreeSet<(u64, Member)>>,
+    /// A stream's bookkeeping; `None` for the other kinds.
+    pub(super) stream: Option<Box<StreamMeta>>,
 }
 
 impl std::fmt::Debug for Dict {
@@ -218,6 +222,7 @@ impl Clone for Dict {
             writes: self.writes,
             cas: self.cas,
             order,
+            stream: self.stream.clone(),
         }
     }
 }
@@ -259,7 +264,7 @@ impl Dict {
     }
 
     /// [`insert`](Self::insert), with `place` making each new element.
-    fn insert_with(
+    pub(super) fn insert_with(
         &mut self,
         field: &[u8],
         value: &[u8],
@@ -407,7 +412,7 @@ impl Dict {
 
     /// True for a sorted set.
     pub fn is_sorted(&self) -> bool {
-        self.order.is_some()
+        self.order.is_some() && self.stream.is_none()
     }
 
     /// A sorted set member's score.
@@ -686,7 +691,7 @@ impl<'a, 'p> DictEdit<'a, 'p> {
     /// [`Dict::insert`]). Elements of at least the store's
     /// `pooled_element_min` bytes go to pool memory.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if self.dict.is_sorted() {
+        if self.dict.order.is_some() {
             return self.dict.insert(field, value);
         }
         let p = &mut *self.placer;
@@ -699,6 +704,13 @@ impl<'a, 'p> DictEdit<'a, 'p> {
     pub fn set_score(&mut self, member: &[u8], score: f64) -> bool {
         let p = &mut *self.placer;
         self.dict.set_score_with(member, score, &mut |b| p.place(b))
+    }
+}
+
+impl<'p> DictEdit<'_, 'p> {
+    /// The dict and the placer, apart.
+    pub(super) fn parts(&mut self) -> (&mut Dict, &mut Placer<'p>) {
+        (self.dict, self.placer)
     }
 }
 

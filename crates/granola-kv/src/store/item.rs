@@ -53,6 +53,7 @@ const KIND_HASH: u8 = 4;
 const KIND_SET: u8 = 5;
 const KIND_ZSET: u8 = 6;
 const KIND_LIST_INLINE: u8 = 7;
+const KIND_STREAM: u8 = 8;
 
 /// Most bytes of an inline list's value area (count, offsets, elements);
 /// Redis keeps a list in one listpack up to the same size.
@@ -88,6 +89,8 @@ pub enum Kind {
     Set,
     /// A Redis sorted set.
     ZSet,
+    /// A Redis stream.
+    Stream,
 }
 
 impl Kind {
@@ -96,9 +99,9 @@ impl Kind {
         self != Kind::String
     }
 
-    /// True for hashes, sets and sorted sets (a [`Dict`] body).
+    /// True for hashes, sets, sorted sets and streams (a [`Dict`] body).
     pub fn is_dict(self) -> bool {
-        matches!(self, Kind::Hash | Kind::Set | Kind::ZSet)
+        matches!(self, Kind::Hash | Kind::Set | Kind::ZSet | Kind::Stream)
     }
 }
 
@@ -189,6 +192,7 @@ impl Item {
             KIND_HASH => Kind::Hash,
             KIND_SET => Kind::Set,
             KIND_ZSET => Kind::ZSet,
+            KIND_STREAM => Kind::Stream,
             _ => return None,
         };
         let key_len = u16_at(&buf, 2);
@@ -615,6 +619,7 @@ impl Content<'_> {
                 Kind::Hash => KIND_HASH,
                 Kind::Set => KIND_SET,
                 Kind::ZSet => KIND_ZSET,
+                Kind::Stream => KIND_STREAM,
             },
             // The same kind and encoding as the original.
             Content::CopyOf(item) => item.buf[0],

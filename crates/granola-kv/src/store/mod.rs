@@ -86,6 +86,7 @@ mod index;
 mod item;
 mod list;
 mod scan;
+mod stream;
 mod update;
 
 pub use access::Access;
@@ -94,6 +95,7 @@ pub use dict::{Dict, DictEdit, Member};
 pub use element::Element;
 pub use item::{Item, Kind, Marks};
 pub use list::ListElem;
+pub use stream::{encode_fields, field_ranges, StreamEntry, StreamId, StreamMeta};
 pub use update::{Growth, ListEdit};
 
 use granola::Pool;

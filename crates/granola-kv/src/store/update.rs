@@ -80,9 +80,9 @@ pub struct Growth {
 }
 
 impl Store {
-    /// Runs `f` on the hash, set or sorted set (`kind`) at `key` under the
-    /// key's lock, creating an empty one if absent (stored only if `f`
-    /// leaves entries in it). `WrongType` if `key` holds another kind (or
+    /// Runs `f` on the hash, set, sorted set or stream (`kind`) at `key`
+    /// under the key's lock, creating an empty one if absent (stored only
+    /// if `f` writes to it, and, except a stream, leaves entries in it). `WrongType` if `key` holds another kind (or
     /// `kind` is not one of those three); `OutOfMemory` if
     /// `growth` cannot be made room for (then `f` does not run). A write
     /// gives the table a new CAS (what [`Item::cas`] reports for it, and
@@ -115,6 +115,7 @@ impl Store {
                 let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
                 let dict = match kind {
                     Kind::ZSet => Dict::sorted(),
+                    Kind::Stream => Dict::stream(),
                     _ => Dict::default(),
                 };
                 let body = Arc::new(Mutex::new(Body::Dict(dict)));
@@ -157,7 +158,8 @@ impl Store {
             // it is charged; evict until the store is under its limit again.
             self.reserve(0, Some(&l));
         }
-        let (changed, empty) = (d.writes() != writes, d.is_empty());
+        // An empty stream stays (Redis keeps it, with its last ID).
+        let (changed, empty) = (d.writes() != writes, d.is_empty() && !d.is_stream());
         if changed {
             // The table carries its own CAS (see `Dict::cas`): a write to
             // a stored hash leaves the head item alone.
@@ -184,8 +186,8 @@ impl Store {
     }
 
     /// Replaces whatever `key` holds with a copy of `dict` as a `kind`
-    /// (hash, set or sorted set: `WrongType` otherwise); an empty `dict`
-    /// removes the key. For COPY, RENAME and the S*STORE commands.
+    /// (hash, set, sorted set or stream of that shape: `WrongType`
+    /// otherwise); an empty `dict` other than a stream removes the key. For COPY, RENAME and the S*STORE commands.
     pub fn put_dict(
         &self,
         key: &[u8],
@@ -193,14 +195,20 @@ impl Store {
         dict: &Dict,
         meta: Meta,
     ) -> Result<(), StoreError> {
-        if !kind.is_dict() || dict.is_sorted() != (kind == Kind::ZSet) {
+        let shape_ok = match kind {
+            Kind::ZSet => dict.is_sorted(),
+            Kind::Stream => dict.is_stream(),
+            Kind::Hash | Kind::Set => !dict.is_sorted() && !dict.is_stream(),
+            Kind::String | Kind::List => false,
+        };
+        if !shape_ok {
             return Err(StoreError::WrongType);
         }
         self.check_len(key, 0)?;
         let h = self.hash(key);
         let l = self.lock(&h);
         let old = self.find_live(&l, &h, key);
-        if dict.is_empty() {
+        if dict.is_empty() && !dict.is_stream() {
             if let Some(found) = &old {
                 self.remove(&l, found.pos, &found.item);
             }

@@ -189,6 +189,7 @@ def main():
     check("commandstats usec", stats["cmdstat_get"]["usec"] >= 0, True)
     check("commandstats usec_per_call", "usec_per_call" in stats["cmdstat_get"], True)
     hashes_and_sets(r, other)
+    streams(r)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
     print("redis client: all checks passed")
@@ -337,6 +338,35 @@ def hashes_and_sets(r, other):
     expect_error("hset on a zset", lambda: r.hset("Z", "f", "v"), "WRONGTYPE")
     check("rename zset", r.rename("Z", "Z2"), True)
     check("renamed zset", r.zcard("Z2"), 20000 - 4)
+
+
+def streams(r):
+    """A stream through redis-py's helpers: auto IDs, ranges, reads in the
+    connection's protocol's shape, trims; every entry names its number."""
+    ids = [r.xadd("S", {"n": str(i), "pad": "x" * (i % 50)}) for i in range(500)]
+    nums = [tuple(int(x) for x in i.split(b"-")) for i in ids]
+    check("xadd ids increase", all(a < b for a, b in zip(nums, nums[1:])), True)
+    check("xlen", r.xlen("S"), 500)
+    check("xrange all", [(e[0], e[1][b"n"]) for e in r.xrange("S")],
+          [(ids[i], str(i).encode()) for i in range(500)])
+    check("xrange count", [e[0] for e in r.xrange("S", min=ids[10], count=5)], ids[10:15])
+    check("xrevrange", [e[0] for e in r.xrevrange("S", count=3)], ids[::-1][:3])
+    res = r.xread({"S": ids[497]})
+    # RESP2: [[key, entries]]; RESP3: {key: [entries]}.
+    entries = res[b"S"][0] if isinstance(res, dict) else res[0][1]
+    check("xread", [(e[0], e[1][b"n"]) for e in entries], [(ids[i], str(i).encode()) for i in (498, 499)])
+    check("xread $ is empty", bool(r.xread({"S": "$"})), False)
+    check("xdel", r.xdel("S", ids[0], ids[1], ids[1]), 2)
+    check("xtrim", r.xtrim("S", maxlen=100, approximate=False), 398)
+    check("xrange after trim", [e[0] for e in r.xrange("S")], ids[400:])
+    info = r.xinfo_stream("S")
+    check("xinfo length", info["length"], 100)
+    check("xinfo last id", info["last-generated-id"], ids[-1])
+    check("xinfo entries added", info["entries-added"], 500)
+    r.xadd("S", {"n": "500"}, maxlen=10, approximate=False)
+    check("xadd maxlen", r.xlen("S"), 10)
+    check("type stream", r.type("S"), b"stream")
+    expect_error("consumer groups are not served", lambda: r.xgroup_create("S", "g"), "unknown command")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 //!   ones (in pool memory: `store/element.rs`), as they do strings.
 //! - **Sorted sets** are the same tables (member → score) plus an ordered
 //!   index of (score, member): O(log n) per member.
+//! - **Streams** are the same tables (ID → fields) and an ordered index
+//!   of IDs (`store/stream.rs`): O(log n) per entry.
 
 use crate::store::{Item, Kind};
 
@@ -23,15 +25,18 @@ pub enum CType {
     Set,
     /// A sorted set.
     ZSet,
+    /// A stream.
+    Stream,
 }
 
 impl CType {
-    /// The store kind of a hash, set or sorted set.
+    /// The store kind of a hash, set, sorted set or stream.
     pub fn dict_kind(self) -> Option<Kind> {
         match self {
             CType::Hash => Some(Kind::Hash),
             CType::Set => Some(Kind::Set),
             CType::ZSet => Some(Kind::ZSet),
+            CType::Stream => Some(Kind::Stream),
             CType::List => None,
         }
     }
@@ -43,6 +48,7 @@ impl CType {
             CType::Hash => "hash",
             CType::Set => "set",
             CType::ZSet => "zset",
+            CType::Stream => "stream",
         }
     }
 }
@@ -54,6 +60,7 @@ pub fn ctype(item: &Item) -> Option<CType> {
         Kind::Hash => Some(CType::Hash),
         Kind::Set => Some(CType::Set),
         Kind::ZSet => Some(CType::ZSet),
+        Kind::Stream => Some(CType::Stream),
         Kind::List => Some(CType::List),
     }
 }

@@ -320,7 +320,7 @@ fn put_copy(
             };
             db.set(key, item.value_bytes(), meta, mode).map(|_| ())
         }
-        Kind::Hash | Kind::Set | Kind::ZSet => {
+        Kind::Hash | Kind::Set | Kind::ZSet | Kind::Stream => {
             if only_if_absent && db.get(key).is_some() {
                 return Err(crate::store::StoreError::NotStored);
             }
@@ -453,6 +453,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 Kind::List => b"quicklist",
                 Kind::Hash | Kind::Set => b"hashtable",
                 Kind::ZSet => b"skiplist",
+                Kind::Stream => b"stream",
                 Kind::String if parse_i64(item.value_bytes()).is_some() => b"int",
                 Kind::String if item.value_len() <= 44 => b"embstr",
                 Kind::String => b"raw",

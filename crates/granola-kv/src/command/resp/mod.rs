@@ -18,6 +18,7 @@ mod lists;
 mod memory;
 mod server;
 mod sets;
+mod streams;
 mod strings;
 pub mod table;
 pub mod transaction;

@@ -5,7 +5,8 @@
 
 use super::gate::my_slot;
 use super::{
-    connection, hashes, keys, lists, memory, server, sets, strings, transaction, zsets, Ctx,
+    connection, hashes, keys, lists, memory, server, sets, streams, strings, transaction, zsets,
+    Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -235,6 +236,16 @@ pub static COMMANDS: &[Spec] = &[
     ),
     cmd!("sorted-set", "zmscore", -3, R, KEY1, zsets::zmscore),
     cmd!("sorted-set", "zscan", -3, RS, KEY1, zsets::zscan),
+    // streams
+    cmd!("stream", "xadd", -5, W, KEY1, streams::xadd),
+    cmd!("stream", "xlen", 2, R, KEY1, streams::xlen),
+    cmd!("stream", "xrange", -4, RS, KEY1, streams::xrange),
+    cmd!("stream", "xrevrange", -4, RS, KEY1, streams::xrevrange),
+    cmd!("stream", "xdel", -3, W, KEY1, streams::xdel),
+    cmd!("stream", "xtrim", -4, WD, KEY1, streams::xtrim),
+    cmd!("stream", "xread", -4, RS, NOKEY, streams::xread),
+    cmd!("stream", "xsetid", -3, W, KEY1, streams::xsetid),
+    cmd!("stream", "xinfo", -2, RS, (2, 2, 1), streams::xinfo),
     // server
     cmd!("connection", "ping", -1, C, NOKEY, server::ping),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),

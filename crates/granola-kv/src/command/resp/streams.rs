@@ -1,0 +1,672 @@
+//! Stream commands: XADD (NOMKSTREAM, MAXLEN/MINID trimming), XLEN,
+//! XRANGE and XREVRANGE (exclusive bounds, COUNT), XDEL, XTRIM, XREAD
+//! (COUNT; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is the
+//! store's table of ID → fields plus an ordered index of IDs
+//! (`store/stream.rs`): O(log n) per entry.
+//!
+//! Not served: consumer groups (XGROUP, XREADGROUP, XACK, XPENDING,
+//! XCLAIM, XAUTOCLAIM answer "unknown command"), and `XREAD BLOCK`, which
+//! is refused with an error saying so: granola-kv has no blocking
+//! commands, and answering at once as if the timeout had passed would
+//! turn a client's wait loop into a busy loop.
+
+use super::collections::{edit, read, CType};
+use super::{parse_i64, Ctx};
+use crate::command::Step;
+use crate::protocol::resp::{self, Command};
+use crate::store::{encode_fields, Dict, Growth, StreamEntry, StreamId, StreamMeta};
+use std::ops::Bound;
+
+const T: CType = CType::Stream;
+
+const ERR_ID: &[u8] = b"ERR Invalid stream ID specified as stream command argument";
+const ERR_SMALLER: &[u8] =
+    b"ERR The ID specified in XADD is equal or smaller than the target stream top item";
+const ERR_ZERO: &[u8] = b"ERR The ID specified in XADD must be greater than 0-0";
+const ERR_EXHAUSTED: &[u8] =
+    b"ERR The stream has exhausted the last possible ID, unable to add more items";
+
+fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
+    cmd.arg(i).unwrap_or_default()
+}
+
+fn parse_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// `ms-seq`, or `ms` with `seq` defaulting to `default_seq`.
+fn parse_id(b: &[u8], default_seq: u64) -> Option<StreamId> {
+    match b.iter().position(|&c| c == b'-') {
+        Some(dash) => Some(StreamId {
+            ms: parse_u64(&b[..dash])?,
+            seq: parse_u64(&b[dash + 1..])?,
+        }),
+        None => Some(StreamId {
+            ms: parse_u64(b)?,
+            seq: default_seq,
+        }),
+    }
+}
+
+/// One end of an XRANGE interval: `-`, `+`, an ID (a bare `ms` covers
+/// all of that millisecond) or `(ID`, exclusive. None if invalid.
+fn range_bound(b: &[u8], start: bool) -> Option<Bound<StreamId>> {
+    let default_seq = if start { 0 } else { u64::MAX };
+    match b {
+        b"-" if start => Some(Bound::Unbounded),
+        b"-" => Some(Bound::Included(StreamId::MIN)),
+        b"+" => Some(Bound::Included(StreamId::MAX)),
+        [b'(', id @ ..] => Some(Bound::Excluded(parse_id(id, default_seq)?)),
+        id => Some(Bound::Included(parse_id(id, default_seq)?)),
+    }
+}
+
+/// A stream entry: `[id, [field, value, ...]]`. Parts in pool memory
+/// above the copy threshold are referenced, not copied.
+fn write_entry(ctx: &mut Ctx<'_>, e: &StreamEntry<'_>) {
+    ctx.array(2);
+    ctx.bytes(e.id.to_string().as_bytes());
+    ctx.array(e.part_count());
+    let bytes = e.fields.bytes();
+    for r in e.parts() {
+        match e.fields.buf() {
+            Some(b) if !ctx.copies(r.len()) => ctx.bulk(&b.slice(r)),
+            _ => ctx.bytes(&bytes[r]),
+        }
+    }
+}
+
+/// A trimming rule (XADD's and XTRIM's `MAXLEN|MINID [=|~] threshold
+/// [LIMIT count]`).
+#[derive(Clone, Copy, Debug)]
+enum Trim {
+    /// Keep at most this many entries.
+    MaxLen(u64),
+    /// Drop entries below this ID.
+    MinId(StreamId),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TrimRule {
+    trim: Trim,
+    /// Most entries one call deletes. `~` (approximate) allows a LIMIT;
+    /// granola trims exactly either way, which `~` permits.
+    limit: usize,
+}
+
+impl TrimRule {
+    /// Applies the rule; entries deleted.
+    fn apply(self, d: &mut Dict) -> usize {
+        match self.trim {
+            Trim::MaxLen(max) => d.stream_trim(self.limit, |_, left| left as u64 > max),
+            Trim::MinId(min) => d.stream_trim(self.limit, |id, _| id < min),
+        }
+    }
+}
+
+/// Parses a trimming rule at `args[*i]` (the MAXLEN/MINID word), moving
+/// `i` past it. `Err` with the error text.
+fn parse_trim(args: &[&[u8]], i: &mut usize) -> Result<TrimRule, &'static [u8]> {
+    let word = args[*i].to_ascii_uppercase();
+    *i += 1;
+    let mut approx = false;
+    if let Some(&m) = args.get(*i) {
+        if m == b"~" || m == b"=" {
+            approx = m == b"~";
+            *i += 1;
+        }
+    }
+    let Some(&threshold) = args.get(*i) else {
+        return Err(b"ERR syntax error");
+    };
+    *i += 1;
+    let trim = if word == b"MAXLEN" {
+        match parse_i64(threshold) {
+            Some(n) if n >= 0 => Trim::MaxLen(n as u64),
+            Some(_) => return Err(b"ERR The MAXLEN argument must be >= 0."),
+            None => return Err(b"ERR value is not an integer or out of range"),
+        }
+    } else {
+        Trim::MinId(parse_id(threshold, 0).ok_or(ERR_ID)?)
+    };
+    let mut limit = usize::MAX;
+    if args
+        .get(*i)
+        .is_some_and(|w| w.eq_ignore_ascii_case(b"LIMIT"))
+    {
+        let n = args.get(*i + 1).and_then(|n| parse_i64(n));
+        *i += 2;
+        match n {
+            Some(n) if n >= 0 => {
+                if !approx {
+                    return Err(
+                        b"ERR syntax error, LIMIT cannot be used without the special ~ option",
+                    );
+                }
+                // LIMIT 0 means no limit, as in Redis.
+                limit = if n == 0 { usize::MAX } else { n as usize };
+            }
+            Some(_) => return Err(b"ERR The LIMIT argument must be >= 0."),
+            None => return Err(b"ERR value is not an integer or out of range"),
+        }
+    }
+    Ok(TrimRule { trim, limit })
+}
+
+fn is_trim_word(w: &[u8]) -> bool {
+    w.eq_ignore_ascii_case(b"MAXLEN") || w.eq_ignore_ascii_case(b"MINID")
+}
+
+/// How XADD names its entry.
+#[derive(Clone, Copy, Debug)]
+enum NewId {
+    /// `*`: the clock's milliseconds (or the last ID's, if later).
+    Auto,
+    /// `ms-*`: a sequence number within `ms`.
+    AutoSeq(u64),
+    /// An explicit ID.
+    Exact(StreamId),
+}
+
+/// The ID XADD gives its entry after `last`, at `now_ms`.
+fn next_id(new: NewId, last: StreamId, now_ms: u64) -> Result<StreamId, &'static [u8]> {
+    let id = match new {
+        NewId::Auto if now_ms > last.ms => StreamId { ms: now_ms, seq: 0 },
+        NewId::Auto => last.next().ok_or(ERR_EXHAUSTED)?,
+        NewId::AutoSeq(ms) if ms > last.ms => StreamId { ms, seq: 0 },
+        NewId::AutoSeq(ms) if ms == last.ms => StreamId {
+            ms,
+            seq: last.seq.checked_add(1).ok_or(ERR_SMALLER)?,
+        },
+        NewId::AutoSeq(_) => return Err(ERR_SMALLER),
+        NewId::Exact(id) if id == StreamId::MIN => return Err(ERR_ZERO),
+        NewId::Exact(id) if id <= last => return Err(ERR_SMALLER),
+        NewId::Exact(id) => id,
+    };
+    if id == StreamId::MIN {
+        // `0-*` on a new stream.
+        return Ok(StreamId { ms: 0, seq: 1 });
+    }
+    Ok(id)
+}
+
+/// `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]]
+/// *|id field value [field value ...]`: the new entry's ID.
+pub fn xadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let args: Vec<&[u8]> = cmd.args().collect();
+    let (mut i, mut nomkstream, mut trim) = (2, false, None);
+    while i < args.len() {
+        let w = args[i];
+        if w.eq_ignore_ascii_case(b"NOMKSTREAM") {
+            nomkstream = true;
+            i += 1;
+        } else if is_trim_word(w) {
+            match parse_trim(&args, &mut i) {
+                Ok(t) => trim = Some(t),
+                Err(e) => {
+                    ctx.error(e);
+                    return Step::Done;
+                }
+            }
+        } else {
+            break;
+        }
+    }
+    let Some(&id_arg) = args.get(i) else {
+        ctx.raw(resp::ERR_SYNTAX);
+        return Step::Done;
+    };
+    let fields = &args[i + 1..];
+    if fields.is_empty() || fields.len() % 2 != 0 {
+        resp::write_wrong_arity(ctx.out, cmd.name());
+        return Step::Done;
+    }
+    let new = match id_arg {
+        b"*" => Some(NewId::Auto),
+        [ms @ .., b'-', b'*'] => parse_u64(ms).map(NewId::AutoSeq),
+        id => parse_id(id, 0).map(NewId::Exact),
+    };
+    let Some(new) = new else {
+        ctx.error(ERR_ID);
+        return Step::Done;
+    };
+    if nomkstream {
+        match ctx.coll(arg(cmd, 1), T) {
+            Err(_) => return Step::Done,
+            Ok(None) => {
+                ctx.null();
+                return Step::Done;
+            }
+            Ok(Some(_)) => {}
+        }
+    }
+    let Some(blob) = encode_fields(fields) else {
+        ctx.error(b"ERR value too large");
+        return Step::Done;
+    };
+    let growth = Growth {
+        entries: 1,
+        bytes: 16 + blob.len(),
+    };
+    let now_ms = ctx.db.now_ms();
+    match edit(ctx, arg(cmd, 1), T, growth, |s| {
+        let last = s.stream_meta().unwrap_or_default().last_id;
+        let id = next_id(new, last, now_ms)?;
+        s.stream_append(id, &blob);
+        if let Some(t) = trim {
+            t.apply(s);
+        }
+        Ok(id)
+    }) {
+        Ok(Ok(id)) => ctx.bytes(id.to_string().as_bytes()),
+        Ok(Err(e)) => ctx.error(e),
+        Err(_) => {}
+    }
+    Step::Done
+}
+
+/// `XLEN key`.
+pub fn xlen(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        ctx.int(s.map_or(0, Dict::len) as i64)
+    });
+    Step::Done
+}
+
+/// `XRANGE key start end [COUNT n]`.
+pub fn xrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    range(ctx, cmd, false)
+}
+
+/// `XREVRANGE key end start [COUNT n]`.
+pub fn xrevrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    range(ctx, cmd, true)
+}
+
+fn range(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
+    let (lo_arg, hi_arg) = if rev {
+        (arg(cmd, 3), arg(cmd, 2))
+    } else {
+        (arg(cmd, 2), arg(cmd, 3))
+    };
+    let (Some(lo), Some(hi)) = (range_bound(lo_arg, true), range_bound(hi_arg, false)) else {
+        ctx.error(ERR_ID);
+        return Step::Done;
+    };
+    let count = match cmd.len() {
+        4 => usize::MAX,
+        6 if arg(cmd, 4).eq_ignore_ascii_case(b"COUNT") => match parse_i64(arg(cmd, 5)) {
+            Some(n) => n.max(0) as usize,
+            None => {
+                ctx.raw(resp::ERR_NOT_INTEGER);
+                return Step::Done;
+            }
+        },
+        _ => {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    };
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
+        let Some(s) = s else {
+            ctx.array(0);
+            return;
+        };
+        let entries: Vec<StreamEntry<'_>> = if rev {
+            s.stream_range(lo, hi).rev().take(count).collect()
+        } else {
+            s.stream_range(lo, hi).take(count).collect()
+        };
+        ctx.array(entries.len());
+        for e in &entries {
+            write_entry(ctx, e);
+        }
+    });
+    Step::Done
+}
+
+/// Parses IDs, all or nothing.
+fn parse_ids(args: impl Iterator<Item = impl AsRef<[u8]>>) -> Option<Vec<StreamId>> {
+    args.map(|a| parse_id(a.as_ref(), 0)).collect()
+}
+
+/// `XDEL key id [id ...]`: entries deleted.
+pub fn xdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(ids) = parse_ids(cmd.args().skip(2)) else {
+        ctx.error(ERR_ID);
+        return Step::Done;
+    };
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
+        if s.is_empty() {
+            return 0;
+        }
+        ids.iter().filter(|&&id| s.stream_remove(id)).count()
+    }) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]`: entries deleted.
+pub fn xtrim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let args: Vec<&[u8]> = cmd.args().collect();
+    let mut i = 2;
+    if !is_trim_word(args[i]) {
+        ctx.raw(resp::ERR_SYNTAX);
+        return Step::Done;
+    }
+    let rule = match parse_trim(&args, &mut i) {
+        Ok(_) if i != args.len() => Err(&b"ERR syntax error"[..]),
+        r => r,
+    };
+    let rule = match rule {
+        Ok(r) => r,
+        Err(e) => {
+            ctx.error(e);
+            return Step::Done;
+        }
+    };
+    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| rule.apply(s)) {
+        ctx.int(n as i64);
+    }
+    Step::Done
+}
+
+/// `XREAD [COUNT n] [BLOCK ms] STREAMS key [key ...] id [id ...]`: entries
+/// after each ID (`$`: after the stream's last ID, so none now; `+`: the
+/// last entry).
+pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let args: Vec<&[u8]> = cmd.args().collect();
+    let (mut i, mut count) = (1, usize::MAX);
+    let streams_at = loop {
+        let Some(w) = args.get(i) else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        };
+        if w.eq_ignore_ascii_case(b"COUNT") {
+            match args.get(i + 1).and_then(|n| parse_i64(n)) {
+                Some(n) => count = if n <= 0 { usize::MAX } else { n as usize },
+                None => {
+                    ctx.raw(resp::ERR_NOT_INTEGER);
+                    return Step::Done;
+                }
+            }
+            i += 2;
+        } else if w.eq_ignore_ascii_case(b"BLOCK") {
+            ctx.error(b"ERR XREAD BLOCK is not supported: granola-kv has no blocking commands");
+            return Step::Done;
+        } else if w.eq_ignore_ascii_case(b"STREAMS") {
+            break i + 1;
+        } else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    };
+    let rest = &args[streams_at.min(args.len())..];
+    if rest.is_empty() || rest.len() % 2 != 0 {
+        ctx.error(b"ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.");
+        return Step::Done;
+    }
+    let (keys, ids) = rest.split_at(rest.len() / 2);
+    // Validate every ID before reading anything.
+    if ids
+        .iter()
+        .any(|&id| id != b"$" && id != b"+" && parse_id(id, 0).is_none())
+    {
+        ctx.error(ERR_ID);
+        return Step::Done;
+    }
+    // Type-check every key first: a WRONGTYPE is the whole reply.
+    for &k in keys {
+        if ctx.coll(k, T).is_err() {
+            return Step::Done;
+        }
+    }
+    let mut found: Vec<(&[u8], &[u8], crate::store::Item)> = Vec::new();
+    for (&k, &id) in keys.iter().zip(ids) {
+        if let Ok(Some(item)) = ctx.coll(k, T) {
+            let has = item
+                .read_dict(|s| match id {
+                    b"$" => false,
+                    b"+" => !s.is_empty(),
+                    id => {
+                        let after = parse_id(id, 0).expect("validated");
+                        s.stream_range(Bound::Excluded(after), Bound::Unbounded)
+                            .next()
+                            .is_some()
+                    }
+                })
+                .unwrap_or(false);
+            if has {
+                found.push((k, id, item));
+            }
+        }
+    }
+    if found.is_empty() {
+        ctx.null_array();
+        return Step::Done;
+    }
+    // RESP3: a map of key to entries; RESP2: an array of [key, entries].
+    let resp2 = ctx.version() == resp::Version::Resp2;
+    if resp2 {
+        ctx.array(found.len());
+    } else {
+        ctx.map(found.len());
+    }
+    for (k, id, item) in &found {
+        if resp2 {
+            ctx.array(2);
+        }
+        ctx.bytes(k);
+        item.read_dict(|s| {
+            let entries: Vec<StreamEntry<'_>> = match *id {
+                b"+" => s.stream_last().into_iter().collect(),
+                id => {
+                    let after = parse_id(id, 0).expect("validated");
+                    s.stream_range(Bound::Excluded(after), Bound::Unbounded)
+                        .take(count)
+                        .collect()
+                }
+            };
+            ctx.array(entries.len());
+            for e in &entries {
+                write_entry(ctx, e);
+            }
+        });
+    }
+    Step::Done
+}
+
+/// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]`.
+pub fn xsetid(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let Some(last) = parse_id(arg(cmd, 2), 0) else {
+        ctx.error(ERR_ID);
+        return Step::Done;
+    };
+    let (mut added, mut max_deleted, mut i) = (None, None, 3);
+    while i < cmd.len() {
+        let w = arg(cmd, i);
+        let v = arg(cmd, i + 1);
+        if w.eq_ignore_ascii_case(b"ENTRIESADDED") && i + 1 < cmd.len() {
+            match parse_i64(v) {
+                Some(n) if n >= 0 => added = Some(n as u64),
+                _ => {
+                    ctx.error(b"ERR entries_added must be positive");
+                    return Step::Done;
+                }
+            }
+        } else if w.eq_ignore_ascii_case(b"MAXDELETEDID") && i + 1 < cmd.len() {
+            match parse_id(v, 0) {
+                Some(id) => max_deleted = Some(id),
+                None => {
+                    ctx.error(ERR_ID);
+                    return Step::Done;
+                }
+            }
+        } else {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+        i += 2;
+    }
+    if max_deleted.is_some_and(|m| last < m) {
+        ctx.error(
+            b"ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
+        );
+        return Step::Done;
+    }
+    match ctx.coll(arg(cmd, 1), T) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            ctx.error(b"ERR no such key");
+            return Step::Done;
+        }
+        Err(_) => return Step::Done,
+    }
+    let r = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
+        let meta = s.stream_meta().unwrap_or_default();
+        let top = s.stream_last().map_or(StreamId::MIN, |e| e.id);
+        if last < top {
+            return Err(
+                &b"ERR The ID specified in XSETID is smaller than the target stream top item"[..],
+            );
+        }
+        let added = added.unwrap_or(meta.entries_added);
+        if added < s.len() as u64 {
+            return Err(&b"ERR The entries_added specified in XSETID is smaller than the target stream length"[..]);
+        }
+        s.set_stream_meta(StreamMeta {
+            last_id: last,
+            max_deleted: max_deleted.unwrap_or(meta.max_deleted),
+            entries_added: added,
+        });
+        Ok(())
+    });
+    match r {
+        Ok(Ok(())) => ctx.ok(),
+        Ok(Err(e)) => ctx.error(e),
+        Err(_) => {}
+    }
+    Step::Done
+}
+
+/// `XINFO STREAM key | GROUPS key | HELP`.
+pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let sub = arg(cmd, 1).to_ascii_uppercase();
+    match (&sub[..], cmd.len()) {
+        (b"HELP", 2) => ctx.help(&[
+            b"XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"GROUPS <key>",
+            b"    Show the stream consumer groups (granola-kv has none).",
+            b"STREAM <key>",
+            b"    Show information about the stream.",
+            b"HELP",
+            b"    Print this help.",
+        ]),
+        (b"STREAM", 3) => {
+            let _ = read(ctx, arg(cmd, 2), T, |ctx, s| match s {
+                None => ctx.error(b"ERR no such key"),
+                Some(s) => stream_info(ctx, s),
+            });
+        }
+        (b"STREAM", _) => {
+            ctx.error(b"ERR XINFO STREAM FULL is not supported: granola-kv streams have no consumer groups");
+        }
+        (b"GROUPS", 3) => {
+            let _ = read(ctx, arg(cmd, 2), T, |ctx, s| match s {
+                None => ctx.error(b"ERR no such key"),
+                Some(_) => ctx.array(0),
+            });
+        }
+        _ => ctx.unknown_subcommand("XINFO", arg(cmd, 1), true),
+    }
+    Step::Done
+}
+
+fn stream_info(ctx: &mut Ctx<'_>, s: &Dict) {
+    let meta = s.stream_meta().unwrap_or_default();
+    let first_id = s.stream_first().map_or(StreamId::MIN, |e| e.id);
+    ctx.map(9);
+    ctx.simple(b"length");
+    ctx.int(s.len() as i64);
+    ctx.simple(b"radix-tree-keys");
+    ctx.int(s.len() as i64);
+    ctx.simple(b"last-generated-id");
+    ctx.bytes(meta.last_id.to_string().as_bytes());
+    ctx.simple(b"max-deleted-entry-id");
+    ctx.bytes(meta.max_deleted.to_string().as_bytes());
+    ctx.simple(b"entries-added");
+    ctx.int(meta.entries_added as i64);
+    ctx.simple(b"recorded-first-entry-id");
+    ctx.bytes(first_id.to_string().as_bytes());
+    ctx.simple(b"groups");
+    ctx.int(0);
+    ctx.simple(b"first-entry");
+    match s.stream_first() {
+        Some(e) => write_entry(ctx, &e),
+        None => ctx.null(),
+    }
+    ctx.simple(b"last-entry");
+    match s.stream_last() {
+        Some(e) => write_entry(ctx, &e),
+        None => ctx.null(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, seq: u64) -> StreamId {
+        StreamId { ms, seq }
+    }
+
+    #[test]
+    fn ids_parse_like_redis() {
+        assert_eq!(parse_id(b"5-3", 0), Some(id(5, 3)));
+        assert_eq!(parse_id(b"5", 9), Some(id(5, 9)));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"5-",
+            b"-3",
+            b"a-1",
+            b"1-2-3",
+            b"+5",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(parse_id(bad, 0), None, "{bad:?}");
+        }
+        assert_eq!(range_bound(b"-", true), Some(Bound::Unbounded));
+        assert_eq!(
+            range_bound(b"+", false),
+            Some(Bound::Included(StreamId::MAX))
+        );
+        assert_eq!(
+            range_bound(b"7", false),
+            Some(Bound::Included(id(7, u64::MAX)))
+        );
+        assert_eq!(range_bound(b"(7-1", true), Some(Bound::Excluded(id(7, 1))));
+    }
+
+    #[test]
+    fn xadd_ids_only_grow() {
+        let last = id(100, 5);
+        assert_eq!(next_id(NewId::Auto, last, 200), Ok(id(200, 0)));
+        // A clock behind the last ID (a stepped-back clock): still above it.
+        assert_eq!(next_id(NewId::Auto, last, 50), Ok(id(100, 6)));
+        assert_eq!(next_id(NewId::AutoSeq(100), last, 0), Ok(id(100, 6)));
+        assert_eq!(next_id(NewId::AutoSeq(101), last, 0), Ok(id(101, 0)));
+        assert_eq!(next_id(NewId::AutoSeq(99), last, 0), Err(ERR_SMALLER));
+        assert_eq!(next_id(NewId::Exact(id(100, 5)), last, 0), Err(ERR_SMALLER));
+        assert_eq!(
+            next_id(NewId::Exact(id(0, 0)), StreamId::MIN, 0),
+            Err(ERR_ZERO)
+        );
+        assert_eq!(next_id(NewId::AutoSeq(0), StreamId::MIN, 0), Ok(id(0, 1)));
+        assert_eq!(next_id(NewId::Auto, StreamId::MAX, 0), Err(ERR_EXHAUSTED));
+    }
+}

@@ -1,0 +1,453 @@
+//! Streams over RESP: transcripts of every stream command against the
+//! replies Redis 7 gives (RESP2 bytes exactly; RESP3's XREAD map), large
+//! entries sent by reference and read back whole, and a stream written
+//! past the memory limit staying within it.
+
+mod common;
+
+use common::*;
+
+fn rt(c: &mut Client, args: &[&str], want: &[u8]) {
+    c.roundtrip(&resp_cmd(args), want);
+}
+
+fn err(c: &mut Client, args: &[&str], starts: &str) {
+    match c.resp(args) {
+        Resp::Error(e) => assert!(
+            e.starts_with(starts.as_bytes()),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&e)
+        ),
+        r => panic!("{args:?}: {r:?}, wanted an error {starts}"),
+    }
+}
+
+/// `[id, [f, v, ...]]` as RESP2 bytes.
+fn entry(id: &str, parts: &[&str]) -> Vec<u8> {
+    let mut out = b"*2\r\n".to_vec();
+    out.extend_from_slice(&resp_bulk(id.as_bytes()));
+    out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
+    for p in parts {
+        out.extend_from_slice(&resp_bulk(p.as_bytes()));
+    }
+    out
+}
+
+fn entries(list: &[(&str, &[&str])]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", list.len()).into_bytes();
+    for (id, parts) in list {
+        out.extend_from_slice(&entry(id, parts));
+    }
+    out
+}
+
+fn id_of(r: Resp) -> (u64, u64) {
+    let Resp::Bulk(Some(b)) = r else {
+        panic!("not an ID: {r:?}");
+    };
+    let s = String::from_utf8(b).unwrap();
+    let (ms, seq) = s.split_once('-').expect("ms-seq");
+    (ms.parse().unwrap(), seq.parse().unwrap())
+}
+
+#[test]
+fn stream_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    // Explicit IDs, a bare ms, and `ms-*`.
+    rt(&mut c, &["XADD", "s", "1-1", "a", "1"], &resp_bulk(b"1-1"));
+    rt(&mut c, &["XADD", "s", "1-*", "b", "2"], &resp_bulk(b"1-2"));
+    rt(
+        &mut c,
+        &["XADD", "s", "5", "c", "3", "d", "4"],
+        &resp_bulk(b"5-0"),
+    );
+    err(
+        &mut c,
+        &["XADD", "s", "5-0", "x", "y"],
+        "ERR The ID specified in XADD is equal or smaller",
+    );
+    err(
+        &mut c,
+        &["XADD", "s", "4-*", "x", "y"],
+        "ERR The ID specified in XADD is equal or smaller",
+    );
+    err(
+        &mut c,
+        &["XADD", "t", "0-0", "x", "y"],
+        "ERR The ID specified in XADD must be greater than 0-0",
+    );
+    err(
+        &mut c,
+        &["XADD", "s", "1-x", "x", "y"],
+        "ERR Invalid stream ID",
+    );
+    err(
+        &mut c,
+        &["XADD", "s", "*", "x"],
+        "ERR wrong number of arguments for 'xadd'",
+    );
+    rt(&mut c, &["EXISTS", "t"], b":0\r\n");
+    rt(&mut c, &["XLEN", "s"], b":3\r\n");
+    rt(&mut c, &["XLEN", "missing"], b":0\r\n");
+    rt(&mut c, &["TYPE", "s"], b"+stream\r\n");
+    rt(&mut c, &["OBJECT", "ENCODING", "s"], &resp_bulk(b"stream"));
+
+    let all: &[(&str, &[&str])] = &[
+        ("1-1", &["a", "1"]),
+        ("1-2", &["b", "2"]),
+        ("5-0", &["c", "3", "d", "4"]),
+    ];
+    rt(&mut c, &["XRANGE", "s", "-", "+"], &entries(all));
+    rt(
+        &mut c,
+        &["XRANGE", "s", "-", "+", "COUNT", "2"],
+        &entries(&all[..2]),
+    );
+    rt(&mut c, &["XRANGE", "s", "1", "1"], &entries(&all[..2]));
+    rt(&mut c, &["XRANGE", "s", "(1-1", "+"], &entries(&all[1..]));
+    rt(&mut c, &["XRANGE", "s", "5", "1"], b"*0\r\n");
+    rt(&mut c, &["XRANGE", "missing", "-", "+"], b"*0\r\n");
+    let rev: Vec<_> = all.iter().rev().copied().collect();
+    rt(&mut c, &["XREVRANGE", "s", "+", "-"], &entries(&rev));
+    rt(
+        &mut c,
+        &["XREVRANGE", "s", "+", "-", "COUNT", "1"],
+        &entries(&rev[..1]),
+    );
+    rt(
+        &mut c,
+        &["XREVRANGE", "s", "(5-0", "-"],
+        &entries(&rev[1..]),
+    );
+    err(&mut c, &["XRANGE", "s", "x", "+"], "ERR Invalid stream ID");
+    err(
+        &mut c,
+        &["XRANGE", "s", "-", "+", "COUNT"],
+        "ERR syntax error",
+    );
+
+    // XREAD (RESP2: an array of [key, entries]; nothing: a null array).
+    let mut want = b"*1\r\n*2\r\n".to_vec();
+    want.extend_from_slice(&resp_bulk(b"s"));
+    want.extend_from_slice(&entries(&all[1..]));
+    rt(&mut c, &["XREAD", "STREAMS", "s", "1-1"], &want);
+    let mut want = b"*1\r\n*2\r\n".to_vec();
+    want.extend_from_slice(&resp_bulk(b"s"));
+    want.extend_from_slice(&entries(&all[..1]));
+    rt(
+        &mut c,
+        &["XREAD", "COUNT", "1", "STREAMS", "s", "missing", "0", "0"],
+        &want,
+    );
+    rt(&mut c, &["XREAD", "STREAMS", "s", "$"], b"*-1\r\n");
+    let mut want = b"*1\r\n*2\r\n".to_vec();
+    want.extend_from_slice(&resp_bulk(b"s"));
+    want.extend_from_slice(&entries(&all[2..]));
+    rt(&mut c, &["XREAD", "STREAMS", "s", "+"], &want);
+    err(
+        &mut c,
+        &["XREAD", "STREAMS", "s", "t", "0"],
+        "ERR Unbalanced 'xread' list of streams",
+    );
+    err(
+        &mut c,
+        &["XREAD", "BLOCK", "10", "STREAMS", "s", "$"],
+        "ERR XREAD BLOCK is not supported",
+    );
+    err(
+        &mut c,
+        &["XREAD", "STREAMS", "s", "nope"],
+        "ERR Invalid stream ID",
+    );
+
+    // XDEL, then the deleted ID is not reused.
+    rt(&mut c, &["XDEL", "s", "1-2", "9-9"], b":1\r\n");
+    err(&mut c, &["XDEL", "s", "bad"], "ERR Invalid stream ID");
+    rt(&mut c, &["XDEL", "missing", "1-1"], b":0\r\n");
+    rt(&mut c, &["EXISTS", "missing"], b":0\r\n");
+    rt(&mut c, &["XADD", "s", "5-*", "e", "5"], &resp_bulk(b"5-1"));
+    rt(&mut c, &["XLEN", "s"], b":3\r\n");
+
+    // XINFO STREAM: Redis' fields by name.
+    match c.resp(&["XINFO", "STREAM", "s"]) {
+        Resp::Array(Some(v)) => {
+            let field = |name: &str| {
+                let i = v
+                    .iter()
+                    .position(|r| *r == Resp::Simple(name.into()))
+                    .unwrap_or_else(|| panic!("{name} in {v:?}"));
+                v[i + 1].clone()
+            };
+            assert_eq!(field("length"), Resp::Int(3));
+            assert_eq!(
+                field("last-generated-id"),
+                Resp::Bulk(Some(b"5-1".to_vec()))
+            );
+            assert_eq!(
+                field("max-deleted-entry-id"),
+                Resp::Bulk(Some(b"1-2".to_vec()))
+            );
+            assert_eq!(field("entries-added"), Resp::Int(4));
+            assert_eq!(field("groups"), Resp::Int(0));
+            assert!(
+                matches!(field("first-entry"), Resp::Array(Some(e)) if e[0] == Resp::Bulk(Some(b"1-1".to_vec())))
+            );
+            assert!(
+                matches!(field("last-entry"), Resp::Array(Some(e)) if e[0] == Resp::Bulk(Some(b"5-1".to_vec())))
+            );
+        }
+        r => panic!("XINFO STREAM: {r:?}"),
+    }
+    rt(&mut c, &["XINFO", "GROUPS", "s"], b"*0\r\n");
+    err(&mut c, &["XINFO", "STREAM", "missing"], "ERR no such key");
+
+    // Trimming: MAXLEN exact, MINID, LIMIT only with `~`, XADD's own trim.
+    for ms in 10..20 {
+        let id = format!("{ms}-0");
+        rt(
+            &mut c,
+            &["XADD", "s", &id, "n", &ms.to_string()],
+            &resp_bulk(id.as_bytes()),
+        );
+    }
+    rt(&mut c, &["XTRIM", "s", "MAXLEN", "10"], b":3\r\n");
+    rt(&mut c, &["XTRIM", "s", "MINID", "=", "12"], b":2\r\n");
+    err(
+        &mut c,
+        &["XTRIM", "s", "MAXLEN", "5", "LIMIT", "1"],
+        "ERR syntax error, LIMIT cannot be used without the special ~ option",
+    );
+    rt(
+        &mut c,
+        &["XTRIM", "s", "MAXLEN", "~", "5", "LIMIT", "1"],
+        b":1\r\n",
+    );
+    err(
+        &mut c,
+        &["XTRIM", "s", "MAXLEN", "-1"],
+        "ERR The MAXLEN argument must be >= 0",
+    );
+    err(&mut c, &["XTRIM", "s", "SIZE", "1"], "ERR syntax error");
+    rt(
+        &mut c,
+        &["XADD", "s", "MAXLEN", "2", "20-0", "n", "20"],
+        &resp_bulk(b"20-0"),
+    );
+    rt(
+        &mut c,
+        &["XRANGE", "s", "-", "+"],
+        &entries(&[("19-0", &["n", "19"]), ("20-0", &["n", "20"])]),
+    );
+    rt(
+        &mut c,
+        &["XADD", "s", "MINID", "20", "21-0", "n", "21"],
+        &resp_bulk(b"21-0"),
+    );
+    rt(&mut c, &["XLEN", "s"], b":2\r\n");
+
+    // NOMKSTREAM: nothing created for a missing key.
+    rt(
+        &mut c,
+        &["XADD", "none", "NOMKSTREAM", "*", "f", "v"],
+        b"$-1\r\n",
+    );
+    rt(&mut c, &["EXISTS", "none"], b":0\r\n");
+    rt(
+        &mut c,
+        &["XADD", "s", "NOMKSTREAM", "22-0", "f", "v"],
+        &resp_bulk(b"22-0"),
+    );
+
+    // An emptied stream stays, and remembers its last ID.
+    rt(&mut c, &["XTRIM", "s", "MAXLEN", "0"], b":3\r\n");
+    rt(&mut c, &["EXISTS", "s"], b":1\r\n");
+    rt(&mut c, &["XLEN", "s"], b":0\r\n");
+    err(
+        &mut c,
+        &["XADD", "s", "22-0", "f", "v"],
+        "ERR The ID specified in XADD is equal or smaller",
+    );
+    rt(
+        &mut c,
+        &["XADD", "s", "MAXLEN", "0", "23-0", "f", "v"],
+        &resp_bulk(b"23-0"),
+    );
+    rt(&mut c, &["XLEN", "s"], b":0\r\n");
+
+    // XSETID.
+    rt(&mut c, &["XSETID", "s", "100-0"], b"+OK\r\n");
+    err(
+        &mut c,
+        &["XADD", "s", "99-0", "f", "v"],
+        "ERR The ID specified in XADD is equal or smaller",
+    );
+    rt(
+        &mut c,
+        &["XADD", "s", "100-*", "f", "v"],
+        &resp_bulk(b"100-1"),
+    );
+    err(
+        &mut c,
+        &["XSETID", "s", "50-0"],
+        "ERR The ID specified in XSETID is smaller than the target stream top item",
+    );
+    err(&mut c, &["XSETID", "missing", "1-0"], "ERR no such key");
+
+    // Auto IDs: Unix milliseconds, strictly increasing.
+    let mut last = (0, 0);
+    for _ in 0..50 {
+        let id = id_of(c.resp(&["XADD", "auto", "*", "k", "v"]));
+        assert!(id > last, "{id:?} after {last:?}");
+        last = id;
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        last.0 <= now_ms && last.0 + 60_000 > now_ms,
+        "{last:?} vs {now_ms}"
+    );
+
+    // Type errors both ways; COPY, RENAME and DEL.
+    rt(&mut c, &["SET", "str", "x"], b"+OK\r\n");
+    err(&mut c, &["XADD", "str", "*", "f", "v"], "WRONGTYPE");
+    err(&mut c, &["XRANGE", "str", "-", "+"], "WRONGTYPE");
+    err(&mut c, &["XREAD", "STREAMS", "str", "0"], "WRONGTYPE");
+    err(&mut c, &["GET", "auto"], "WRONGTYPE");
+    err(&mut c, &["HSET", "auto", "f", "v"], "WRONGTYPE");
+    rt(&mut c, &["COPY", "auto", "auto2"], b":1\r\n");
+    rt(&mut c, &["XLEN", "auto2"], b":50\r\n");
+    rt(&mut c, &["RENAME", "auto2", "auto3"], b"+OK\r\n");
+    rt(&mut c, &["XLEN", "auto3"], b":50\r\n");
+    rt(&mut c, &["TYPE", "auto3"], b"+stream\r\n");
+    rt(&mut c, &["DEL", "auto", "auto3"], b":2\r\n");
+}
+
+#[test]
+fn xread_is_a_map_in_resp3() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    c.send(&resp_cmd(&["HELLO", "3"]));
+    c.read_until(b"modules\r\n");
+    c.read_until(b"*0\r\n");
+    rt(&mut c, &["XADD", "s", "1-0", "f", "v"], &resp_bulk(b"1-0"));
+    let mut want = b"%1\r\n".to_vec();
+    want.extend_from_slice(&resp_bulk(b"s"));
+    want.extend_from_slice(&entries(&[("1-0", &["f", "v"])]));
+    rt(&mut c, &["XREAD", "STREAMS", "s", "0"], &want);
+    rt(&mut c, &["XREAD", "STREAMS", "s", "$"], b"_\r\n");
+    rt(
+        &mut c,
+        &["XADD", "none", "NOMKSTREAM", "*", "f", "v"],
+        b"_\r\n",
+    );
+}
+
+/// Entries above the copy threshold go out by reference and come back
+/// byte for byte, beside small ones in the same entry.
+#[test]
+fn large_entries_go_by_reference() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let before = mc_stat(srv.mc(), "reply_bytes_referenced");
+    let big = pattern(7, 64 << 10);
+    let mut req = resp_cmd(&[
+        &b"XADD"[..],
+        b"big",
+        b"1-0",
+        b"small",
+        b"x",
+        b"payload",
+        &big,
+    ]);
+    c.send(&req);
+    c.expect(&resp_bulk(b"1-0"));
+    let mut want = b"*1\r\n*2\r\n".to_vec();
+    want.extend_from_slice(&resp_bulk(b"1-0"));
+    want.extend_from_slice(b"*4\r\n");
+    for p in [&b"small"[..], b"x", b"payload", &big] {
+        want.extend_from_slice(&resp_bulk(p));
+    }
+    req = resp_cmd(&["XRANGE", "big", "-", "+"]);
+    c.roundtrip(&req, &want);
+    c.roundtrip(&req, &want);
+    wait_referenced(&srv, before + 2 * big.len() as u64);
+}
+
+/// A stream written to three times a 32 MiB limit: XADD is refused with
+/// Redis' OOM error once the stream fills the store (the key being
+/// written is not evicted under it), and `used_memory` never passes
+/// `maxmemory`; every entry still there reads back whole.
+#[test]
+fn a_stream_stays_within_the_limit() {
+    const LIMIT_MB: usize = 32;
+    let mut cfg = config();
+    cfg.memory_mb = LIMIT_MB;
+    cfg.udp_port = 0;
+    cfg.native_udp_port = 0;
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.resp());
+    let value = |i: usize| {
+        let mut v = format!("{i}|").into_bytes();
+        v.extend_from_slice(&pattern(i as u64, 300));
+        v
+    };
+    let (mut stored, mut refused) = (0usize, 0usize);
+    for i in 1..=3 * (LIMIT_MB << 20) / 300 {
+        match c.resp(&[
+            &b"XADD"[..],
+            b"s",
+            format!("{i}-0").as_bytes(),
+            b"v",
+            &value(i),
+        ]) {
+            Resp::Bulk(Some(_)) => stored += 1,
+            Resp::Error(e) if e.starts_with(b"OOM") => {
+                refused += 1;
+                if refused > 100 {
+                    break;
+                }
+            }
+            r => panic!("XADD {i}: {r:?}"),
+        }
+    }
+    assert!(
+        refused > 0,
+        "{stored} entries of 300 B fit in {LIMIT_MB} MiB?"
+    );
+    let used = resp_info_u64(srv.resp(), "used_memory");
+    let max = resp_info_u64(srv.resp(), "maxmemory");
+    assert!(used <= max, "used_memory {used} > maxmemory {max}");
+    let len = match c.resp(&["XLEN", "s"]) {
+        Resp::Int(n) => n as usize,
+        r => panic!("{r:?}"),
+    };
+    assert!(len > 0 && len <= stored, "XLEN {len}, stored {stored}");
+    // Every entry there is whole (its value names its ID), read a page
+    // at a time from after the last ID seen, as consumers do.
+    let (mut seen, mut after) = (0, "-".to_string());
+    loop {
+        let Resp::Array(Some(page)) = c.resp(&["XRANGE", "s", &after, "+", "COUNT", "1000"]) else {
+            panic!("XRANGE page after {after}");
+        };
+        if page.is_empty() {
+            break;
+        }
+        for e in page {
+            let Resp::Array(Some(e)) = e else {
+                panic!("{e:?}")
+            };
+            let (Resp::Bulk(Some(id)), Resp::Array(Some(parts))) = (&e[0], &e[1]) else {
+                panic!("{e:?}");
+            };
+            let id = String::from_utf8(id.clone()).unwrap();
+            let i: usize = id.trim_end_matches("-0").parse().unwrap();
+            assert_eq!(parts[1], Resp::Bulk(Some(value(i))), "entry {i}");
+            after = format!("({id}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, len);
+}
