@@ -86,7 +86,7 @@ proptest! {
                     next += 1;
                     let parts = vec![b"v".to_vec(), value(id, len)];
                     let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-                    d.stream_append(id, &encode_fields(&slices).unwrap());
+                    d.stream_append(id, encode_fields(&slices).unwrap());
                     model.insert(id, parts);
                 }
                 Op::Delete(i) if !model.is_empty() => {
@@ -149,7 +149,7 @@ fn a_held_entry_outlives_its_deletion() {
         bytes: 4100,
     };
     s.update_dict(b"s", Kind::Stream, grow, |d| {
-        d.stream_append(id, &encode_fields(&[b"f", &big]).unwrap())
+        d.stream_append(id, encode_fields(&[b"f", &big]).unwrap())
     })
     .unwrap();
     let held = s
@@ -161,7 +161,7 @@ fn a_held_entry_outlives_its_deletion() {
     s.update_dict(b"s", Kind::Stream, grow, |d| {
         assert!(d.stream_remove(id));
         let next = StreamId { ms: 2, seq: 0 };
-        d.stream_append(next, &encode_fields(&[b"f", &value(next, 4000)]).unwrap());
+        d.stream_append(next, encode_fields(&[b"f", &value(next, 4000)]).unwrap());
     })
     .unwrap();
     let parts: Vec<&[u8]> = field_ranges(&held).map(|r| &held[r]).collect();
@@ -182,7 +182,7 @@ fn streams_are_their_own_type() {
     s.update_dict(b"s", Kind::Stream, Growth::default(), |d| {
         d.stream_append(
             StreamId { ms: 1, seq: 1 },
-            &encode_fields(&[b"f", b"v"]).unwrap(),
+            encode_fields(&[b"f", b"v"]).unwrap(),
         )
     })
     .unwrap();

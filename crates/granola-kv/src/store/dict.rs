@@ -40,7 +40,7 @@
 //!   skips a body that is locked.
 
 use super::element::{Element, Placer};
-use super::stream::StreamMeta;
+use super::stream::StreamBody;
 use granola::Buf;
 use indexmap::map::MutableKeys;
 use indexmap::IndexMap;
@@ -68,6 +68,11 @@ pub(crate) fn heap_cost(n: usize) -> usize {
 /// entries of 24 bytes per node, about two thirds full: twice the entry).
 pub(crate) const ORDER_BYTES: usize = 2 * std::mem::size_of::<(u64, Member)>();
 
+/// Heap bytes per stream entry besides its fields: the ID and the
+/// element in the B-tree (32 bytes), whose nodes an append-only stream
+/// leaves about half full.
+pub(crate) const STREAM_ENTRY_BYTES: usize = 2 * 32;
+
 /// A sorted set member as its order index holds it: a heap copy of a
 /// small member, or a second reference to a pooled member's slot (the
 /// table's [`Element`] owns the slot's handle; this keeps the bytes for a
@@ -91,7 +96,7 @@ impl Member {
     }
 
     /// A key to look `member` up by.
-    pub(super) fn probe(member: &[u8]) -> Member {
+    fn probe(member: &[u8]) -> Member {
         Member::Heap(member.into())
     }
 
@@ -114,7 +119,7 @@ impl Member {
     /// Heap bytes charged for it besides [`ORDER_BYTES`]: its copy, or
     /// the boxed reference (a shared member's slot is charged once, to its
     /// table element).
-    pub(super) fn cost(&self) -> usize {
+    fn cost(&self) -> usize {
         match self {
             Member::Heap(b) => heap_cost(b.len()),
             Member::Shared(_) => heap_cost(std::mem::size_of::<Buf>()),
@@ -180,21 +185,21 @@ fn score_of(key: u64) -> f64 {
 /// set's members and scores (8-byte values, see [`Dict::sorted`]).
 #[derive(Default)]
 pub struct Dict {
-    pub(super) entries: IndexMap<Element, Element, RandomState>,
+    entries: IndexMap<Element, Element, RandomState>,
     /// Bytes of the keys and values ([`Element::cost`]) and of a sorted
     /// set's order copies.
-    pub(super) payload: usize,
+    payload: usize,
     /// The part of `payload` in pool slots ([`Element::pool_bytes`]).
     pooled: usize,
     /// Bumped by every write (the store gives a changed dict a new CAS).
     pub(super) writes: u64,
     /// The CAS unique of the last write (0: none since the head item's).
     cas: u64,
-    /// A sorted set's (score, member) order, or a stream's (equal keys,
-    /// IDs as members: `stream.rs`); `None` for hashes and sets.
-    pub(super) order: Option<BTreeSet<(u64, Member)>>,
-    /// A stream's bookkeeping; `None` for the other kinds.
-    pub(super) stream: Option<Box<StreamMeta>>,
+    /// A sorted set's (score, member) order; `None` for the other kinds.
+    order: Option<BTreeSet<(u64, Member)>>,
+    /// A stream's entries and bookkeeping (`stream.rs`; then `entries`
+    /// and `order` stay empty); `None` for the other kinds.
+    pub(super) stream: Option<Box<StreamBody>>,
 }
 
 impl std::fmt::Debug for Dict {
@@ -209,12 +214,14 @@ impl Clone for Dict {
     fn clone(&self) -> Dict {
         let entries = self.entries.clone();
         let order = self.order.clone();
+        let stream = self.stream.clone();
         let order_payload = order.iter().flatten().map(|(_, m)| m.cost()).sum::<usize>();
         let payload = entries
             .iter()
             .map(|(k, v)| k.cost() + v.cost())
             .sum::<usize>()
-            + order_payload;
+            + order_payload
+            + stream.as_ref().map_or(0, |s| s.payload());
         Dict {
             entries,
             payload,
@@ -222,7 +229,7 @@ impl Clone for Dict {
             writes: self.writes,
             cas: self.cas,
             order,
-            stream: self.stream.clone(),
+            stream,
         }
     }
 }
@@ -230,12 +237,15 @@ impl Clone for Dict {
 impl Dict {
     /// Entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        match &self.stream {
+            Some(s) => s.len(),
+            None => self.entries.len(),
+        }
     }
 
     /// True if there are none.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// The value of `field`.
@@ -264,7 +274,7 @@ impl Dict {
     }
 
     /// [`insert`](Self::insert), with `place` making each new element.
-    pub(super) fn insert_with(
+    fn insert_with(
         &mut self,
         field: &[u8],
         value: &[u8],
@@ -308,6 +318,16 @@ impl Dict {
                     gone = gone + Charge::of(e);
                     now = now + Charge::of(&placed);
                     // The same bytes: the key's hash and position hold.
+                    *e = placed;
+                }
+            }
+        }
+        if let Some(stream) = self.stream.as_deref_mut() {
+            for e in stream.values_mut() {
+                if matches!(e, Element::Heap(b) if b.len() >= placer.min) {
+                    let placed = placer.place(e);
+                    gone = gone + Charge::of(e);
+                    now = now + Charge::of(&placed);
                     *e = placed;
                 }
             }
@@ -412,7 +432,7 @@ impl Dict {
 
     /// True for a sorted set.
     pub fn is_sorted(&self) -> bool {
-        self.order.is_some() && self.stream.is_none()
+        self.order.is_some()
     }
 
     /// A sorted set member's score.
@@ -592,6 +612,12 @@ impl Dict {
     /// Bytes the dict holds, as charged to the store's limit: its heap
     /// bytes and its elements' pool slots.
     pub(crate) fn bytes(&self) -> Charge {
+        if let Some(stream) = &self.stream {
+            return Charge {
+                bytes: self.payload + stream.len() * STREAM_ENTRY_BYTES,
+                pool: self.pooled,
+            };
+        }
         if self.entries.capacity() == 0 {
             return Charge::default();
         }
@@ -602,12 +628,12 @@ impl Dict {
         }
     }
 
-    fn charge(&mut self, c: Charge) {
+    pub(super) fn charge(&mut self, c: Charge) {
         self.payload += c.bytes;
         self.pooled += c.pool;
     }
 
-    fn uncharge(&mut self, c: Charge) {
+    pub(super) fn uncharge(&mut self, c: Charge) {
         self.payload -= c.bytes;
         self.pooled -= c.pool;
     }
@@ -620,6 +646,10 @@ impl Dict {
     /// also grow when an insert fits its capacity (the store settles that
     /// after the write; see `Store::update_dict`).
     pub(crate) fn growth_bound(&self, entries: usize, bytes: usize) -> usize {
+        if self.stream.is_some() {
+            // One allocation (or slot) per entry, and its tree entry.
+            return bytes + entries * (32 + STREAM_ENTRY_BYTES);
+        }
         // Two allocations per entry, each at most 23 bytes (or 32) over;
         // a sorted set's order index copies the member once more.
         let payload = match self.order {
@@ -649,7 +679,7 @@ pub(crate) struct Charge {
 }
 
 impl Charge {
-    fn of(e: &Element) -> Charge {
+    pub(super) fn of(e: &Element) -> Charge {
         Charge {
             bytes: e.cost(),
             pool: e.pool_bytes(),
@@ -691,7 +721,7 @@ impl<'a, 'p> DictEdit<'a, 'p> {
     /// [`Dict::insert`]). Elements of at least the store's
     /// `pooled_element_min` bytes go to pool memory.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if self.dict.order.is_some() {
+        if self.dict.is_sorted() {
             return self.dict.insert(field, value);
         }
         let p = &mut *self.placer;

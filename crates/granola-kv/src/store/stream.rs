@@ -1,38 +1,36 @@
-//! A Redis stream: a [`Dict`] in stream form.
+//! A Redis stream: a [`Dict`] in stream form, whose body is a B-tree of
+//! entries by ID.
 //!
 //! ```text
-//!  entries: IndexMap<id (16 bytes: ms, seq big-endian), fields>   O(1) by ID
-//!  order:   BTreeSet<(0, id)>                                     ID order
-//!  stream:  StreamMeta { last_id, max_deleted, entries_added }
+//!  Dict { stream: StreamBody { entries: BTreeMap<StreamId, fields>,
+//!                              meta: { last_id, max_deleted, entries_added } } }
 //! ```
 //!
-//! - **One table for every collection.** A stream is the sorted set's
-//!   table and ordered index with every score equal: the index then sorts
-//!   by the member's bytes, and big-endian IDs sort as IDs. So appends,
-//!   deletes and trims are O(log n), ranges O(log n + returned), and the
-//!   store's accounting, eviction, COPY, RENAME and MEMORY USAGE work on
-//!   streams unchanged.
+//! - **O(log n) per entry, appends cheapest.** XADD, XDEL and trims touch
+//!   one entry; ranges cost O(log n + returned). IDs are stored inline
+//!   (16 bytes, compared without a pointer chase), which is what makes an
+//!   append cheap: an earlier form keyed a hash table and an ordered
+//!   index by heap copies of the ID and spent its time in their lookups.
+//! - **One body type for every keyed collection.** As a [`Dict`], a stream
+//!   gets the store's accounting, eviction, COPY, RENAME and MEMORY USAGE
+//!   unchanged.
 //! - **An entry's fields are one element**: every field and value as a
 //!   4-byte little-endian length and its bytes ([`encode_fields`]). An
 //!   entry of at least the store's `pooled_element_min` bytes goes to pool
 //!   memory like a large hash value, and replies reference its large
 //!   fields and values (sub-slices of the slot) instead of copying them.
-//! - **Costs:** about 170 bytes per entry besides its fields (the table
-//!   slot, the ID and its copy in the index). Redis packs small entries
-//!   tighter (listpacks sharing field names); granola keeps one structure
-//!   for every collection instead.
+//! - **Costs:** [`STREAM_ENTRY_BYTES`](super::dict::STREAM_ENTRY_BYTES)
+//!   per entry besides its fields' allocation. Redis packs small entries
+//!   tighter (listpacks sharing field names).
 //! - **Not built:** consumer groups (XGROUP, XREADGROUP, XACK, XPENDING,
 //!   XCLAIM, XAUTOCLAIM) and blocking reads (`XREAD BLOCK`): granola-kv
 //!   has no blocking commands.
 
-use super::dict::{Dict, DictEdit, Member};
+use super::dict::{Charge, Dict, DictEdit};
 use super::element::Element;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Bound, Range};
-
-/// The order index's key for every stream entry: entries then sort by ID.
-const ENTRY_KEY: u64 = 0;
 
 /// A stream entry's ID: milliseconds, then a sequence number within them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -90,6 +88,23 @@ impl StreamId {
                 seq: u64::MAX,
             }),
         }
+    }
+}
+
+impl StreamId {
+    /// `ms-seq` into `buf` (no allocation); the written part.
+    pub fn format(self, buf: &mut [u8; 41]) -> &[u8] {
+        let mut ms = itoa::Buffer::new();
+        let mut seq = itoa::Buffer::new();
+        let (ms, seq) = (
+            ms.format(self.ms).as_bytes(),
+            seq.format(self.seq).as_bytes(),
+        );
+        let n = ms.len() + 1 + seq.len();
+        buf[..ms.len()].copy_from_slice(ms);
+        buf[ms.len()] = b'-';
+        buf[ms.len() + 1..n].copy_from_slice(seq);
+        &buf[..n]
     }
 }
 
@@ -157,15 +172,32 @@ pub fn field_ranges(blob: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-fn probe(id: StreamId) -> (u64, Member) {
-    (ENTRY_KEY, Member::probe(&id.to_bytes()))
+/// A stream's entries and bookkeeping.
+#[derive(Clone, Default)]
+pub(crate) struct StreamBody {
+    entries: BTreeMap<StreamId, Element>,
+    meta: StreamMeta,
+}
+
+impl StreamBody {
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Bytes of the entries' fields ([`Element::cost`]).
+    pub(super) fn payload(&self) -> usize {
+        self.entries.values().map(Element::cost).sum()
+    }
+
+    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut Element> {
+        self.entries.values_mut()
+    }
 }
 
 impl Dict {
     /// An empty stream.
     pub fn stream() -> Dict {
         let mut d = Dict::default();
-        d.order = Some(BTreeSet::new());
         d.stream = Some(Box::default());
         d
     }
@@ -178,15 +210,7 @@ impl Dict {
     /// A stream's last ID, deletions and count of additions (None for
     /// other kinds).
     pub fn stream_meta(&self) -> Option<StreamMeta> {
-        self.stream.as_deref().copied()
-    }
-
-    /// The entry `id`'s borrowed form.
-    fn entry(&self, member: &Member) -> Option<StreamEntry<'_>> {
-        Some(StreamEntry {
-            id: StreamId::from_bytes(member.bytes())?,
-            fields: self.entries.get(member.bytes())?,
-        })
+        self.stream.as_ref().map(|s| s.meta)
     }
 
     /// Entries with IDs within `lo..hi`, ascending (`.rev()` for
@@ -196,51 +220,48 @@ impl Dict {
         lo: Bound<StreamId>,
         hi: Bound<StreamId>,
     ) -> impl DoubleEndedIterator<Item = StreamEntry<'_>> + '_ {
-        let bound = |b: Bound<StreamId>| match b {
-            Bound::Included(id) => Bound::Included(probe(id)),
-            Bound::Excluded(id) => Bound::Excluded(probe(id)),
-            Bound::Unbounded => Bound::Unbounded,
-        };
         let empty = match (lo, hi) {
             (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
-                // BTreeSet::range panics on an inverted range.
+                // BTreeMap::range panics on an inverted or empty-exclusive range.
                 a > b
                     || (a == b
                         && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
             }
             _ => false,
         };
-        let range = match &self.order {
-            Some(order) if self.is_stream() && !empty => Some(order.range((bound(lo), bound(hi)))),
+        let range = match &self.stream {
+            Some(s) if !empty => Some(s.entries.range((lo, hi))),
             _ => None,
         };
         range
             .into_iter()
             .flatten()
-            .filter_map(|(_, m)| self.entry(m))
+            .map(|(&id, fields)| StreamEntry { id, fields })
     }
 
     /// The first entry.
     pub fn stream_first(&self) -> Option<StreamEntry<'_>> {
-        self.stream_range(Bound::Unbounded, Bound::Unbounded).next()
+        let (&id, fields) = self.stream.as_ref()?.entries.first_key_value()?;
+        Some(StreamEntry { id, fields })
     }
 
     /// The last entry.
     pub fn stream_last(&self) -> Option<StreamEntry<'_>> {
-        self.stream_range(Bound::Unbounded, Bound::Unbounded)
-            .next_back()
+        let (&id, fields) = self.stream.as_ref()?.entries.last_key_value()?;
+        Some(StreamEntry { id, fields })
     }
 
     /// Deletes entry `id`; true if it was there. O(log n).
     pub fn stream_remove(&mut self, id: StreamId) -> bool {
-        let Some((_, m)) = self.order.as_mut().and_then(|o| o.take(&probe(id))) else {
+        let Some(s) = self.stream.as_deref_mut() else {
             return false;
         };
-        self.payload -= m.cost();
-        self.remove(m.bytes());
-        if let Some(meta) = self.stream.as_deref_mut() {
-            meta.max_deleted = meta.max_deleted.max(id);
-        }
+        let Some(e) = s.entries.remove(&id) else {
+            return false;
+        };
+        s.meta.max_deleted = s.meta.max_deleted.max(id);
+        self.uncharge(Charge::of(&e));
+        self.writes += 1;
         true
     }
 
@@ -268,8 +289,8 @@ impl Dict {
     /// Sets a stream's last ID and bookkeeping (XSETID); the caller checks
     /// that `last_id` is not below the last entry's.
     pub fn set_stream_meta(&mut self, meta: StreamMeta) {
-        if let Some(m) = self.stream.as_deref_mut() {
-            *m = meta;
+        if let Some(s) = self.stream.as_deref_mut() {
+            s.meta = meta;
             self.writes += 1;
         }
     }
@@ -279,25 +300,26 @@ impl DictEdit<'_, '_> {
     /// Appends an entry to a stream: `id` above its last ID (the caller
     /// checks), `fields` from [`encode_fields`]. Fields of at least the
     /// store's `pooled_element_min` bytes go to pool memory.
-    pub fn stream_append(&mut self, id: StreamId, fields: &[u8]) {
-        let key = id.to_bytes();
+    pub fn stream_append(&mut self, id: StreamId, fields: Vec<u8>) {
         let (dict, placer) = self.parts();
-        dict.insert_with(&key, fields, &mut |b| {
-            if b.len() == key.len() {
-                // The ID: 16 bytes, always on the heap.
-                Element::heap(b)
-            } else {
-                placer.place(b)
-            }
-        });
-        let m = Member::probe(&key);
-        dict.payload += m.cost();
-        if let Some(order) = dict.order.as_mut() {
-            order.insert((ENTRY_KEY, m));
+        if dict.stream.is_none() {
+            return;
         }
-        if let Some(meta) = dict.stream.as_deref_mut() {
-            meta.last_id = meta.last_id.max(id);
-            meta.entries_added += 1;
+        let e = if fields.len() < placer.min {
+            // The encoded bytes themselves, not a copy of them.
+            Element::Heap(fields.into_boxed_slice())
+        } else {
+            placer.place(&fields)
+        };
+        dict.charge(Charge::of(&e));
+        dict.writes += 1;
+        let s = dict.stream.as_deref_mut().expect("a stream");
+        let old = s.entries.insert(id, e);
+        s.meta.last_id = s.meta.last_id.max(id);
+        s.meta.entries_added += 1;
+        if let Some(old) = old {
+            // Not reached (IDs only grow), but keep the charge right.
+            dict.uncharge(Charge::of(&old));
         }
     }
 }
@@ -311,14 +333,12 @@ mod tests {
     }
 
     fn add(d: &mut Dict, i: StreamId, parts: &[&[u8]]) {
-        let blob = encode_fields(parts).unwrap();
-        d.insert_with(&i.to_bytes(), &blob, &mut Element::heap);
-        let m = Member::probe(&i.to_bytes());
-        d.payload += m.cost();
-        d.order.as_mut().unwrap().insert((ENTRY_KEY, m));
-        let meta = d.stream.as_deref_mut().unwrap();
-        meta.last_id = meta.last_id.max(i);
-        meta.entries_added += 1;
+        let e = Element::heap(&encode_fields(parts).unwrap());
+        d.charge(Charge::of(&e));
+        let s = d.stream.as_deref_mut().unwrap();
+        s.entries.insert(i, e);
+        s.meta.last_id = s.meta.last_id.max(i);
+        s.meta.entries_added += 1;
     }
 
     #[test]
@@ -334,6 +354,10 @@ mod tests {
         assert_eq!(StreamId::MAX.next(), None);
         assert_eq!(StreamId::MIN.prev(), None);
         assert_eq!(id(5, 7).to_string(), "5-7");
+        assert_eq!(
+            StreamId::MAX.format(&mut [0; 41]),
+            StreamId::MAX.to_string().as_bytes()
+        );
     }
 
     #[test]
@@ -396,6 +420,6 @@ mod tests {
         d.stream_trim(usize::MAX, |_, _| true);
         assert!(d.is_empty() && d.is_stream());
         assert_eq!(d.stream_meta().unwrap().last_id, id(10, 0));
-        assert_eq!(d.payload, 0);
+        assert_eq!(d.bytes(), Charge::default());
     }
 }

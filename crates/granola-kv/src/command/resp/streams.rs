@@ -64,11 +64,16 @@ fn range_bound(b: &[u8], start: bool) -> Option<Bound<StreamId>> {
     }
 }
 
+/// An ID as a bulk string.
+fn write_id(ctx: &mut Ctx<'_>, id: StreamId) {
+    ctx.bytes(id.format(&mut [0; 41]));
+}
+
 /// A stream entry: `[id, [field, value, ...]]`. Parts in pool memory
 /// above the copy threshold are referenced, not copied.
 fn write_entry(ctx: &mut Ctx<'_>, e: &StreamEntry<'_>) {
     ctx.array(2);
-    ctx.bytes(e.id.to_string().as_bytes());
+    write_id(ctx, e.id);
     ctx.array(e.part_count());
     let bytes = e.fields.bytes();
     for r in e.parts() {
@@ -196,7 +201,8 @@ fn next_id(new: NewId, last: StreamId, now_ms: u64) -> Result<StreamId, &'static
 /// `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]]
 /// *|id field value [field value ...]`: the new entry's ID.
 pub fn xadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let args: Vec<&[u8]> = cmd.args().collect();
+    let mut args: Vec<&[u8]> = Vec::with_capacity(cmd.len());
+    args.extend(cmd.args());
     let (mut i, mut nomkstream, mut trim) = (2, false, None);
     while i < args.len() {
         let w = args[i];
@@ -255,13 +261,13 @@ pub fn xadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match edit(ctx, arg(cmd, 1), T, growth, |s| {
         let last = s.stream_meta().unwrap_or_default().last_id;
         let id = next_id(new, last, now_ms)?;
-        s.stream_append(id, &blob);
+        s.stream_append(id, blob);
         if let Some(t) = trim {
             t.apply(s);
         }
         Ok(id)
     }) {
-        Ok(Ok(id)) => ctx.bytes(id.to_string().as_bytes()),
+        Ok(Ok(id)) => write_id(ctx, id),
         Ok(Err(e)) => ctx.error(e),
         Err(_) => {}
     }
