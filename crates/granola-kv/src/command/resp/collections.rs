@@ -9,8 +9,8 @@
 //!   ones (in pool memory: `store/element.rs`), as they do strings.
 //! - **Sorted sets** are the same tables (member → score) plus an ordered
 //!   index of (score, member): O(log n) per member.
-//! - **Streams** are the same tables (ID → fields) and an ordered index
-//!   of IDs (`store/stream.rs`): O(log n) per entry.
+//! - **Streams** are B-trees of entries by ID, in the same body type
+//!   (`store/stream.rs`): O(log n) per entry.
 
 use crate::store::{Item, Kind};
 

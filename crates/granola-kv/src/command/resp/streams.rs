@@ -1,8 +1,7 @@
 //! Stream commands: XADD (NOMKSTREAM, MAXLEN/MINID trimming), XLEN,
 //! XRANGE and XREVRANGE (exclusive bounds, COUNT), XDEL, XTRIM, XREAD
-//! (COUNT; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is the
-//! store's table of ID → fields plus an ordered index of IDs
-//! (`store/stream.rs`): O(log n) per entry.
+//! (COUNT; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is a
+//! B-tree of entries by ID (`store/stream.rs`): O(log n) per entry.
 //!
 //! Not served: consumer groups (XGROUP, XREADGROUP, XACK, XPENDING,
 //! XCLAIM, XAUTOCLAIM answer "unknown command"), and `XREAD BLOCK`, which
