@@ -154,6 +154,26 @@ impl DatagramBuilder<'_> {
         r
     }
 
+    /// Appends `n` bytes to be filled in place (a message encoded straight
+    /// into the datagram, without an intermediate buffer).
+    pub fn reserve(&mut self, n: usize) -> Result<&mut [u8], SendError> {
+        self.len += n;
+        match self.tx.gather.reserve(n) {
+            Ok(region) => Ok(region),
+            Err(e) => {
+                self.failed = true;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Appends `buf` by reference, whatever its size (a scatter-gather
+    /// entry the caller chose to reference).
+    pub fn reference(&mut self, buf: &Buf) {
+        self.len += buf.len();
+        self.tx.gather.reference(buf);
+    }
+
     /// Bytes in the datagram so far.
     pub fn len(&self) -> usize {
         self.len

@@ -28,9 +28,10 @@ use capnp::message::{Builder, ReaderOptions, ScratchSpaceHeapAllocator};
 use capnp::Word;
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 use granola::{Decode, Message, DEFAULT_COPY_THRESHOLD};
-use granola_net::{Frame, TxQueue, FRAME_HEADER_LEN};
+use granola_net::{Frame, TxQueue};
 
 use super::harness::{reply_header, request_header, EchoClient, FrameHandler, HandlerFactory};
+use super::reply::{ReplyTo, Request};
 use crate::ser::granola_lib::gr;
 use crate::ser::prost_lib::pb;
 use crate::ser::shapes_capnp::value_list;
@@ -102,35 +103,65 @@ impl Fig2Variant {
         !matches!(self, Fig2Variant::Fused | Fig2Variant::Sga)
     }
 
-    /// The server side of this variant (granola's reference large values
-    /// of the received frame, a pool buffer, when they echo them).
+    /// The server side of this variant over TCP (granola's reference
+    /// large values of the received frame, a pool buffer, when they echo
+    /// them).
     pub fn handler_factory(self) -> HandlerFactory {
-        Arc::new(move || -> Box<dyn FrameHandler> {
-            match self {
-                Fig2Variant::Fused => Box::new(GranolaEcho::new(GranolaMode::Fused)),
-                Fig2Variant::Sga => Box::new(GranolaEcho::new(GranolaMode::Sga)),
-                Fig2Variant::OnlyCopy => Box::new(GranolaEcho::new(GranolaMode::OnlyCopy)),
-                Fig2Variant::TwoCopy => Box::new(GranolaEcho::new(GranolaMode::TwoCopy)),
-                Fig2Variant::Prost => Box::new(ProstEcho),
-                Fig2Variant::Flatbuffers => Box::new(FlatbuffersEcho::default()),
-                Fig2Variant::Capnp => Box::new(CapnpEcho::default()),
-            }
-        })
+        Arc::new(move || -> Box<dyn FrameHandler> { Box::new(OverTcp(self.echo_handler())) })
     }
 
-    /// The client side: `DISTINCT` requests encoded with this variant's
-    /// library from values drawn with `seed`.
-    pub fn client(self, seed: u64) -> Box<dyn EchoClient> {
+    /// The server side of this variant, for any transport.
+    pub fn echo_handler(self) -> Box<dyn EchoHandler> {
+        match self {
+            Fig2Variant::Fused => Box::new(GranolaEcho::new(GranolaMode::Fused)),
+            Fig2Variant::Sga => Box::new(GranolaEcho::new(GranolaMode::Sga)),
+            Fig2Variant::OnlyCopy => Box::new(GranolaEcho::new(GranolaMode::OnlyCopy)),
+            Fig2Variant::TwoCopy => Box::new(GranolaEcho::new(GranolaMode::TwoCopy)),
+            Fig2Variant::Prost => Box::new(ProstEcho),
+            Fig2Variant::Flatbuffers => Box::new(FlatbuffersEcho::default()),
+            Fig2Variant::Capnp => Box::new(CapnpEcho::default()),
+        }
+    }
+
+    /// The `DISTINCT` request payloads the client cycles through: request
+    /// `id` is `requests[id % DISTINCT]`, and so is its reply.
+    pub fn requests(self, seed: u64) -> Vec<Vec<u8>> {
         let mut rng = Rng::new(seed);
-        let requests = (0..DISTINCT)
+        (0..DISTINCT)
             .map(|_| {
                 let values: Vec<Vec<u8>> = (0..VALUES)
                     .map(|_| (0..VALUE_LEN).map(|_| rng.next_u64() as u8).collect())
                     .collect();
                 encode_request(self, &values)
             })
-            .collect();
-        Box::new(Fig2Client { requests })
+            .collect()
+    }
+
+    /// The client side: [`requests`](Self::requests) drawn with `seed`.
+    pub fn client(self, seed: u64) -> Box<dyn EchoClient> {
+        Box::new(Fig2Client {
+            requests: self.requests(seed),
+        })
+    }
+}
+
+/// The server half of a Figure 2 variant: decodes a request and queues
+/// the reply, on any transport.
+pub trait EchoHandler: Send {
+    /// Decodes `req`, builds the reply and queues it on `out`.
+    fn echo(&mut self, req: Request<'_>, out: &mut ReplyTo<'_>) -> Result<(), String>;
+}
+
+/// An [`EchoHandler`] serving a TCP connection.
+struct OverTcp(Box<dyn EchoHandler>);
+
+impl FrameHandler for OverTcp {
+    fn handle(&mut self, frame: &Frame, tx: &mut TxQueue) -> Result<(), String> {
+        let req = Request {
+            id: frame.header.id,
+            payload: &frame.payload,
+        };
+        self.0.echo(req, &mut ReplyTo::Tcp(tx))
     }
 }
 
@@ -224,45 +255,38 @@ impl GranolaEcho {
     }
 }
 
-impl FrameHandler for GranolaEcho {
-    fn handle(&mut self, frame: &Frame, tx: &mut TxQueue) -> Result<(), String> {
+impl EchoHandler for GranolaEcho {
+    fn echo(&mut self, req: Request<'_>, out: &mut ReplyTo<'_>) -> Result<(), String> {
         // A large value becomes a reference into the receive buffer.
-        let req = gr::ValueList::decode_shared(&frame.payload, self.threshold)
+        let msg = gr::ValueList::decode_shared(req.payload, self.threshold)
             .map_err(|e| format!("decode: {e}"))?;
         // The reply takes the decoded fields over (a move: no copy, no
         // reference-count traffic).
         let reply = gr::ValueList {
-            values: req.values,
+            values: msg.values,
             ..Default::default()
         };
-        let hdr = reply_header(frame.header.id);
+        let hdr = reply_header(req.id);
         let t = self.threshold;
         match self.mode {
-            GranolaMode::Fused | GranolaMode::OnlyCopy => tx.send_object_with(hdr, &reply, t),
-            GranolaMode::Sga => tx.send_sga(hdr, &reply.to_sga_with(t).unwrap()),
-            GranolaMode::TwoCopy => tx.send_bytes(hdr, &reply.to_vec().unwrap()),
+            GranolaMode::Fused | GranolaMode::OnlyCopy => out.object(hdr, &reply, t),
+            GranolaMode::Sga => out.sga(hdr, &reply.to_sga_with(t).map_err(|e| e.to_string())?),
+            GranolaMode::TwoCopy => out.bytes(hdr, &reply.to_vec().map_err(|e| e.to_string())?),
         }
-        .map_err(|e| e.to_string())
     }
 }
 
 /// prost's echo.
 struct ProstEcho;
 
-impl FrameHandler for ProstEcho {
-    fn handle(&mut self, frame: &Frame, tx: &mut TxQueue) -> Result<(), String> {
+impl EchoHandler for ProstEcho {
+    fn echo(&mut self, req: Request<'_>, out: &mut ReplyTo<'_>) -> Result<(), String> {
         use prost::Message as _;
-        let req = pb::ValueList::decode(&frame.payload[..]).map_err(|e| format!("decode: {e}"))?;
-        let reply = pb::ValueList { values: req.values };
-        let len = reply.encoded_len();
-        let region = tx
-            .reserve(FRAME_HEADER_LEN + len)
-            .map_err(|e| e.to_string())?;
-        let (head, mut body) = region.split_at_mut(FRAME_HEADER_LEN);
-        let mut hdr = reply_header(frame.header.id);
-        hdr.len = len as u32;
-        hdr.write(head);
-        reply.encode(&mut body).map_err(|e| format!("encode: {e}"))
+        let msg = pb::ValueList::decode(&req.payload[..]).map_err(|e| format!("decode: {e}"))?;
+        let reply = pb::ValueList { values: msg.values };
+        out.encode(reply_header(req.id), reply.encoded_len(), |mut body| {
+            reply.encode(&mut body).map_err(|e| format!("encode: {e}"))
+        })
     }
 }
 
@@ -306,11 +330,11 @@ impl Default for FlatbuffersEcho {
     }
 }
 
-impl FrameHandler for FlatbuffersEcho {
-    fn handle(&mut self, frame: &Frame, tx: &mut TxQueue) -> Result<(), String> {
-        let req = flatbuffers::root::<fbs::ValueList>(&frame.payload)
-            .map_err(|e| format!("verify: {e}"))?;
-        let values = req.values().ok_or("no values")?;
+impl EchoHandler for FlatbuffersEcho {
+    fn echo(&mut self, req: Request<'_>, out: &mut ReplyTo<'_>) -> Result<(), String> {
+        let msg =
+            flatbuffers::root::<fbs::ValueList>(req.payload).map_err(|e| format!("verify: {e}"))?;
+        let values = msg.values().ok_or("no values")?;
         fb_build(
             &mut self.fbb,
             &mut self.offsets,
@@ -318,8 +342,7 @@ impl FrameHandler for FlatbuffersEcho {
                 .iter()
                 .map(|b| b.data().map_or(&[][..], |d| d.bytes())),
         );
-        tx.send_bytes(reply_header(frame.header.id), self.fbb.finished_data())
-            .map_err(|e| e.to_string())
+        out.bytes(reply_header(req.id), self.fbb.finished_data())
     }
 }
 
@@ -355,9 +378,9 @@ impl Default for CapnpEcho {
     }
 }
 
-impl FrameHandler for CapnpEcho {
-    fn handle(&mut self, frame: &Frame, tx: &mut TxQueue) -> Result<(), String> {
-        let p = &frame.payload[..];
+impl EchoHandler for CapnpEcho {
+    fn echo(&mut self, req: Request<'_>, out: &mut ReplyTo<'_>) -> Result<(), String> {
+        let p = &req.payload[..];
         if p.len() % 8 != 0 {
             return Err(format!("capnp message of {} bytes", p.len()));
         }
@@ -373,8 +396,8 @@ impl FrameHandler for CapnpEcho {
         )
         .map_err(|e| format!("decode: {e}"))?;
         let err = |e: capnp::Error| format!("decode: {e}");
-        let req = msg.get_root::<value_list::Reader>().map_err(err)?;
-        let values = req.get_values().map_err(err)?;
+        let root = msg.get_root::<value_list::Reader>().map_err(err)?;
+        let values = root.get_values().map_err(err)?;
         let mut b = Builder::new(ScratchSpaceHeapAllocator::new(Word::words_to_bytes_mut(
             &mut self.scratch,
         )));
@@ -389,25 +412,20 @@ impl FrameHandler for CapnpEcho {
         // to a word; then the segments.
         let table = (4 * (segments.len() + 1)).next_multiple_of(8);
         let len = table + segments.iter().map(|s| s.len()).sum::<usize>();
-        let region = tx
-            .reserve(FRAME_HEADER_LEN + len)
-            .map_err(|e| e.to_string())?;
-        let mut hdr = reply_header(frame.header.id);
-        hdr.len = len as u32;
-        hdr.write(&mut region[..FRAME_HEADER_LEN]);
-        let out = &mut region[FRAME_HEADER_LEN..];
-        out[..table].fill(0);
-        out[..4].copy_from_slice(&(segments.len() as u32 - 1).to_le_bytes());
-        for (i, s) in segments.iter().enumerate() {
-            let at = 4 + 4 * i;
-            out[at..at + 4].copy_from_slice(&((s.len() / 8) as u32).to_le_bytes());
-        }
-        let mut at = table;
-        for s in segments.iter() {
-            out[at..at + s.len()].copy_from_slice(s);
-            at += s.len();
-        }
-        Ok(())
+        out.encode(reply_header(req.id), len, |out| {
+            out[..table].fill(0);
+            out[..4].copy_from_slice(&(segments.len() as u32 - 1).to_le_bytes());
+            for (i, s) in segments.iter().enumerate() {
+                let at = 4 + 4 * i;
+                out[at..at + 4].copy_from_slice(&((s.len() / 8) as u32).to_le_bytes());
+            }
+            let mut at = table;
+            for s in segments.iter() {
+                out[at..at + s.len()].copy_from_slice(s);
+                at += s.len();
+            }
+            Ok(())
+        })
     }
 }
 
@@ -416,7 +434,8 @@ mod tests {
     use super::*;
     use granola::Pool;
     use granola_net::mem::MemPipe;
-    use granola_net::{Datapath, FrameHeader, TxConfig};
+    use granola_net::udp::UdpTx;
+    use granola_net::{Datapath, FrameHeader, TxConfig, FRAME_HEADER_LEN};
 
     /// Every variant's server, fed one request without sockets, replies
     /// with exactly the request's bytes (what the client checks).
@@ -443,6 +462,39 @@ mod tests {
             let n = b.recv(&mut out).expect("reply bytes");
             let h = FrameHeader::read(&out[..n]).expect("header");
             assert!(h.is_response() && h.id == 9, "{}: {h:?}", v.name());
+            assert_eq!(&out[FRAME_HEADER_LEN..n], &req[..], "{}", v.name());
+        }
+    }
+
+    /// The same, over UDP: each variant's reply is one datagram (frame
+    /// header, then exactly the request's bytes), sent on a real socket.
+    #[test]
+    fn every_variant_echoes_over_udp() {
+        use std::net::UdpSocket;
+        let pool = Pool::with_capacity(64 << 20).expect("pool");
+        let server = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .expect("timeout");
+        let to = client.local_addr().expect("addr");
+        for v in Fig2Variant::ALL {
+            let req = &v.requests(3)[0];
+            let payload = pool.alloc_copy(req).expect("pool");
+            let mut tx = UdpTx::new(pool.clone(), TxConfig::default(), 65_507);
+            let request = Request {
+                id: 7,
+                payload: &payload,
+            };
+            v.echo_handler()
+                .echo(request, &mut ReplyTo::Udp(&mut tx, to))
+                .expect("echo");
+            tx.flush(&server).expect("flush");
+            let mut out = vec![0u8; 1 << 16];
+            let n = client.recv(&mut out).expect("a reply datagram");
+            let h = FrameHeader::read(&out[..n]).expect("header");
+            assert!(h.is_response() && h.id == 7, "{}: {h:?}", v.name());
+            assert_eq!(h.len as usize, req.len(), "{}", v.name());
             assert_eq!(&out[FRAME_HEADER_LEN..n], &req[..], "{}", v.name());
         }
     }

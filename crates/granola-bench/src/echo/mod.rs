@@ -39,6 +39,7 @@
 pub mod fig2;
 pub mod harness;
 pub mod pieces;
+pub mod reply;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
