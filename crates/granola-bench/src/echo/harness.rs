@@ -145,6 +145,8 @@ pub struct RunResult {
     pub zc_completed: u64,
     /// ... of which the kernel flagged `SO_EE_CODE_ZEROCOPY_COPIED`.
     pub zc_copied: u64,
+    /// Requests never answered (UDP only: counted lost after a timeout).
+    pub lost: u64,
 }
 
 /// CPU time of the calling thread in ns (`/proc/thread-self/schedstat`).
@@ -155,7 +157,8 @@ pub fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn pin(cpu: Option<usize>) {
+/// Pins the calling thread to `cpu` (if given).
+pub(crate) fn pin(cpu: Option<usize>) {
     if let Some(id) = cpu {
         if !core_affinity::set_for_current(core_affinity::CoreId { id }) {
             eprintln!("warning: could not pin a thread to CPU {id}");
@@ -354,6 +357,7 @@ pub fn run(
         sendmsg_per_msg: load(&stats.send_calls) as f64 / total,
         zc_completed: load(&stats.zc_completed),
         zc_copied: load(&stats.zc_copied),
+        lost: 0,
     })
 }
 

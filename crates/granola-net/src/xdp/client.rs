@@ -8,6 +8,15 @@
 //! pool frames behind their headers (one descriptor per packet in copy
 //! mode), replies are parsed in the RX frame.
 //!
+//! **Replies larger than the MTU** arrive as IPv4 fragments. The steering
+//! program hands every IPv4 fragment on the queue to the socket (a
+//! fragment after the first carries no UDP port to match: run the client
+//! on an interface meant for the benchmark) and [`XdpClient::recv`]
+//! reassembles them, as the server worker does. Leaving them to the kernel
+//! instead would make the kernel reassemble them in the softirq of the
+//! sender: on a veth pair that is the server's thread, whose CPU time per
+//! request then carries the client's receive path.
+//!
 //! Addresses: the source IPv4 address is the one the kernel would use to
 //! reach the peer (or [`XdpConfig::local_ip`]); the local ports are
 //! reserved by kernel UDP sockets that stay bound (the steering program
@@ -18,6 +27,7 @@
 
 use super::frame::{self, Station};
 use super::port::Port;
+use super::reassembly::{Fragment, Reassembly};
 use super::XdpInfo;
 use crate::backend::XdpConfig;
 use granola::{Buf, Pool};
@@ -41,6 +51,7 @@ pub struct XdpClient {
     peer: Station,
     ip_id: u16,
     packets: Vec<Vec<Buf>>,
+    reassembly: Reassembly,
     info: XdpInfo,
 }
 
@@ -83,9 +94,9 @@ impl XdpClient {
             ports.push(s.local_addr()?.port());
             reserved.push(s);
         }
-        // Replies larger than a frame stay with the kernel: they are read
-        // from the reserved sockets (`recv_kernel`).
-        let mut port = Port::open(pool, cfg, &ports, false)?;
+        // Fragments too: replies larger than the MTU are reassembled here
+        // (see the module docs).
+        let mut port = Port::open(pool, cfg, &ports, true)?;
         port.refill();
         let info = XdpInfo {
             mode: port.mode(),
@@ -105,6 +116,7 @@ impl XdpClient {
             },
             ip_id: 1,
             packets: Vec::new(),
+            reassembly: Reassembly::new(),
             info,
         })
     }
@@ -171,27 +183,36 @@ impl XdpClient {
     }
 
     /// Takes up to `max` received frames, calling `f(local port, payload)`
-    /// for each UDP datagram from the peer; other frames and fragments
-    /// are dropped. Returns the number of frames taken (0: nothing was
-    /// waiting). Keeps the fill ring stocked.
+    /// for each UDP datagram from the peer (one that came in fragments
+    /// once its last fragment is in); other frames are dropped. Returns
+    /// the number of frames taken (0: nothing was waiting). Keeps the fill
+    /// ring stocked.
     pub fn recv(&mut self, max: usize, mut f: impl FnMut(u16, &[u8])) -> usize {
         let peer = self.peer.addr;
+        let now = Instant::now();
+        let reassembly = &mut self.reassembly;
+        reassembly.expire(now);
         let seen = self.port.receive(max, |buf, range| {
             let frame = &buf[range];
-            if let Ok(p) = frame::parse(frame) {
-                if p.src.addr == peer {
-                    f(p.dst.addr.port(), &frame[p.payload]);
+            match frame::parse(frame) {
+                Ok(p) if p.src.addr == peer => f(p.dst.addr.port(), &frame[p.payload]),
+                Err(frame::Reject::Fragment) => {
+                    if let Fragment::Complete(d) = reassembly.add(frame, now) {
+                        if d.src.addr == peer {
+                            f(d.dst.addr.port(), d.payload());
+                        }
+                    }
                 }
+                _ => {}
             }
         });
         self.port.refill();
         seen.delivered + seen.dropped
     }
 
-    /// The kernel sockets holding the local ports. A reply larger than the
-    /// MTU arrives as IPv4 fragments, which the steering program leaves to
-    /// the kernel: it reassembles them and delivers the datagram to these
-    /// sockets. Readable when one is waiting.
+    /// The kernel sockets holding the local ports: what the steering
+    /// program leaves to the kernel for them (packets on other queues)
+    /// arrives there. Readable when one is waiting.
     pub fn kernel_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
         use std::os::fd::AsFd;
         self.reserved.iter().map(|s| s.as_fd())
