@@ -238,6 +238,8 @@ pub(crate) fn build(
         off: 0,
     };
     let mut ip_off = 0usize;
+    // One scratch list for every packet's pieces (not one per packet).
+    let mut pieces = Vec::with_capacity(4);
     while ip_off < total {
         let first = ip_off == 0;
         let this = (total - ip_off).min(per_packet);
@@ -252,7 +254,7 @@ pub(crate) fn build(
         ip.header_checksum = ip.calc_header_checksum();
         let hdr_len = ETH_LEN + IP_LEN + if first { UDP_LEN } else { 0 };
         let body = this - if first { UDP_LEN } else { 0 };
-        let mut pieces = Vec::with_capacity(4);
+        pieces.clear();
         cursor.take(body, &mut pieces);
         let copy_body = pieces.len() + 1 > MAX_PIECES_PER_PACKET || body <= shape.copy_below;
         // One buffer size for every copied packet (a full frame) and one
@@ -280,7 +282,7 @@ pub(crate) fn build(
             pkt.push(h.freeze());
         } else {
             pkt.push(h.freeze());
-            for p in pieces {
+            for p in pieces.drain(..) {
                 if pool.in_registration(&p) {
                     placed.gathered += p.len();
                     pkt.push(p);

@@ -46,9 +46,12 @@ pub(crate) struct Port {
     pool: Pool,
     umem_base: usize,
     rx_slots: HashMap<u64, BufMut>,
-    /// UMEM address -> buffers sent from it, oldest first.
-    in_flight: HashMap<u64, VecDeque<Buf>>,
-    in_flight_count: usize,
+    /// Buffers on the TX ring or in the kernel, with their UMEM address,
+    /// in the order they were sent. Completions come back in that order
+    /// (one queue, one ring), so releasing one is a `pop_front`; one out
+    /// of order is searched for (and an address sent twice, a value in
+    /// two replies, releases either: both hold the same slot).
+    in_flight: VecDeque<(u64, Buf)>,
     descs: Vec<sys::Desc>,
     addrs: Vec<u64>,
     /// The interface's MAC address.
@@ -99,8 +102,7 @@ impl Port {
             pool,
             umem_base,
             rx_slots: HashMap::new(),
-            in_flight: HashMap::new(),
-            in_flight_count: 0,
+            in_flight: VecDeque::new(),
             descs: Vec::new(),
             addrs: Vec::new(),
             local_mac,
@@ -202,8 +204,7 @@ impl Port {
         }
         self.xsk.send(&self.descs);
         for (d, b) in self.descs.iter().zip(pkt) {
-            self.in_flight.entry(d.addr).or_default().push_back(b);
-            self.in_flight_count += 1;
+            self.in_flight.push_back((d.addr, b));
         }
         Ok(())
     }
@@ -225,7 +226,7 @@ impl Port {
 
     /// Buffers held for sends not completed yet.
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight_count
+        self.in_flight.len()
     }
 
     /// Releases what the completion ring gives back; returns how many.
@@ -233,16 +234,14 @@ impl Port {
         self.addrs.clear();
         self.xsk.completions(&mut self.addrs);
         let mut released = 0;
-        for a in self.addrs.iter() {
-            if let Some(q) = self.in_flight.get_mut(a) {
-                q.pop_front();
-                self.in_flight_count -= 1;
-                released += 1;
-                if q.is_empty() {
-                    self.in_flight.remove(a);
-                }
-            } else {
-                log::warn!("AF_XDP completion for unknown address {a:#x}");
+        for &a in self.addrs.iter() {
+            let at = match self.in_flight.front() {
+                Some(&(front, _)) if front == a => Some(0),
+                _ => self.in_flight.iter().position(|&(x, _)| x == a),
+            };
+            match at.and_then(|i| self.in_flight.remove(i)) {
+                Some(_) => released += 1,
+                None => log::warn!("AF_XDP completion for unknown address {a:#x}"),
             }
         }
         released
@@ -259,17 +258,14 @@ impl Drop for Port {
     /// flight after that is leaked rather than freed under the kernel.
     fn drop(&mut self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while self.in_flight_count > 0 && std::time::Instant::now() < deadline {
+        while !self.in_flight.is_empty() && std::time::Instant::now() < deadline {
             let _ = self.xsk.kick();
             self.complete();
             std::thread::yield_now();
         }
-        for (_, q) in self.in_flight.drain() {
-            for b in q {
-                std::mem::forget(b);
-            }
+        for (_, b) in self.in_flight.drain(..) {
+            std::mem::forget(b);
         }
-        self.in_flight_count = 0;
     }
 }
 
