@@ -451,3 +451,118 @@ fn a_stream_stays_within_the_limit() {
     }
     assert_eq!(seen, len);
 }
+
+/// Hostile and random stream commands (IDs at the edges of the ID space,
+/// options in any order, wrong types, empty and large arguments): every
+/// one gets a well-formed reply, the server keeps serving, and afterwards
+/// each stream's length agrees with what a full range returns.
+#[test]
+fn random_stream_commands_get_well_formed_replies() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    rt(&mut c, &["SET", "str", "x"], b"+OK\r\n");
+    let big = "x".repeat(3000);
+    let max = "18446744073709551615";
+    let max_id = format!("{max}-{max}");
+    let tokens: Vec<String> = [
+        "*",
+        "-",
+        "+",
+        "$",
+        "0",
+        "0-0",
+        "0-1",
+        "1",
+        "1-1",
+        "5-*",
+        "(3",
+        "(0-0",
+        "-1",
+        "100",
+        "99999999999999999999",
+        "MAXLEN",
+        "MINID",
+        "~",
+        "=",
+        "LIMIT",
+        "COUNT",
+        "STREAMS",
+        "NOMKSTREAM",
+        "BLOCK",
+        "STREAM",
+        "GROUPS",
+        "FULL",
+        "HELP",
+        "ENTRIESADDED",
+        "MAXDELETEDID",
+        "f",
+        "v",
+        "",
+        "s",
+        "t",
+        "str",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        big,
+        format!("{max}-*"),
+        max_id.clone(),
+        format!("({max_id}"),
+    ])
+    .collect();
+    let commands = [
+        "XADD",
+        "XRANGE",
+        "XREVRANGE",
+        "XDEL",
+        "XTRIM",
+        "XLEN",
+        "XREAD",
+        "XSETID",
+        "XINFO",
+    ];
+    let keys = ["s", "t", "str", "missing"];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let (mut answered, mut errors) = (0, 0);
+    for round in 0..4000 {
+        let mut args: Vec<String> = vec![commands[next(commands.len())].to_string()];
+        if round % 3 == 0 {
+            // Well-formed appends keep the streams growing.
+            args.extend(["s".into(), "*".into(), "f".into(), round.to_string()]);
+        } else {
+            args.push(keys[next(keys.len())].to_string());
+            for _ in 0..next(9) {
+                args.push(tokens[next(tokens.len())].clone());
+            }
+        }
+        // `read_resp` panics on anything but one well-formed reply.
+        match c.resp(&args) {
+            Resp::Error(_) => errors += 1,
+            _ => answered += 1,
+        }
+    }
+    // Not only errors: the appends, and the random reads that hit.
+    assert!(
+        answered > 1500 && errors > 500,
+        "{answered} answers, {errors} errors"
+    );
+    rt(&mut c, &["PING"], b"+PONG\r\n");
+    for key in ["s", "t"] {
+        let len = match c.resp(&["XLEN", key]) {
+            Resp::Int(n) => n as usize,
+            r => panic!("XLEN {key}: {r:?}"),
+        };
+        match c.resp(&["XRANGE", key, "-", "+"]) {
+            Resp::Array(Some(v)) => assert_eq!(v.len(), len, "{key}"),
+            r => panic!("XRANGE {key}: {r:?}"),
+        }
+    }
+    assert!(srv.conns_open() >= 1, "the connection survived");
+}

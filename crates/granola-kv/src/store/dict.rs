@@ -1,10 +1,12 @@
-//! The body of a hash, a set or a sorted set: a hash table on the heap.
+//! The body of a hash, a set or a sorted set: a hash table on the heap;
+//! and of a stream, in the same type (`stream.rs`).
 //!
 //! ```text
-//!  index entry ──► head item [header (kind hash|set|zset) | key | body id u64]
+//!  index entry ──► head item [header (kind hash|set|zset|stream) | key | body id u64]
 //!                       │ id
 //!  Store::bodies[id] ──► Body::Dict(Dict { entries: IndexMap<field, value>,
-//!                                          order: (sorted sets) BTreeSet<(score, member)> })
+//!                                          order: (sorted sets) BTreeSet<(score, member)>,
+//!                                          stream: (streams) entries by ID })
 //! ```
 //!
 //! - **O(1) per field.** HSET, HDEL, SADD, SREM, HGET, SISMEMBER touch one

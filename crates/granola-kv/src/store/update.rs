@@ -82,8 +82,9 @@ pub struct Growth {
 impl Store {
     /// Runs `f` on the hash, set, sorted set or stream (`kind`) at `key`
     /// under the key's lock, creating an empty one if absent (stored only
-    /// if `f` writes to it, and, except a stream, leaves entries in it). `WrongType` if `key` holds another kind (or
-    /// `kind` is not one of those three); `OutOfMemory` if
+    /// if `f` writes to it and, unless it is a stream, leaves entries in
+    /// it). `WrongType` if `key` holds another kind (or `kind` is not one
+    /// of those four); `OutOfMemory` if
     /// `growth` cannot be made room for (then `f` does not run). A write
     /// gives the table a new CAS (what [`Item::cas`] reports for it, and
     /// WATCH compares); emptying it removes the key. O(what `f` does): the
