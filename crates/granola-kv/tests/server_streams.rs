@@ -535,7 +535,10 @@ fn random_stream_commands_get_well_formed_replies() {
         let mut args: Vec<String> = vec![commands[next(commands.len())].to_string()];
         if round % 3 == 0 {
             // Well-formed appends keep the streams growing.
-            args.extend(["s".into(), "*".into(), "f".into(), round.to_string()]);
+            args = ["XADD", keys[round % 2], "*", "f"]
+                .map(String::from)
+                .to_vec();
+            args.push(round.to_string());
         } else {
             args.push(keys[next(keys.len())].to_string());
             for _ in 0..next(9) {
