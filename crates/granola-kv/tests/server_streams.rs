@@ -551,9 +551,10 @@ fn random_stream_commands_get_well_formed_replies() {
             _ => answered += 1,
         }
     }
-    // Not only errors: the appends, and the random reads that hit.
+    // Not only errors: the appends (until a random XSETID moves a stream
+    // to the last possible ID), and the random reads that hit.
     assert!(
-        answered > 1500 && errors > 500,
+        answered > 500 && errors > 500,
         "{answered} answers, {errors} errors"
     );
     rt(&mut c, &["PING"], b"+PONG\r\n");
