@@ -743,11 +743,21 @@ impl Rule {
     }
 }
 
+/// `r`'s messages/s against the fused variant's in the same part and
+/// group, as a signed percentage.
+fn vs_fused(records: &[Record], r: &Record) -> String {
+    find(records, r.part, &r.group, Fig2Variant::Fused.name()).map_or(String::from("-"), |f| {
+        format!(
+            "{:+.1}%",
+            (r.median.msgs_per_s / f.median.msgs_per_s - 1.0) * 100.0
+        )
+    })
+}
+
 /// The tables, as Markdown.
 pub fn format_tables(records: &[Record], targets: &[TargetCheck]) -> String {
     let mut s = String::new();
     if records.iter().any(|r| r.part == 1) {
-        let fused = find(records, 1, "list-2x2048", Fig2Variant::Fused.name());
         let _ = writeln!(
             s,
             "\n### Part 1: echo of a list of 2 × 2048 B\n\n\
@@ -756,12 +766,7 @@ pub fn format_tables(records: &[Record], targets: &[TargetCheck]) -> String {
         );
         for r in records.iter().filter(|r| r.part == 1) {
             let m = &r.median;
-            let vs = fused.map_or(String::from("-"), |f| {
-                format!(
-                    "{:+.1}%",
-                    (m.msgs_per_s / f.median.msgs_per_s - 1.0) * 100.0
-                )
-            });
+            let vs = vs_fused(records, r);
             let _ = writeln!(
                 s,
                 "| {} | {:.0} | {:.0}% | {:.1} | {:.1} | {:.0} | {:.0}% | {:.0} | {:.0}% | {:.0} | {:.0} | {:.0} | {:.3} | {} |",
@@ -877,15 +882,7 @@ pub fn format_tables(records: &[Record], targets: &[TargetCheck]) -> String {
         );
         for r in records.iter().filter(|r| r.part == 4) {
             let m = &r.median;
-            let vs = find(records, 4, &r.group, Fig2Variant::Fused.name()).map_or(
-                String::from("-"),
-                |f| {
-                    format!(
-                        "{:+.1}%",
-                        (m.msgs_per_s / f.median.msgs_per_s - 1.0) * 100.0
-                    )
-                },
-            );
+            let vs = vs_fused(records, r);
             let lost: u64 = r.reps.iter().map(|x| x.lost).sum();
             let _ = writeln!(
                 s,

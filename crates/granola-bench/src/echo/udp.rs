@@ -16,10 +16,9 @@
 //! encoding of a list of 2 × 2048 B; the reply is the same. Both are
 //! larger than the veth's 1500 B MTU, so they travel as IPv4 fragments:
 //! the server's XDP program steers fragments to its socket and the worker
-//! reassembles them; the client's AF_XDP socket sends requests, and
-//! fragmented replies reach it through its kernel sockets (see
-//! `granola_net::xdp::XdpClient`). The client is the same for both server
-//! datapaths, so the comparison is the server's.
+//! reassembles them, and the client's AF_XDP socket does the same for
+//! replies (see `granola_net::xdp::XdpClient`). The client is the same for
+//! both server datapaths, so the comparison is the server's.
 //!
 //! UDP may lose a datagram: a request unanswered after
 //! [`LOST_AFTER`] is counted lost and its slot reused (a run fails if more
@@ -311,18 +310,9 @@ fn client_loop(
         }
         c.flush().map_err(|e| format!("flush: {e}"))?;
         replies.clear();
-        let take = |_: u16, p: &[u8]| {
-            if let Some(h) = FrameHeader::read(p) {
-                replies.push((h.id, p[FRAME_HEADER_LEN..].to_vec()));
-            }
-        };
-        c.recv(64, take);
-        let take = |_: u16, p: &[u8]| {
-            if let Some(h) = FrameHeader::read(p) {
-                replies.push((h.id, p[FRAME_HEADER_LEN..].to_vec()));
-            }
-        };
-        c.recv_kernel(&mut kbuf, take);
+        c.recv(64, |_, p| take_reply(&mut replies, p));
+        // Nothing should arrive here (see the module docs); read it anyway.
+        c.recv_kernel(&mut kbuf, |_, p| take_reply(&mut replies, p));
         let done = Instant::now();
         for (id, payload) in replies.drain(..) {
             // A reply to a request already counted lost is dropped.
@@ -368,6 +358,13 @@ fn client_loop(
         lost,
         ..RunResult::default()
     })
+}
+
+/// Keeps a reply datagram's id and payload.
+fn take_reply(replies: &mut Vec<(u32, Vec<u8>)>, datagram: &[u8]) {
+    if let Some(h) = FrameHeader::read(datagram) {
+        replies.push((h.id, datagram[FRAME_HEADER_LEN..].to_vec()));
+    }
 }
 
 /// The server TX settings of part 4 (the defaults: the copy threshold
