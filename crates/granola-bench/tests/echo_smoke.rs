@@ -138,3 +138,34 @@ fn zerocopy_variant_sends_verified_replies() {
         }
     }
 }
+
+/// Part 4: the list shape over UDP, the server on kernel sockets and on
+/// AF_XDP, between namespaces made here; every reply verified, fused
+/// referencing its values. Skips loudly where namespaces cannot be
+/// made (and fails then under `GRANOLA_REQUIRE_PEERS` as root); a server
+/// that falls back from AF_XDP fails the run.
+#[test]
+fn the_list_shape_echoes_over_udp_and_af_xdp() {
+    use echo::udp::{self, ServerPath};
+    let Some(veth) = granola_tests::netns::Veth::create_or_skip("the echo over AF_XDP") else {
+        return;
+    };
+    let pool = || Pool::with_capacity(256 << 20).expect("pool");
+    let (server, client) = (pool(), pool());
+    let spec = RunSpec {
+        depth: 4,
+        ..spec(udp::tx_config())
+    };
+    for path in ServerPath::ALL {
+        for v in [Fig2Variant::Fused, Fig2Variant::Prost] {
+            let name = format!("{} {}", path.name(), v.name());
+            let r = udp::run(&spec, &veth, path, v, 7, &server, &client)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            // (A run fails by itself if over 1 % of requests are lost.)
+            check(&name, &r);
+            if v == Fig2Variant::Fused {
+                assert!(r.referenced_bytes_per_msg >= 4096.0, "{name}: {r:?}");
+            }
+        }
+    }
+}

@@ -2,8 +2,8 @@
 //! granola-kv on AF_XDP, between two network namespaces joined by a veth
 //! pair (created here, deleted on drop): memcached and native UDP GETs of
 //! small values (one frame per reply) and of values whose replies span
-//! several datagrams (memcached) or arrive as IPv4 fragments through the
-//! client's kernel sockets (native). Every reply is checked as on the
+//! several datagrams (memcached) or arrive as IPv4 fragments that the
+//! client reassembles (native). Every reply is checked as on the
 //! kernel transports (key, version, checksum of the value).
 //!
 //! Skips loudly where namespaces or AF_XDP are unavailable; under
