@@ -452,8 +452,9 @@ fn a_stream_stays_within_the_limit() {
     assert_eq!(seen, len);
 }
 
-/// Hostile and random stream commands (IDs at the edges of the ID space,
-/// options in any order, wrong types, empty and large arguments): every
+/// Hostile and random stream and consumer-group commands (IDs at the
+/// edges of the ID space, options in any order, wrong types, empty and
+/// large arguments): every
 /// one gets a well-formed reply, the server keeps serving, and afterwards
 /// each stream's length agrees with what a full range returns.
 #[test]
@@ -501,6 +502,25 @@ fn random_stream_commands_get_well_formed_replies() {
         "s",
         "t",
         "str",
+        "GROUP",
+        "g",
+        "c",
+        ">",
+        "CREATE",
+        "SETID",
+        "DESTROY",
+        "CREATECONSUMER",
+        "DELCONSUMER",
+        "MKSTREAM",
+        "ENTRIESREAD",
+        "CONSUMERS",
+        "NOACK",
+        "JUSTID",
+        "FORCE",
+        "IDLE",
+        "TIME",
+        "RETRYCOUNT",
+        "LASTID",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -521,6 +541,12 @@ fn random_stream_commands_get_well_formed_replies() {
         "XREAD",
         "XSETID",
         "XINFO",
+        "XGROUP",
+        "XREADGROUP",
+        "XACK",
+        "XPENDING",
+        "XCLAIM",
+        "XAUTOCLAIM",
     ];
     let keys = ["s", "t", "str", "missing"];
     let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -569,4 +595,259 @@ fn random_stream_commands_get_well_formed_replies() {
         }
     }
     assert!(srv.conns_open() >= 1, "the connection survived");
+}
+
+fn bulk(s: &str) -> Resp {
+    Resp::Bulk(Some(s.as_bytes().to_vec()))
+}
+
+fn arr(v: Vec<Resp>) -> Resp {
+    Resp::Array(Some(v))
+}
+
+/// `[id, [f, v]]` as a parsed reply.
+fn entry_of(id: &str, f: &str, v: &str) -> Resp {
+    arr(vec![bulk(id), arr(vec![bulk(f), bulk(v)])])
+}
+
+/// `[[key, entries]]`, XREADGROUP's RESP2 reply for one stream.
+fn one_stream(key: &str, entries: Vec<Resp>) -> Resp {
+    arr(vec![arr(vec![bulk(key), arr(entries)])])
+}
+
+/// Consumer groups as Redis 7 answers them: create (MKSTREAM, BUSYGROUP),
+/// new entries and a consumer's history (a deleted entry as nil), the
+/// PEL in XPENDING's two forms, XACK, XCLAIM, XAUTOCLAIM (deleted IDs
+/// reported and dropped), XINFO GROUPS/CONSUMERS, SETID, consumers made
+/// and deleted, DESTROY, and the errors.
+#[test]
+fn consumer_groups_transcript() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    for (id, v) in [("1-0", "a"), ("2-0", "b"), ("3-0", "c")] {
+        rt(
+            &mut c,
+            &["XADD", "q", id, "f", v],
+            &resp_bulk(id.as_bytes()),
+        );
+    }
+    err(
+        &mut c,
+        &["XGROUP", "CREATE", "missing", "g", "$"],
+        "ERR The XGROUP subcommand requires the key to exist",
+    );
+    rt(&mut c, &["XGROUP", "CREATE", "q", "g", "0"], b"+OK\r\n");
+    err(&mut c, &["XGROUP", "CREATE", "q", "g", "0"], "BUSYGROUP");
+    rt(
+        &mut c,
+        &["XGROUP", "CREATE", "new", "g", "$", "MKSTREAM"],
+        b"+OK\r\n",
+    );
+    rt(&mut c, &["XLEN", "new"], b":0\r\n");
+    rt(&mut c, &["TYPE", "new"], b"+stream\r\n");
+
+    let read = |c: &mut Client, who: &str, extra: &[&str], from: &str| {
+        let mut args = vec!["XREADGROUP", "GROUP", "g", who];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["STREAMS", "q", from]);
+        c.resp(&args)
+    };
+    assert_eq!(
+        read(&mut c, "alice", &["COUNT", "2"], ">"),
+        one_stream(
+            "q",
+            vec![entry_of("1-0", "f", "a"), entry_of("2-0", "f", "b")]
+        )
+    );
+    assert_eq!(
+        read(&mut c, "bob", &[], ">"),
+        one_stream("q", vec![entry_of("3-0", "f", "c")])
+    );
+    assert_eq!(read(&mut c, "bob", &[], ">"), Resp::Array(None));
+    assert_eq!(
+        c.resp(&["XPENDING", "q", "g"]),
+        arr(vec![
+            Resp::Int(3),
+            bulk("1-0"),
+            bulk("3-0"),
+            arr(vec![
+                arr(vec![bulk("alice"), bulk("2")]),
+                arr(vec![bulk("bob"), bulk("1")])
+            ]),
+        ])
+    );
+    // alice's history: what she holds, after the ID given.
+    assert_eq!(
+        read(&mut c, "alice", &[], "0"),
+        one_stream(
+            "q",
+            vec![entry_of("1-0", "f", "a"), entry_of("2-0", "f", "b")]
+        )
+    );
+    rt(&mut c, &["XACK", "q", "g", "1-0", "9-0"], b":1\r\n");
+    match c.resp(&["XPENDING", "q", "g", "-", "+", "10"]) {
+        Resp::Array(Some(rows)) => {
+            let got: Vec<(Resp, Resp, Resp)> = rows
+                .into_iter()
+                .map(|r| match r {
+                    Resp::Array(Some(f)) => {
+                        assert!(matches!(f[2], Resp::Int(ms) if ms >= 0), "{f:?}");
+                        (f[0].clone(), f[1].clone(), f[3].clone())
+                    }
+                    r => panic!("{r:?}"),
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (bulk("2-0"), bulk("alice"), Resp::Int(1)),
+                    (bulk("3-0"), bulk("bob"), Resp::Int(1)),
+                ]
+            );
+        }
+        r => panic!("XPENDING: {r:?}"),
+    }
+    // A deleted entry stays pending; the history shows it as nil.
+    rt(&mut c, &["XDEL", "q", "2-0"], b":1\r\n");
+    assert_eq!(
+        read(&mut c, "alice", &[], "0"),
+        one_stream("q", vec![arr(vec![bulk("2-0"), Resp::Array(None)])])
+    );
+    // carol claims bob's entry: one more delivery.
+    assert_eq!(
+        c.resp(&["XCLAIM", "q", "g", "carol", "0", "3-0"]),
+        arr(vec![entry_of("3-0", "f", "c")])
+    );
+    match c.resp(&["XPENDING", "q", "g", "-", "+", "10", "carol"]) {
+        Resp::Array(Some(rows)) => {
+            assert_eq!(rows.len(), 1);
+            let Resp::Array(Some(f)) = &rows[0] else {
+                panic!("{rows:?}")
+            };
+            assert_eq!(
+                (&f[0], &f[1], &f[3]),
+                (&bulk("3-0"), &bulk("carol"), &Resp::Int(2))
+            );
+        }
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(
+        c.resp(&["XCLAIM", "q", "g", "carol", "3600000", "3-0"]),
+        arr(vec![]),
+        "not idle long enough"
+    );
+    // dave takes everything idle: the deleted 2-0 leaves the PEL.
+    assert_eq!(
+        c.resp(&["XAUTOCLAIM", "q", "g", "dave", "0", "0"]),
+        arr(vec![
+            bulk("0-0"),
+            arr(vec![entry_of("3-0", "f", "c")]),
+            arr(vec![bulk("2-0")])
+        ])
+    );
+    assert_eq!(
+        c.resp(&["XAUTOCLAIM", "q", "g", "dave", "0", "0", "JUSTID"]),
+        arr(vec![bulk("0-0"), arr(vec![bulk("3-0")]), arr(vec![])])
+    );
+    match c.resp(&["XINFO", "GROUPS", "q"]) {
+        Resp::Array(Some(groups)) => {
+            assert_eq!(groups.len(), 1);
+            let Resp::Array(Some(g)) = &groups[0] else {
+                panic!("{groups:?}")
+            };
+            let field = |name: &str| {
+                let i = g
+                    .iter()
+                    .position(|r| *r == Resp::Simple(name.into()))
+                    .expect(name);
+                g[i + 1].clone()
+            };
+            assert_eq!(field("name"), bulk("g"));
+            assert_eq!(field("consumers"), Resp::Int(4));
+            assert_eq!(field("pending"), Resp::Int(1));
+            assert_eq!(field("last-delivered-id"), bulk("3-0"));
+            assert_eq!(field("entries-read"), Resp::Int(3));
+            assert_eq!(field("lag"), Resp::Int(0));
+        }
+        r => panic!("XINFO GROUPS: {r:?}"),
+    }
+    match c.resp(&["XINFO", "CONSUMERS", "q", "g"]) {
+        Resp::Array(Some(cs)) => assert_eq!(cs.len(), 4),
+        r => panic!("XINFO CONSUMERS: {r:?}"),
+    }
+    match c.resp(&["XINFO", "STREAM", "q"]) {
+        Resp::Array(Some(v)) => {
+            let i = v
+                .iter()
+                .position(|r| *r == Resp::Simple("groups".into()))
+                .unwrap();
+            assert_eq!(v[i + 1], Resp::Int(1));
+        }
+        r => panic!("{r:?}"),
+    }
+    rt(
+        &mut c,
+        &["XGROUP", "DELCONSUMER", "q", "g", "dave"],
+        b":1\r\n",
+    );
+    rt(
+        &mut c,
+        &["XGROUP", "CREATECONSUMER", "q", "g", "erin"],
+        b":1\r\n",
+    );
+    rt(
+        &mut c,
+        &["XGROUP", "CREATECONSUMER", "q", "g", "erin"],
+        b":0\r\n",
+    );
+    // Back to the start: erin gets what is left, with NOACK nothing pends.
+    rt(&mut c, &["XGROUP", "SETID", "q", "g", "0"], b"+OK\r\n");
+    assert_eq!(
+        read(&mut c, "erin", &["NOACK"], ">"),
+        one_stream(
+            "q",
+            vec![entry_of("1-0", "f", "a"), entry_of("3-0", "f", "c")]
+        )
+    );
+    assert_eq!(
+        c.resp(&["XPENDING", "q", "g"]),
+        arr(vec![
+            Resp::Int(0),
+            Resp::Bulk(None),
+            Resp::Bulk(None),
+            Resp::Array(None)
+        ])
+    );
+    // Errors.
+    err(
+        &mut c,
+        &["XREADGROUP", "GROUP", "nope", "x", "STREAMS", "q", ">"],
+        "NOGROUP",
+    );
+    err(
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "x",
+            "BLOCK",
+            "10",
+            "STREAMS",
+            "q",
+            ">",
+        ],
+        "ERR XREADGROUP BLOCK is not supported",
+    );
+    err(&mut c, &["XPENDING", "q", "nope"], "NOGROUP");
+    err(&mut c, &["XCLAIM", "q", "nope", "x", "0", "1-0"], "NOGROUP");
+    err(&mut c, &["XGROUP", "SETID", "q", "nope", "0"], "NOGROUP");
+    rt(&mut c, &["XACK", "missing", "g", "1-0"], b":0\r\n");
+    rt(&mut c, &["XGROUP", "DESTROY", "q", "g"], b":1\r\n");
+    rt(&mut c, &["XGROUP", "DESTROY", "q", "g"], b":0\r\n");
+    err(
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "x", "STREAMS", "q", ">"],
+        "NOGROUP",
+    );
 }

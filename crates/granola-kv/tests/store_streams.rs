@@ -204,3 +204,62 @@ fn streams_are_their_own_type() {
         .put_dict(b"x", Kind::Stream, &hash, Meta::default())
         .is_err());
 }
+
+/// Consumer groups are charged to the limit as they grow and shrink: the
+/// accounting holds after every change, and destroying the group gives
+/// back exactly what it took.
+#[test]
+fn consumer_groups_are_charged() {
+    let (pool, s) = store();
+    let grow = Growth {
+        entries: 64,
+        bytes: 64 * 40,
+    };
+    s.update_dict(b"s", Kind::Stream, grow, |d| {
+        for ms in 1..=50 {
+            let id = StreamId { ms, seq: 0 };
+            d.stream_append(id, encode_fields(&[b"f", &value(id, 20)]).unwrap());
+        }
+    })
+    .unwrap();
+    let bytes = |s: &Store| s.stats().item_bytes;
+    let stream_only = bytes(&s);
+    let step = |s: &Store, f: &mut dyn FnMut(&mut Dict)| {
+        s.update_dict(b"s", Kind::Stream, grow, |d| f(d)).unwrap();
+        check_accounting(&pool, s);
+    };
+    step(&s, &mut |d| {
+        d.edit_stream_groups(|g| g.create(b"group", StreamId::MIN, Some(0)));
+    });
+    let with_group = bytes(&s);
+    assert!(with_group > stream_only);
+    step(&s, &mut |d| {
+        d.edit_stream_groups(|g| {
+            g.edit(b"group", |e| {
+                e.touch_consumer(b"alice", 1);
+                for ms in 1..=50 {
+                    e.deliver(StreamId { ms, seq: 0 }, b"alice", 1);
+                }
+            })
+        });
+    });
+    let delivered = bytes(&s);
+    assert!(
+        delivered >= with_group + 50 * 64,
+        "{delivered} vs {with_group}"
+    );
+    step(&s, &mut |d| {
+        d.edit_stream_groups(|g| {
+            g.edit(b"group", |e| {
+                for ms in 1..=25 {
+                    e.release(StreamId { ms, seq: 0 });
+                }
+            })
+        });
+    });
+    assert!(bytes(&s) < delivered);
+    step(&s, &mut |d| {
+        d.edit_stream_groups(|g| g.destroy(b"group"));
+    });
+    assert_eq!(bytes(&s), stream_only, "the group's bytes all given back");
+}

@@ -87,6 +87,7 @@ mod item;
 mod list;
 mod scan;
 mod stream;
+mod stream_groups;
 mod update;
 
 pub use access::Access;
@@ -96,6 +97,7 @@ pub use element::Element;
 pub use item::{Item, Kind, Marks};
 pub use list::ListElem;
 pub use stream::{encode_fields, field_ranges, StreamEntry, StreamId, StreamMeta};
+pub use stream_groups::{Consumer, Group, GroupEdit, Groups, Pending};
 pub use update::{Growth, ListEdit};
 
 use granola::Pool;

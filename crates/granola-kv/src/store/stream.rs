@@ -22,12 +22,14 @@
 //! - **Costs:** [`STREAM_ENTRY_BYTES`](super::dict::STREAM_ENTRY_BYTES)
 //!   per entry besides its fields' allocation. Redis packs small entries
 //!   tighter (listpacks sharing field names).
-//! - **Not built:** consumer groups (XGROUP, XREADGROUP, XACK, XPENDING,
-//!   XCLAIM, XAUTOCLAIM) and blocking reads (`XREAD BLOCK`): granola-kv
-//!   has no blocking commands.
+//! - **Consumer groups** live beside the entries (`stream_groups.rs`),
+//!   charged to the same limit.
+//! - **Not built:** blocking reads (`XREAD BLOCK`): granola-kv has no
+//!   blocking commands.
 
 use super::dict::{Charge, Dict, DictEdit};
 use super::element::Element;
+use super::stream_groups::Groups;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Bound, Range};
@@ -172,11 +174,12 @@ pub fn field_ranges(blob: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// A stream's entries and bookkeeping.
+/// A stream's entries, bookkeeping and consumer groups.
 #[derive(Clone, Default)]
 pub(crate) struct StreamBody {
     entries: BTreeMap<StreamId, Element>,
     meta: StreamMeta,
+    groups: Groups,
 }
 
 impl StreamBody {
@@ -184,9 +187,9 @@ impl StreamBody {
         self.entries.len()
     }
 
-    /// Bytes of the entries' fields ([`Element::cost`]).
+    /// Bytes of the entries' fields ([`Element::cost`]) and of the groups.
     pub(super) fn payload(&self) -> usize {
-        self.entries.values().map(Element::cost).sum()
+        self.entries.values().map(Element::cost).sum::<usize>() + self.groups.cost()
     }
 
     pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut Element> {
@@ -284,6 +287,34 @@ impl Dict {
             removed += 1;
         }
         removed
+    }
+
+    /// The stream's consumer groups (None for other kinds).
+    pub fn stream_groups(&self) -> Option<&Groups> {
+        self.stream.as_ref().map(|s| &s.groups)
+    }
+
+    /// Runs `f` on the stream's consumer groups (None for other kinds),
+    /// charging what they grow by; counts as a write.
+    pub fn edit_stream_groups<R>(&mut self, f: impl FnOnce(&mut Groups) -> R) -> Option<R> {
+        let s = self.stream.as_deref_mut()?;
+        let before = s.groups.cost();
+        let r = f(&mut s.groups);
+        let after = s.groups.cost();
+        let heap = |bytes| Charge { bytes, pool: 0 };
+        if after >= before {
+            self.charge(heap(after - before));
+        } else {
+            self.uncharge(heap(before - after));
+        }
+        self.writes += 1;
+        Some(r)
+    }
+
+    /// The entry `id`, if the stream has it.
+    pub fn stream_get(&self, id: StreamId) -> Option<StreamEntry<'_>> {
+        let fields = self.stream.as_ref()?.entries.get(&id)?;
+        Some(StreamEntry { id, fields })
     }
 
     /// Sets a stream's last ID and bookkeeping (XSETID); the caller checks

@@ -366,7 +366,43 @@ def streams(r):
     r.xadd("S", {"n": "500"}, maxlen=10, approximate=False)
     check("xadd maxlen", r.xlen("S"), 10)
     check("type stream", r.type("S"), b"stream")
-    expect_error("consumer groups are not served", lambda: r.xgroup_create("S", "g"), "unknown command")
+    consumer_groups(r)
+
+
+def consumer_groups(r):
+    """A work queue on a consumer group: two workers read, one acks, the
+    other's entries are claimed; every reply through redis-py's parsers."""
+    r.delete("Q")
+    ids = [r.xadd("Q", {"job": str(i)}) for i in range(10)]
+    check("xgroup create", r.xgroup_create("Q", "workers", id="0"), True)
+    expect_error("busygroup", lambda: r.xgroup_create("Q", "workers", id="0"), "BUSYGROUP")
+
+    def entries(res):
+        return res[b"Q"][0] if isinstance(res, dict) else res[0][1]
+
+    got_a = entries(r.xreadgroup("workers", "a", {"Q": ">"}, count=6))
+    got_b = entries(r.xreadgroup("workers", "b", {"Q": ">"}, count=6))
+    check("readgroup a", [e[0] for e in got_a], ids[:6])
+    check("readgroup b", [e[0] for e in got_b], ids[6:])
+    check("readgroup fields", got_a[0][1], {b"job": b"0"})
+    check("readgroup drained", bool(r.xreadgroup("workers", "b", {"Q": ">"})), False)
+    p = r.xpending("Q", "workers")
+    check("xpending count", p["pending"], 10)
+    check("xpending bounds", (p["min"], p["max"]), (ids[0], ids[-1]))
+    check("xpending consumers", sorted((c["name"], c["pending"]) for c in p["consumers"]), [(b"a", 6), (b"b", 4)])
+    check("xack", r.xack("Q", "workers", *ids[:6]), 6)
+    rows = r.xpending_range("Q", "workers", min="-", max="+", count=10)
+    check("xpending range", [(x["message_id"], x["consumer"], x["times_delivered"]) for x in rows],
+          [(i, b"b", 1) for i in ids[6:]])
+    claimed = r.xclaim("Q", "workers", "c", min_idle_time=0, message_ids=ids[6:8])
+    check("xclaim", [e[0] for e in claimed], ids[6:8])
+    auto = r.xautoclaim("Q", "workers", "c", min_idle_time=0, start_id="0-0")
+    check("xautoclaim", [e[0] for e in auto[1]], ids[6:])
+    groups = r.xinfo_groups("Q")
+    check("xinfo groups", (groups[0]["name"], groups[0]["pending"], groups[0]["consumers"]), (b"workers", 4, 3))
+    names = sorted(c["name"] for c in r.xinfo_consumers("Q", "workers"))
+    check("xinfo consumers", names, [b"a", b"b", b"c"])
+    check("xgroup destroy", r.xgroup_destroy("Q", "workers"), 1)
 
 
 if __name__ == "__main__":

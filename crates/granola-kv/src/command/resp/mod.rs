@@ -18,6 +18,7 @@ mod lists;
 mod memory;
 mod server;
 mod sets;
+mod stream_groups;
 mod streams;
 mod strings;
 pub mod table;

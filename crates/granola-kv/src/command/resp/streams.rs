@@ -3,33 +3,34 @@
 //! (COUNT; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is a
 //! B-tree of entries by ID (`store/stream.rs`): O(log n) per entry.
 //!
-//! Not served: consumer groups (XGROUP, XREADGROUP, XACK, XPENDING,
-//! XCLAIM, XAUTOCLAIM answer "unknown command"), and `XREAD BLOCK`, which
-//! is refused with an error saying so: granola-kv has no blocking
-//! commands, and answering at once as if the timeout had passed would
-//! turn a client's wait loop into a busy loop.
+//! Consumer groups are in `stream_groups.rs`. Not served: `XREAD BLOCK`
+//! (and XREADGROUP's), refused with an error saying so: granola-kv has no
+//! blocking commands, and answering at once as if the timeout had passed
+//! would turn a client's wait loop into a busy loop; and `XINFO STREAM
+//! FULL`.
 
 use super::collections::{edit, read, CType};
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{encode_fields, Dict, Growth, StreamEntry, StreamId, StreamMeta};
+use crate::store::{encode_fields, field_ranges, Dict, Growth, StreamEntry, StreamId, StreamMeta};
+use granola::Buf;
 use std::ops::Bound;
 
-const T: CType = CType::Stream;
+pub(super) const T: CType = CType::Stream;
 
-const ERR_ID: &[u8] = b"ERR Invalid stream ID specified as stream command argument";
+pub(super) const ERR_ID: &[u8] = b"ERR Invalid stream ID specified as stream command argument";
 const ERR_SMALLER: &[u8] =
     b"ERR The ID specified in XADD is equal or smaller than the target stream top item";
 const ERR_ZERO: &[u8] = b"ERR The ID specified in XADD must be greater than 0-0";
 const ERR_EXHAUSTED: &[u8] =
     b"ERR The stream has exhausted the last possible ID, unable to add more items";
 
-fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
+pub(super) fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.arg(i).unwrap_or_default()
 }
 
-fn parse_u64(b: &[u8]) -> Option<u64> {
+pub(super) fn parse_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
         return None;
     }
@@ -37,7 +38,7 @@ fn parse_u64(b: &[u8]) -> Option<u64> {
 }
 
 /// `ms-seq`, or `ms` with `seq` defaulting to `default_seq`.
-fn parse_id(b: &[u8], default_seq: u64) -> Option<StreamId> {
+pub(super) fn parse_id(b: &[u8], default_seq: u64) -> Option<StreamId> {
     match b.iter().position(|&c| c == b'-') {
         Some(dash) => Some(StreamId {
             ms: parse_u64(&b[..dash])?,
@@ -52,7 +53,7 @@ fn parse_id(b: &[u8], default_seq: u64) -> Option<StreamId> {
 
 /// One end of an XRANGE interval: `-`, `+`, an ID (a bare `ms` covers
 /// all of that millisecond) or `(ID`, exclusive. None if invalid.
-fn range_bound(b: &[u8], start: bool) -> Option<Bound<StreamId>> {
+pub(super) fn range_bound(b: &[u8], start: bool) -> Option<Bound<StreamId>> {
     let default_seq = if start { 0 } else { u64::MAX };
     match b {
         b"-" if start => Some(Bound::Unbounded),
@@ -64,19 +65,24 @@ fn range_bound(b: &[u8], start: bool) -> Option<Bound<StreamId>> {
 }
 
 /// An ID as a bulk string.
-fn write_id(ctx: &mut Ctx<'_>, id: StreamId) {
+pub(super) fn write_id(ctx: &mut Ctx<'_>, id: StreamId) {
     ctx.bytes(id.format(&mut [0; 41]));
 }
 
 /// A stream entry: `[id, [field, value, ...]]`. Parts in pool memory
 /// above the copy threshold are referenced, not copied.
-fn write_entry(ctx: &mut Ctx<'_>, e: &StreamEntry<'_>) {
+pub(super) fn write_entry(ctx: &mut Ctx<'_>, e: &StreamEntry<'_>) {
+    write_entry_parts(ctx, e.id, e.fields.bytes(), e.fields.buf());
+}
+
+/// [`write_entry`] of entry `id` whose encoded fields are `bytes`, in
+/// pool memory as `buf` if they are.
+pub(super) fn write_entry_parts(ctx: &mut Ctx<'_>, id: StreamId, bytes: &[u8], buf: Option<&Buf>) {
     ctx.array(2);
-    write_id(ctx, e.id);
-    ctx.array(e.part_count());
-    let bytes = e.fields.bytes();
-    for r in e.parts() {
-        match e.fields.buf() {
+    write_id(ctx, id);
+    ctx.array(field_ranges(bytes).count());
+    for r in field_ranges(bytes) {
+        match buf {
             Some(b) if !ctx.copies(r.len()) => ctx.bulk(&b.slice(r)),
             _ => ctx.bytes(&bytes[r]),
         }
@@ -334,7 +340,7 @@ fn range(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
 }
 
 /// Parses IDs, all or nothing.
-fn parse_ids(args: impl Iterator<Item = impl AsRef<[u8]>>) -> Option<Vec<StreamId>> {
+pub(super) fn parse_ids(args: impl Iterator<Item = impl AsRef<[u8]>>) -> Option<Vec<StreamId>> {
     args.map(|a| parse_id(a.as_ref(), 0)).collect()
 }
 
@@ -564,8 +570,10 @@ pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match (&sub[..], cmd.len()) {
         (b"HELP", 2) => ctx.help(&[
             b"XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"CONSUMERS <key> <groupname>",
+            b"    Show the consumers of a consumer group.",
             b"GROUPS <key>",
-            b"    Show the stream consumer groups (granola-kv has none).",
+            b"    Show the stream consumer groups.",
             b"STREAM <key>",
             b"    Show information about the stream.",
             b"HELP",
@@ -578,12 +586,19 @@ pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             });
         }
         (b"STREAM", _) => {
-            ctx.error(b"ERR XINFO STREAM FULL is not supported: granola-kv streams have no consumer groups");
+            ctx.error(b"ERR XINFO STREAM FULL is not supported: use XINFO GROUPS, XINFO CONSUMERS and XPENDING");
         }
         (b"GROUPS", 3) => {
             let _ = read(ctx, arg(cmd, 2), T, |ctx, s| match s {
                 None => ctx.error(b"ERR no such key"),
-                Some(_) => ctx.array(0),
+                Some(s) => super::stream_groups::info_groups(ctx, s),
+            });
+        }
+        (b"CONSUMERS", 4) => {
+            let (key, group, now_ms) = (arg(cmd, 2), arg(cmd, 3), ctx.db.now_ms());
+            let _ = read(ctx, key, T, |ctx, s| match s {
+                None => ctx.error(b"ERR no such key"),
+                Some(s) => super::stream_groups::info_consumers(ctx, s, key, group, now_ms),
             });
         }
         _ => ctx.unknown_subcommand("XINFO", arg(cmd, 1), true),
@@ -608,7 +623,7 @@ fn stream_info(ctx: &mut Ctx<'_>, s: &Dict) {
     ctx.simple(b"recorded-first-entry-id");
     ctx.bytes(first_id.to_string().as_bytes());
     ctx.simple(b"groups");
-    ctx.int(0);
+    ctx.int(s.stream_groups().map_or(0, |g| g.len()) as i64);
     ctx.simple(b"first-entry");
     match s.stream_first() {
         Some(e) => write_entry(ctx, &e),

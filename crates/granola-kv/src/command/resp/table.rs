@@ -5,8 +5,8 @@
 
 use super::gate::my_slot;
 use super::{
-    connection, hashes, keys, lists, memory, server, sets, streams, strings, transaction, zsets,
-    Ctx,
+    connection, hashes, keys, lists, memory, server, sets, stream_groups, streams, strings,
+    transaction, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -246,6 +246,26 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("stream", "xread", -4, RS, NOKEY, streams::xread),
     cmd!("stream", "xsetid", -3, W, KEY1, streams::xsetid),
     cmd!("stream", "xinfo", -2, RS, (2, 2, 1), streams::xinfo),
+    cmd!("stream", "xgroup", -2, WS, (2, 2, 1), stream_groups::xgroup),
+    cmd!(
+        "stream",
+        "xreadgroup",
+        -7,
+        WD,
+        NOKEY,
+        stream_groups::xreadgroup
+    ),
+    cmd!("stream", "xack", -4, W, KEY1, stream_groups::xack),
+    cmd!("stream", "xpending", -3, RS, KEY1, stream_groups::xpending),
+    cmd!("stream", "xclaim", -6, W, KEY1, stream_groups::xclaim),
+    cmd!(
+        "stream",
+        "xautoclaim",
+        -6,
+        W,
+        KEY1,
+        stream_groups::xautoclaim
+    ),
     // server
     cmd!("connection", "ping", -1, C, NOKEY, server::ping),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),
