@@ -684,14 +684,15 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR Invalid min-idle-time argument for XAUTOCLAIM");
         return Step::Done;
     };
-    let Some(Bound::Included(start) | Bound::Excluded(start)) =
-        range_bound(arg(cmd, 5), true).map(|b| match b {
-            Bound::Unbounded => Bound::Included(StreamId::MIN),
-            b => b,
-        })
-    else {
-        ctx.error(ERR_ID);
-        return Step::Done;
+    // The first pending ID to look at (`-`: the lowest; `(id`: after id).
+    let start = match range_bound(arg(cmd, 5), true) {
+        Some(Bound::Unbounded) => StreamId::MIN,
+        Some(Bound::Included(id)) => id,
+        Some(Bound::Excluded(id)) => id.next().unwrap_or(StreamId::MAX),
+        None => {
+            ctx.error(ERR_ID);
+            return Step::Done;
+        }
     };
     let (mut count, mut just_id, mut i) = (100usize, false, 6);
     while i < cmd.len() {
