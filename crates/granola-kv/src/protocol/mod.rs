@@ -67,6 +67,12 @@ pub trait ReplySink {
     fn copies(&self, _len: usize) -> bool {
         true
     }
+    /// `n` bytes appended for the caller to fill in place (a small reply
+    /// piece written once, with no staging buffer); `None` if the sink
+    /// offers no such region (then [`copy`](Self::copy) a staged piece).
+    fn region(&mut self, _n: usize) -> Option<&mut [u8]> {
+        None
+    }
 }
 
 impl ReplySink for Vec<u8> {
@@ -76,6 +82,12 @@ impl ReplySink for Vec<u8> {
 
     fn value(&mut self, value: &granola::Buf) {
         self.extend_from_slice(value.as_slice());
+    }
+
+    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
+        let at = self.len();
+        self.resize(at + n, 0);
+        Some(&mut self[at..])
     }
 }
 
@@ -90,6 +102,10 @@ impl<S: ReplySink + ?Sized> ReplySink for &mut S {
 
     fn copies(&self, len: usize) -> bool {
         (**self).copies(len)
+    }
+
+    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
+        (**self).region(n)
     }
 
     fn full(&self) -> bool {

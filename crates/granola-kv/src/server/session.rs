@@ -82,6 +82,11 @@ impl ReplySink for Out<'_> {
     fn copies(&self, len: usize) -> bool {
         len < self.tx.config().copy_threshold
     }
+
+    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
+        // On failure the queue remembers it, as for `copy`.
+        self.tx.reserve(n).ok()
+    }
 }
 
 /// A connection running protocol `P`.

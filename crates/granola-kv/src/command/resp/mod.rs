@@ -358,6 +358,13 @@ impl ReplySink for Watch<'_> {
     fn copies(&self, len: usize) -> bool {
         self.inner.copies(len)
     }
+    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
+        // The first byte of a reply is seen through `copy`/`value`.
+        if self.first.is_none() {
+            return None;
+        }
+        self.inner.region(n)
+    }
 }
 
 /// Runs `spec` in the transaction gate: EXEC and multi-key writes alone,

@@ -116,6 +116,21 @@ const SMALL_BULK: usize = 64;
 
 /// Writes `$<len>\r\n` into `out`; its length.
 fn bulk_head(out: &mut [u8; 24], len: usize) -> usize {
+    if len < 100 {
+        // Most bulk strings of a long reply are short: no digit loop.
+        out[0] = b'$';
+        let n = if len < 10 {
+            out[1] = b'0' + len as u8;
+            2
+        } else {
+            out[1] = b'0' + (len / 10) as u8;
+            out[2] = b'0' + (len % 10) as u8;
+            3
+        };
+        out[n] = b'\r';
+        out[n + 1] = b'\n';
+        return n + 2;
+    }
     let digits = Itoa::u64(len as u64);
     let d = digits.as_bytes();
     out[0] = b'$';
@@ -127,14 +142,22 @@ fn bulk_head(out: &mut [u8; 24], len: usize) -> usize {
 /// Writes bytes as a bulk string, all copied.
 pub fn write_bulk_bytes<S: ReplySink + ?Sized>(sink: &mut S, bytes: &[u8]) {
     if bytes.len() <= SMALL_BULK {
-        // One copy from a small stack buffer (see `write_bulk`).
-        let mut buf = [0u8; SMALL_BULK + 32];
         let mut head = [0u8; 24];
         let n = bulk_head(&mut head, bytes.len());
+        let total = n + bytes.len() + 2;
+        if let Some(out) = sink.region(total) {
+            // Straight into the reply: one copy of the bytes, no staging.
+            out[..n].copy_from_slice(&head[..n]);
+            out[n..total - 2].copy_from_slice(bytes);
+            out[total - 2..].copy_from_slice(b"\r\n");
+            return;
+        }
+        // One copy from a small stack buffer (see `write_bulk`).
+        let mut buf = [0u8; SMALL_BULK + 32];
         buf[..n].copy_from_slice(&head[..n]);
-        buf[n..n + bytes.len()].copy_from_slice(bytes);
-        buf[n + bytes.len()..n + bytes.len() + 2].copy_from_slice(b"\r\n");
-        sink.copy(&buf[..n + bytes.len() + 2]);
+        buf[n..total - 2].copy_from_slice(bytes);
+        buf[total - 2..total].copy_from_slice(b"\r\n");
+        sink.copy(&buf[..total]);
         return;
     }
     let mut line = Line::new(sink);
@@ -319,6 +342,32 @@ mod tests {
         match parse(buf, &Limits::default()) {
             Parsed::Done { cmd, .. } => cmd,
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bulk_strings_of_every_length_class() {
+        /// A sink without a region: the staged path.
+        struct Staged(Vec<u8>);
+        impl ReplySink for Staged {
+            fn copy(&mut self, bytes: &[u8]) {
+                self.0.extend_from_slice(bytes);
+            }
+            fn value(&mut self, value: &granola::Buf) {
+                self.0.extend_from_slice(value);
+            }
+        }
+        for len in [0usize, 1, 9, 10, 63, 64, 65, 99, 100, 1000, 12_345] {
+            let bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut want = format!("${len}\r\n").into_bytes();
+            want.extend_from_slice(&bytes);
+            want.extend_from_slice(b"\r\n");
+            let mut direct = Vec::new();
+            write_bulk_bytes(&mut direct, &bytes);
+            assert_eq!(direct, want, "{len} bytes, written in place");
+            let mut staged = Staged(Vec::new());
+            write_bulk_bytes(&mut staged, &bytes);
+            assert_eq!(staged.0, want, "{len} bytes, staged");
         }
     }
 
