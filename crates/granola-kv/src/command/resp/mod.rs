@@ -360,9 +360,7 @@ impl ReplySink for Watch<'_> {
     }
     fn region(&mut self, n: usize) -> Option<&mut [u8]> {
         // The first byte of a reply is seen through `copy`/`value`.
-        if self.first.is_none() {
-            return None;
-        }
+        self.first?;
         self.inner.region(n)
     }
 }
