@@ -16,7 +16,10 @@ use std::ops::Bound;
 const MIN_POOLED: usize = 256;
 
 fn store() -> (Pool, Store) {
-    let pool = Pool::with_capacity(16 << 20).unwrap();
+    // As large as the store's limit: a run's entries fall in many size
+    // classes, and a copy doubles them, so a smaller pool could run out
+    // of segments for a new class (OutOfMemory) before the limit does.
+    let pool = Pool::with_capacity(64 << 20).unwrap();
     let s = Store::new(
         pool.clone(),
         StoreConfig {
