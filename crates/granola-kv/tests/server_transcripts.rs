@@ -2292,3 +2292,48 @@ fn memory_usage_reports_what_a_key_holds() {
         r => panic!("{r:?}"),
     }
 }
+
+/// LPOP and RPOP refuse every other kind with WRONGTYPE (the store checks
+/// the kind under the key's lock), answer nil (or a nil array with a
+/// count) for a missing key, and pop inline and chunked lists alike.
+#[test]
+fn pops_refuse_other_kinds() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    c.resp(&["SET", "str", "x"]);
+    c.resp(&["HSET", "hash", "f", "v"]);
+    c.resp(&["SADD", "set", "m"]);
+    c.resp(&["ZADD", "zset", "1", "m"]);
+    c.resp(&["XADD", "stream", "1-1", "f", "v"]);
+    for key in ["str", "hash", "set", "zset", "stream"] {
+        for pop in ["LPOP", "RPOP"] {
+            match c.resp(&[pop, key]) {
+                Resp::Error(e) => assert!(e.starts_with(b"WRONGTYPE"), "{pop} {key}: {e:?}"),
+                r => panic!("{pop} {key}: {r:?}"),
+            }
+            match c.resp(&[pop, key, "2"]) {
+                Resp::Error(e) => assert!(e.starts_with(b"WRONGTYPE"), "{pop} {key} 2: {e:?}"),
+                r => panic!("{pop} {key} 2: {r:?}"),
+            }
+        }
+    }
+    c.roundtrip(&resp_cmd(&["LPOP", "missing"]), b"$-1\r\n");
+    c.roundtrip(&resp_cmd(&["RPOP", "missing", "3"]), b"*-1\r\n");
+    // Inline (a few elements) and chunked (past the inline size).
+    c.roundtrip(&resp_cmd(&["RPUSH", "small", "a", "b", "c"]), b":3\r\n");
+    c.roundtrip(&resp_cmd(&["LPOP", "small"]), b"$1\r\na\r\n");
+    c.roundtrip(
+        &resp_cmd(&["RPOP", "small", "5"]),
+        b"*2\r\n$1\r\nc\r\n$1\r\nb\r\n",
+    );
+    c.roundtrip(&resp_cmd(&["EXISTS", "small"]), b":0\r\n");
+    let big = "v".repeat(1000);
+    for _ in 0..20 {
+        c.resp(&["RPUSH", "big", &big]);
+    }
+    assert_eq!(
+        c.resp(&["RPOP", "big"]),
+        Resp::Bulk(Some(big.clone().into_bytes()))
+    );
+    assert_eq!(c.resp(&["LLEN", "big"]), Resp::Int(19));
+}

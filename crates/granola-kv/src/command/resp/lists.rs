@@ -162,10 +162,8 @@ fn pop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
             }
         },
     };
-    // A hash or set is a list item too: refuse those first.
-    if ctx.list(arg(cmd, 1)).is_err() {
-        return Step::Done;
-    }
+    // The store refuses other kinds (WRONGTYPE) under the key's lock: no
+    // lookup of its own first.
     let popped = match ctx.db.list_pop(arg(cmd, 1), count.unwrap_or(1), front) {
         Ok(p) => p,
         Err(e) => {
