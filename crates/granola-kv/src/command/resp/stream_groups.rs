@@ -9,7 +9,7 @@
 
 use super::collections::{edit, read};
 use super::streams::{
-    arg, parse_id, parse_ids, range_bound, write_entry_parts, write_id, ERR_ID, T,
+    arg, parse_id, parse_ids, range_bound, write_entry_parts, write_id, ReadReply, ERR_ID, T,
 };
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
@@ -366,17 +366,9 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.null_array();
         return Step::Done;
     }
-    let resp2 = ctx.version() == resp::Version::Resp2;
-    if resp2 {
-        ctx.array(out.len());
-    } else {
-        ctx.map(out.len());
-    }
+    let reply = ReadReply::open(ctx, out.len());
     for (k, _, taken) in &out {
-        if resp2 {
-            ctx.array(2);
-        }
-        ctx.bytes(k);
+        reply.stream(ctx, k);
         ctx.array(taken.len());
         for t in taken {
             write_taken(ctx, t);

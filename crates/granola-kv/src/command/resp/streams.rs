@@ -460,18 +460,9 @@ pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.null_array();
         return Step::Done;
     }
-    // RESP3: a map of key to entries; RESP2: an array of [key, entries].
-    let resp2 = ctx.version() == resp::Version::Resp2;
-    if resp2 {
-        ctx.array(found.len());
-    } else {
-        ctx.map(found.len());
-    }
+    let reply = ReadReply::open(ctx, found.len());
     for (k, id, item) in &found {
-        if resp2 {
-            ctx.array(2);
-        }
-        ctx.bytes(k);
+        reply.stream(ctx, k);
         item.read_dict(|s| {
             let entries: Vec<StreamEntry<'_>> = match *id {
                 b"+" => s.stream_last().into_iter().collect(),
@@ -489,6 +480,33 @@ pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         });
     }
     Step::Done
+}
+
+/// The reply of XREAD and XREADGROUP: RESP3 a map of key to entries,
+/// RESP2 an array of `[key, entries]`.
+pub(super) struct ReadReply {
+    resp2: bool,
+}
+
+impl ReadReply {
+    /// Opens a reply for `n` streams.
+    pub(super) fn open(ctx: &mut Ctx<'_>, n: usize) -> ReadReply {
+        let resp2 = ctx.version() == resp::Version::Resp2;
+        if resp2 {
+            ctx.array(n);
+        } else {
+            ctx.map(n);
+        }
+        ReadReply { resp2 }
+    }
+
+    /// Starts stream `key`'s part; its entries follow.
+    pub(super) fn stream(&self, ctx: &mut Ctx<'_>, key: &[u8]) {
+        if self.resp2 {
+            ctx.array(2);
+        }
+        ctx.bytes(key);
+    }
 }
 
 /// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]`.
