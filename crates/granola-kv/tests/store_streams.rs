@@ -65,6 +65,11 @@ fn entries(d: &Dict) -> Vec<(StreamId, Vec<Vec<u8>>)> {
         .collect()
 }
 
+/// An entry's encoded fields.
+fn enc(parts: &[&[u8]]) -> Vec<u8> {
+    encode_fields(parts.iter().copied()).unwrap()
+}
+
 fn check_accounting(pool: &Pool, s: &Store) {
     let st = s.stats();
     assert_eq!(
@@ -89,7 +94,7 @@ proptest! {
                     next += 1;
                     let parts = vec![b"v".to_vec(), value(id, len)];
                     let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-                    d.stream_append(id, encode_fields(&slices).unwrap());
+                    d.stream_append(id, enc(&slices));
                     model.insert(id, parts);
                 }
                 Op::Delete(i) if !model.is_empty() => {
@@ -152,7 +157,7 @@ fn a_held_entry_outlives_its_deletion() {
         bytes: 4100,
     };
     s.update_dict(b"s", Kind::Stream, grow, |d| {
-        d.stream_append(id, encode_fields(&[b"f", &big]).unwrap())
+        d.stream_append(id, enc(&[b"f", &big]))
     })
     .unwrap();
     let held = s
@@ -164,7 +169,7 @@ fn a_held_entry_outlives_its_deletion() {
     s.update_dict(b"s", Kind::Stream, grow, |d| {
         assert!(d.stream_remove(id));
         let next = StreamId { ms: 2, seq: 0 };
-        d.stream_append(next, encode_fields(&[b"f", &value(next, 4000)]).unwrap());
+        d.stream_append(next, enc(&[b"f", &value(next, 4000)]));
     })
     .unwrap();
     let parts: Vec<&[u8]> = field_ranges(&held).map(|r| &held[r]).collect();
@@ -183,10 +188,7 @@ fn a_held_entry_outlives_its_deletion() {
 fn streams_are_their_own_type() {
     let (_pool, s) = store();
     s.update_dict(b"s", Kind::Stream, Growth::default(), |d| {
-        d.stream_append(
-            StreamId { ms: 1, seq: 1 },
-            encode_fields(&[b"f", b"v"]).unwrap(),
-        )
+        d.stream_append(StreamId { ms: 1, seq: 1 }, enc(&[b"f", b"v"]))
     })
     .unwrap();
     assert_eq!(s.get(b"s").unwrap().kind(), Kind::Stream);
@@ -221,7 +223,7 @@ fn consumer_groups_are_charged() {
     s.update_dict(b"s", Kind::Stream, grow, |d| {
         for ms in 1..=50 {
             let id = StreamId { ms, seq: 0 };
-            d.stream_append(id, encode_fields(&[b"f", &value(id, 20)]).unwrap());
+            d.stream_append(id, enc(&[b"f", &value(id, 20)]));
         }
     })
     .unwrap();

@@ -151,8 +151,8 @@ impl StreamEntry<'_> {
 
 /// Fields and values as one entry: each as a 4-byte little-endian length
 /// and its bytes. None if one is longer than 4 GiB.
-pub fn encode_fields(parts: &[&[u8]]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 4).sum());
+pub fn encode_fields<'a>(parts: impl Iterator<Item = &'a [u8]> + Clone) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(parts.clone().map(|p| p.len() + 4).sum());
     for p in parts {
         out.extend_from_slice(&u32::try_from(p.len()).ok()?.to_le_bytes());
         out.extend_from_slice(p);
@@ -364,7 +364,7 @@ mod tests {
     }
 
     fn add(d: &mut Dict, i: StreamId, parts: &[&[u8]]) {
-        let e = Element::heap(&encode_fields(parts).unwrap());
+        let e = Element::heap(&encode_fields(parts.iter().copied()).unwrap());
         d.charge(Charge::of(&e));
         let s = d.stream.as_deref_mut().unwrap();
         s.entries.insert(i, e);
@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn fields_round_trip() {
         let parts: [&[u8]; 4] = [b"f", b"", b"value", &[0xff; 300]];
-        let blob = encode_fields(&parts).unwrap();
+        let blob = encode_fields(parts.iter().copied()).unwrap();
         let got: Vec<&[u8]> = field_ranges(&blob).map(|r| &blob[r]).collect();
         assert_eq!(got, parts);
         // A truncated blob yields its whole parts only.

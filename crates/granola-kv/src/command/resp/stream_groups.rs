@@ -9,7 +9,8 @@
 
 use super::collections::{edit, read};
 use super::streams::{
-    arg, parse_id, parse_ids, range_bound, write_entry_parts, write_id, ReadReply, ERR_ID, T,
+    arg, parse_id, parse_ids, range_bound, write_entry_parts, write_id, ReadArgs, ReadReply,
+    ERR_ID, T,
 };
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
@@ -229,42 +230,10 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     }
     let (group, consumer) = (arg(cmd, 2), arg(cmd, 3));
-    let (mut i, mut count, mut noack) = (4, usize::MAX, false);
-    let streams_at = loop {
-        let w = arg(cmd, i);
-        if i >= cmd.len() {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        } else if w.eq_ignore_ascii_case(b"COUNT") {
-            match parse_i64(arg(cmd, i + 1)) {
-                Some(n) => count = if n <= 0 { usize::MAX } else { n as usize },
-                None => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return Step::Done;
-                }
-            }
-            i += 2;
-        } else if w.eq_ignore_ascii_case(b"BLOCK") {
-            ctx.error(
-                b"ERR XREADGROUP BLOCK is not supported: granola-kv has no blocking commands",
-            );
-            return Step::Done;
-        } else if w.eq_ignore_ascii_case(b"NOACK") {
-            noack = true;
-            i += 1;
-        } else if w.eq_ignore_ascii_case(b"STREAMS") {
-            break i + 1;
-        } else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
-    };
-    let rest: Vec<&[u8]> = cmd.args().skip(streams_at).collect();
-    if rest.is_empty() || rest.len() % 2 != 0 {
-        ctx.error(b"ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.");
+    let Ok(read) = ReadArgs::parse(ctx, cmd, 4, true) else {
         return Step::Done;
-    }
-    let (keys, ids) = rest.split_at(rest.len() / 2);
+    };
+    let (keys, ids, count, noack) = (read.keys(), read.ids(), read.count, read.noack);
     let mut starts = Vec::with_capacity(ids.len());
     for &id in ids {
         match id {

@@ -10,7 +10,7 @@
 //! FULL`.
 
 use super::collections::{edit, read, CType};
-use super::{parse_i64, Ctx};
+use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use crate::store::{encode_fields, field_ranges, Dict, Growth, StreamEntry, StreamId, StreamMeta};
@@ -117,23 +117,23 @@ impl TrimRule {
     }
 }
 
-/// Parses a trimming rule at `args[*i]` (the MAXLEN/MINID word), moving
-/// `i` past it. `Err` with the error text.
-fn parse_trim(args: &[&[u8]], i: &mut usize) -> Result<TrimRule, &'static [u8]> {
-    let word = args[*i].to_ascii_uppercase();
+/// Parses a trimming rule at argument `*i` (the MAXLEN/MINID word),
+/// moving `i` past it. `Err` with the error text.
+fn parse_trim(cmd: &Command<'_>, i: &mut usize) -> Result<TrimRule, &'static [u8]> {
+    let maxlen = arg(cmd, *i).eq_ignore_ascii_case(b"MAXLEN");
     *i += 1;
     let mut approx = false;
-    if let Some(&m) = args.get(*i) {
+    if let Some(m) = cmd.arg(*i) {
         if m == b"~" || m == b"=" {
             approx = m == b"~";
             *i += 1;
         }
     }
-    let Some(&threshold) = args.get(*i) else {
+    let Some(threshold) = cmd.arg(*i) else {
         return Err(b"ERR syntax error");
     };
     *i += 1;
-    let trim = if word == b"MAXLEN" {
+    let trim = if maxlen {
         match parse_i64(threshold) {
             Some(n) if n >= 0 => Trim::MaxLen(n as u64),
             Some(_) => return Err(b"ERR The MAXLEN argument must be >= 0."),
@@ -143,11 +143,11 @@ fn parse_trim(args: &[&[u8]], i: &mut usize) -> Result<TrimRule, &'static [u8]> 
         Trim::MinId(parse_id(threshold, 0).ok_or(ERR_ID)?)
     };
     let mut limit = usize::MAX;
-    if args
-        .get(*i)
+    if cmd
+        .arg(*i)
         .is_some_and(|w| w.eq_ignore_ascii_case(b"LIMIT"))
     {
-        let n = args.get(*i + 1).and_then(|n| parse_i64(n));
+        let n = cmd.arg(*i + 1).and_then(parse_i64);
         *i += 2;
         match n {
             Some(n) if n >= 0 => {
@@ -206,16 +206,14 @@ fn next_id(new: NewId, last: StreamId, now_ms: u64) -> Result<StreamId, &'static
 /// `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]]
 /// *|id field value [field value ...]`: the new entry's ID.
 pub fn xadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let mut args: Vec<&[u8]> = Vec::with_capacity(cmd.len());
-    args.extend(cmd.args());
     let (mut i, mut nomkstream, mut trim) = (2, false, None);
-    while i < args.len() {
-        let w = args[i];
+    while i < cmd.len() {
+        let w = arg(cmd, i);
         if w.eq_ignore_ascii_case(b"NOMKSTREAM") {
             nomkstream = true;
             i += 1;
         } else if is_trim_word(w) {
-            match parse_trim(&args, &mut i) {
+            match parse_trim(cmd, &mut i) {
                 Ok(t) => trim = Some(t),
                 Err(e) => {
                     ctx.error(e);
@@ -226,12 +224,14 @@ pub fn xadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             break;
         }
     }
-    let Some(&id_arg) = args.get(i) else {
+    let Some(id_arg) = cmd.arg(i) else {
         ctx.raw(resp::ERR_SYNTAX);
         return Step::Done;
     };
-    let fields = &args[i + 1..];
-    if fields.is_empty() || fields.len() % 2 != 0 {
+    // The field-value pairs follow the ID; read in place, not collected.
+    let fields = cmd.args().skip(i + 1);
+    let n_fields = cmd.len() - (i + 1);
+    if n_fields == 0 || n_fields % 2 != 0 {
         resp::write_wrong_arity(ctx.out, cmd.name());
         return Step::Done;
     }
@@ -363,14 +363,13 @@ pub fn xdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]`: entries deleted.
 pub fn xtrim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let args: Vec<&[u8]> = cmd.args().collect();
     let mut i = 2;
-    if !is_trim_word(args[i]) {
+    if !is_trim_word(arg(cmd, i)) {
         ctx.raw(resp::ERR_SYNTAX);
         return Step::Done;
     }
-    let rule = match parse_trim(&args, &mut i) {
-        Ok(_) if i != args.len() => Err(&b"ERR syntax error"[..]),
+    let rule = match parse_trim(cmd, &mut i) {
+        Ok(_) if i != cmd.len() => Err(&b"ERR syntax error"[..]),
         r => r,
     };
     let rule = match rule {
@@ -390,38 +389,10 @@ pub fn xtrim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// after each ID (`$`: after the stream's last ID, so none now; `+`: the
 /// last entry).
 pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let args: Vec<&[u8]> = cmd.args().collect();
-    let (mut i, mut count) = (1, usize::MAX);
-    let streams_at = loop {
-        let Some(w) = args.get(i) else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        };
-        if w.eq_ignore_ascii_case(b"COUNT") {
-            match args.get(i + 1).and_then(|n| parse_i64(n)) {
-                Some(n) => count = if n <= 0 { usize::MAX } else { n as usize },
-                None => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return Step::Done;
-                }
-            }
-            i += 2;
-        } else if w.eq_ignore_ascii_case(b"BLOCK") {
-            ctx.error(b"ERR XREAD BLOCK is not supported: granola-kv has no blocking commands");
-            return Step::Done;
-        } else if w.eq_ignore_ascii_case(b"STREAMS") {
-            break i + 1;
-        } else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
-    };
-    let rest = &args[streams_at.min(args.len())..];
-    if rest.is_empty() || rest.len() % 2 != 0 {
-        ctx.error(b"ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.");
+    let Ok(read) = ReadArgs::parse(ctx, cmd, 1, false) else {
         return Step::Done;
-    }
-    let (keys, ids) = rest.split_at(rest.len() / 2);
+    };
+    let (keys, ids, count) = (read.keys(), read.ids(), read.count);
     // Validate every ID before reading anything.
     if ids
         .iter()
@@ -480,6 +451,87 @@ pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         });
     }
     Step::Done
+}
+
+/// The options and streams of XREAD and XREADGROUP: `[COUNT n] [BLOCK
+/// ms] [NOACK] STREAMS key [key ...] id [id ...]`.
+pub(super) struct ReadArgs<'a> {
+    /// Most entries per stream (`usize::MAX`: all).
+    pub(super) count: usize,
+    /// XREADGROUP's NOACK.
+    pub(super) noack: bool,
+    /// The keys, then as many IDs.
+    streams: Vec<&'a [u8]>,
+}
+
+impl<'a> ReadArgs<'a> {
+    /// Parses them from argument `from` of `cmd`, an XREADGROUP if `group`
+    /// (which alone takes NOACK); the error is written.
+    pub(super) fn parse(
+        ctx: &mut Ctx<'_>,
+        cmd: &Command<'a>,
+        from: usize,
+        group: bool,
+    ) -> Result<ReadArgs<'a>, Replied> {
+        let (mut i, mut count, mut noack) = (from, usize::MAX, false);
+        let streams_at = loop {
+            let Some(w) = cmd.arg(i) else {
+                ctx.raw(resp::ERR_SYNTAX);
+                return Err(Replied);
+            };
+            if w.eq_ignore_ascii_case(b"COUNT") {
+                match cmd.arg(i + 1).and_then(parse_i64) {
+                    Some(n) => count = if n <= 0 { usize::MAX } else { n as usize },
+                    None => {
+                        ctx.raw(resp::ERR_NOT_INTEGER);
+                        return Err(Replied);
+                    }
+                }
+                i += 2;
+            } else if w.eq_ignore_ascii_case(b"BLOCK") {
+                let name = if group { "XREADGROUP" } else { "XREAD" };
+                ctx.error(
+                    format!(
+                        "ERR {name} BLOCK is not supported: granola-kv has no blocking commands"
+                    )
+                    .as_bytes(),
+                );
+                return Err(Replied);
+            } else if group && w.eq_ignore_ascii_case(b"NOACK") {
+                noack = true;
+                i += 1;
+            } else if w.eq_ignore_ascii_case(b"STREAMS") {
+                break i + 1;
+            } else {
+                ctx.raw(resp::ERR_SYNTAX);
+                return Err(Replied);
+            }
+        };
+        let streams: Vec<&[u8]> = cmd.args().skip(streams_at).collect();
+        if streams.is_empty() || streams.len() % 2 != 0 {
+            ctx.error(if group {
+                b"ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified."
+            } else {
+                b"ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
+            });
+            return Err(Replied);
+        }
+        Ok(ReadArgs {
+            count,
+            noack,
+            streams,
+        })
+    }
+
+    /// The keys.
+    pub(super) fn keys(&self) -> &[&'a [u8]] {
+        &self.streams[..self.streams.len() / 2]
+    }
+
+    /// One ID per key.
+    pub(super) fn ids(&self) -> &[&'a [u8]] {
+        &self.streams[self.streams.len() / 2..]
+    }
 }
 
 /// The reply of XREAD and XREADGROUP: RESP3 a map of key to entries,
