@@ -117,6 +117,15 @@ fn read_u64(obj: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(a))
 }
 
+/// Present fields in bitmap words 1.. of the bitmap at `bitmap_at` (which
+/// the caller has checked lies in `obj`).
+#[cold]
+fn count_rest(obj: &[u8], bitmap_at: usize, words: usize) -> usize {
+    (1..words)
+        .map(|w| read_u32(obj, bitmap_at + 4 * w).map_or(0, |v| v.count_ones() as usize))
+        .sum()
+}
+
 /// A validated view of one message header.
 #[derive(Clone, Copy)]
 pub struct HeaderReader<'a> {
@@ -141,13 +150,41 @@ impl<'a> HeaderReader<'a> {
         depth: u32,
         stated_len: usize,
     ) -> Result<HeaderReader<'a>, DecodeError> {
-        let obj = cx.obj;
-        if depth > cx.opts.max_depth {
+        HeaderReader::check(
+            cx.obj,
+            &cx.opts,
+            at,
+            depth,
+            stated_len,
+            Some(&mut cx.budget),
+        )
+    }
+
+    /// The checks of [`new_checked`](Self::new_checked) without a budget
+    /// (read-only views allocate nothing, so there is nothing to charge).
+    /// A one-word bitmap, where nearly every message lives, takes a path
+    /// with no loop: on a cold message the fewer instructions stand between
+    /// this header's load and the next message's, the more of their cache
+    /// misses the CPU overlaps.
+    #[inline(always)]
+    fn check(
+        obj: &'a [u8],
+        opts: &DecodeOptions,
+        at: usize,
+        depth: u32,
+        stated_len: usize,
+        budget: Option<&mut usize>,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        if depth > opts.max_depth {
             return Err(DecodeError::new(K::TooDeep, 0));
         }
         let words = read_u32(obj, at).ok_or(DecodeError::new(K::Truncated, 0))?;
-        cx.charge(1, 0)?;
-        if words > cx.opts.max_bitmap_words {
+        if let Some(budget) = budget {
+            *budget = budget
+                .checked_sub(1)
+                .ok_or(DecodeError::new(K::TooManyItems, 0))?;
+        }
+        if words > opts.max_bitmap_words {
             return Err(DecodeError::new(K::BitmapTooLarge, 0));
         }
         let words = words as usize;
@@ -156,10 +193,15 @@ impl<'a> HeaderReader<'a> {
         if slots_at > obj.len() {
             return Err(DecodeError::new(K::Truncated, 0));
         }
-        let mut present = 0usize;
-        for w in 0..words {
-            // In bounds: slots_at <= obj.len() was checked above.
-            present += read_u32(obj, bitmap_at + 4 * w).map_or(0, |v| v.count_ones() as usize);
+        // In bounds: slots_at <= obj.len() was checked above.
+        let word0 = if words > 0 {
+            read_u32(obj, bitmap_at).unwrap_or(0)
+        } else {
+            0
+        };
+        let mut present = word0.count_ones() as usize;
+        if words > 1 {
+            present += count_rest(obj, bitmap_at, words);
         }
         let len = header_len(words, present);
         if at + len > obj.len() {
@@ -170,11 +212,7 @@ impl<'a> HeaderReader<'a> {
         }
         Ok(HeaderReader {
             obj,
-            word0: if words > 0 {
-                read_u32(obj, bitmap_at).unwrap_or(0)
-            } else {
-                0
-            },
+            word0,
             bitmap_at,
             words,
             slots_at,
@@ -294,7 +332,7 @@ impl<'a> HeaderReader<'a> {
         number: u32,
         width: usize,
     ) -> Result<Option<ListReader<'a>>, DecodeError> {
-        let Some((count, off)) = self.pair(number) else {
+        let Some((count, _)) = self.pair(number) else {
             return Ok(None);
         };
         if count > cx.opts.max_list_len as usize {
@@ -302,6 +340,23 @@ impl<'a> HeaderReader<'a> {
         }
         cx.charge(count, number)?;
         cx.charge_bytes(count.saturating_mul(std::mem::size_of::<T>()), number)?;
+        self.list_at(&cx.opts, number, width)
+    }
+
+    /// A repeated field's entry array, bounds and `max_list_len` checked.
+    #[inline]
+    fn list_at(
+        &self,
+        opts: &DecodeOptions,
+        number: u32,
+        width: usize,
+    ) -> Result<Option<ListReader<'a>>, DecodeError> {
+        let Some((count, off)) = self.pair(number) else {
+            return Ok(None);
+        };
+        if count > opts.max_list_len as usize {
+            return Err(DecodeError::new(K::ListTooLong, number));
+        }
         let bytes = count
             .checked_mul(width)
             .ok_or(DecodeError::new(K::OutOfBounds, number))?;
@@ -328,7 +383,16 @@ impl<'a> HeaderReader<'a> {
             None => Ok(None),
             Some((len, off)) => {
                 cx.charge_bytes(std::mem::size_of::<T>(), number)?;
-                nested_at(cx, off, len, self.depth + 1, number).map(Some)
+                nested_at(
+                    cx.obj,
+                    &cx.opts,
+                    Some(&mut cx.budget),
+                    off,
+                    len,
+                    self.depth + 1,
+                    number,
+                )
+                .map(Some)
             }
         }
     }
@@ -336,12 +400,15 @@ impl<'a> HeaderReader<'a> {
 
 impl<'a> HeaderReader<'a> {
     /// For read-only views: checks the root header of `obj` under `opts`.
+    #[inline]
     pub fn view_root(
         obj: &'a [u8],
         opts: &'a DecodeOptions,
     ) -> Result<HeaderReader<'a>, DecodeError> {
-        let mut cx = DecodeCx::new(obj, opts)?;
-        cx.root()
+        if obj.len() > opts.max_message_len {
+            return Err(DecodeError::new(K::MessageTooLarge, 0));
+        }
+        HeaderReader::check(obj, opts, 0, 0, 0, None)
     }
 
     /// For read-only views: a nested message's header, validated (bounds,
@@ -356,9 +423,8 @@ impl<'a> HeaderReader<'a> {
         match self.slot(number) {
             None => Ok(None),
             Some(v) => {
-                let mut cx = DecodeCx::new(self.obj, opts)?;
                 let (len, off) = ((v & 0xffff_ffff) as usize, (v >> 32) as usize);
-                nested_at(&mut cx, off, len, self.depth + 1, number).map(Some)
+                nested_at(self.obj, opts, None, off, len, self.depth + 1, number).map(Some)
             }
         }
     }
@@ -372,9 +438,7 @@ impl<'a> HeaderReader<'a> {
         number: u32,
         width: usize,
     ) -> Result<Option<ListReader<'a>>, DecodeError> {
-        let mut cx = DecodeCx::new(self.obj, opts)?;
-        cx.budget = usize::MAX;
-        self.list::<()>(&mut cx, number, width)
+        self.list_at(opts, number, width)
     }
 }
 
@@ -387,8 +451,8 @@ impl<'a> ListReader<'a> {
         opts: &'a DecodeOptions,
         i: usize,
     ) -> Result<HeaderReader<'a>, DecodeError> {
-        let mut cx = DecodeCx::new(self.obj, opts)?;
-        self.nested(&mut cx, i)
+        let (len, off) = self.pair(i);
+        nested_at(self.obj, opts, None, off, len, self.depth + 1, self.field)
     }
 }
 
@@ -399,8 +463,12 @@ fn range(obj: &[u8], off: usize, len: usize, field: u32) -> Result<&[u8], Decode
         .ok_or(DecodeError::new(K::OutOfBounds, field))
 }
 
+/// The nested header at `off`, `len` bytes long by its parent's word;
+/// errors name `field` unless they name one of their own.
 fn nested_at<'a>(
-    cx: &mut DecodeCx<'a>,
+    obj: &'a [u8],
+    opts: &DecodeOptions,
+    budget: Option<&mut usize>,
     off: usize,
     len: usize,
     depth: u32,
@@ -409,7 +477,7 @@ fn nested_at<'a>(
     if len == 0 {
         return Err(DecodeError::new(K::BadHeaderLen, field));
     }
-    HeaderReader::new_checked(cx, off, depth, len).map_err(|e| DecodeError {
+    HeaderReader::check(obj, opts, off, depth, len, budget).map_err(|e| DecodeError {
         kind: e.kind,
         field: if e.field == 0 { field } else { e.field },
     })
@@ -475,6 +543,14 @@ impl<'a> ListReader<'a> {
     #[inline]
     pub fn nested(&self, cx: &mut DecodeCx<'a>, i: usize) -> Result<HeaderReader<'a>, DecodeError> {
         let (len, off) = self.pair(i);
-        nested_at(cx, off, len, self.depth + 1, self.field)
+        nested_at(
+            cx.obj,
+            &cx.opts,
+            Some(&mut cx.budget),
+            off,
+            len,
+            self.depth + 1,
+            self.field,
+        )
     }
 }
