@@ -158,6 +158,7 @@ impl DecodeOptions {
     /// The decoded-memory budget for an input of `input_len` bytes:
     /// `min(max_decoded_bytes, decoded_bytes_per_input_byte * input_len +
     /// DECODE_SLACK_BYTES)`.
+    #[inline]
     pub fn decoded_bytes_limit(&self, input_len: usize) -> usize {
         self.decoded_bytes_per_input_byte
             .saturating_mul(input_len)

@@ -25,6 +25,7 @@ pub struct DecodeCx<'a> {
 
 impl<'a> DecodeCx<'a> {
     /// Starts decoding `obj` under `opts`.
+    #[inline]
     pub fn new(obj: &'a [u8], opts: &DecodeOptions) -> Result<Self, DecodeError> {
         if obj.len() > opts.max_message_len {
             return Err(DecodeError::new(K::MessageTooLarge, 0));
@@ -42,6 +43,7 @@ impl<'a> DecodeCx<'a> {
 
     /// Starts decoding the pool buffer `packet`: bytes fields of at least
     /// `threshold` bytes become references into it.
+    #[inline]
     pub fn with_packet(
         packet: &'a crate::Buf,
         opts: &DecodeOptions,
@@ -82,6 +84,7 @@ impl<'a> DecodeCx<'a> {
     }
 
     /// Checks the root header (at offset 0).
+    #[inline]
     pub fn root(&mut self) -> Result<HeaderReader<'a>, DecodeError> {
         HeaderReader::new_checked(self, 0, 0, 0)
     }
