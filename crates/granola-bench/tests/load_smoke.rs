@@ -3,6 +3,7 @@
 //! Skipped, loudly, when the servers are not installed (bench/setup.sh
 //! installs them).
 
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,7 +34,24 @@ fn find(cmd: &str) -> Option<String> {
     None
 }
 
-fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {
+/// The server answers `probe` with a reply starting with `expect` on
+/// `addr`: the port is ours and the server is serving, not merely listening
+/// (a bare connect would also accept another process on the port).
+fn answers(addr: SocketAddr, probe: &[u8], expect: &[u8]) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut got = vec![0u8; expect.len()];
+    s.write_all(probe).is_ok() && s.read_exact(&mut got).is_ok() && got == expect
+}
+
+fn start(
+    cmd: &str,
+    args: impl Fn(u16) -> Vec<String>,
+    probe: &[u8],
+    expect: &[u8],
+) -> Option<Server> {
     let Some(path) = find(cmd) else {
         // scripts/test.sh installs the peers and sets this: there a missing
         // peer is a failure, not a skip.
@@ -50,7 +68,7 @@ fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {
         let child = Command::new(&path)
             .args(args(port))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|e| panic!("start {path}: {e}"));
         let mut server = Server {
@@ -59,11 +77,17 @@ fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {
         };
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
-            if TcpStream::connect(server.addr).is_ok() {
-                return Some(server);
+            if let Ok(Some(status)) = server.child.try_wait() {
+                eprintln!("{cmd} on port {port} exited ({status}); trying another port");
+                break;
             }
-            if let Ok(Some(_)) = server.child.try_wait() {
-                break; // port taken in between: try another
+            if answers(server.addr, probe, expect) {
+                eprintln!(
+                    "{cmd} (pid {}) serving on {}",
+                    server.child.id(),
+                    server.addr
+                );
+                return Some(server);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -73,33 +97,43 @@ fn start(cmd: &str, args: impl Fn(u16) -> Vec<String>) -> Option<Server> {
 }
 
 fn memcached() -> Option<Server> {
-    start("memcached", |p| {
-        let mut a: Vec<String> = ["-l", "127.0.0.1", "-t", "1", "-m", "256"]
-            .map(String::from)
-            .to_vec();
-        a.extend(["-p".into(), p.to_string(), "-U".into(), p.to_string()]);
-        // memcached refuses to run as root without -u.
-        a.extend(["-u".into(), "nobody".into()]);
-        a
-    })
+    start(
+        "memcached",
+        |p| {
+            let mut a: Vec<String> = ["-l", "127.0.0.1", "-t", "1", "-m", "256"]
+                .map(String::from)
+                .to_vec();
+            a.extend(["-p".into(), p.to_string(), "-U".into(), p.to_string()]);
+            // memcached refuses to run as root without -u.
+            a.extend(["-u".into(), "nobody".into()]);
+            a
+        },
+        b"version\r\n",
+        b"VERSION ",
+    )
 }
 
 fn redis() -> Option<Server> {
-    start("redis-server", |p| {
-        [
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--port",
-        ]
-        .map(String::from)
-        .into_iter()
-        .chain([p.to_string()])
-        .collect()
-    })
+    start(
+        "redis-server",
+        |p| {
+            [
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--port",
+            ]
+            .map(String::from)
+            .into_iter()
+            .chain([p.to_string()])
+            .collect()
+        },
+        b"PING\r\n",
+        b"+PONG",
+    )
 }
 
 fn cfg(addr: SocketAddr, protocol: Protocol, mode: Mode) -> LoadConfig {
