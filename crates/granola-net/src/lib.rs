@@ -17,6 +17,7 @@
 //!   udp      UDP: one datagram per message, recvmmsg/sendmmsg batches
 //!   backend  which event loop runs (epoll, io_uring, AF_XDP), probed at start
 //!   server   epoll event loop: listeners, connections, sessions
+//!   park     sessions waiting on other clients (Redis blocking commands)
 //!   uring    io_uring event loop
 //!   xdp      AF_XDP event loop for UDP services (pool as UMEM, own framing)
 //!   timeouts write and idle timeouts, idle connections' buffers given back
@@ -39,6 +40,7 @@ pub mod limits;
 pub mod listen;
 pub mod mem;
 pub mod os;
+pub mod park;
 pub mod rx;
 pub mod server;
 #[allow(unsafe_code)]

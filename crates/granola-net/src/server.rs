@@ -18,6 +18,7 @@
 
 pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
+use crate::park::{Doorbell, Park, Parked};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
 use crate::timeouts::{ConnTimer, Limits, Verdict, SWEEP_EVERY};
@@ -79,6 +80,14 @@ pub trait Session: Send {
     /// `io.rx`, queue replies on `io.tx`, leave incomplete input in place.
     /// `Err` closes the connection after flushing what was queued.
     fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close>;
+
+    /// `Some` while the session waits for something other than its input
+    /// (see [`crate::park`]): the server calls [`on_input`](Self::on_input)
+    /// again, without new input, when the service's doorbell rings or the
+    /// deadline passes.
+    fn park(&self) -> Option<Park> {
+        None
+    }
 }
 
 /// A TCP protocol: makes a session per accepted connection.
@@ -91,6 +100,11 @@ pub trait Service: Send + Sync {
     /// closed (memcached: `ERROR Too many open connections`); `None` closes
     /// it silently.
     fn refusal(&self) -> Option<&[u8]> {
+        None
+    }
+    /// The bell this service's parked sessions wait on (see
+    /// [`crate::park`]); `None` for a service whose sessions never park.
+    fn doorbell(&self) -> Option<Arc<Doorbell>> {
         None
     }
 }
@@ -594,6 +608,10 @@ struct Worker {
     now: Instant,
     /// When the next timeout sweep is due.
     next_sweep: Instant,
+    /// Each TCP service's doorbell (by service index), if it has one.
+    bells: Vec<Option<Arc<Doorbell>>>,
+    /// Connections whose sessions wait on their service's doorbell.
+    parked: Parked,
 }
 
 /// What every backend's worker starts from: its share of the listening
@@ -621,6 +639,7 @@ impl Worker {
         } = parts;
         let epoll = Epoll::new(256)?;
         epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
+        let bells = doorbells(&tcp, &waker);
         for (i, (l, _)) in tcp.iter().enumerate() {
             epoll.add(l.as_fd(), TOKEN_TCP_BASE + i as u64, true, false)?;
         }
@@ -656,6 +675,8 @@ impl Worker {
             stats,
             now: Instant::now(),
             next_sweep: Instant::now() + SWEEP_EVERY,
+            bells,
+            parked: Parked::default(),
         })
     }
 
@@ -665,7 +686,15 @@ impl Worker {
             events.clear();
             // A timeout so zero-copy completions are collected even on an
             // idle connection.
-            if let Err(e) = self.epoll.wait(&mut events, 100) {
+            let wait_ms = if self.parked.is_empty() {
+                100
+            } else {
+                let conns = &self.conns;
+                self.parked.wait_ms(100, Instant::now(), |i| {
+                    conns.get(i)?.as_ref()?.session.park()?.deadline
+                })
+            };
+            if let Err(e) = self.epoll.wait(&mut events, wait_ms) {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
             }
@@ -673,6 +702,9 @@ impl Worker {
             self.now = Instant::now();
             for ev in &events {
                 self.dispatch(*ev);
+            }
+            if !self.parked.is_empty() {
+                self.serve_parked();
             }
             if self.now >= self.next_sweep {
                 self.next_sweep = self.now + SWEEP_EVERY;
@@ -704,6 +736,44 @@ impl Worker {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Runs again the parked sessions whose doorbell rang or whose
+    /// deadline passed (see [`crate::park`]), oldest first.
+    fn serve_parked(&mut self) {
+        let now = Instant::now();
+        for idx in self.parked.snapshot() {
+            let due = match self.conns.get(idx).and_then(Option::as_ref) {
+                Some(conn) if conn.closing.is_none() => {
+                    match (conn.session.park(), &self.bells[conn.service]) {
+                        (Some(p), Some(bell)) => p.due(bell, now),
+                        _ => {
+                            self.parked.remove(idx);
+                            continue;
+                        }
+                    }
+                }
+                _ => {
+                    self.parked.remove(idx);
+                    continue;
+                }
+            };
+            if due {
+                let bp = self.cfg.backpressure_bytes;
+                if let Some(conn) = self.conns[idx].as_mut() {
+                    run_session(conn, bp);
+                }
+                // Flushes what it answered and settles the interest set.
+                self.conn_event(
+                    idx,
+                    Event {
+                        token: TOKEN_CONN_BASE + idx as u64,
+                        readable: false,
+                        writable: false,
+                    },
+                );
+            }
         }
     }
 
@@ -936,6 +1006,9 @@ impl Worker {
             self.close(idx, reason);
             return;
         }
+        if conn.session.park().is_some() {
+            self.parked.add(idx);
+        }
         let want_read = conn.closing.is_none() && !conn.paused && conn.tx.queued_bytes() <= bp;
         let want_write = conn.writing
             || (conn.paused && conn.closing.is_none())
@@ -962,6 +1035,7 @@ impl Worker {
         if conn.closing_since.is_some() {
             self.closing_pending -= 1;
         }
+        self.parked.remove(idx);
         let _ = self.epoll.delete(conn.dp.stream().as_fd());
         let name = self.tcp[conn.service].1.name().to_string();
         if let Some(r) = reason {
@@ -999,6 +1073,22 @@ impl Worker {
             tx.zerocopy_in_flight() > 0
         });
     }
+}
+
+/// Each TCP service's doorbell, with this worker's waker attached to it.
+pub(crate) fn doorbells(
+    tcp: &[(TcpListener, Arc<dyn Service>)],
+    waker: &Arc<Waker>,
+) -> Vec<Option<Arc<Doorbell>>> {
+    tcp.iter()
+        .map(|(_, svc)| {
+            let bell = svc.doorbell();
+            if let Some(b) = &bell {
+                b.attach(waker.clone());
+            }
+            bell
+        })
+        .collect()
 }
 
 /// Hands the connection's unconsumed input to its session and notes

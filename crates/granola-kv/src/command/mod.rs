@@ -39,4 +39,9 @@ pub enum Step {
     Pause(usize),
     /// Finished; close the connection after flushing (QUIT).
     Close(String),
+    /// Waits for another client (a Redis blocking command found nothing
+    /// and its timeout has not passed): nothing was written, the request
+    /// stays unconsumed, and the session parks until the protocol's
+    /// doorbell rings or its deadline passes, then runs it again.
+    Block,
 }

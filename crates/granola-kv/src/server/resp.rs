@@ -19,6 +19,7 @@ use crate::protocol::resp::{self, Command, Parser};
 use crate::protocol::{Limits, Parsed};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
+use granola_net::park::Park;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -80,5 +81,9 @@ impl Protocol for Resp {
 
     fn write_too_large(&self, out: &mut Out<'_>) {
         resp::write_error(out, b"ERR Protocol error: request too large");
+    }
+
+    fn park(&self) -> Option<Park> {
+        self.conn.blocked.as_ref().map(|b| b.park())
     }
 }

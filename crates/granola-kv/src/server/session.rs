@@ -28,6 +28,7 @@
 
 use crate::protocol::{Parsed, ProtocolError, Recovery, ReplySink};
 use granola::Buf;
+use granola_net::park::Park;
 use granola_net::server::{Close, ConnIo, Session};
 use granola_net::TxQueue;
 
@@ -52,6 +53,12 @@ pub trait Protocol: Send + 'static {
     /// The reply to a request that can never fit the receive buffer
     /// (before the connection is closed).
     fn write_too_large(&self, out: &mut Out<'_>);
+
+    /// What a request that returned [`Step::Block`] waits for (see
+    /// [`granola_net::park`]); `None` when none is waiting.
+    fn park(&self) -> Option<Park> {
+        None
+    }
 }
 
 /// Where replies go: the connection's TX queue, with its back-pressure
@@ -118,6 +125,8 @@ enum Next {
     Consume(usize, Option<String>),
     /// The command paused at this position.
     Pause(usize),
+    /// The command waits for another client; the request stays.
+    Block,
     /// Wait for this many input bytes.
     Wait(usize),
     /// Skip this many bytes (possibly more than received).
@@ -131,6 +140,10 @@ fn protocol_close(name: &str, e: &ProtocolError) -> Close {
 }
 
 impl<P: Protocol> Session for Driver<P> {
+    fn park(&self) -> Option<Park> {
+        self.proto.park()
+    }
+
     fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
         let mut out = Out {
             tx: &mut *io.tx,
@@ -162,6 +175,7 @@ impl<P: Protocol> Session for Driver<P> {
                     match self.proto.execute(cmd, self.resume, &mut out) {
                         Step::Done => Next::Consume(consumed, None),
                         Step::Pause(at) => Next::Pause(at),
+                        Step::Block => Next::Block,
                         Step::Close(reason) => Next::Consume(consumed, Some(reason)),
                     }
                 }
@@ -188,6 +202,7 @@ impl<P: Protocol> Session for Driver<P> {
                     self.resume = at;
                     return Ok(());
                 }
+                Next::Block => return Ok(()),
                 Next::Wait(need) => {
                     if need > io.rx.max() {
                         self.proto.write_too_large(&mut out);

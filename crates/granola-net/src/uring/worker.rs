@@ -15,6 +15,7 @@
 
 use super::ring::{self, split, user_data, Cqe, Op, Ring, UdpReceived};
 use crate::datapath::Datapath;
+use crate::park::{Doorbell, Parked};
 use crate::rx::RxBuffer;
 use crate::server::{
     ConnIo, ServerConfig, ServerStats, Service, Session, UdpEndpoint, WorkerParts,
@@ -104,6 +105,10 @@ pub(crate) struct Worker {
     /// The next `io_uring_enter` returns on the first completion (see
     /// [`Ring::enter`]).
     eager: bool,
+    /// Each TCP service's doorbell (by service index), if it has one.
+    bells: Vec<Option<Arc<Doorbell>>>,
+    /// Connections whose sessions wait on their service's doorbell.
+    parked: Parked,
 }
 
 impl Worker {
@@ -133,6 +138,7 @@ impl Worker {
             stop,
             stats,
         } = parts;
+        let bells = crate::server::doorbells(&tcp, &waker);
         let udp = udp
             .into_iter()
             .map(|(sock, svc)| {
@@ -166,6 +172,8 @@ impl Worker {
             now: Instant::now(),
             next_sweep: Instant::now() + SWEEP_EVERY,
             eager: false,
+            bells,
+            parked: Parked::default(),
         };
         if let Err(e) = w.arm_all() {
             log::error!("io_uring worker: arming listeners failed: {e}");
@@ -207,8 +215,16 @@ impl Worker {
         while !self.stop.load(Ordering::Relaxed) {
             self.cqes.clear();
             let mut cqes = std::mem::take(&mut self.cqes);
+            let wait_ms = if self.parked.is_empty() {
+                100
+            } else {
+                let conns = &self.conns;
+                self.parked.wait_ms(100, Instant::now(), |i| {
+                    conns.get(i)?.as_ref()?.session.park()?.deadline
+                })
+            };
             if let Err(e) = self.ring.enter(
-                Duration::from_millis(100),
+                Duration::from_millis(wait_ms.max(0) as u64),
                 std::mem::take(&mut self.eager),
                 &mut cqes,
             ) {
@@ -221,6 +237,9 @@ impl Worker {
                 self.complete(c);
             }
             self.cqes = cqes;
+            if !self.parked.is_empty() {
+                self.serve_parked();
+            }
             self.turn_end();
             if self.now >= self.next_sweep {
                 self.next_sweep = self.now + SWEEP_EVERY;
@@ -551,10 +570,37 @@ impl Worker {
         self.expire_closing();
     }
 
+    /// Runs again the parked sessions whose doorbell rang or whose
+    /// deadline passed (see [`crate::park`]); `turn_end` sends what they
+    /// answered.
+    fn serve_parked(&mut self) {
+        let now = Instant::now();
+        let bp = self.cfg.backpressure_bytes;
+        for idx in self.parked.snapshot() {
+            let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+                self.parked.remove(idx);
+                continue;
+            };
+            let park = conn.session.park();
+            match (park, &self.bells[conn.service]) {
+                (Some(p), Some(bell)) if conn.closing.is_none() && !conn.dead => {
+                    if p.due(bell, now) {
+                        run_session(conn, bp);
+                        self.dirty.push(idx);
+                    }
+                }
+                _ => self.parked.remove(idx),
+            }
+        }
+    }
+
     fn settle(&mut self, idx: usize, bp: usize) {
         let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
+        if conn.session.park().is_some() {
+            self.parked.add(idx);
+        }
         // A session paused on back-pressure goes on once the queue drained.
         if conn.paused && conn.closing.is_none() && !conn.dead && conn.tx.queued_bytes() <= bp {
             run_session(conn, bp);

@@ -385,15 +385,6 @@ pub fn lpos(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`.
 pub fn lmove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let side = |a: &[u8]| {
-        if a.eq_ignore_ascii_case(b"LEFT") {
-            Some(true)
-        } else if a.eq_ignore_ascii_case(b"RIGHT") {
-            Some(false)
-        } else {
-            None
-        }
-    };
     let (Some(from_left), Some(to_left)) = (side(arg(cmd, 3)), side(arg(cmd, 4))) else {
         ctx.raw(resp::ERR_SYNTAX);
         return Step::Done;
@@ -401,16 +392,52 @@ pub fn lmove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     move_one(ctx, arg(cmd, 1), arg(cmd, 2), from_left, to_left)
 }
 
+/// `LEFT` (true) or `RIGHT` (false), any case.
+pub(super) fn side(a: &[u8]) -> Option<bool> {
+    if a.eq_ignore_ascii_case(b"LEFT") {
+        Some(true)
+    } else if a.eq_ignore_ascii_case(b"RIGHT") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// `RPOPLPUSH source destination`.
 pub fn rpoplpush(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     move_one(ctx, arg(cmd, 1), arg(cmd, 2), false, true)
 }
 
+fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Step {
+    match move_value(ctx, src, dst, from_left, to_left) {
+        Moved::Replied => {}
+        Moved::Empty => ctx.null(),
+        Moved::Value(v) => ctx.bytes(&v),
+    }
+    Step::Done
+}
+
+/// What [`move_value`] did.
+pub(super) enum Moved {
+    /// An error reply was written (a key of another type).
+    Replied,
+    /// The source is empty or missing; nothing was written.
+    Empty,
+    /// This element moved; nothing was written.
+    Value(Vec<u8>),
+}
+
 /// Pops one element of `src` and pushes it on `dst` (the destination is
 /// type-checked first; the two keys are updated one after the other).
-fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> Step {
+pub(super) fn move_value(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Moved {
     if ctx.list(dst).is_err() {
-        return Step::Done;
+        return Moved::Replied;
     }
     let Ok(v) = update_list(ctx, src, |l| match l {
         None => (None, None),
@@ -423,13 +450,12 @@ fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left:
             (Some(l), Some(v))
         }
     }) else {
-        return Step::Done;
+        return Moved::Replied;
     };
     let Some(v) = v else {
-        ctx.null();
-        return Step::Done;
+        return Moved::Empty;
     };
-    if update_list(ctx, dst, |l| {
+    let pushed = update_list(ctx, dst, |l| {
         let mut l = l.unwrap_or_default();
         if to_left {
             l.insert(0, v.clone());
@@ -437,10 +463,9 @@ fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left:
             l.push(v.clone());
         }
         (Some(l), ())
-    })
-    .is_ok()
-    {
-        ctx.bytes(&v);
+    });
+    match pushed {
+        Ok(()) => Moved::Value(v),
+        Err(_) => Moved::Replied,
     }
-    Step::Done
 }

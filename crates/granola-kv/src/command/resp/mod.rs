@@ -5,6 +5,9 @@
 //! arguments come from the parser, the reply goes through the `Ctx`
 //! helpers (which speak RESP2 or RESP3, whichever the connection chose).
 
+pub mod blocking;
+mod blocking_lists;
+mod blocking_zsets;
 pub mod clients;
 mod collection_scan;
 pub mod collections;
@@ -53,6 +56,11 @@ pub struct Conn {
     /// The command asks to run again alone in the gate (an MGET whose
     /// snapshot writers kept outrunning); it has written nothing.
     pub wants_alone: bool,
+    /// A blocking command waiting for another client (`BLPOP`...).
+    pub blocked: Option<blocking::Blocked>,
+    /// Running the queued commands of an EXEC (blocking commands do not
+    /// wait there).
+    pub exec: bool,
 }
 
 impl Conn {
@@ -79,6 +87,8 @@ impl Conn {
             snapshot: Vec::new(),
             alone: false,
             wants_alone: false,
+            blocked: None,
+            exec: false,
         }
     }
 
@@ -301,7 +311,8 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         transaction::queue(ctx, cmd);
         return Step::Done;
     }
-    let first_call = ctx.resume == 0;
+    // A blocked command's later looks are the same call.
+    let first_call = ctx.resume == 0 && ctx.conn.blocked.is_none();
     let timed = first_call && table::count(spec);
     let start = timed.then(std::time::Instant::now);
     let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
@@ -311,7 +322,23 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if first_call && failed {
         table::fail(spec);
     }
+    if step == Step::Done {
+        wake_waiters(ctx, spec, cmd);
+    }
     step
+}
+
+/// After a write finished: clients blocked on one of its keys look again
+/// (see [`blocking`]). One atomic load while no client is blocked.
+#[inline]
+fn wake_waiters(ctx: &Ctx<'_>, spec: &table::Spec, cmd: &Command<'_>) {
+    let waiters = &ctx.shared.waiters;
+    if waiters.blocked_clients() == 0 || !spec.flags.contains(&"write") {
+        return;
+    }
+    for key in spec.key_args(cmd) {
+        waiters.touched(key);
+    }
 }
 
 /// Runs `f` with the reply sink watched: true if the reply it wrote
@@ -407,6 +434,7 @@ pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             if failed {
                 table::fail(spec);
             }
+            wake_waiters(ctx, spec, cmd);
             step
         }
         _ => {

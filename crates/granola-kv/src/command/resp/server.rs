@@ -120,9 +120,10 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         ),
         "clients" => write!(
             t,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
             load(|n| &n.conns_open),
             cfg.max_conns,
+            ctx.shared.waiters.blocked_clients(),
         ),
         "memory" => {
             let limit = cfg.memory_bytes();

@@ -5,8 +5,8 @@
 
 use super::gate::my_slot;
 use super::{
-    connection, hashes, keys, lists, memory, server, sets, stream_groups, streams, strings,
-    transaction, zsets, Ctx,
+    blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, server, sets,
+    stream_groups, streams, strings, transaction, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -51,6 +51,27 @@ impl Spec {
         keys > 1 && self.flags.contains(&"write")
     }
 
+    /// The key arguments of `cmd` by this spec's key positions.
+    pub fn key_args<'a, 'c: 'a>(
+        &self,
+        cmd: &'a Command<'c>,
+    ) -> impl Iterator<Item = &'c [u8]> + use<'a, 'c> {
+        let (first, last, step) = self.keys;
+        let argc = cmd.len() as i64;
+        let last = if last < 0 {
+            argc + i64::from(last)
+        } else {
+            i64::from(last)
+        };
+        let (first, step) = (i64::from(first), i64::from(step).max(1));
+        let n = if first <= 0 || last < first {
+            0
+        } else {
+            ((last.min(argc - 1) - first) / step + 1).max(0)
+        };
+        (0..n).filter_map(move |i| cmd.arg((first + i * step) as usize))
+    }
+
     /// True if `argc` arguments (with the name) fit the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
         let n = argc as i64;
@@ -70,6 +91,10 @@ const WS: &[&str] = &["write", "denyoom"];
 const WD: &[&str] = &["write"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["admin", "loading", "stale"];
+const B: &[&str] = &["write", "blocking"];
+const BS: &[&str] = &["write", "denyoom", "blocking"];
+const BM: &[&str] = &["write", "blocking", "movablekeys"];
+const LM: &[&str] = &["write", "movablekeys"];
 
 macro_rules! cmd {
     ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $run:expr) => {
@@ -89,6 +114,8 @@ const KEY1: (i32, i32, i32) = (1, 1, 1);
 const KEY12: (i32, i32, i32) = (1, 2, 1);
 const ALLKEYS: (i32, i32, i32) = (1, -1, 1);
 const PAIRS: (i32, i32, i32) = (1, -1, 2);
+/// Every argument but the last (the timeout).
+const BKEYS: (i32, i32, i32) = (1, -2, 1);
 
 /// The commands.
 pub static COMMANDS: &[Spec] = &[
@@ -154,6 +181,19 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("list", "lpos", -3, RS, KEY1, lists::lpos),
     cmd!("list", "lmove", 5, WS, KEY12, lists::lmove),
     cmd!("list", "rpoplpush", 3, WS, KEY12, lists::rpoplpush),
+    cmd!("list", "lmpop", -4, LM, NOKEY, blocking_lists::lmpop),
+    cmd!("list", "blpop", -3, B, BKEYS, blocking_lists::blpop),
+    cmd!("list", "brpop", -3, B, BKEYS, blocking_lists::brpop),
+    cmd!("list", "blmpop", -5, BM, NOKEY, blocking_lists::blmpop),
+    cmd!("list", "blmove", 6, BS, KEY12, blocking_lists::blmove),
+    cmd!(
+        "list",
+        "brpoplpush",
+        4,
+        BS,
+        KEY12,
+        blocking_lists::brpoplpush
+    ),
     // hashes
     cmd!("hash", "hset", -4, W, KEY1, hashes::hset),
     cmd!("hash", "hmset", -4, W, KEY1, hashes::hmset),
@@ -198,6 +238,31 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("sorted-set", "zrange", -4, RS, KEY1, zsets::zrange),
     cmd!("sorted-set", "zpopmin", -2, W, KEY1, zsets::zpopmin),
     cmd!("sorted-set", "zpopmax", -2, W, KEY1, zsets::zpopmax),
+    cmd!("sorted-set", "zmpop", -4, LM, NOKEY, blocking_zsets::zmpop),
+    cmd!(
+        "sorted-set",
+        "bzpopmin",
+        -3,
+        B,
+        BKEYS,
+        blocking_zsets::bzpopmin
+    ),
+    cmd!(
+        "sorted-set",
+        "bzpopmax",
+        -3,
+        B,
+        BKEYS,
+        blocking_zsets::bzpopmax
+    ),
+    cmd!(
+        "sorted-set",
+        "bzmpop",
+        -5,
+        BM,
+        NOKEY,
+        blocking_zsets::bzmpop
+    ),
     cmd!("sorted-set", "zrevrange", -4, RS, KEY1, zsets::zrevrange),
     cmd!("sorted-set", "zrank", -3, R, KEY1, zsets::zrank),
     cmd!("sorted-set", "zrevrank", -3, R, KEY1, zsets::zrevrank),

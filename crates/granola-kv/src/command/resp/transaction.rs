@@ -141,6 +141,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     let mut out = NoPause(&mut *ctx.out);
     // The queued commands run alone (an MGET needs no retry alone).
     ctx.conn.alone = true;
+    ctx.conn.exec = true;
     for _ in 0..m.count {
         let Parsed::Done { cmd, consumed } = resp::parse(rest, &limits) else {
             // Unreachable: we encoded these requests ourselves.
@@ -159,5 +160,6 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         rest = rest.get(consumed..).unwrap_or_default();
     }
     ctx.conn.alone = false;
+    ctx.conn.exec = false;
     Step::Done
 }

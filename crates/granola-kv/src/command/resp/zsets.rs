@@ -457,6 +457,18 @@ pub fn zpopmax(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     zpop(ctx, cmd, false)
 }
 
+/// Pops up to `count` members of the sorted set at `key`, lowest scores
+/// first if `min`; `None` after writing the error for a key of another
+/// type. A missing key gives nothing.
+pub(super) fn pop_scored(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    count: usize,
+    min: bool,
+) -> Option<Vec<(Member, f64)>> {
+    edit(ctx, key, T, Growth::default(), |z| z.pop_scored(count, min)).ok()
+}
+
 fn zpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, min: bool) -> Step {
     let count = match cmd.arg(2) {
         None => 1,
@@ -468,9 +480,7 @@ fn zpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, min: bool) -> Step {
             }
         },
     };
-    if let Ok(popped) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
-        z.pop_scored(count, min)
-    }) {
+    if let Some(popped) = pop_scored(ctx, arg(cmd, 1), count, min) {
         if ctx.version() == resp::Version::Resp3 && cmd.len() == 2 {
             match popped.first() {
                 Some((m, s)) => {

@@ -1,0 +1,355 @@
+//! Redis's blocking commands over real sockets: BLPOP/BRPOP/BLMPOP/BLMOVE/
+//! BRPOPLPUSH and BZPOPMIN/BZPOPMAX/BZMPOP, served when another client
+//! writes (on either worker thread) or answered at their timeout; a work
+//! queue whose every job is taken exactly once; clients that leave while
+//! blocked; and MULTI, where nothing waits.
+
+mod common;
+
+use common::*;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+fn bulk(s: &str) -> Resp {
+    Resp::Bulk(Some(s.as_bytes().to_vec()))
+}
+
+fn arr(items: Vec<Resp>) -> Resp {
+    Resp::Array(Some(items))
+}
+
+fn blocked_clients(srv: &Server) -> u64 {
+    resp_info_u64(srv.resp(), "blocked_clients")
+}
+
+/// Waits until `n` clients are blocked (so a following write is sure to
+/// find them waiting, not arrive first).
+fn until_blocked(srv: &Server, n: u64) {
+    srv.wait_for(&format!("{n} blocked clients"), |s| blocked_clients(s) == n);
+}
+
+#[test]
+fn a_timeout_answers_null_and_waits_that_long() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let t0 = Instant::now();
+    assert_eq!(c.resp(&["BLPOP", "nothing", "0.2"]), Resp::Array(None));
+    assert!(
+        t0.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(c.resp(&["BRPOPLPUSH", "a", "b", "0.05"]), Resp::Bulk(None));
+    assert_eq!(
+        c.resp(&["BLMOVE", "a", "b", "LEFT", "RIGHT", "0.05"]),
+        Resp::Bulk(None)
+    );
+    assert_eq!(
+        c.resp(&["BLMPOP", "0.05", "2", "a", "b", "LEFT"]),
+        Resp::Array(None)
+    );
+    assert_eq!(c.resp(&["BZPOPMIN", "z", "0.05"]), Resp::Array(None));
+    assert_eq!(
+        c.resp(&["BZMPOP", "0.05", "1", "z", "MAX"]),
+        Resp::Array(None)
+    );
+    // RESP3's null.
+    let mut hello = resp_cmd(&["HELLO", "3"]);
+    hello.extend_from_slice(&resp_cmd(&["PING"]));
+    c.send(&hello);
+    c.read_until(b"+PONG\r\n");
+    c.send(&resp_cmd(&["BLPOP", "nothing", "0.05"]));
+    assert_eq!(c.read_line(), b"_\r\n");
+    assert_eq!(blocked_clients(&srv), 0);
+}
+
+#[test]
+fn data_already_there_is_served_at_once() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    c.resp(&["RPUSH", "l2", "x", "y", "z"]);
+    // The first non-empty key, in the order given.
+    assert_eq!(
+        c.resp(&["BLPOP", "l1", "l2", "0"]),
+        arr(vec![bulk("l2"), bulk("x")])
+    );
+    assert_eq!(
+        c.resp(&["BRPOP", "l2", "0"]),
+        arr(vec![bulk("l2"), bulk("z")])
+    );
+    c.resp(&["RPUSH", "l3", "a", "b", "c"]);
+    assert_eq!(
+        c.resp(&["BLMPOP", "0", "2", "l1", "l3", "RIGHT", "COUNT", "2"]),
+        arr(vec![bulk("l3"), arr(vec![bulk("c"), bulk("b")])])
+    );
+    assert_eq!(
+        c.resp(&["LMPOP", "1", "l3", "LEFT", "COUNT", "5"]),
+        arr(vec![bulk("l3"), arr(vec![bulk("a")])])
+    );
+    assert_eq!(c.resp(&["LMPOP", "1", "l3", "LEFT"]), Resp::Array(None));
+    assert_eq!(
+        c.resp(&["BLMOVE", "l2", "d", "LEFT", "LEFT", "0"]),
+        bulk("y")
+    );
+    assert_eq!(c.resp(&["LRANGE", "d", "0", "-1"]), arr(vec![bulk("y")]));
+    c.resp(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+    assert_eq!(
+        c.resp(&["BZPOPMAX", "z", "0"]),
+        arr(vec![bulk("z"), bulk("c"), bulk("3")])
+    );
+    assert_eq!(
+        c.resp(&["BZMPOP", "0", "1", "z", "MIN", "COUNT", "5"]),
+        arr(vec![
+            bulk("z"),
+            arr(vec![
+                arr(vec![bulk("a"), bulk("1")]),
+                arr(vec![bulk("b"), bulk("2")])
+            ])
+        ])
+    );
+    assert_eq!(c.resp(&["ZMPOP", "1", "z", "MIN"]), Resp::Array(None));
+}
+
+#[test]
+fn bad_arguments_get_redis_errors() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    let err = |c: &mut Client, args: &[&str], want: &str| match c.resp(args) {
+        Resp::Error(e) => assert_eq!(String::from_utf8_lossy(&e), want, "{args:?}"),
+        r => panic!("{args:?}: {r:?}"),
+    };
+    err(&mut c, &["BLPOP", "k", "-1"], "ERR timeout is negative");
+    err(
+        &mut c,
+        &["BLPOP", "k", "soon"],
+        "ERR timeout is not a float or out of range",
+    );
+    err(
+        &mut c,
+        &["BLPOP", "k", "inf"],
+        "ERR timeout is not a float or out of range",
+    );
+    err(
+        &mut c,
+        &["BLMPOP", "0", "0", "k", "LEFT"],
+        "ERR numkeys should be greater than 0",
+    );
+    err(
+        &mut c,
+        &["BLMPOP", "0", "2", "k", "LEFT"],
+        "ERR syntax error",
+    );
+    err(&mut c, &["LMPOP", "1", "k", "UP"], "ERR syntax error");
+    err(
+        &mut c,
+        &["LMPOP", "1", "k", "LEFT", "COUNT", "0"],
+        "ERR count should be greater than 0",
+    );
+    err(
+        &mut c,
+        &["BZMPOP", "0", "1", "z", "LEFT"],
+        "ERR syntax error",
+    );
+    err(
+        &mut c,
+        &["BLMOVE", "a", "b", "UP", "LEFT", "0"],
+        "ERR syntax error",
+    );
+    err(
+        &mut c,
+        &["BLPOP", "k"],
+        "ERR wrong number of arguments for 'blpop' command",
+    );
+    c.resp(&["SET", "s", "v"]);
+    match c.resp(&["BLPOP", "s", "0"]) {
+        Resp::Error(e) => assert!(e.starts_with(b"WRONGTYPE"), "{}", show(&e)),
+        r => panic!("{r:?}"),
+    }
+    match c.resp(&["BZPOPMIN", "s", "0"]) {
+        Resp::Error(e) => assert!(e.starts_with(b"WRONGTYPE"), "{}", show(&e)),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(blocked_clients(&srv), 0);
+}
+
+#[test]
+fn a_push_from_another_client_wakes_the_waiter() {
+    let srv = Server::default_config();
+    // The test server runs two workers; connections land on either, so
+    // over the rounds both a same-worker and a cross-worker wake happen.
+    for round in 0..6 {
+        let addr = srv.resp();
+        let key = format!("q{round}");
+        let k2 = key.clone();
+        let waiter = std::thread::spawn(move || {
+            let mut w = Client::connect(addr);
+            // A pipelined PING waits behind the blocked BLPOP.
+            let mut req = resp_cmd(&["BLPOP", "other", &k2, "10"]);
+            req.extend_from_slice(&resp_cmd(&["PING"]));
+            w.send(&req);
+            let got = w.read_resp();
+            assert_eq!(w.read_resp(), Resp::Simple(b"PONG".to_vec()));
+            got
+        });
+        until_blocked(&srv, 1);
+        let mut p = Client::connect(srv.resp());
+        assert_eq!(p.resp(&["LPUSH", &key, "job"]), Resp::Int(1));
+        let got = waiter.join().unwrap();
+        assert_eq!(got, arr(vec![bulk(&key), bulk("job")]));
+        // Taken, not left behind.
+        assert_eq!(p.resp(&["LLEN", &key]), Resp::Int(0));
+        assert_eq!(blocked_clients(&srv), 0);
+    }
+}
+
+#[test]
+fn blmove_and_bzpopmin_wake_on_their_writes() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let mover = std::thread::spawn(move || {
+        Client::connect(addr).resp(&["BLMOVE", "src", "dst", "RIGHT", "LEFT", "10"])
+    });
+    let popper = std::thread::spawn(move || Client::connect(addr).resp(&["BZPOPMIN", "z", "10"]));
+    until_blocked(&srv, 2);
+    let mut p = Client::connect(srv.resp());
+    p.resp(&["RPUSH", "src", "a", "b"]);
+    p.resp(&["ZADD", "z", "7", "m"]);
+    assert_eq!(mover.join().unwrap(), bulk("b"));
+    assert_eq!(
+        popper.join().unwrap(),
+        arr(vec![bulk("z"), bulk("m"), bulk("7")])
+    );
+    assert_eq!(p.resp(&["LRANGE", "src", "0", "-1"]), arr(vec![bulk("a")]));
+    assert_eq!(p.resp(&["LRANGE", "dst", "0", "-1"]), arr(vec![bulk("b")]));
+    // A BLMOVE's push wakes whoever waits on its destination.
+    let chained = std::thread::spawn(move || Client::connect(addr).resp(&["BLPOP", "dst2", "10"]));
+    until_blocked(&srv, 1);
+    p.resp(&["RPUSH", "src2", "c"]);
+    assert_eq!(
+        p.resp(&["BLMOVE", "src2", "dst2", "LEFT", "LEFT", "1"]),
+        bulk("c")
+    );
+    assert_eq!(chained.join().unwrap(), arr(vec![bulk("dst2"), bulk("c")]));
+}
+
+#[test]
+fn a_client_that_leaves_while_blocked_takes_nothing() {
+    let srv = Server::default_config();
+    {
+        let mut gone = Client::connect(srv.resp());
+        gone.send(&resp_cmd(&["BLPOP", "jobs", "0"]));
+        until_blocked(&srv, 1);
+    } // closed here
+    until_blocked(&srv, 0);
+    let mut p = Client::connect(srv.resp());
+    p.resp(&["RPUSH", "jobs", "j1"]);
+    assert_eq!(
+        p.resp(&["LRANGE", "jobs", "0", "-1"]),
+        arr(vec![bulk("j1")])
+    );
+}
+
+#[test]
+fn inside_multi_nothing_waits() {
+    let srv = Server::default_config();
+    let mut c = Client::connect(srv.resp());
+    c.resp(&["MULTI"]);
+    assert_eq!(
+        c.resp(&["BLPOP", "none", "0"]),
+        Resp::Simple(b"QUEUED".to_vec())
+    );
+    assert_eq!(
+        c.resp(&["RPUSH", "l", "v"]),
+        Resp::Simple(b"QUEUED".to_vec())
+    );
+    assert_eq!(
+        c.resp(&["BRPOP", "l", "0"]),
+        Resp::Simple(b"QUEUED".to_vec())
+    );
+    assert_eq!(
+        c.resp(&["EXEC"]),
+        arr(vec![
+            Resp::Array(None),
+            Resp::Int(1),
+            arr(vec![bulk("l"), bulk("v")])
+        ])
+    );
+}
+
+/// One job's text: its producer, number and a checksum of both, so a torn
+/// or invented job is caught.
+fn job(producer: usize, n: usize) -> String {
+    let body = format!("p{producer}-n{n}");
+    format!("{body}-{:016x}", fnv(body.as_bytes()))
+}
+
+#[test]
+fn a_work_queue_hands_every_job_out_exactly_once() {
+    const PRODUCERS: usize = 3;
+    const JOBS: usize = 300;
+    const CONSUMERS: usize = 4;
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let consumers: Vec<_> = (0..CONSUMERS)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                let mut got = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while Instant::now() < deadline {
+                    match c.resp(&["BRPOP", "work", "stop", "5"]) {
+                        Resp::Array(Some(kv)) if kv[0] == bulk("stop") => break,
+                        Resp::Array(Some(kv)) => {
+                            let Resp::Bulk(Some(v)) = &kv[1] else {
+                                panic!("{kv:?}")
+                            };
+                            got.push(String::from_utf8(v.clone()).unwrap());
+                        }
+                        r => panic!("BRPOP gave {r:?}"),
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                for n in 0..JOBS {
+                    let Resp::Int(_) = c.resp(&["LPUSH", "work", &job(p, n)]) else {
+                        panic!("LPUSH failed");
+                    };
+                }
+            })
+        })
+        .collect();
+    for p in producers {
+        p.join().unwrap();
+    }
+    // The queue drains before the consumers are told to stop.
+    srv.wait_for("the queue to drain", |s| {
+        Client::connect(s.resp()).resp(&["LLEN", "work"]) == Resp::Int(0)
+    });
+    let mut c = Client::connect(addr);
+    let stops: Vec<String> = (0..CONSUMERS).map(|i| format!("stop{i}")).collect();
+    let mut push = vec!["RPUSH", "stop"];
+    push.extend(stops.iter().map(String::as_str));
+    c.resp(&push);
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for h in consumers {
+        for j in h.join().unwrap() {
+            total += 1;
+            let (body, sum) = j.rsplit_once('-').expect("job shape");
+            assert_eq!(
+                sum,
+                format!("{:016x}", fnv(body.as_bytes())),
+                "torn job {j}"
+            );
+            assert!(seen.insert(j.clone()), "job {j} handed out twice");
+        }
+    }
+    assert_eq!(total, PRODUCERS * JOBS, "jobs lost");
+    assert_eq!(blocked_clients(&srv), 0);
+}
