@@ -353,3 +353,86 @@ fn a_work_queue_hands_every_job_out_exactly_once() {
     assert_eq!(total, PRODUCERS * JOBS, "jobs lost");
     assert_eq!(blocked_clients(&srv), 0);
 }
+
+#[test]
+fn xread_block_waits_for_entries_after_dollar() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let mut p = Client::connect(addr);
+    p.resp(&["XADD", "s", "1-1", "old", "x"]);
+    let reader = std::thread::spawn(move || {
+        Client::connect(addr).resp(&["XREAD", "BLOCK", "0", "STREAMS", "other", "s", "0-0", "$"])
+    });
+    until_blocked(&srv, 1);
+    // `$` was the last ID when the read began: only the new entry comes.
+    p.resp(&["XADD", "s", "2-1", "new", "y"]);
+    assert_eq!(
+        reader.join().unwrap(),
+        arr(vec![arr(vec![
+            bulk("s"),
+            arr(vec![arr(vec![
+                bulk("2-1"),
+                arr(vec![bulk("new"), bulk("y")])
+            ])])
+        ])])
+    );
+}
+
+#[test]
+fn xreadgroup_block_delivers_new_entries_and_holds_them_pending() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let mut p = Client::connect(addr);
+    assert_eq!(
+        p.resp(&["XGROUP", "CREATE", "q", "g", "$", "MKSTREAM"]),
+        Resp::Simple(b"OK".to_vec())
+    );
+    let worker = std::thread::spawn(move || {
+        Client::connect(addr).resp(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "w1",
+            "BLOCK",
+            "5000",
+            "COUNT",
+            "10",
+            "STREAMS",
+            "q",
+            ">",
+        ])
+    });
+    until_blocked(&srv, 1);
+    p.resp(&["XADD", "q", "5-0", "job", "1"]);
+    assert_eq!(
+        worker.join().unwrap(),
+        arr(vec![arr(vec![
+            bulk("q"),
+            arr(vec![arr(vec![
+                bulk("5-0"),
+                arr(vec![bulk("job"), bulk("1")])
+            ])])
+        ])])
+    );
+    let Resp::Array(Some(summary)) = p.resp(&["XPENDING", "q", "g"]) else {
+        panic!("XPENDING");
+    };
+    assert_eq!(summary[0], Resp::Int(1));
+    // A consumer's history answers at once, BLOCK or not.
+    let t0 = Instant::now();
+    assert_eq!(
+        p.resp(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "w2",
+            "BLOCK",
+            "5000",
+            "STREAMS",
+            "q",
+            "0"
+        ]),
+        arr(vec![arr(vec![bulk("q"), arr(vec![])])])
+    );
+    assert!(t0.elapsed() < Duration::from_secs(4));
+}

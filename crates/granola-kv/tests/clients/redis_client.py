@@ -6,6 +6,7 @@ wrong answer.
 """
 import os
 import sys
+import threading
 
 import redis
 
@@ -190,6 +191,7 @@ def main():
     check("commandstats usec_per_call", "usec_per_call" in stats["cmdstat_get"], True)
     hashes_and_sets(r, other)
     streams(r)
+    blocking(r, port, kw)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
     print("redis client: all checks passed")
@@ -403,6 +405,69 @@ def consumer_groups(r):
     names = sorted(c["name"] for c in r.xinfo_consumers("Q", "workers"))
     check("xinfo consumers", names, [b"a", b"b", b"c"])
     check("xgroup destroy", r.xgroup_destroy("Q", "workers"), 1)
+
+
+def blocking(r, port, kw):
+    """A job queue as RQ and Celery run one on Redis: workers in BRPOP on
+    their own connections, a producer pushing; every job is taken once.
+    Then the timeouts, BZPOPMIN, and XREAD/XREADGROUP with BLOCK."""
+    r.delete("jobs", "done")
+    check("blpop timeout", r.blpop(["nothing"], timeout=0.1), None)
+    taken = [[] for _ in range(3)]
+
+    def worker(i):
+        w = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30, **kw)
+        while True:
+            key, job = w.brpop(["jobs", "done"], timeout=20)
+            if key == b"done":
+                return
+            taken[i].append(job)
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for t in workers:
+        t.start()
+    for n in range(300):
+        r.lpush("jobs", f"job-{n}")
+    for _ in workers:
+        r.rpush("done", "stop")
+    for t in workers:
+        t.join(60)
+        check("worker finished", t.is_alive(), False)
+    got = sorted(j for part in taken for j in part)
+    check("every job once", got, sorted(f"job-{n}".encode() for n in range(300)))
+
+    r.delete("Z9")
+    out = {}
+    t = threading.Thread(target=lambda: out.update(z=redis.Redis(
+        host="127.0.0.1", port=port, socket_timeout=30, **kw).bzpopmin("Z9", timeout=10)))
+    t.start()
+    wait_blocked(r, 1)
+    r.zadd("Z9", {"m": 2.5})
+    t.join(30)
+    check("bzpopmin", tuple(out["z"]), (b"Z9", b"m", 2.5))
+
+    r.delete("S9")
+    r.xadd("S9", {"n": "old"})
+    t = threading.Thread(target=lambda: out.update(x=redis.Redis(
+        host="127.0.0.1", port=port, socket_timeout=30, **kw).xread({"S9": "$"}, block=10000)))
+    t.start()
+    wait_blocked(r, 1)
+    new_id = r.xadd("S9", {"n": "new"})
+    t.join(30)
+    res = out["x"]
+    entries = res[b"S9"][0] if isinstance(res, dict) else res[0][1]
+    check("xread block", [(e[0], e[1]) for e in entries], [(new_id, {b"n": b"new"})])
+    check("xread block timeout", bool(r.xread({"S9": "$"}, block=50)), False)
+
+
+def wait_blocked(r, n):
+    """Until `n` clients are blocked (the write must find them waiting)."""
+    for _ in range(500):
+        if r.info("clients")["blocked_clients"] == n:
+            return
+        threading.Event().wait(0.01)
+    print(f"FAIL: never {n} blocked clients", file=sys.stderr)
+    sys.exit(1)
 
 
 if __name__ == "__main__":

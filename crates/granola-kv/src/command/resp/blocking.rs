@@ -1,5 +1,6 @@
 //! How a Redis blocking command waits (`BLPOP`, `BRPOP`, `BLMOVE`,
-//! `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`, `BZPOPMAX`).
+//! `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`, `BZPOPMAX`, `BZMPOP`, `XREAD
+//! BLOCK`, `XREADGROUP BLOCK`).
 //!
 //! A blocking command first tries to serve itself like its non-blocking
 //! twin. If there is nothing to take it registers the keys it waits on in
@@ -113,6 +114,9 @@ pub struct Blocked {
     deadline: Option<Instant>,
     /// The doorbell generation read before its last look.
     seen: u64,
+    /// XREAD's start in each stream, fixed when it began to wait (`$` is
+    /// the last ID *then*).
+    stream_starts: Vec<crate::store::StreamId>,
     _registration: Registration,
 }
 
@@ -126,6 +130,16 @@ impl std::fmt::Debug for Blocked {
 }
 
 impl Blocked {
+    /// XREAD's kept starts (empty for other commands).
+    pub fn stream_starts(&self) -> &[crate::store::StreamId] {
+        &self.stream_starts
+    }
+
+    /// Keeps XREAD's starts for its next looks.
+    pub fn keep_stream_starts(&mut self, starts: Vec<crate::store::StreamId>) {
+        self.stream_starts = starts;
+    }
+
     /// What the session parks on.
     pub fn park(&self) -> Park {
         Park {
@@ -187,6 +201,7 @@ pub fn wait_for(
         ctx.conn.blocked = Some(Blocked {
             deadline: wait.map(|w| Instant::now() + w),
             seen: 0,
+            stream_starts: Vec::new(),
             _registration: waiters.wait_on(keys),
         });
     }

@@ -4,8 +4,8 @@
 //! XPENDING (summary and extended, IDLE), XCLAIM (IDLE, TIME,
 //! RETRYCOUNT, FORCE, JUSTID, LASTID), XAUTOCLAIM, and the XINFO GROUPS
 //! and CONSUMERS replies. The groups live in the stream's body
-//! (`store/stream_groups.rs`). `XREADGROUP BLOCK` is refused like `XREAD
-//! BLOCK`: granola-kv has no blocking commands.
+//! (`store/stream_groups.rs`). `XREADGROUP BLOCK` waits for new entries
+//! (`>`) as the blocking list commands do (`blocking.rs`).
 
 use super::collections::{edit, read};
 use super::streams::{
@@ -247,16 +247,47 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             },
         }
     }
+    // With BLOCK, only new entries (`>`) are waited for: reading a
+    // consumer's history answers at once, as in Redis.
+    match read.block {
+        Some(wait) if starts.iter().all(Option::is_none) => super::blocking::wait_for(
+            ctx,
+            keys,
+            wait,
+            |ctx| read_group(ctx, keys, group, consumer, &starts, count, noack),
+            |ctx| ctx.null_array(),
+        ),
+        _ => {
+            if !read_group(ctx, keys, group, consumer, &starts, count, noack) {
+                ctx.null_array();
+            }
+            Step::Done
+        }
+    }
+}
+
+/// Answers XREADGROUP for `starts` (`None`: `>`); true once it wrote a
+/// reply (entries, or an error), false (nothing written) when there is
+/// nothing new to deliver.
+fn read_group(
+    ctx: &mut Ctx<'_>,
+    keys: &[&[u8]],
+    group: &[u8],
+    consumer: &[u8],
+    starts: &[Option<StreamId>],
+    count: usize,
+    noack: bool,
+) -> bool {
     // Every key and group must exist before anything is delivered.
     for &k in keys {
         match ctx.coll(k, T) {
-            Err(Replied) => return Step::Done,
+            Err(Replied) => return true,
             Ok(Some(item)) if item.read_dict(|d| has_group(d, group)) == Some(true) => {}
             Ok(_) => {
                 let mut e = nogroup(k, group);
                 e.extend_from_slice(b" in XREADGROUP with GROUP option");
                 ctx.error(&e);
-                return Step::Done;
+                return true;
             }
         }
     }
@@ -266,7 +297,7 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         bytes: consumer.len(),
     };
     let mut out: Vec<(&[u8], bool, Vec<Taken>)> = Vec::new();
-    for (&k, start) in keys.iter().zip(&starts) {
+    for (&k, start) in keys.iter().zip(starts) {
         let r = edit(ctx, k, T, growth, |s| {
             let mut taken = Vec::new();
             match start {
@@ -325,15 +356,14 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             Ok(None) => {
                 // The group went away between the check and the read.
                 ctx.error(&nogroup(k, group));
-                return Step::Done;
+                return true;
             }
-            Err(Replied) => return Step::Done,
+            Err(Replied) => return true,
         }
     }
     out.retain(|(_, history, taken)| *history || !taken.is_empty());
     if out.is_empty() {
-        ctx.null_array();
-        return Step::Done;
+        return false;
     }
     let reply = ReadReply::open(ctx, out.len());
     for (k, _, taken) in &out {
@@ -343,7 +373,7 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             write_taken(ctx, t);
         }
     }
-    Step::Done
+    true
 }
 
 fn has_group(d: &Dict, group: &[u8]) -> bool {

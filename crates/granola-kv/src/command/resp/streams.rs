@@ -1,13 +1,11 @@
 //! Stream commands: XADD (NOMKSTREAM, MAXLEN/MINID trimming), XLEN,
 //! XRANGE and XREVRANGE (exclusive bounds, COUNT), XDEL, XTRIM, XREAD
-//! (COUNT; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is a
+//! (COUNT, BLOCK; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is a
 //! B-tree of entries by ID (`store/stream.rs`): O(log n) per entry.
 //!
-//! Consumer groups are in `stream_groups.rs`. Not served: `XREAD BLOCK`
-//! (and XREADGROUP's), refused with an error saying so: granola-kv has no
-//! blocking commands, and answering at once as if the timeout had passed
-//! would turn a client's wait loop into a busy loop; and `XINFO STREAM
-//! FULL`.
+//! `XREAD BLOCK` waits as the blocking list commands do
+//! ([`super::blocking`]). Consumer groups are in `stream_groups.rs`. Not
+//! served: `XINFO STREAM FULL`.
 
 use super::collections::{edit, read, CType};
 use super::{parse_i64, Ctx, Replied};
@@ -387,7 +385,9 @@ pub fn xtrim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `XREAD [COUNT n] [BLOCK ms] STREAMS key [key ...] id [id ...]`: entries
 /// after each ID (`$`: after the stream's last ID, so none now; `+`: the
-/// last entry).
+/// last entry). With BLOCK and nothing to read it waits (see
+/// [`super::blocking`]) for an entry after the IDs, `$` read as the last
+/// ID when it started waiting.
 pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Ok(read) = ReadArgs::parse(ctx, cmd, 1, false) else {
         return Step::Done;
@@ -407,42 +407,99 @@ pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             return Step::Done;
         }
     }
-    let mut found: Vec<(&[u8], &[u8], crate::store::Item)> = Vec::new();
-    for (&k, &id) in keys.iter().zip(ids) {
+    // `$` is where the stream ended when the read began: kept while it
+    // waits, so entries added meanwhile are found.
+    let starts: Vec<Start> = match ctx.conn.blocked.as_ref().map(|b| b.stream_starts()) {
+        Some(kept) if kept.len() == keys.len() => kept.iter().map(|&id| Start::After(id)).collect(),
+        _ => keys
+            .iter()
+            .zip(ids)
+            .map(|(&k, &id)| match id {
+                b"$" => Start::After(last_id(ctx, k)),
+                b"+" => Start::Last,
+                id => Start::After(parse_id(id, 0).expect("validated")),
+            })
+            .collect(),
+    };
+    let Some(wait) = read.block else {
+        if !read_streams(ctx, keys, &starts, count) {
+            ctx.null_array();
+        }
+        return Step::Done;
+    };
+    let step = super::blocking::wait_for(
+        ctx,
+        keys,
+        wait,
+        |ctx| read_streams(ctx, keys, &starts, count),
+        |ctx| ctx.null_array(),
+    );
+    if let (Step::Block, Some(b)) = (&step, ctx.conn.blocked.as_mut()) {
+        // `+` on an empty stream waits for its first entry.
+        b.keep_stream_starts(
+            starts
+                .iter()
+                .map(|s| match s {
+                    Start::After(id) => *id,
+                    Start::Last => StreamId { ms: 0, seq: 0 },
+                })
+                .collect(),
+        );
+    }
+    step
+}
+
+/// Where XREAD starts in one stream.
+enum Start {
+    /// The entries after this ID.
+    After(StreamId),
+    /// The last entry (`+`).
+    Last,
+}
+
+/// The last ID of the stream at `key` (0-0 for none).
+fn last_id(ctx: &mut Ctx<'_>, key: &[u8]) -> StreamId {
+    match ctx.coll(key, T) {
+        Ok(Some(item)) => item.read_dict(|s| s.stream_meta().map(|m| m.last_id)),
+        _ => None,
+    }
+    .flatten()
+    .unwrap_or(StreamId { ms: 0, seq: 0 })
+}
+
+/// Answers XREAD with the entries of every stream that has some after
+/// its start; false (nothing written) if none has.
+fn read_streams(ctx: &mut Ctx<'_>, keys: &[&[u8]], starts: &[Start], count: usize) -> bool {
+    let mut found: Vec<(&[u8], &Start, crate::store::Item)> = Vec::new();
+    for (&k, start) in keys.iter().zip(starts) {
         if let Ok(Some(item)) = ctx.coll(k, T) {
             let has = item
-                .read_dict(|s| match id {
-                    b"$" => false,
-                    b"+" => !s.is_empty(),
-                    id => {
-                        let after = parse_id(id, 0).expect("validated");
-                        s.stream_range(Bound::Excluded(after), Bound::Unbounded)
-                            .next()
-                            .is_some()
-                    }
+                .read_dict(|s| match start {
+                    Start::Last => !s.is_empty(),
+                    Start::After(after) => s
+                        .stream_range(Bound::Excluded(*after), Bound::Unbounded)
+                        .next()
+                        .is_some(),
                 })
                 .unwrap_or(false);
             if has {
-                found.push((k, id, item));
+                found.push((k, start, item));
             }
         }
     }
     if found.is_empty() {
-        ctx.null_array();
-        return Step::Done;
+        return false;
     }
     let reply = ReadReply::open(ctx, found.len());
-    for (k, id, item) in &found {
+    for (k, start, item) in &found {
         reply.stream(ctx, k);
         item.read_dict(|s| {
-            let entries: Vec<StreamEntry<'_>> = match *id {
-                b"+" => s.stream_last().into_iter().collect(),
-                id => {
-                    let after = parse_id(id, 0).expect("validated");
-                    s.stream_range(Bound::Excluded(after), Bound::Unbounded)
-                        .take(count)
-                        .collect()
-                }
+            let entries: Vec<StreamEntry<'_>> = match start {
+                Start::Last => s.stream_last().into_iter().collect(),
+                Start::After(after) => s
+                    .stream_range(Bound::Excluded(*after), Bound::Unbounded)
+                    .take(count)
+                    .collect(),
             };
             ctx.array(entries.len());
             for e in &entries {
@@ -450,7 +507,7 @@ pub fn xread(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
         });
     }
-    Step::Done
+    true
 }
 
 /// The options and streams of XREAD and XREADGROUP: `[COUNT n] [BLOCK
@@ -460,6 +517,8 @@ pub(super) struct ReadArgs<'a> {
     pub(super) count: usize,
     /// XREADGROUP's NOACK.
     pub(super) noack: bool,
+    /// BLOCK's wait (`Some(None)`: `BLOCK 0`, no timeout).
+    pub(super) block: Option<Option<std::time::Duration>>,
     /// The keys, then as many IDs.
     streams: Vec<&'a [u8]>,
 }
@@ -473,7 +532,7 @@ impl<'a> ReadArgs<'a> {
         from: usize,
         group: bool,
     ) -> Result<ReadArgs<'a>, Replied> {
-        let (mut i, mut count, mut noack) = (from, usize::MAX, false);
+        let (mut i, mut count, mut noack, mut block) = (from, usize::MAX, false, None);
         let streams_at = loop {
             let Some(w) = cmd.arg(i) else {
                 ctx.raw(resp::ERR_SYNTAX);
@@ -489,14 +548,19 @@ impl<'a> ReadArgs<'a> {
                 }
                 i += 2;
             } else if w.eq_ignore_ascii_case(b"BLOCK") {
-                let name = if group { "XREADGROUP" } else { "XREAD" };
-                ctx.error(
-                    format!(
-                        "ERR {name} BLOCK is not supported: granola-kv has no blocking commands"
-                    )
-                    .as_bytes(),
-                );
-                return Err(Replied);
+                match cmd.arg(i + 1).and_then(parse_i64) {
+                    Some(ms) if ms < 0 => {
+                        ctx.error(b"ERR timeout is negative");
+                        return Err(Replied);
+                    }
+                    Some(0) => block = Some(None),
+                    Some(ms) => block = Some(Some(std::time::Duration::from_millis(ms as u64))),
+                    None => {
+                        ctx.error(b"ERR timeout is not an integer or out of range");
+                        return Err(Replied);
+                    }
+                }
+                i += 2;
             } else if group && w.eq_ignore_ascii_case(b"NOACK") {
                 noack = true;
                 i += 1;
@@ -519,6 +583,7 @@ impl<'a> ReadArgs<'a> {
         Ok(ReadArgs {
             count,
             noack,
+            block,
             streams,
         })
     }
