@@ -436,3 +436,56 @@ fn xreadgroup_block_delivers_new_entries_and_holds_them_pending() {
     );
     assert!(t0.elapsed() < Duration::from_secs(4));
 }
+
+#[test]
+fn client_unblock_ends_a_wait_as_timeout_or_error() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    for (how, want) in [
+        (None, Resp::Array(None)),
+        (Some("TIMEOUT"), Resp::Array(None)),
+        (
+            Some("ERROR"),
+            Resp::Error(b"UNBLOCKED client unblocked via CLIENT UNBLOCK".to_vec()),
+        ),
+    ] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let mut w = Client::connect(addr);
+            let Resp::Int(id) = w.resp(&["CLIENT", "ID"]) else {
+                panic!("CLIENT ID");
+            };
+            tx.send(id).unwrap();
+            w.resp(&["BLPOP", "never", "0"])
+        });
+        let id = rx.recv().unwrap().to_string();
+        until_blocked(&srv, 1);
+        let mut c = Client::connect(addr);
+        let mut args = vec!["CLIENT", "UNBLOCK", &id];
+        args.extend(how);
+        assert_eq!(c.resp(&args), Resp::Int(1));
+        assert_eq!(waiter.join().unwrap(), want);
+        // Not blocked (any more): 0.
+        assert_eq!(c.resp(&["CLIENT", "UNBLOCK", &id]), Resp::Int(0));
+    }
+    let mut c = Client::connect(addr);
+    match c.resp(&["CLIENT", "UNBLOCK", "1", "LATER"]) {
+        Resp::Error(e) => assert!(e.starts_with(b"ERR CLIENT UNBLOCK reason"), "{}", show(&e)),
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn the_idle_timeout_spares_a_blocked_client() {
+    let mut cfg = config();
+    cfg.idle_timeout_secs = 1;
+    let srv = Server::start(cfg);
+    let addr = srv.resp();
+    let waiter = std::thread::spawn(move || Client::connect(addr).resp(&["BLPOP", "late", "0"]));
+    until_blocked(&srv, 1);
+    // Past the idle timeout and several sweeps.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(blocked_clients(&srv), 1, "the blocked client was closed");
+    Client::connect(addr).resp(&["RPUSH", "late", "v"]);
+    assert_eq!(waiter.join().unwrap(), arr(vec![bulk("late"), bulk("v")]));
+}

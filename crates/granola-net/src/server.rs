@@ -811,6 +811,11 @@ impl Worker {
             if conn.closing.is_some() {
                 continue; // CLOSE_LINGER applies
             }
+            if conn.session.park().is_some() {
+                // Waiting for another client (a blocking command) is not
+                // idleness: the idle timeout spares it, as Redis's does.
+                conn.timer.last_input = now;
+            }
             match conn.timer.sweep(&conn.tx, now, limits) {
                 Verdict::Keep => {}
                 Verdict::Release => {

@@ -42,6 +42,17 @@ pub struct Waiters {
     keys: Mutex<HashMap<Box<[u8]>, usize>>,
     /// Registrations alive (a fast "nobody waits" check for writers).
     registered: AtomicUsize,
+    /// Blocked clients by id, with a `CLIENT UNBLOCK` asked for them.
+    clients: Mutex<HashMap<u64, Option<Unblock>>>,
+}
+
+/// How `CLIENT UNBLOCK` ends a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unblock {
+    /// As if the timeout had passed (the default).
+    Timeout,
+    /// With an `-UNBLOCKED` error.
+    Error,
 }
 
 impl Waiters {
@@ -71,16 +82,52 @@ impl Waiters {
         }
     }
 
-    /// Registers a client waiting on `keys` until the result is dropped.
-    fn wait_on(self: &Arc<Self>, keys: &[&[u8]]) -> Registration {
+    /// `CLIENT UNBLOCK id`: ends client `id`'s wait, if it waits; false
+    /// if it does not.
+    pub fn unblock(&self, id: u64, how: Unblock) -> bool {
+        let found = match self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&id)
+        {
+            Some(asked) => {
+                *asked = Some(how);
+                true
+            }
+            None => false,
+        };
+        if found {
+            self.bell.ring();
+        }
+        found
+    }
+
+    /// Takes the `CLIENT UNBLOCK` asked for client `id`, if any.
+    fn take_unblock(&self, id: u64) -> Option<Unblock> {
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&id)
+            .and_then(Option::take)
+    }
+
+    /// Registers client `id` waiting on `keys` until the result is dropped.
+    fn wait_on(self: &Arc<Self>, id: u64, keys: &[&[u8]]) -> Registration {
         let mut map = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let keys: Vec<Box<[u8]>> = keys.iter().map(|k| Box::<[u8]>::from(*k)).collect();
         for k in &keys {
             *map.entry(k.clone()).or_insert(0) += 1;
         }
+        drop(map);
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, None);
         self.registered.fetch_add(1, Ordering::SeqCst);
         Registration {
             waiters: self.clone(),
+            id,
             keys,
         }
     }
@@ -90,6 +137,7 @@ impl Waiters {
 /// out, or the connection closed) takes them out.
 struct Registration {
     waiters: Arc<Waiters>,
+    id: u64,
     keys: Vec<Box<[u8]>>,
 }
 
@@ -104,6 +152,12 @@ impl Drop for Registration {
                 }
             }
         }
+        drop(map);
+        self.waiters
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
         self.waiters.registered.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -202,12 +256,20 @@ pub fn wait_for(
             deadline: wait.map(|w| Instant::now() + w),
             seen: 0,
             stream_starts: Vec::new(),
-            _registration: waiters.wait_on(keys),
+            _registration: waiters.wait_on(ctx.conn.info.id, keys),
         });
     }
     let seen = waiters.bell().generation();
     if serve(ctx) {
         ctx.conn.blocked = None;
+        return Step::Done;
+    }
+    if let Some(how) = waiters.take_unblock(ctx.conn.info.id) {
+        ctx.conn.blocked = None;
+        match how {
+            Unblock::Timeout => on_timeout(ctx),
+            Unblock::Error => ctx.error(b"UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+        }
         return Step::Done;
     }
     let Some(blocked) = ctx.conn.blocked.as_mut() else {

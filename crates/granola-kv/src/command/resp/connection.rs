@@ -1,5 +1,6 @@
 //! Connection commands: HELLO AUTH SELECT CLIENT RESET QUIT.
 
+use super::blocking::Unblock;
 use super::{clients, parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Version};
@@ -189,6 +190,22 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             ctx.verbatim(text.as_bytes());
         }
         (b"no-evict" | b"no-touch", 3) => ctx.ok(),
+        (b"unblock", 3 | 4) => {
+            let how = match cmd.arg(3) {
+                None => Some(Unblock::Timeout),
+                Some(w) if w.eq_ignore_ascii_case(b"TIMEOUT") => Some(Unblock::Timeout),
+                Some(w) if w.eq_ignore_ascii_case(b"ERROR") => Some(Unblock::Error),
+                Some(_) => None,
+            };
+            match (parse_i64(arg(cmd, 2)), how) {
+                (Some(id), Some(how)) if id >= 0 => {
+                    let done = ctx.shared.waiters.unblock(id as u64, how);
+                    ctx.int(i64::from(done));
+                }
+                (None, _) => ctx.raw(resp::ERR_NOT_INTEGER),
+                _ => ctx.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+            }
+        }
         _ => {
             ctx.unknown_subcommand("CLIENT", arg(cmd, 1), true);
         }
