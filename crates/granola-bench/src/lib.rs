@@ -19,5 +19,6 @@
 pub mod echo;
 pub mod load;
 pub mod paper;
+pub mod pingpong;
 pub mod ser;
 pub mod workload;

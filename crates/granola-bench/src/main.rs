@@ -2,7 +2,8 @@
 //! `granola-bench ser [--quick] [--json out.json] ...` (serialization),
 //! `granola-bench load --protocol resp --addr 127.0.0.1:6379 --workload ycsb --rate 50k ...`
 //! (load generator; see `docs/load-generator.md`), and
-//! `granola-bench paper <name>|all [--quick]` (the papers' experiments; see `granola_bench::paper`).
+//! `granola-bench paper <name>|all [--quick]` (the papers' experiments; see `granola_bench::paper`),
+//! `granola-bench pingpong --addr 127.0.0.1:6379` (blocking-command round trips).
 #![deny(unsafe_code)]
 
 use std::path::PathBuf;
@@ -33,6 +34,10 @@ enum Command {
     /// Echo benchmark (issue #3): serialize-and-send vs copying variants and
     /// peer libraries, copy vs gather of cold pieces, MSG_ZEROCOPY.
     Echo(granola_bench::echo::EchoArgs),
+    /// Blocking-command round trips (LPUSH/BLPOP ping-pong) against a
+    /// Redis-protocol server; `--idle-clients N` parks N clients in BLPOP.
+    /// Prints one JSON line.
+    Pingpong(granola_bench::pingpong::PingPongArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -199,6 +204,19 @@ fn main() -> ExitCode {
         },
         Command::Paper(args) => match granola_bench::paper::run(args) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Pingpong(args) => match granola_bench::pingpong::run(&args) {
+            Ok(r) => {
+                println!(
+                    "{}",
+                    serde_json::to_string(&r).expect("a report serializes")
+                );
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::FAILURE

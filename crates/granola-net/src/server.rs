@@ -18,7 +18,7 @@
 
 pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
-use crate::park::{Doorbell, Park, Parked};
+use crate::park::{generations, Doorbell, Park, Parked};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
 use crate::timeouts::{ConnTimer, Limits, Verdict, SWEEP_EVERY};
@@ -639,7 +639,7 @@ impl Worker {
         } = parts;
         let epoll = Epoll::new(256)?;
         epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
-        let bells = doorbells(&tcp, &waker);
+        let bells = doorbells(&tcp);
         for (i, (l, _)) in tcp.iter().enumerate() {
             epoll.add(l.as_fd(), TOKEN_TCP_BASE + i as u64, true, false)?;
         }
@@ -681,19 +681,13 @@ impl Worker {
     }
 
     fn run(&mut self) {
+        attach_doorbells(&self.bells, &self.waker);
         let mut events = Vec::with_capacity(256);
         while !self.stop.load(Ordering::Relaxed) {
             events.clear();
             // A timeout so zero-copy completions are collected even on an
             // idle connection.
-            let wait_ms = if self.parked.is_empty() {
-                100
-            } else {
-                let conns = &self.conns;
-                self.parked.wait_ms(100, Instant::now(), |i| {
-                    conns.get(i)?.as_ref()?.session.park()?.deadline
-                })
-            };
+            let wait_ms = self.parked.wait_ms(100, Instant::now());
             if let Err(e) = self.epoll.wait(&mut events, wait_ms) {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
@@ -743,38 +737,47 @@ impl Worker {
     /// deadline passed (see [`crate::park`]), oldest first.
     fn serve_parked(&mut self) {
         let now = Instant::now();
-        for idx in self.parked.snapshot() {
-            let due = match self.conns.get(idx).and_then(Option::as_ref) {
+        let gens = generations(&self.bells);
+        if !self.parked.look_due(gens, now) {
+            return;
+        }
+        let mut earliest: Option<Instant> = None;
+        for idx in self.parked.begin_look(gens) {
+            let parked = match self.conns.get(idx).and_then(Option::as_ref) {
                 Some(conn) if conn.closing.is_none() => {
                     match (conn.session.park(), &self.bells[conn.service]) {
-                        (Some(p), Some(bell)) => p.due(bell, now),
-                        _ => {
-                            self.parked.remove(idx);
-                            continue;
-                        }
+                        (Some(p), Some(bell)) => Some((p, p.due(bell, now))),
+                        _ => None,
                     }
                 }
-                _ => {
-                    self.parked.remove(idx);
-                    continue;
-                }
+                _ => None,
             };
-            if due {
-                let bp = self.cfg.backpressure_bytes;
-                if let Some(conn) = self.conns[idx].as_mut() {
-                    run_session(conn, bp);
+            match parked {
+                None => self.parked.remove(idx),
+                Some((_, true)) => {
+                    let bp = self.cfg.backpressure_bytes;
+                    if let Some(conn) = self.conns[idx].as_mut() {
+                        run_session(conn, bp);
+                    }
+                    // Flushes what it answered, settles the interest set
+                    // and notes the session again if it still waits.
+                    self.conn_event(
+                        idx,
+                        Event {
+                            token: TOKEN_CONN_BASE + idx as u64,
+                            readable: false,
+                            writable: false,
+                        },
+                    );
                 }
-                // Flushes what it answered and settles the interest set.
-                self.conn_event(
-                    idx,
-                    Event {
-                        token: TOKEN_CONN_BASE + idx as u64,
-                        readable: false,
-                        writable: false,
-                    },
-                );
+                Some((p, false)) => {
+                    if let Some(d) = p.deadline {
+                        earliest = Some(earliest.map_or(d, |e| e.min(d)));
+                    }
+                }
             }
         }
+        self.parked.end_look(earliest);
     }
 
     /// Closes connections that have been closing for longer than
@@ -1011,8 +1014,13 @@ impl Worker {
             self.close(idx, reason);
             return;
         }
-        if conn.session.park().is_some() {
-            self.parked.add(idx);
+        match conn.session.park() {
+            Some(p) => {
+                let bell = self.bells[conn.service].as_ref();
+                self.parked.add(idx, p, bell.map_or(0, |b| b.generation()));
+            }
+            None if !self.parked.is_empty() => self.parked.remove(idx),
+            None => {}
         }
         let want_read = conn.closing.is_none() && !conn.paused && conn.tx.queued_bytes() <= bp;
         let want_write = conn.writing
@@ -1080,20 +1088,18 @@ impl Worker {
     }
 }
 
-/// Each TCP service's doorbell, with this worker's waker attached to it.
-pub(crate) fn doorbells(
-    tcp: &[(TcpListener, Arc<dyn Service>)],
-    waker: &Arc<Waker>,
-) -> Vec<Option<Arc<Doorbell>>> {
-    tcp.iter()
-        .map(|(_, svc)| {
-            let bell = svc.doorbell();
-            if let Some(b) = &bell {
-                b.attach(waker.clone());
-            }
-            bell
-        })
-        .collect()
+/// Each TCP service's doorbell (by service index).
+pub(crate) fn doorbells(tcp: &[(TcpListener, Arc<dyn Service>)]) -> Vec<Option<Arc<Doorbell>>> {
+    tcp.iter().map(|(_, svc)| svc.doorbell()).collect()
+}
+
+/// Attaches the worker running on this thread to its services' doorbells
+/// (called first thing on the worker's own thread: a ring from this
+/// thread then skips its eventfd).
+pub(crate) fn attach_doorbells(bells: &[Option<Arc<Doorbell>>], waker: &Arc<Waker>) {
+    for bell in bells.iter().flatten() {
+        bell.attach(waker.clone());
+    }
 }
 
 /// Hands the connection's unconsumed input to its session and notes

@@ -15,7 +15,7 @@
 
 use super::ring::{self, split, user_data, Cqe, Op, Ring, UdpReceived};
 use crate::datapath::Datapath;
-use crate::park::{Doorbell, Parked};
+use crate::park::{generations, Doorbell, Parked};
 use crate::rx::RxBuffer;
 use crate::server::{
     ConnIo, ServerConfig, ServerStats, Service, Session, UdpEndpoint, WorkerParts,
@@ -138,7 +138,7 @@ impl Worker {
             stop,
             stats,
         } = parts;
-        let bells = crate::server::doorbells(&tcp, &waker);
+        let bells = crate::server::doorbells(&tcp);
         let udp = udp
             .into_iter()
             .map(|(sock, svc)| {
@@ -211,18 +211,12 @@ impl Worker {
     }
 
     pub(crate) fn run(&mut self) {
+        crate::server::attach_doorbells(&self.bells, &self.waker);
         let mut enters_seen = 0;
         while !self.stop.load(Ordering::Relaxed) {
             self.cqes.clear();
             let mut cqes = std::mem::take(&mut self.cqes);
-            let wait_ms = if self.parked.is_empty() {
-                100
-            } else {
-                let conns = &self.conns;
-                self.parked.wait_ms(100, Instant::now(), |i| {
-                    conns.get(i)?.as_ref()?.session.park()?.deadline
-                })
-            };
+            let wait_ms = self.parked.wait_ms(100, Instant::now());
             if let Err(e) = self.ring.enter(
                 Duration::from_millis(wait_ms.max(0) as u64),
                 std::mem::take(&mut self.eager),
@@ -572,34 +566,46 @@ impl Worker {
 
     /// Runs again the parked sessions whose doorbell rang or whose
     /// deadline passed (see [`crate::park`]); `turn_end` sends what they
-    /// answered.
+    /// answered and notes again those that still wait.
     fn serve_parked(&mut self) {
         let now = Instant::now();
+        let gens = generations(&self.bells);
+        if !self.parked.look_due(gens, now) {
+            return;
+        }
         let bp = self.cfg.backpressure_bytes;
-        for idx in self.parked.snapshot() {
+        let mut earliest: Option<Instant> = None;
+        for idx in self.parked.begin_look(gens) {
             let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
                 self.parked.remove(idx);
                 continue;
             };
-            let park = conn.session.park();
-            match (park, &self.bells[conn.service]) {
+            match (conn.session.park(), &self.bells[conn.service]) {
                 (Some(p), Some(bell)) if conn.closing.is_none() && !conn.dead => {
                     if p.due(bell, now) {
                         run_session(conn, bp);
                         self.dirty.push(idx);
+                    } else if let Some(d) = p.deadline {
+                        earliest = Some(earliest.map_or(d, |e| e.min(d)));
                     }
                 }
                 _ => self.parked.remove(idx),
             }
         }
+        self.parked.end_look(earliest);
     }
 
     fn settle(&mut self, idx: usize, bp: usize) {
         let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
-        if conn.session.park().is_some() {
-            self.parked.add(idx);
+        match conn.session.park() {
+            Some(p) => {
+                let bell = self.bells[conn.service].as_ref();
+                self.parked.add(idx, p, bell.map_or(0, |b| b.generation()));
+            }
+            None if !self.parked.is_empty() => self.parked.remove(idx),
+            None => {}
         }
         // A session paused on back-pressure goes on once the queue drained.
         if conn.paused && conn.closing.is_none() && !conn.dead && conn.tx.queued_bytes() <= bp {
