@@ -489,3 +489,78 @@ fn the_idle_timeout_spares_a_blocked_client() {
     Client::connect(addr).resp(&["RPUSH", "late", "v"]);
     assert_eq!(waiter.join().unwrap(), arr(vec![bulk("late"), bulk("v")]));
 }
+
+#[test]
+fn the_longest_waiting_client_is_served_first() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        waiters.push(std::thread::spawn(move || {
+            Client::connect(addr).resp(&["BLPOP", "fifo", "10"])
+        }));
+        until_blocked(&srv, i + 1);
+    }
+    let mut p = Client::connect(addr);
+    for (i, w) in waiters.into_iter().enumerate() {
+        let v = format!("v{i}");
+        p.resp(&["RPUSH", "fifo", &v]);
+        assert_eq!(w.join().unwrap(), arr(vec![bulk("fifo"), bulk(&v)]));
+    }
+}
+
+#[test]
+fn one_push_of_several_elements_reaches_as_many_waiters() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let waiters: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                let got = c.resp(&["BLPOP", "many", "10"]);
+                (got, c)
+            })
+        })
+        .collect();
+    until_blocked(&srv, 4);
+    let mut p = Client::connect(addr);
+    p.resp(&["RPUSH", "many", "x", "y", "z"]);
+    // Three are served, the fourth still waits; one more push serves it.
+    srv.wait_for("three served", |s| blocked_clients(s) == 1);
+    p.resp(&["RPUSH", "many", "w"]);
+    let mut got: Vec<String> = waiters
+        .into_iter()
+        .map(|h| {
+            let (r, _c) = h.join().unwrap();
+            let Resp::Array(Some(kv)) = r else {
+                panic!("{r:?}")
+            };
+            let Resp::Bulk(Some(v)) = &kv[1] else {
+                panic!("{kv:?}")
+            };
+            String::from_utf8(v.clone()).unwrap()
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, ["w", "x", "y", "z"]);
+    assert_eq!(blocked_clients(&srv), 0);
+}
+
+#[test]
+fn a_waiter_whose_element_was_taken_waits_on() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let waiter = std::thread::spawn(move || Client::connect(addr).resp(&["BLPOP", "k", "10"]));
+    until_blocked(&srv, 1);
+    // The push wakes the waiter, but the transaction's LPOP takes the
+    // element first (nothing runs between EXEC's commands).
+    let mut p = Client::connect(addr);
+    p.resp(&["MULTI"]);
+    p.resp(&["RPUSH", "k", "taken"]);
+    p.resp(&["LPOP", "k"]);
+    assert_eq!(p.resp(&["EXEC"]), arr(vec![Resp::Int(1), bulk("taken")]));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(blocked_clients(&srv), 1, "the waiter stopped waiting");
+    p.resp(&["RPUSH", "k", "mine"]);
+    assert_eq!(waiter.join().unwrap(), arr(vec![bulk("k"), bulk("mine")]));
+}

@@ -18,7 +18,7 @@
 
 pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
-use crate::park::{generations, Doorbell, Park, Parked};
+use crate::park::{ConnWaker, Deadlines, Park, Wakeups};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
 use crate::timeouts::{ConnTimer, Limits, Verdict, SWEEP_EVERY};
@@ -59,6 +59,8 @@ pub struct ConnIo<'a> {
     pub peer: SocketAddr,
     /// The back-pressure mark ([`ServerConfig::backpressure_bytes`]).
     pub backpressure: usize,
+    /// Runs this session again while it is parked (see [`crate::park`]).
+    pub waker: &'a ConnWaker,
 }
 
 impl ConnIo<'_> {
@@ -83,8 +85,8 @@ pub trait Session: Send {
 
     /// `Some` while the session waits for something other than its input
     /// (see [`crate::park`]): the server calls [`on_input`](Self::on_input)
-    /// again, without new input, when the service's doorbell rings or the
-    /// deadline passes.
+    /// again, without new input, when the connection's
+    /// [`ConnIo::waker`] is called or the deadline passes.
     fn park(&self) -> Option<Park> {
         None
     }
@@ -100,11 +102,6 @@ pub trait Service: Send + Sync {
     /// closed (memcached: `ERROR Too many open connections`); `None` closes
     /// it silently.
     fn refusal(&self) -> Option<&[u8]> {
-        None
-    }
-    /// The bell this service's parked sessions wait on (see
-    /// [`crate::park`]); `None` for a service whose sessions never park.
-    fn doorbell(&self) -> Option<Arc<Doorbell>> {
         None
     }
 }
@@ -498,6 +495,12 @@ struct Conn {
     closing_since: Option<std::time::Instant>,
     /// Write and idle timeouts, TX buffer release.
     timer: ConnTimer,
+    /// Tells this connection from a later one in the same slot.
+    stamp: u64,
+    /// Wakes the session while it is parked.
+    waker: ConnWaker,
+    /// The parked session's deadline already queued in `deadlines`.
+    deadline_queued: Option<Instant>,
 }
 
 /// A UDP service port as a worker serves it (epoll, io_uring, and the
@@ -608,10 +611,14 @@ struct Worker {
     now: Instant,
     /// When the next timeout sweep is due.
     next_sweep: Instant,
-    /// Each TCP service's doorbell (by service index), if it has one.
-    bells: Vec<Option<Arc<Doorbell>>>,
-    /// Connections whose sessions wait on their service's doorbell.
-    parked: Parked,
+    /// Parked connections woken by other sessions (see [`crate::park`]).
+    wakeups: Arc<Wakeups>,
+    /// Parked connections' deadlines.
+    deadlines: Deadlines,
+    /// The next connection's stamp.
+    next_stamp: u64,
+    /// Scratch: the connections to run again this turn.
+    woken: Vec<(usize, u64)>,
 }
 
 /// What every backend's worker starts from: its share of the listening
@@ -639,7 +646,6 @@ impl Worker {
         } = parts;
         let epoll = Epoll::new(256)?;
         epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
-        let bells = doorbells(&tcp);
         for (i, (l, _)) in tcp.iter().enumerate() {
             epoll.add(l.as_fd(), TOKEN_TCP_BASE + i as u64, true, false)?;
         }
@@ -658,6 +664,7 @@ impl Worker {
             }
             endpoints.push(UdpEndpoint::new(&pool, &cfg, txcfg, sock, &*svc));
         }
+        let wakeups = Wakeups::new(waker.clone());
         Ok(Worker {
             pool,
             cfg,
@@ -675,19 +682,25 @@ impl Worker {
             stats,
             now: Instant::now(),
             next_sweep: Instant::now() + SWEEP_EVERY,
-            bells,
-            parked: Parked::default(),
+            wakeups,
+            deadlines: Deadlines::default(),
+            next_stamp: 0,
+            woken: Vec::new(),
         })
     }
 
     fn run(&mut self) {
-        attach_doorbells(&self.bells, &self.waker);
+        self.wakeups.set_owner();
         let mut events = Vec::with_capacity(256);
         while !self.stop.load(Ordering::Relaxed) {
             events.clear();
             // A timeout so zero-copy completions are collected even on an
             // idle connection.
-            let wait_ms = self.parked.wait_ms(100, Instant::now());
+            let wait_ms = if self.wakeups.pending() {
+                0
+            } else {
+                self.deadlines.wait_ms(100, Instant::now())
+            };
             if let Err(e) = self.epoll.wait(&mut events, wait_ms) {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
@@ -697,9 +710,7 @@ impl Worker {
             for ev in &events {
                 self.dispatch(*ev);
             }
-            if !self.parked.is_empty() {
-                self.serve_parked();
-            }
+            self.serve_woken();
             if self.now >= self.next_sweep {
                 self.next_sweep = self.now + SWEEP_EVERY;
                 self.sweep();
@@ -733,51 +744,35 @@ impl Worker {
         }
     }
 
-    /// Runs again the parked sessions whose doorbell rang or whose
-    /// deadline passed (see [`crate::park`]), oldest first.
-    fn serve_parked(&mut self) {
-        let now = Instant::now();
-        let gens = generations(&self.bells);
-        if !self.parked.look_due(gens, now) {
-            return;
-        }
-        let mut earliest: Option<Instant> = None;
-        for idx in self.parked.begin_look(gens) {
-            let parked = match self.conns.get(idx).and_then(Option::as_ref) {
-                Some(conn) if conn.closing.is_none() => {
-                    match (conn.session.park(), &self.bells[conn.service]) {
-                        (Some(p), Some(bell)) => Some((p, p.due(bell, now))),
-                        _ => None,
-                    }
-                }
-                _ => None,
+    /// Runs again the parked sessions that were woken or whose deadline
+    /// passed (see [`crate::park`]).
+    fn serve_woken(&mut self) {
+        let mut woken = std::mem::take(&mut self.woken);
+        self.wakeups.drain(&mut woken);
+        self.deadlines.due(Instant::now(), &mut woken);
+        let bp = self.cfg.backpressure_bytes;
+        for &(idx, stamp) in &woken {
+            let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+                continue;
             };
-            match parked {
-                None => self.parked.remove(idx),
-                Some((_, true)) => {
-                    let bp = self.cfg.backpressure_bytes;
-                    if let Some(conn) = self.conns[idx].as_mut() {
-                        run_session(conn, bp);
-                    }
-                    // Flushes what it answered, settles the interest set
-                    // and notes the session again if it still waits.
-                    self.conn_event(
-                        idx,
-                        Event {
-                            token: TOKEN_CONN_BASE + idx as u64,
-                            readable: false,
-                            writable: false,
-                        },
-                    );
-                }
-                Some((p, false)) => {
-                    if let Some(d) = p.deadline {
-                        earliest = Some(earliest.map_or(d, |e| e.min(d)));
-                    }
-                }
+            if conn.stamp != stamp || conn.closing.is_some() || conn.session.park().is_none() {
+                continue; // a later connection, or no longer waiting
             }
+            conn.deadline_queued = None;
+            run_session(conn, bp);
+            // Flushes what it answered, settles the interest set and queues
+            // the deadline again if it still waits.
+            self.conn_event(
+                idx,
+                Event {
+                    token: TOKEN_CONN_BASE + idx as u64,
+                    readable: false,
+                    writable: false,
+                },
+            );
         }
-        self.parked.end_look(earliest);
+        woken.clear();
+        self.woken = woken;
     }
 
     /// Closes connections that have been closing for longer than
@@ -897,6 +892,14 @@ impl Worker {
                 }
             }
             let session = self.tcp[li].1.session(peer);
+            let idx = match self.free.pop() {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+            };
+            self.next_stamp += 1;
             let conn = Conn {
                 dp,
                 rx: RxBuffer::new(self.pool.clone(), self.cfg.rx_chunk, self.cfg.rx_max),
@@ -911,13 +914,9 @@ impl Worker {
                 paused: false,
                 closing_since: None,
                 timer: ConnTimer::new(self.now),
-            };
-            let idx = match self.free.pop() {
-                Some(i) => i,
-                None => {
-                    self.conns.push(None);
-                    self.conns.len() - 1
-                }
+                stamp: self.next_stamp,
+                waker: ConnWaker::new(self.wakeups.clone(), idx, self.next_stamp),
+                deadline_queued: None,
             };
             if let Err(e) = self.epoll.add(
                 conn.dp.stream().as_fd(),
@@ -1014,13 +1013,11 @@ impl Worker {
             self.close(idx, reason);
             return;
         }
-        match conn.session.park() {
-            Some(p) => {
-                let bell = self.bells[conn.service].as_ref();
-                self.parked.add(idx, p, bell.map_or(0, |b| b.generation()));
+        if let Some(Park { deadline: Some(d) }) = conn.session.park() {
+            if conn.deadline_queued != Some(d) {
+                conn.deadline_queued = Some(d);
+                self.deadlines.add(d, idx, conn.stamp);
             }
-            None if !self.parked.is_empty() => self.parked.remove(idx),
-            None => {}
         }
         let want_read = conn.closing.is_none() && !conn.paused && conn.tx.queued_bytes() <= bp;
         let want_write = conn.writing
@@ -1048,7 +1045,6 @@ impl Worker {
         if conn.closing_since.is_some() {
             self.closing_pending -= 1;
         }
-        self.parked.remove(idx);
         let _ = self.epoll.delete(conn.dp.stream().as_fd());
         let name = self.tcp[conn.service].1.name().to_string();
         if let Some(r) = reason {
@@ -1088,20 +1084,6 @@ impl Worker {
     }
 }
 
-/// Each TCP service's doorbell (by service index).
-pub(crate) fn doorbells(tcp: &[(TcpListener, Arc<dyn Service>)]) -> Vec<Option<Arc<Doorbell>>> {
-    tcp.iter().map(|(_, svc)| svc.doorbell()).collect()
-}
-
-/// Attaches the worker running on this thread to its services' doorbells
-/// (called first thing on the worker's own thread: a ring from this
-/// thread then skips its eventfd).
-pub(crate) fn attach_doorbells(bells: &[Option<Arc<Doorbell>>], waker: &Arc<Waker>) {
-    for bell in bells.iter().flatten() {
-        bell.attach(waker.clone());
-    }
-}
-
 /// Hands the connection's unconsumed input to its session and notes
 /// whether it stopped early because of back-pressure.
 fn run_session(conn: &mut Conn, backpressure: usize) {
@@ -1110,6 +1092,7 @@ fn run_session(conn: &mut Conn, backpressure: usize) {
         tx: &mut conn.tx,
         peer: conn.peer,
         backpressure,
+        waker: &conn.waker,
     };
     if let Err(c) = conn.session.on_input(&mut io) {
         conn.closing = Some(c.reason);

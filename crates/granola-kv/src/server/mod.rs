@@ -23,7 +23,6 @@ pub mod session;
 use crate::store::{Store, StoreConfig};
 use config::Config;
 use granola::{Pool, PoolConfig};
-use granola_net::park::Doorbell;
 use granola_net::server::{
     DatagramHandler, DatagramService, Server, ServerConfig, ServerHandle, ServerStats, Service,
     Session,
@@ -57,7 +56,7 @@ pub struct Shared {
     pub resp_gate: crate::command::resp::gate::Gate,
     /// The pool of connection buffers (the `--conn-memory` share).
     pub conn_pool: Pool,
-    /// Keys blocked Redis clients wait on (`BLPOP`...), and their doorbell.
+    /// Keys blocked Redis clients wait on (`BLPOP`...), and their wakers.
     pub waiters: Arc<crate::command::resp::blocking::Waiters>,
 }
 
@@ -144,8 +143,6 @@ struct Svc<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> {
     make: F,
     /// What a connection over `-c` is told before it is closed.
     refusal: Option<&'static [u8]>,
-    /// What its sessions park on, if they ever wait for other clients.
-    doorbell: Option<Arc<Doorbell>>,
 }
 
 impl<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> Service for Svc<F> {
@@ -157,9 +154,6 @@ impl<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> Service for Svc<F> {
     }
     fn refusal(&self) -> Option<&[u8]> {
         self.refusal
-    }
-    fn doorbell(&self) -> Option<Arc<Doorbell>> {
-        self.doorbell.clone()
     }
 }
 
@@ -306,7 +300,6 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "memcached",
                 refusal: Some(b"ERROR Too many open connections\r\n"),
-                doorbell: None,
                 make: move |peer| {
                     Box::new(Driver::new(memcache::Memcache::new(s.clone(), peer)))
                         as Box<dyn Session>
@@ -322,7 +315,6 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "resp",
                 refusal: Some(b"-ERR max number of clients reached\r\n"),
-                doorbell: Some(shared.waiters.bell().clone()),
                 make: move |peer| {
                     Box::new(Driver::new(resp::Resp::new(s.clone(), peer))) as Box<dyn Session>
                 },
@@ -337,7 +329,6 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "native",
                 refusal: None,
-                doorbell: None,
                 // `--serializer`: native itself or a baseline codec.
                 make: move |_| baselines::session(s.clone()),
             }),

@@ -68,6 +68,9 @@ impl Protocol for Resp {
         if cmd.is_empty() {
             return Step::Done;
         }
+        if self.conn.waker.is_none() {
+            self.conn.waker = Some(out.waker.clone());
+        }
         let db = Db::new(&self.shared.store, self.conn.info.db);
         let mut ctx = Ctx {
             shared: &self.shared,

@@ -28,7 +28,7 @@
 
 use crate::protocol::{Parsed, ProtocolError, Recovery, ReplySink};
 use granola::Buf;
-use granola_net::park::Park;
+use granola_net::park::{ConnWaker, Park};
 use granola_net::server::{Close, ConnIo, Session};
 use granola_net::TxQueue;
 
@@ -71,6 +71,9 @@ pub struct Out<'a> {
     pub tx: &'a mut TxQueue,
     /// Queued reply bytes above which [`ReplySink::full`] is true.
     pub mark: usize,
+    /// Runs the connection's session again while it waits (see
+    /// [`granola_net::park`]).
+    pub waker: &'a ConnWaker,
 }
 
 impl ReplySink for Out<'_> {
@@ -148,6 +151,7 @@ impl<P: Protocol> Session for Driver<P> {
         let mut out = Out {
             tx: &mut *io.tx,
             mark: io.backpressure,
+            waker: io.waker,
         };
         loop {
             if self.swallow > 0 {

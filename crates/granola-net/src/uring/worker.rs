@@ -15,7 +15,7 @@
 
 use super::ring::{self, split, user_data, Cqe, Op, Ring, UdpReceived};
 use crate::datapath::Datapath;
-use crate::park::{generations, Doorbell, Parked};
+use crate::park::{ConnWaker, Deadlines, Park, Wakeups};
 use crate::rx::RxBuffer;
 use crate::server::{
     ConnIo, ServerConfig, ServerStats, Service, Session, UdpEndpoint, WorkerParts,
@@ -69,6 +69,10 @@ struct Conn {
     paused: bool,
     /// Write and idle timeouts, TX buffer release.
     timer: ConnTimer,
+    /// Wakes the session while it is parked.
+    waker: ConnWaker,
+    /// The parked session's deadline already queued in `deadlines`.
+    deadline_queued: Option<Instant>,
 }
 
 /// One io_uring worker.
@@ -105,10 +109,12 @@ pub(crate) struct Worker {
     /// The next `io_uring_enter` returns on the first completion (see
     /// [`Ring::enter`]).
     eager: bool,
-    /// Each TCP service's doorbell (by service index), if it has one.
-    bells: Vec<Option<Arc<Doorbell>>>,
-    /// Connections whose sessions wait on their service's doorbell.
-    parked: Parked,
+    /// Parked connections woken by other sessions (see [`crate::park`]).
+    wakeups: Arc<Wakeups>,
+    /// Parked connections' deadlines.
+    deadlines: Deadlines,
+    /// Scratch: the connections to run again this turn.
+    woken: Vec<(usize, u64)>,
 }
 
 impl Worker {
@@ -138,7 +144,7 @@ impl Worker {
             stop,
             stats,
         } = parts;
-        let bells = crate::server::doorbells(&tcp);
+        let wakeups = Wakeups::new(waker.clone());
         let udp = udp
             .into_iter()
             .map(|(sock, svc)| {
@@ -172,8 +178,9 @@ impl Worker {
             now: Instant::now(),
             next_sweep: Instant::now() + SWEEP_EVERY,
             eager: false,
-            bells,
-            parked: Parked::default(),
+            wakeups,
+            deadlines: Deadlines::default(),
+            woken: Vec::new(),
         };
         if let Err(e) = w.arm_all() {
             log::error!("io_uring worker: arming listeners failed: {e}");
@@ -211,12 +218,16 @@ impl Worker {
     }
 
     pub(crate) fn run(&mut self) {
-        crate::server::attach_doorbells(&self.bells, &self.waker);
+        self.wakeups.set_owner();
         let mut enters_seen = 0;
         while !self.stop.load(Ordering::Relaxed) {
             self.cqes.clear();
             let mut cqes = std::mem::take(&mut self.cqes);
-            let wait_ms = self.parked.wait_ms(100, Instant::now());
+            let wait_ms = if self.wakeups.pending() {
+                0
+            } else {
+                self.deadlines.wait_ms(100, Instant::now())
+            };
             if let Err(e) = self.ring.enter(
                 Duration::from_millis(wait_ms.max(0) as u64),
                 std::mem::take(&mut self.eager),
@@ -231,9 +242,7 @@ impl Worker {
                 self.complete(c);
             }
             self.cqes = cqes;
-            if !self.parked.is_empty() {
-                self.serve_parked();
-            }
+            self.serve_woken();
             self.turn_end();
             if self.now >= self.next_sweep {
                 self.next_sweep = self.now + SWEEP_EVERY;
@@ -449,6 +458,8 @@ impl Worker {
             dead: false,
             paused: false,
             timer: ConnTimer::new(self.now),
+            waker: ConnWaker::new(self.wakeups.clone(), idx, u64::from(gen)),
+            deadline_queued: None,
         };
         self.conns[idx] = Some(conn);
         self.stats.conns_open.fetch_add(1, Ordering::Relaxed);
@@ -564,48 +575,42 @@ impl Worker {
         self.expire_closing();
     }
 
-    /// Runs again the parked sessions whose doorbell rang or whose
-    /// deadline passed (see [`crate::park`]); `turn_end` sends what they
-    /// answered and notes again those that still wait.
-    fn serve_parked(&mut self) {
-        let now = Instant::now();
-        let gens = generations(&self.bells);
-        if !self.parked.look_due(gens, now) {
-            return;
-        }
+    /// Runs again the parked sessions that were woken or whose deadline
+    /// passed (see [`crate::park`]); `turn_end` sends what they answered
+    /// and queues the deadline again for those that still wait.
+    fn serve_woken(&mut self) {
+        let mut woken = std::mem::take(&mut self.woken);
+        self.wakeups.drain(&mut woken);
+        self.deadlines.due(Instant::now(), &mut woken);
         let bp = self.cfg.backpressure_bytes;
-        let mut earliest: Option<Instant> = None;
-        for idx in self.parked.begin_look(gens) {
+        for &(idx, stamp) in &woken {
             let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
-                self.parked.remove(idx);
                 continue;
             };
-            match (conn.session.park(), &self.bells[conn.service]) {
-                (Some(p), Some(bell)) if conn.closing.is_none() && !conn.dead => {
-                    if p.due(bell, now) {
-                        run_session(conn, bp);
-                        self.dirty.push(idx);
-                    } else if let Some(d) = p.deadline {
-                        earliest = Some(earliest.map_or(d, |e| e.min(d)));
-                    }
-                }
-                _ => self.parked.remove(idx),
+            if u64::from(conn.gen) != stamp
+                || conn.dead
+                || conn.closing.is_some()
+                || conn.session.park().is_none()
+            {
+                continue; // a later connection, or no longer waiting
             }
+            conn.deadline_queued = None;
+            run_session(conn, bp);
+            self.dirty.push(idx);
         }
-        self.parked.end_look(earliest);
+        woken.clear();
+        self.woken = woken;
     }
 
     fn settle(&mut self, idx: usize, bp: usize) {
         let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
-        match conn.session.park() {
-            Some(p) => {
-                let bell = self.bells[conn.service].as_ref();
-                self.parked.add(idx, p, bell.map_or(0, |b| b.generation()));
+        if let Some(Park { deadline: Some(d) }) = conn.session.park() {
+            if conn.deadline_queued != Some(d) {
+                conn.deadline_queued = Some(d);
+                self.deadlines.add(d, idx, u64::from(conn.gen));
             }
-            None if !self.parked.is_empty() => self.parked.remove(idx),
-            None => {}
         }
         // A session paused on back-pressure goes on once the queue drained.
         if conn.paused && conn.closing.is_none() && !conn.dead && conn.tx.queued_bytes() <= bp {
@@ -829,6 +834,7 @@ fn run_session(conn: &mut Conn, backpressure: usize) {
         tx: &mut conn.tx,
         peer: conn.peer,
         backpressure,
+        waker: &conn.waker,
     };
     if let Err(c) = conn.session.on_input(&mut io) {
         conn.closing = Some(c.reason);

@@ -3,47 +3,65 @@
 //! BLOCK`, `XREADGROUP BLOCK`).
 //!
 //! A blocking command first tries to serve itself like its non-blocking
-//! twin. If there is nothing to take it registers the keys it waits on in
-//! [`Waiters`], reads the doorbell's generation, and tries once more; if
-//! that finds nothing either it returns [`Step::Block`]. The session then
-//! parks (see [`granola_net::park`]) with its request unconsumed, and the
-//! worker runs the request again when the doorbell rings or the deadline
-//! passes.
+//! twin. If there is nothing to take it registers, in [`Waiters`], the keys
+//! it waits on with its connection's waker
+//! ([`granola_net::park::ConnWaker`]), and looks once more; if that finds
+//! nothing either it returns [`Step::Block`]. The session then parks with
+//! its request unconsumed, and its worker runs the request again when the
+//! waker is called or the deadline passes.
 //!
 //! Every write command that finishes calls [`Waiters::touched`] for its
-//! keys (see `dispatch`); that rings the doorbell when a key has waiters.
-//! Registering before the last look and notifying after the write (both
-//! ordered by the key's shard lock) means a push can never slip between a
-//! waiter's look and its park.
+//! keys (see `dispatch`). Registering before the last look and notifying
+//! after the write (both ordered by the key's shard lock) means a push can
+//! never slip between a waiter's look and its park.
 //!
-//! Differences from Redis, by design: a ring re-runs every waiting client
-//! (on every worker), and the first to run takes the element; within one
-//! worker that is the longest waiting, across workers it is not ordered.
-//! Redis hands a pushed element to the longest-waiting client directly.
+//! Who is woken: a write wakes the longest-waiting client of the key only,
+//! as Redis serves one. When a client stops waiting (served, timed out,
+//! unblocked, gone) it wakes the next one of each of its keys, which looks
+//! in turn: so a push of several elements, or one the first client did not
+//! take, still reaches the others, and a thousand clients waiting on one
+//! queue cost one wake per push, not a thousand. Unlike Redis, the pushed
+//! element is not handed over: a client that looks first (a plain LPOP)
+//! can take it, and the woken one waits on.
+//!
 //! Inside MULTI/EXEC a blocking command does not wait, as in Redis: it
 //! answers as if its timeout had passed.
 
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use granola_net::park::{Doorbell, Park};
-use std::collections::HashMap;
+use granola_net::park::{ConnWaker, Park};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The keys blocked clients wait on, and the doorbell their sessions park
-/// on.
+/// The clients blocked on keys, and how to wake them.
 #[derive(Default)]
 pub struct Waiters {
-    bell: Arc<Doorbell>,
-    /// Key -> registrations waiting on it (any database: a spurious ring
-    /// only makes a waiter look again).
-    keys: Mutex<HashMap<Box<[u8]>, usize>>,
+    registry: Mutex<Registry>,
     /// Registrations alive (a fast "nobody waits" check for writers).
     registered: AtomicUsize,
-    /// Blocked clients by id, with a `CLIENT UNBLOCK` asked for them.
-    clients: Mutex<HashMap<u64, Option<Unblock>>>,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// Key -> the ids of the clients waiting on it, longest waiting first
+    /// (any database: a wake from another database's key only makes a
+    /// client look again).
+    keys: HashMap<Box<[u8]>, VecDeque<u64>>,
+    /// Client id -> its waker, and a `CLIENT UNBLOCK` asked for it.
+    clients: HashMap<u64, (ConnWaker, Option<Unblock>)>,
+}
+
+impl Registry {
+    /// Wakes the longest-waiting client of `key`, if any.
+    fn wake_first(&self, key: &[u8]) {
+        let first = self.keys.get(key).and_then(VecDeque::front);
+        if let Some((waker, _)) = first.and_then(|id| self.clients.get(id)) {
+            waker.wake();
+        }
+    }
 }
 
 /// How `CLIENT UNBLOCK` ends a wait.
@@ -56,74 +74,55 @@ pub enum Unblock {
 }
 
 impl Waiters {
-    /// The doorbell the RESP service hands to the server.
-    pub fn bell(&self) -> &Arc<Doorbell> {
-        &self.bell
-    }
-
     /// Blocked clients (`INFO`'s `blocked_clients`).
     pub fn blocked_clients(&self) -> usize {
         self.registered.load(Ordering::Relaxed)
     }
 
-    /// A write finished on `key`: wake whoever waits on it.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A write finished on `key`: wake its longest-waiting client.
     #[inline]
     pub fn touched(&self, key: &[u8]) {
         if self.registered.load(Ordering::SeqCst) == 0 {
             return;
         }
-        let waited = self
-            .keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(key);
-        if waited {
-            self.bell.ring();
-        }
+        self.lock().wake_first(key);
     }
 
     /// `CLIENT UNBLOCK id`: ends client `id`'s wait, if it waits; false
     /// if it does not.
     pub fn unblock(&self, id: u64, how: Unblock) -> bool {
-        let found = match self
-            .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&id)
-        {
-            Some(asked) => {
+        let mut reg = self.lock();
+        match reg.clients.get_mut(&id) {
+            Some((waker, asked)) => {
                 *asked = Some(how);
+                waker.wake();
                 true
             }
             None => false,
-        };
-        if found {
-            self.bell.ring();
         }
-        found
     }
 
     /// Takes the `CLIENT UNBLOCK` asked for client `id`, if any.
     fn take_unblock(&self, id: u64) -> Option<Unblock> {
-        self.clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.lock()
+            .clients
             .get_mut(&id)
-            .and_then(Option::take)
+            .and_then(|(_, asked)| asked.take())
     }
 
-    /// Registers client `id` waiting on `keys` until the result is dropped.
-    fn wait_on(self: &Arc<Self>, id: u64, keys: &[&[u8]]) -> Registration {
-        let mut map = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+    /// Registers client `id` waiting on `keys` (woken through `waker`)
+    /// until the result is dropped.
+    fn wait_on(self: &Arc<Self>, id: u64, waker: ConnWaker, keys: &[&[u8]]) -> Registration {
         let keys: Vec<Box<[u8]>> = keys.iter().map(|k| Box::<[u8]>::from(*k)).collect();
+        let mut reg = self.lock();
         for k in &keys {
-            *map.entry(k.clone()).or_insert(0) += 1;
+            reg.keys.entry(k.clone()).or_default().push_back(id);
         }
-        drop(map);
-        self.clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, None);
+        reg.clients.insert(id, (waker, None));
         self.registered.fetch_add(1, Ordering::SeqCst);
         Registration {
             waiters: self.clone(),
@@ -133,8 +132,9 @@ impl Waiters {
     }
 }
 
-/// One blocked client's keys in [`Waiters`]; dropping it (served, timed
-/// out, or the connection closed) takes them out.
+/// One blocked client's place in [`Waiters`]; dropping it (served, timed
+/// out, unblocked, or the connection closed) takes it out and wakes the
+/// next client of each of its keys.
 struct Registration {
     waiters: Arc<Waiters>,
     id: u64,
@@ -143,21 +143,19 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut map = self.waiters.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reg = self.waiters.lock();
+        reg.clients.remove(&self.id);
         for k in &self.keys {
-            if let Some(n) = map.get_mut(k) {
-                *n -= 1;
-                if *n == 0 {
-                    map.remove(k);
-                }
+            let Some(q) = reg.keys.get_mut(k) else {
+                continue;
+            };
+            q.retain(|&id| id != self.id);
+            if q.is_empty() {
+                reg.keys.remove(k);
+            } else {
+                reg.wake_first(k);
             }
         }
-        drop(map);
-        self.waiters
-            .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
         self.waiters.registered.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -166,8 +164,6 @@ impl Drop for Registration {
 pub struct Blocked {
     /// When it answers as timed out (`None`: never).
     deadline: Option<Instant>,
-    /// The doorbell generation read before its last look.
-    seen: u64,
     /// XREAD's start in each stream, fixed when it began to wait (`$` is
     /// the last ID *then*).
     stream_starts: Vec<crate::store::StreamId>,
@@ -178,7 +174,6 @@ impl std::fmt::Debug for Blocked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Blocked")
             .field("deadline", &self.deadline)
-            .field("seen", &self.seen)
             .finish()
     }
 }
@@ -197,7 +192,6 @@ impl Blocked {
     /// What the session parks on.
     pub fn park(&self) -> Park {
         Park {
-            seen: self.seen,
             deadline: self.deadline,
         }
     }
@@ -251,15 +245,18 @@ pub fn wait_for(
     }
     let waiters = &ctx.shared.waiters;
     if first {
-        // Registered before the last look: a push after it rings.
+        let Some(waker) = ctx.conn.waker.clone() else {
+            // Only a session on a server can wait (unreachable there).
+            on_timeout(ctx);
+            return Step::Done;
+        };
+        // Registered before the last look: a push after it wakes us.
         ctx.conn.blocked = Some(Blocked {
             deadline: wait.map(|w| Instant::now() + w),
-            seen: 0,
             stream_starts: Vec::new(),
-            _registration: waiters.wait_on(ctx.conn.info.id, keys),
+            _registration: waiters.wait_on(ctx.conn.info.id, waker, keys),
         });
     }
-    let seen = waiters.bell().generation();
     if serve(ctx) {
         ctx.conn.blocked = None;
         return Step::Done;
@@ -280,7 +277,6 @@ pub fn wait_for(
         on_timeout(ctx);
         return Step::Done;
     }
-    blocked.seen = seen;
     Step::Block
 }
 

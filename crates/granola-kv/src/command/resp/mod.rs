@@ -58,6 +58,9 @@ pub struct Conn {
     pub wants_alone: bool,
     /// A blocking command waiting for another client (`BLPOP`...).
     pub blocked: Option<blocking::Blocked>,
+    /// Wakes this connection's session while it waits (set by the server
+    /// on the first request).
+    pub waker: Option<granola_net::park::ConnWaker>,
     /// Running the queued commands of an EXEC (blocking commands do not
     /// wait there).
     pub exec: bool,
@@ -88,6 +91,7 @@ impl Conn {
             alone: false,
             wants_alone: false,
             blocked: None,
+            waker: None,
             exec: false,
         }
     }
