@@ -90,6 +90,14 @@ pub trait Session: Send {
     fn park(&self) -> Option<Park> {
         None
     }
+
+    /// True while the session has replies it has not written because the
+    /// TX queue was over the back-pressure mark (Pub/Sub messages): like a
+    /// session paused on unread input, it is called again once the queue
+    /// drains.
+    fn has_output(&self) -> bool {
+        false
+    }
 }
 
 /// A TCP protocol: makes a session per accepted connection.
@@ -1099,7 +1107,7 @@ fn run_session(conn: &mut Conn, backpressure: usize) {
     }
     conn.paused = conn.closing.is_none()
         && conn.tx.queued_bytes() > backpressure
-        && !conn.rx.data().is_empty();
+        && (!conn.rx.data().is_empty() || conn.session.has_output());
 }
 
 /// Folds a TX queue's counters into the shared ones.

@@ -58,6 +58,8 @@ pub struct Shared {
     pub conn_pool: Pool,
     /// Keys blocked Redis clients wait on (`BLPOP`...), and their wakers.
     pub waiters: Arc<crate::command::resp::blocking::Waiters>,
+    /// Redis Pub/Sub channels and patterns.
+    pub bus: Arc<crate::command::resp::pubsub_bus::Bus>,
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -262,6 +264,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         resp_gate: Default::default(),
         conn_pool: conn_pool.clone(),
         waiters: Default::default(),
+        bus: Default::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,

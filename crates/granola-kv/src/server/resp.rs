@@ -13,7 +13,7 @@
 //! [`crate::store`]), so `RPUSH` on a long list costs O(length).
 
 use crate::command::databases::Db;
-use crate::command::resp::{dispatch, Conn, Ctx};
+use crate::command::resp::{dispatch, pubsub, Conn, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Parser};
 use crate::protocol::{Limits, Parsed};
@@ -87,6 +87,19 @@ impl Protocol for Resp {
     }
 
     fn park(&self) -> Option<Park> {
-        self.conn.blocked.as_ref().map(|b| b.park())
+        match (&self.conn.blocked, &self.conn.sub) {
+            (Some(b), _) => Some(b.park()),
+            // Subscribed: runs whenever a publisher wakes it.
+            (None, Some(_)) => Some(Park { deadline: None }),
+            (None, None) => None,
+        }
+    }
+
+    fn deliver(&mut self, out: &mut Out<'_>) -> Result<(), String> {
+        pubsub::deliver(&self.conn, out)
+    }
+
+    fn has_output(&self) -> bool {
+        self.conn.sub.as_ref().is_some_and(|s| s.has_mail())
     }
 }

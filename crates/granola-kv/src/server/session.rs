@@ -59,6 +59,18 @@ pub trait Protocol: Send + 'static {
     fn park(&self) -> Option<Park> {
         None
     }
+
+    /// Writes what arrived for the connection from other clients (Pub/Sub
+    /// messages) before its input is read, while the reply queue is under
+    /// its mark; `Err` closes the connection with that reason.
+    fn deliver(&mut self, _out: &mut Out<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// True while [`deliver`](Self::deliver) left something undelivered.
+    fn has_output(&self) -> bool {
+        false
+    }
 }
 
 /// Where replies go: the connection's TX queue, with its back-pressure
@@ -147,12 +159,17 @@ impl<P: Protocol> Session for Driver<P> {
         self.proto.park()
     }
 
+    fn has_output(&self) -> bool {
+        self.proto.has_output()
+    }
+
     fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
         let mut out = Out {
             tx: &mut *io.tx,
             mark: io.backpressure,
             waker: io.waker,
         };
+        self.proto.deliver(&mut out).map_err(Close::new)?;
         loop {
             if self.swallow > 0 {
                 let n = self.swallow.min(io.rx.data().len());

@@ -192,6 +192,7 @@ def main():
     hashes_and_sets(r, other)
     streams(r)
     blocking(r, port, kw)
+    pubsub(r, port, kw)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
     print("redis client: all checks passed")
@@ -458,6 +459,47 @@ def blocking(r, port, kw):
     entries = res[b"S9"][0] if isinstance(res, dict) else res[0][1]
     check("xread block", [(e[0], e[1]) for e in entries], [(new_id, {b"n": b"new"})])
     check("xread block timeout", bool(r.xread({"S9": "$"}, block=50)), False)
+
+
+def pubsub(r, port, kw):
+    """Pub/Sub through redis-py's PubSub object with the connection's
+    protocol: channels and patterns, messages from another client, the
+    PUBSUB introspection, unsubscribing."""
+    p = r.pubsub(ignore_subscribe_messages=True)
+    p.subscribe("chat")
+    p.psubscribe("log.*")
+
+    def next_message():
+        for _ in range(200):
+            m = p.get_message(timeout=0.05)
+            if m is not None:
+                return m
+        print("FAIL pubsub: no message", file=sys.stderr)
+        sys.exit(1)
+
+    check("numsub", r.pubsub_numsub("chat"), [(b"chat", 1)])
+    check("numpat", r.pubsub_numpat(), 1)
+    check("channels", r.pubsub_channels(), [b"chat"])
+    other = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, **kw)
+    check("publish", other.publish("chat", "hi"), 1)
+    m = next_message()
+    check("message", (m["type"], m["channel"], m["data"]), ("message", b"chat", b"hi"))
+    check("publish pattern", other.publish("log.disk", "full"), 1)
+    m = next_message()
+    check("pmessage", (m["type"], m["pattern"], m["channel"], m["data"]),
+          ("pmessage", b"log.*", b"log.disk", b"full"))
+    for i in range(100):
+        other.publish("chat", f"n{i}")
+    got = [next_message()["data"] for _ in range(100)]
+    check("messages in order", got, [f"n{i}".encode() for i in range(100)])
+    p.unsubscribe("chat")
+    p.punsubscribe()
+    for _ in range(20):
+        if r.pubsub_numsub("chat") == [(b"chat", 0)] and r.pubsub_numpat() == 0:
+            break
+        threading.Event().wait(0.05)
+    check("unsubscribed", (r.pubsub_numsub("chat"), r.pubsub_numpat()), ([(b"chat", 0)], 0))
+    p.close()
 
 
 def wait_blocked(r, n):

@@ -841,5 +841,5 @@ fn run_session(conn: &mut Conn, backpressure: usize) {
     }
     conn.paused = conn.closing.is_none()
         && conn.tx.queued_bytes() > backpressure
-        && !conn.rx.data().is_empty();
+        && (!conn.rx.data().is_empty() || conn.session.has_output());
 }

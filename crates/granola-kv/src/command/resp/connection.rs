@@ -217,6 +217,7 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.multi = None;
     ctx.conn.watched.clear();
+    ctx.conn.sub = None;
     ctx.conn.version = Version::Resp2;
     ctx.conn.info.db = 0;
     ctx.conn.info.name.clear();

@@ -19,6 +19,8 @@ mod hashes;
 mod keys;
 mod lists;
 mod memory;
+pub mod pubsub;
+pub mod pubsub_bus;
 mod server;
 mod sets;
 mod stream_groups;
@@ -61,6 +63,8 @@ pub struct Conn {
     /// Wakes this connection's session while it waits (set by the server
     /// on the first request).
     pub waker: Option<granola_net::park::ConnWaker>,
+    /// Pub/Sub subscriptions (subscribed mode while `Some`).
+    pub sub: Option<pubsub_bus::Subscriber>,
     /// Running the queued commands of an EXEC (blocking commands do not
     /// wait there).
     pub exec: bool,
@@ -92,6 +96,7 @@ impl Conn {
             wants_alone: false,
             blocked: None,
             waker: None,
+            sub: None,
             exec: false,
         }
     }
@@ -309,6 +314,20 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         table::reject(spec);
         transaction::refuse(ctx);
         resp::write_wrong_arity(ctx.out, cmd.name());
+        return Step::Done;
+    }
+    if ctx.conn.sub.is_some()
+        && ctx.conn.version == Version::Resp2
+        && !pubsub::allowed_while_subscribed(spec.name)
+    {
+        table::reject(spec);
+        ctx.error(
+            format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            )
+            .as_bytes(),
+        );
         return Step::Done;
     }
     if ctx.conn.multi.is_some() && !outside_queue(spec.name) {

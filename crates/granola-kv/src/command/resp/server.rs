@@ -12,6 +12,13 @@ use std::sync::atomic::Ordering;
 
 /// `PING [message]`.
 pub fn ping(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if ctx.conn.sub.is_some() && ctx.version() == resp::Version::Resp2 && cmd.len() <= 2 {
+        // Subscribed mode answers in the messages' shape.
+        ctx.array(2);
+        ctx.bytes(b"pong");
+        ctx.bytes(cmd.arg(1).unwrap_or_default());
+        return Step::Done;
+    }
     match cmd.len() {
         1 => ctx.raw(resp::PONG),
         2 => ctx.bytes(cmd.arg(1).unwrap_or_default()),

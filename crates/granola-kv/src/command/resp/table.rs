@@ -5,7 +5,7 @@
 
 use super::gate::my_slot;
 use super::{
-    blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, server, sets,
+    blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub, server, sets,
     stream_groups, streams, strings, transaction, zsets, Ctx,
 };
 use crate::command::Step;
@@ -92,6 +92,8 @@ const WD: &[&str] = &["write"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["admin", "loading", "stale"];
 const B: &[&str] = &["write", "blocking"];
+const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
+const PF: &[&str] = &["pubsub", "loading", "stale", "fast"];
 const BS: &[&str] = &["write", "denyoom", "blocking"];
 const BM: &[&str] = &["write", "blocking", "movablekeys"];
 const LM: &[&str] = &["write", "movablekeys"];
@@ -333,6 +335,20 @@ pub static COMMANDS: &[Spec] = &[
     ),
     // server
     cmd!("connection", "ping", -1, C, NOKEY, server::ping),
+    // pub/sub
+    cmd!("pubsub", "subscribe", -2, PS, NOKEY, pubsub::subscribe),
+    cmd!("pubsub", "psubscribe", -2, PS, NOKEY, pubsub::psubscribe),
+    cmd!("pubsub", "unsubscribe", -1, PS, NOKEY, pubsub::unsubscribe),
+    cmd!(
+        "pubsub",
+        "punsubscribe",
+        -1,
+        PS,
+        NOKEY,
+        pubsub::punsubscribe
+    ),
+    cmd!("pubsub", "publish", 3, PF, NOKEY, pubsub::publish),
+    cmd!("pubsub", "pubsub", -2, PS, NOKEY, pubsub::pubsub),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),
     cmd!("server", "time", 1, C, NOKEY, server::time),
     cmd!("server", "dbsize", 1, R, NOKEY, server::dbsize),

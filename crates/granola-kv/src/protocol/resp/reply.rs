@@ -241,6 +241,13 @@ pub fn write_map_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize, v: Versio
     }
 }
 
+/// Writes a push frame's header (Pub/Sub messages): RESP3 `><n>`, RESP2
+/// an array.
+pub fn write_push_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize, v: Version) {
+    let prefix = if v == Version::Resp3 { b'>' } else { b'*' };
+    write_number_line(sink, prefix, false, n as u64);
+}
+
 /// Writes a set header: RESP3 `~<n>`, RESP2 an array.
 pub fn write_set_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize, v: Version) {
     let prefix = if v == Version::Resp3 { b'~' } else { b'*' };

@@ -1,0 +1,210 @@
+//! Redis Pub/Sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
+//! PUBLISH and PUBSUB (CHANNELS, NUMSUB, NUMPAT, HELP); where messages go:
+//! [`super::pubsub_bus`].
+//!
+//! A RESP3 client gets its messages as push frames and may run any command
+//! meanwhile. A RESP2 client in subscribed mode may run only (P)SUBSCRIBE,
+//! (P)UNSUBSCRIBE, PING (answered `["pong", message]`), QUIT and RESET, as
+//! in Redis; other commands get Redis's error. Unlike Redis, (un)subscribing
+//! inside MULTI is refused (one reply per channel would not fit EXEC's
+//! reply).
+
+use super::pubsub_bus::{Delivery, Subscriber};
+use super::Ctx;
+use crate::command::Step;
+use crate::protocol::resp::{self, Command, Version};
+use crate::protocol::ReplySink;
+
+/// `SUBSCRIBE channel [channel ...]`.
+pub fn subscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    change(ctx, cmd, false, true)
+}
+
+/// `PSUBSCRIBE pattern [pattern ...]`.
+pub fn psubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    change(ctx, cmd, true, true)
+}
+
+/// `UNSUBSCRIBE [channel ...]` (none: every channel).
+pub fn unsubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    change(ctx, cmd, false, false)
+}
+
+/// `PUNSUBSCRIBE [pattern ...]` (none: every pattern).
+pub fn punsubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    change(ctx, cmd, true, false)
+}
+
+/// (Un)subscribes the connection; one `[kind, name, count]` reply per
+/// name, as Redis answers.
+fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, pattern: bool, add: bool) -> Step {
+    let word: &[u8] = match (pattern, add) {
+        (false, true) => b"subscribe",
+        (true, true) => b"psubscribe",
+        (false, false) => b"unsubscribe",
+        (true, false) => b"punsubscribe",
+    };
+    if ctx.conn.exec {
+        // One reply per name would break the EXEC reply's element count.
+        ctx.error(
+            format!(
+                "ERR {} is not allowed inside MULTI",
+                String::from_utf8_lossy(word).to_uppercase()
+            )
+            .as_bytes(),
+        );
+        return Step::Done;
+    }
+    let names: Vec<&[u8]> = cmd.args().skip(1).collect();
+    let version = ctx.version();
+    if add {
+        if ctx.conn.sub.is_none() {
+            let Some(waker) = ctx.conn.waker.clone() else {
+                ctx.error(b"ERR this connection cannot subscribe");
+                return Step::Done;
+            };
+            ctx.conn.sub = Some(Subscriber::new(
+                ctx.shared.bus.clone(),
+                ctx.conn.info.id,
+                waker,
+            ));
+        }
+        let Some(sub) = ctx.conn.sub.as_mut() else {
+            return Step::Done;
+        };
+        for name in names {
+            sub.add(name, pattern);
+            confirm(ctx.out, version, word, Some(name), sub.count());
+        }
+        return Step::Done;
+    }
+    let Some(sub) = ctx.conn.sub.as_mut() else {
+        // Nothing to leave: one reply naming nothing, or one per name.
+        if names.is_empty() {
+            confirm(ctx.out, version, word, None, 0);
+        }
+        for name in names {
+            confirm(ctx.out, version, word, Some(name), 0);
+        }
+        return Step::Done;
+    };
+    let targets: Vec<Vec<u8>> = if names.is_empty() {
+        sub.names(pattern)
+    } else {
+        names.iter().map(|n| n.to_vec()).collect()
+    };
+    if targets.is_empty() {
+        confirm(ctx.out, version, word, None, sub.count());
+    }
+    for name in &targets {
+        sub.remove(name, pattern);
+        confirm(ctx.out, version, word, Some(name), sub.count());
+    }
+    if sub.count() == 0 {
+        ctx.conn.sub = None; // leaves subscribed mode
+    }
+    Step::Done
+}
+
+/// `[word, name, count]` as a push frame (RESP3) or an array (RESP2).
+fn confirm(out: &mut dyn ReplySink, v: Version, word: &[u8], name: Option<&[u8]>, count: usize) {
+    resp::write_push_header(out, 3, v);
+    resp::write_bulk_bytes(out, word);
+    match name {
+        Some(n) => resp::write_bulk_bytes(out, n),
+        None => resp::write_null(out, v),
+    }
+    resp::write_integer(out, count as i64);
+}
+
+/// `PUBLISH channel message`: the number of clients that received it.
+pub fn publish(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let channel = cmd.arg(1).unwrap_or_default();
+    let message = cmd.arg(2).unwrap_or_default();
+    let n = ctx.shared.bus.publish(channel, message);
+    ctx.int(n as i64);
+    Step::Done
+}
+
+/// `PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | HELP`.
+pub fn pubsub(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
+    let bus = ctx.shared.bus.clone();
+    match (&sub[..], cmd.len()) {
+        (b"channels", 2 | 3) => {
+            let list = bus.channels(cmd.arg(2));
+            ctx.array(list.len());
+            for c in &list {
+                ctx.bytes(c);
+            }
+        }
+        (b"numsub", _) => {
+            let names: Vec<&[u8]> = cmd.args().skip(2).collect();
+            // A flat array in RESP3 too, as Redis answers.
+            ctx.array(2 * names.len());
+            for n in names {
+                ctx.bytes(n);
+                ctx.int(bus.numsub(n) as i64);
+            }
+        }
+        (b"numpat", 2) => ctx.int(bus.numpat() as i64),
+        (b"help", 2) => ctx.help(&[
+            b"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"CHANNELS [<pattern>]",
+            b"    Return the currently active channels matching a <pattern> (default: '*').",
+            b"NUMPAT",
+            b"    Return number of subscriptions to patterns.",
+            b"NUMSUB [<channel> ...]",
+            b"    Return the number of subscribers for the specified channels, excluding",
+            b"    pattern subscriptions(default: no channels).",
+            b"HELP",
+            b"    Print this help.",
+        ]),
+        _ => ctx.unknown_subcommand("PUBSUB", cmd.arg(1).unwrap_or_default(), true),
+    }
+    Step::Done
+}
+
+/// Writes the messages waiting for the connection's subscriptions (called
+/// before its input is read, and when a publisher wakes it) until the
+/// reply queue is over its mark; `Err` once the subscriber passed its
+/// output limit (the connection is closed).
+pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String> {
+    let Some(sub) = conn.sub.as_ref() else {
+        return Ok(());
+    };
+    sub.within_limit()?;
+    let v = conn.version;
+    while !out.full() {
+        let Some(Delivery {
+            pattern,
+            channel,
+            payload,
+        }) = sub.next()
+        else {
+            break;
+        };
+        match pattern {
+            None => {
+                resp::write_push_header(out, 3, v);
+                resp::write_bulk_bytes(out, b"message");
+            }
+            Some(p) => {
+                resp::write_push_header(out, 4, v);
+                resp::write_bulk_bytes(out, b"pmessage");
+                resp::write_bulk_bytes(out, &p);
+            }
+        }
+        resp::write_bulk_bytes(out, &channel);
+        resp::write_bulk_bytes(out, &payload);
+    }
+    Ok(())
+}
+
+/// True if a RESP2 connection in subscribed mode may run `name`.
+pub fn allowed_while_subscribed(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "psubscribe" | "unsubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+    )
+}

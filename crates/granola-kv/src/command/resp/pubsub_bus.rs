@@ -1,0 +1,286 @@
+//! Where Redis Pub/Sub messages go: the channels and patterns with their
+//! subscribers, and each subscriber's mailbox.
+//!
+//! `PUBLISH` puts the message (one shared copy of its bytes) in the
+//! mailbox of every subscriber of the channel and of every matching
+//! pattern, and calls that connection's waker
+//! ([`granola_net::park::ConnWaker`]); the subscriber's session, parked
+//! while it is subscribed, runs again and writes what its mailbox holds
+//! ([`Subscriber::next`]). Subscribers on any worker are reached at once.
+//!
+//! A subscriber that reads slowly gets its messages as its socket takes
+//! them: they are written while its reply queue is under the back-pressure
+//! mark, and the rest wait in its mailbox (the server calls it again when
+//! the queue drains). One that does not read is cut off as Redis cuts one
+//! off (`client-output-buffer-limit pubsub 32mb`): once its mailbox passes
+//! [`OUTPUT_LIMIT`], the connection is closed with a log line. Publishers
+//! never wait for a subscriber, and a stuck one holds no more than the
+//! back-pressure mark of connection-buffer memory.
+
+use super::glob;
+use granola_net::park::ConnWaker;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Most bytes a subscriber may have waiting (undelivered, or queued
+/// for its socket) before it is disconnected: Redis's hard pubsub limit.
+pub const OUTPUT_LIMIT: usize = 32 << 20;
+
+/// One published message as a subscriber receives it.
+pub struct Delivery {
+    /// The pattern it matched (`pmessage`), or `None` (`message`).
+    pub pattern: Option<Arc<[u8]>>,
+    /// The channel.
+    pub channel: Arc<[u8]>,
+    /// The payload, shared by every subscriber.
+    pub payload: Arc<[u8]>,
+}
+
+impl Delivery {
+    fn bytes(&self) -> usize {
+        self.pattern.as_ref().map_or(0, |p| p.len()) + self.channel.len() + self.payload.len() + 64
+    }
+}
+
+/// A subscriber's undelivered messages.
+pub struct Mailbox {
+    queue: Mutex<VecDeque<Delivery>>,
+    bytes: AtomicUsize,
+    /// It passed [`OUTPUT_LIMIT`]: it is closed at its next turn.
+    overflow: AtomicBool,
+    waker: ConnWaker,
+}
+
+impl Mailbox {
+    fn put(&self, d: Delivery) {
+        let n = d.bytes();
+        if self.bytes.load(Ordering::Relaxed) + n > OUTPUT_LIMIT {
+            self.overflow.store(true, Ordering::Relaxed);
+        } else {
+            self.bytes.fetch_add(n, Ordering::Relaxed);
+            self.queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_back(d);
+        }
+        self.waker.wake();
+    }
+}
+
+/// Channel (or pattern) -> subscriber id -> its mailbox.
+type Table = Mutex<HashMap<Box<[u8]>, HashMap<u64, Arc<Mailbox>>>>;
+
+/// Every channel and pattern with its subscribers.
+#[derive(Default)]
+pub struct Bus {
+    channels: Table,
+    patterns: Table,
+}
+
+impl Bus {
+    /// `PUBLISH`: delivers `payload` on `channel`; returns the number of
+    /// receivers (channel subscribers plus matching patterns' ones).
+    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
+        let channel_arc: Arc<[u8]> = Arc::from(channel);
+        let payload: Arc<[u8]> = Arc::from(payload);
+        let mut n = 0;
+        if let Some(subs) = lock(&self.channels).get(channel) {
+            for mb in subs.values() {
+                mb.put(Delivery {
+                    pattern: None,
+                    channel: channel_arc.clone(),
+                    payload: payload.clone(),
+                });
+                n += 1;
+            }
+        }
+        for (pattern, subs) in lock(&self.patterns).iter() {
+            if !glob::matches(pattern, channel, false) {
+                continue;
+            }
+            let pattern: Arc<[u8]> = Arc::from(&pattern[..]);
+            for mb in subs.values() {
+                mb.put(Delivery {
+                    pattern: Some(pattern.clone()),
+                    channel: channel_arc.clone(),
+                    payload: payload.clone(),
+                });
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// `PUBSUB CHANNELS [pattern]`: channels with subscribers.
+    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = lock(&self.channels)
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| glob::matches(p, c, false)))
+            .map(|c| c.to_vec())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// `PUBSUB NUMSUB`: subscribers of `channel`.
+    pub fn numsub(&self, channel: &[u8]) -> usize {
+        lock(&self.channels).get(channel).map_or(0, HashMap::len)
+    }
+
+    /// `PUBSUB NUMPAT`: patterns with subscribers.
+    pub fn numpat(&self) -> usize {
+        lock(&self.patterns).len()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds (`true`) or removes subscriber `id` under `name` in `table`.
+fn enrol(
+    table: &Table,
+    name: &[u8],
+    id: u64,
+    mailbox: Option<&Arc<Mailbox>>,
+) {
+    let mut t = lock(table);
+    match mailbox {
+        Some(mb) => {
+            t.entry(Box::from(name)).or_default().insert(id, mb.clone());
+        }
+        None => {
+            if let Some(subs) = t.get_mut(name) {
+                subs.remove(&id);
+                if subs.is_empty() {
+                    t.remove(name);
+                }
+            }
+        }
+    }
+}
+
+/// A connection's subscriptions; dropping it (RESET, the last
+/// unsubscribe, the connection closing) leaves every one.
+pub struct Subscriber {
+    bus: Arc<Bus>,
+    id: u64,
+    mailbox: Arc<Mailbox>,
+    channels: BTreeSet<Vec<u8>>,
+    patterns: BTreeSet<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("channels", &self.channels.len())
+            .field("patterns", &self.patterns.len())
+            .finish()
+    }
+}
+
+impl Subscriber {
+    /// A subscriber with no subscriptions yet, woken through `waker`.
+    pub fn new(bus: Arc<Bus>, id: u64, waker: ConnWaker) -> Subscriber {
+        Subscriber {
+            bus,
+            id,
+            mailbox: Arc::new(Mailbox {
+                queue: Mutex::new(VecDeque::new()),
+                bytes: AtomicUsize::new(0),
+                overflow: AtomicBool::new(false),
+                waker,
+            }),
+            channels: BTreeSet::new(),
+            patterns: BTreeSet::new(),
+        }
+    }
+
+    /// Subscriptions held (channels plus patterns): the count every
+    /// (un)subscribe reply carries.
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+
+    /// Subscribes to `channel` (or to the pattern, if `pattern`).
+    pub fn add(&mut self, name: &[u8], pattern: bool) {
+        let (id, mailbox) = (self.id, self.mailbox.clone());
+        let (set, table) = self.parts(pattern);
+        if set.insert(name.to_vec()) {
+            enrol(table, name, id, Some(&mailbox));
+        }
+    }
+
+    /// Unsubscribes from `name`; false if it was not subscribed.
+    pub fn remove(&mut self, name: &[u8], pattern: bool) -> bool {
+        let id = self.id;
+        let (set, table) = self.parts(pattern);
+        let had = set.remove(name);
+        if had {
+            enrol(table, name, id, None);
+        }
+        had
+    }
+
+    /// The channels (or patterns) subscribed to, in order.
+    pub fn names(&self, pattern: bool) -> Vec<Vec<u8>> {
+        let set = if pattern {
+            &self.patterns
+        } else {
+            &self.channels
+        };
+        set.iter().cloned().collect()
+    }
+
+    fn parts(
+        &mut self,
+        pattern: bool,
+    ) -> (
+        &mut BTreeSet<Vec<u8>>,
+        &Table,
+    ) {
+        if pattern {
+            (&mut self.patterns, &self.bus.patterns)
+        } else {
+            (&mut self.channels, &self.bus.channels)
+        }
+    }
+
+    /// `Err` once the subscriber passed the output limit.
+    pub fn within_limit(&self) -> Result<(), String> {
+        if self.mailbox.overflow.load(Ordering::Relaxed) {
+            return Err(format!(
+                "pubsub: subscriber over its {} MiB output limit",
+                OUTPUT_LIMIT >> 20
+            ));
+        }
+        Ok(())
+    }
+
+    /// The oldest message waiting, if any.
+    pub fn next(&self) -> Option<Delivery> {
+        let d = lock(&self.mailbox.queue).pop_front();
+        if let Some(d) = &d {
+            self.mailbox.bytes.fetch_sub(d.bytes(), Ordering::Relaxed);
+        }
+        d
+    }
+
+    /// True while messages wait in the mailbox.
+    pub fn has_mail(&self) -> bool {
+        self.mailbox.bytes.load(Ordering::Relaxed) > 0
+            || self.mailbox.overflow.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        for c in std::mem::take(&mut self.channels) {
+            enrol(&self.bus.channels, &c, self.id, None);
+        }
+        for p in std::mem::take(&mut self.patterns) {
+            enrol(&self.bus.patterns, &p, self.id, None);
+        }
+    }
+}
