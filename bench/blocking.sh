@@ -27,29 +27,10 @@ OUT=${OUT:-bench/results/blocking-$(date -u +%F).json}
 # shellcheck source=lib/server-cpu.sh
 . bench/lib/server-cpu.sh
 
-start() { # label binary
-    local label=$1 bin=$2
-    case $label in
-    redis* | valkey*)
-        taskset -c 0 "$bin" --port $PORT --bind 127.0.0.1 --save '' --appendonly no \
-            --protected-mode no >/dev/null 2>&1 &
-        ;;
-    *)
-        taskset -c 0 "$bin" -m 1024 -t 1 -l 127.0.0.1 -p 0 --native-port 0 \
-            --resp-port $PORT >/dev/null 2>&1 &
-        ;;
-    esac
-    PID=$!
-    for _ in $(seq 100); do
-        redis-cli -p $PORT PING >/dev/null 2>&1 && break
-        sleep 0.05
-    done
-}
-
 for rep in $(seq "$REPS"); do
     for v in "${VARIANTS[@]}"; do
         label=${v%%=*}
-        start "$label" "${v#*=}"
+        start_peer "$label" "${v#*=}" $PORT
         for pairs in $PAIRS; do
             c0=$(cpu_ticks "$PID")
             line=$(taskset -c 1 "$BENCH" pingpong --addr 127.0.0.1:$PORT \

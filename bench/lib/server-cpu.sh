@@ -4,7 +4,8 @@
 # removed, on exit; `cpu_ticks PID` is utime+stime in clock ticks, HZ
 # ticks per second; `start_resp_server LABEL BINARY PORT [FLAGS...]`
 # starts Redis (LABEL redis) or granola-kv (`-t 1 -m 1024`, RESP only, its
-# FLAGS added) on CPU 0, sets PID and waits until it answers PING.
+# FLAGS added) on CPU 0, sets PID and waits until it answers PING;
+# `start_peer` (below) picks by LABEL.
 RAW=$(mktemp)
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -f "$RAW"' EXIT
@@ -25,4 +26,15 @@ start_resp_server() {
         redis-cli -p "$port" PING >/dev/null 2>&1 && break
         sleep 0.05
     done
+}
+
+# `start_peer LABEL BINARY PORT`: like start_resp_server, for any peer: a
+# LABEL starting with redis or valkey runs that server binary, anything
+# else a granola-kv binary (`-t 1 -m 1024`, RESP only).
+start_peer() {
+    local label=$1 bin=$2 port=$3
+    case $label in
+    redis* | valkey*) start_resp_server redis "$bin" "$port" ;;
+    *) start_resp_server granola "$bin" "$port" ;;
+    esac
 }

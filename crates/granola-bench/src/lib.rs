@@ -17,6 +17,7 @@
 #![deny(unsafe_code)]
 
 pub mod echo;
+pub mod fanout;
 pub mod load;
 pub mod paper;
 pub mod pingpong;

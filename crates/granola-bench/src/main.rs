@@ -3,7 +3,8 @@
 //! `granola-bench load --protocol resp --addr 127.0.0.1:6379 --workload ycsb --rate 50k ...`
 //! (load generator; see `docs/load-generator.md`), and
 //! `granola-bench paper <name>|all [--quick]` (the papers' experiments; see `granola_bench::paper`),
-//! `granola-bench pingpong --addr 127.0.0.1:6379` (blocking-command round trips).
+//! `granola-bench pingpong --addr 127.0.0.1:6379` (blocking-command round trips), and
+//! `granola-bench fanout --addr 127.0.0.1:6379` (Pub/Sub fan-out).
 #![deny(unsafe_code)]
 
 use std::path::PathBuf;
@@ -38,6 +39,9 @@ enum Command {
     /// Redis-protocol server; `--idle-clients N` parks N clients in BLPOP.
     /// Prints one JSON line.
     Pingpong(granola_bench::pingpong::PingPongArgs),
+    /// Pub/Sub fan-out: one publisher, N subscribers, every message
+    /// checked in order. Prints one JSON line.
+    Fanout(granola_bench::fanout::FanoutArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -209,19 +213,8 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Pingpong(args) => match granola_bench::pingpong::run(&args) {
-            Ok(r) => {
-                println!(
-                    "{}",
-                    serde_json::to_string(&r).expect("a report serializes")
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Command::Fanout(args) => print_json(granola_bench::fanout::run(&args)),
+        Command::Pingpong(args) => print_json(granola_bench::pingpong::run(&args)),
         Command::Echo(args) => match granola_bench::echo::main(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -413,4 +406,21 @@ fn run_ser(args: SerArgs) -> Result<(), String> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// Prints a run's report as one JSON line (or its error).
+fn print_json<T: serde::Serialize>(r: std::io::Result<T>) -> ExitCode {
+    match r {
+        Ok(r) => {
+            println!(
+                "{}",
+                serde_json::to_string(&r).expect("a report serializes")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

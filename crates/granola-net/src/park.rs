@@ -118,6 +118,13 @@ impl std::fmt::Debug for ConnWaker {
     }
 }
 
+/// The connections to run again now: those woken since the last call and
+/// those whose deadline passed (appended to `out`).
+pub(crate) fn due_now(wakeups: &Wakeups, deadlines: &mut Deadlines, out: &mut Vec<(usize, u64)>) {
+    wakeups.drain(out);
+    deadlines.due(Instant::now(), out);
+}
+
 /// One worker's parked connections with a deadline, earliest first
 /// (entries of connections no longer parked are dropped when they come
 /// up).

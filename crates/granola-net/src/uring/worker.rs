@@ -580,8 +580,7 @@ impl Worker {
     /// and queues the deadline again for those that still wait.
     fn serve_woken(&mut self) {
         let mut woken = std::mem::take(&mut self.woken);
-        self.wakeups.drain(&mut woken);
-        self.deadlines.due(Instant::now(), &mut woken);
+        crate::park::due_now(&self.wakeups, &mut self.deadlines, &mut woken);
         let bp = self.cfg.backpressure_bytes;
         for &(idx, stamp) in &woken {
             let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {

@@ -100,6 +100,28 @@ impl<'a> DecodeCx<'a> {
         }
     }
 
+    /// The nested header at `off` (`len` bytes by its parent's word),
+    /// charged to the budget; errors name `field` unless they name one of
+    /// their own.
+    #[inline]
+    fn nested_at(
+        &mut self,
+        off: usize,
+        len: usize,
+        depth: u32,
+        field: u32,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
+        nested_at(
+            self.obj,
+            &self.opts,
+            Some(&mut self.budget),
+            off,
+            len,
+            depth,
+            field,
+        )
+    }
+
     /// The decode limits in force.
     pub fn options(&self) -> &DecodeOptions {
         &self.opts
@@ -386,16 +408,7 @@ impl<'a> HeaderReader<'a> {
             None => Ok(None),
             Some((len, off)) => {
                 cx.charge_bytes(std::mem::size_of::<T>(), number)?;
-                nested_at(
-                    cx.obj,
-                    &cx.opts,
-                    Some(&mut cx.budget),
-                    off,
-                    len,
-                    self.depth + 1,
-                    number,
-                )
-                .map(Some)
+                cx.nested_at(off, len, self.depth + 1, number).map(Some)
             }
         }
     }
@@ -546,14 +559,6 @@ impl<'a> ListReader<'a> {
     #[inline]
     pub fn nested(&self, cx: &mut DecodeCx<'a>, i: usize) -> Result<HeaderReader<'a>, DecodeError> {
         let (len, off) = self.pair(i);
-        nested_at(
-            cx.obj,
-            &cx.opts,
-            Some(&mut cx.budget),
-            off,
-            len,
-            self.depth + 1,
-            self.field,
-        )
+        cx.nested_at(off, len, self.depth + 1, self.field)
     }
 }

@@ -280,21 +280,75 @@ pub fn wait_for(
     Step::Block
 }
 
-/// The arguments `LMPOP`/`BLMPOP` and `ZMPOP`/`BZMPOP` share, `numkeys key
-/// [key ...] END [COUNT count]` from argument `at`, where END is one of
-/// `ends` (`LEFT`/`RIGHT`, `MIN`/`MAX`).
-pub struct MultiPop<'c> {
-    /// The keys, in order.
-    pub keys: Vec<&'c [u8]>,
+/// `key [key ...] timeout` (BLPOP, BRPOP, BZPOPMIN, BZPOPMAX): waits
+/// until `serve` answers for the keys (see [`wait_for`]); a null array at
+/// the timeout.
+pub fn keys_then_timeout(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command<'_>,
+    mut serve: impl FnMut(&mut Ctx<'_>, &[&[u8]]) -> bool,
+) -> Step {
+    let n = cmd.len();
+    let Some(wait) = timeout(ctx, cmd.arg(n - 1).unwrap_or_default()) else {
+        return Step::Done;
+    };
+    let keys: Vec<&[u8]> = (1..n - 1).filter_map(|i| cmd.arg(i)).collect();
+    wait_for(
+        ctx,
+        &keys,
+        wait,
+        |ctx| serve(ctx, &keys),
+        |ctx| ctx.null_array(),
+    )
+}
+
+/// `LMPOP`/`ZMPOP` (`numkeys key [key ...] END [COUNT count]`, END one of
+/// `ends`) and, if `blocking`, `BLMPOP`/`BZMPOP` (the same after a
+/// timeout): `serve(ctx, keys, first_end, count)` pops and answers, false
+/// if every key was empty; then a null array answers (at the timeout, if
+/// blocking).
+pub fn multi_pop(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command<'_>,
+    blocking: bool,
+    ends: [&[u8]; 2],
+    mut serve: impl FnMut(&mut Ctx<'_>, &[&[u8]], bool, usize) -> bool,
+) -> Step {
+    let wait = if blocking {
+        match timeout(ctx, cmd.arg(1).unwrap_or_default()) {
+            Some(w) => Some(w),
+            None => return Step::Done,
+        }
+    } else {
+        None
+    };
+    let Some(m) = MultiPop::parse(ctx, cmd, if blocking { 2 } else { 1 }, ends) else {
+        return Step::Done;
+    };
+    let mut look = |ctx: &mut Ctx<'_>| serve(ctx, &m.keys, m.first_end, m.count);
+    match wait {
+        Some(wait) => wait_for(ctx, &m.keys, wait, look, |ctx| ctx.null_array()),
+        None => {
+            if !look(ctx) {
+                ctx.null_array();
+            }
+            Step::Done
+        }
+    }
+}
+
+/// The arguments of [`multi_pop`]'s commands, from argument `at`.
+struct MultiPop<'c> {
+    keys: Vec<&'c [u8]>,
     /// True for the first of the two ends (`LEFT`, `MIN`).
-    pub first_end: bool,
+    first_end: bool,
     /// Elements to pop (at least 1).
-    pub count: usize,
+    count: usize,
 }
 
 impl<'c> MultiPop<'c> {
     /// `None` after writing Redis's error for bad arguments.
-    pub fn parse(
+    fn parse(
         ctx: &mut Ctx<'_>,
         cmd: &Command<'c>,
         at: usize,

@@ -2,38 +2,26 @@
 //! `BRPOPLPUSH` (how they wait: [`super::blocking`]), and `LMPOP`, which
 //! shares `BLMPOP`'s arguments.
 
-use super::blocking::{self, wait_for, MultiPop};
+use super::blocking::{self, wait_for};
 use super::lists::{move_value, side, Moved};
 use super::Ctx;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use std::time::Duration;
 
-/// `BLPOP key [key ...] timeout`.
+/// `BLPOP key [key ...] timeout`: `[key, element]` from the first
+/// non-empty list, or a null array at the timeout.
 pub fn blpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    pop_first(ctx, cmd, true)
+    blocking::keys_then_timeout(ctx, cmd, |ctx, keys| {
+        pop_from(ctx, keys, true, 1, Reply::KeyAndElement)
+    })
 }
 
 /// `BRPOP key [key ...] timeout`.
 pub fn brpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    pop_first(ctx, cmd, false)
-}
-
-/// Pops one element from the first non-empty list of the keys, in the
-/// order given; answers `[key, element]`, or a null array at the timeout.
-fn pop_first(ctx: &mut Ctx<'_>, cmd: &Command<'_>, front: bool) -> Step {
-    let n = cmd.len();
-    let Some(wait) = blocking::timeout(ctx, cmd.arg(n - 1).unwrap_or_default()) else {
-        return Step::Done;
-    };
-    let keys: Vec<&[u8]> = (1..n - 1).filter_map(|i| cmd.arg(i)).collect();
-    wait_for(
-        ctx,
-        &keys,
-        wait,
-        |ctx| pop_from(ctx, &keys, front, 1, Reply::KeyAndElement),
-        |ctx| ctx.null_array(),
-    )
+    blocking::keys_then_timeout(ctx, cmd, |ctx, keys| {
+        pop_from(ctx, keys, false, 1, Reply::KeyAndElement)
+    })
 }
 
 /// How a pop answers.
@@ -81,30 +69,16 @@ const LIST_ENDS: [&[u8]; 2] = [b"LEFT", b"RIGHT"];
 
 /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`.
 pub fn lmpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(m) = MultiPop::parse(ctx, cmd, 1, LIST_ENDS) else {
-        return Step::Done;
-    };
-    if !pop_from(ctx, &m.keys, m.first_end, m.count, Reply::KeyAndElements) {
-        ctx.null_array();
-    }
-    Step::Done
+    blocking::multi_pop(ctx, cmd, false, LIST_ENDS, |ctx, keys, front, n| {
+        pop_from(ctx, keys, front, n, Reply::KeyAndElements)
+    })
 }
 
 /// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`.
 pub fn blmpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(wait) = blocking::timeout(ctx, cmd.arg(1).unwrap_or_default()) else {
-        return Step::Done;
-    };
-    let Some(m) = MultiPop::parse(ctx, cmd, 2, LIST_ENDS) else {
-        return Step::Done;
-    };
-    wait_for(
-        ctx,
-        &m.keys,
-        wait,
-        |ctx| pop_from(ctx, &m.keys, m.first_end, m.count, Reply::KeyAndElements),
-        |ctx| ctx.null_array(),
-    )
+    blocking::multi_pop(ctx, cmd, true, LIST_ENDS, |ctx, keys, front, n| {
+        pop_from(ctx, keys, front, n, Reply::KeyAndElements)
+    })
 }
 
 /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`.

@@ -2,38 +2,25 @@
 //! (how they wait: [`super::blocking`]), and `ZMPOP`, which shares
 //! `BZMPOP`'s arguments.
 
-use super::blocking::{self, wait_for, MultiPop};
+use super::blocking;
 use super::zsets::pop_scored;
 use super::Ctx;
 use crate::command::Step;
 use crate::protocol::resp::Command;
 
-/// `BZPOPMIN key [key ...] timeout`.
+/// `BZPOPMIN key [key ...] timeout`: `[key, member, score]` from the
+/// first non-empty sorted set, or a null array at the timeout.
 pub fn bzpopmin(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    pop_first(ctx, cmd, true)
+    blocking::keys_then_timeout(ctx, cmd, |ctx, keys| {
+        pop_from(ctx, keys, true, 1, Reply::Flat)
+    })
 }
 
 /// `BZPOPMAX key [key ...] timeout`.
 pub fn bzpopmax(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    pop_first(ctx, cmd, false)
-}
-
-/// Pops the lowest (highest) member of the first non-empty sorted set of
-/// the keys; answers `[key, member, score]`, or a null array at the
-/// timeout.
-fn pop_first(ctx: &mut Ctx<'_>, cmd: &Command<'_>, min: bool) -> Step {
-    let n = cmd.len();
-    let Some(wait) = blocking::timeout(ctx, cmd.arg(n - 1).unwrap_or_default()) else {
-        return Step::Done;
-    };
-    let keys: Vec<&[u8]> = (1..n - 1).filter_map(|i| cmd.arg(i)).collect();
-    wait_for(
-        ctx,
-        &keys,
-        wait,
-        |ctx| pop_from(ctx, &keys, min, 1, Reply::Flat),
-        |ctx| ctx.null_array(),
-    )
+    blocking::keys_then_timeout(ctx, cmd, |ctx, keys| {
+        pop_from(ctx, keys, false, 1, Reply::Flat)
+    })
 }
 
 /// How a pop answers.
@@ -84,28 +71,14 @@ const ZSET_ENDS: [&[u8]; 2] = [b"MIN", b"MAX"];
 
 /// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`.
 pub fn zmpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(m) = MultiPop::parse(ctx, cmd, 1, ZSET_ENDS) else {
-        return Step::Done;
-    };
-    if !pop_from(ctx, &m.keys, m.first_end, m.count, Reply::Nested) {
-        ctx.null_array();
-    }
-    Step::Done
+    blocking::multi_pop(ctx, cmd, false, ZSET_ENDS, |ctx, keys, min, n| {
+        pop_from(ctx, keys, min, n, Reply::Nested)
+    })
 }
 
 /// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]`.
 pub fn bzmpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(wait) = blocking::timeout(ctx, cmd.arg(1).unwrap_or_default()) else {
-        return Step::Done;
-    };
-    let Some(m) = MultiPop::parse(ctx, cmd, 2, ZSET_ENDS) else {
-        return Step::Done;
-    };
-    wait_for(
-        ctx,
-        &m.keys,
-        wait,
-        |ctx| pop_from(ctx, &m.keys, m.first_end, m.count, Reply::Nested),
-        |ctx| ctx.null_array(),
-    )
+    blocking::multi_pop(ctx, cmd, true, ZSET_ENDS, |ctx, keys, min, n| {
+        pop_from(ctx, keys, min, n, Reply::Nested)
+    })
 }

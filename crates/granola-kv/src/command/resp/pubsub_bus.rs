@@ -139,12 +139,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Adds (`true`) or removes subscriber `id` under `name` in `table`.
-fn enrol(
-    table: &Table,
-    name: &[u8],
-    id: u64,
-    mailbox: Option<&Arc<Mailbox>>,
-) {
+fn enrol(table: &Table, name: &[u8], id: u64, mailbox: Option<&Arc<Mailbox>>) {
     let mut t = lock(table);
     match mailbox {
         Some(mb) => {
@@ -233,13 +228,7 @@ impl Subscriber {
         set.iter().cloned().collect()
     }
 
-    fn parts(
-        &mut self,
-        pattern: bool,
-    ) -> (
-        &mut BTreeSet<Vec<u8>>,
-        &Table,
-    ) {
+    fn parts(&mut self, pattern: bool) -> (&mut BTreeSet<Vec<u8>>, &Table) {
         if pattern {
             (&mut self.patterns, &self.bus.patterns)
         } else {
