@@ -57,14 +57,19 @@ impl Mailbox {
         let n = d.bytes();
         if self.bytes.load(Ordering::Relaxed) + n > OUTPUT_LIMIT {
             self.overflow.store(true, Ordering::Relaxed);
-        } else {
-            self.bytes.fetch_add(n, Ordering::Relaxed);
-            self.queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push_back(d);
+            self.waker.wake();
+            return;
         }
-        self.waker.wake();
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let was_empty = q.is_empty();
+        q.push_back(d);
+        drop(q);
+        // A mailbox with mail is already due to be read (woken, or paused
+        // on its reply queue): one wake per batch, not per message.
+        if was_empty {
+            self.waker.wake();
+        }
     }
 }
 
