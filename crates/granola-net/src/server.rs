@@ -507,7 +507,9 @@ struct Conn {
     stamp: u64,
     /// Wakes the session while it is parked.
     waker: ConnWaker,
-    /// The parked session's deadline already queued in `deadlines`.
+    /// The parked session's deadline already queued in `deadlines` (an
+    /// entry that comes due ends that wait: the session answers its
+    /// timeout, so it is never queued twice).
     deadline_queued: Option<Instant>,
 }
 
@@ -765,7 +767,6 @@ impl Worker {
             if conn.stamp != stamp || conn.closing.is_some() || conn.session.park().is_none() {
                 continue; // a later connection, or no longer waiting
             }
-            conn.deadline_queued = None;
             run_session(conn, bp);
             // Flushes what it answered, settles the interest set and queues
             // the deadline again if it still waits.

@@ -71,7 +71,9 @@ struct Conn {
     timer: ConnTimer,
     /// Wakes the session while it is parked.
     waker: ConnWaker,
-    /// The parked session's deadline already queued in `deadlines`.
+    /// The parked session's deadline already queued in `deadlines` (an
+    /// entry that comes due ends that wait: the session answers its
+    /// timeout, so it is never queued twice).
     deadline_queued: Option<Instant>,
 }
 
@@ -593,7 +595,6 @@ impl Worker {
             {
                 continue; // a later connection, or no longer waiting
             }
-            conn.deadline_queued = None;
             run_session(conn, bp);
             self.dirty.push(idx);
         }
