@@ -76,6 +76,8 @@ fn resp2_transcript() {
         ]))
     );
     assert_eq!(p.resp(&["PUBSUB", "NUMPAT"]), Resp::Int(1));
+    assert_eq!(resp_info_u64(srv.resp(), "pubsub_channels"), 2);
+    assert_eq!(resp_info_u64(srv.resp(), "pubsub_patterns"), 1);
     // UNSUBSCRIBE with no names leaves every channel, one reply each.
     s.send(&resp_cmd(&["UNSUBSCRIBE"]));
     s.expect(&push3("unsubscribe", "news", 2));

@@ -133,6 +133,11 @@ impl Bus {
         lock(&self.channels).get(channel).map_or(0, HashMap::len)
     }
 
+    /// Channels with subscribers (`INFO`'s `pubsub_channels`).
+    pub fn num_channels(&self) -> usize {
+        lock(&self.channels).len()
+    }
+
     /// `PUBSUB NUMPAT`: patterns with subscribers.
     pub fn numpat(&self) -> usize {
         lock(&self.patterns).len()

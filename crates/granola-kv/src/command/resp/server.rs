@@ -161,7 +161,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
                  keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
                  reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
-                 mget_snapshots_alone:{}\r\n",
+                 mget_snapshots_alone:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n",
                 load(|n| &n.conns_total),
                 table::total_calls(),
                 load(|n| &n.conns_refused),
@@ -177,6 +177,8 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                     .resp_gate
                     .retried_alone
                     .load(std::sync::atomic::Ordering::Relaxed),
+                shared.bus.num_channels(),
+                shared.bus.numpat(),
             );
             // What the network layer runs on (epoll, io_uring, AF_XDP).
             for (name, value) in shared.datapath_parts() {
