@@ -11,9 +11,11 @@
 //! waker is called or the deadline passes.
 //!
 //! Every write command that finishes calls [`Waiters::touched`] for its
-//! keys (see `dispatch`). Registering before the last look and notifying
-//! after the write (both ordered by the key's shard lock) means a push can
-//! never slip between a waiter's look and its park.
+//! keys (see `dispatch`): one atomic load while nobody waits, and one more
+//! (the key's hash bucket) while somebody waits on other keys. Registering
+//! before the last look and notifying after the write (both ordered by the
+//! key's shard lock) means a push can never slip between a waiter's look
+//! and its park.
 //!
 //! Who is woken: a write wakes the longest-waiting client of the key only,
 //! as Redis serves one. When a client stops waiting (served, timed out,
@@ -37,11 +39,29 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The clients blocked on keys, and how to wake them.
-#[derive(Default)]
 pub struct Waiters {
     registry: Mutex<Registry>,
     /// Registrations alive (a fast "nobody waits" check for writers).
     registered: AtomicUsize,
+    /// Waiters per key-hash bucket: a write to a key whose bucket is 0
+    /// takes no lock, so job-queue workers always blocked on their queue
+    /// do not make every other write contend on the registry.
+    buckets: Box<[AtomicUsize]>,
+    hasher: std::hash::RandomState,
+}
+
+/// Key-hash buckets of [`Waiters::buckets`].
+const BUCKETS: usize = 4096;
+
+impl Default for Waiters {
+    fn default() -> Waiters {
+        Waiters {
+            registry: Mutex::default(),
+            registered: AtomicUsize::new(0),
+            buckets: (0..BUCKETS).map(|_| AtomicUsize::new(0)).collect(),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -83,10 +103,18 @@ impl Waiters {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// `key`'s bucket counter.
+    fn bucket(&self, key: &[u8]) -> &AtomicUsize {
+        use std::hash::BuildHasher;
+        &self.buckets[self.hasher.hash_one(key) as usize % BUCKETS]
+    }
+
     /// A write finished on `key`: wake its longest-waiting client.
     #[inline]
     pub fn touched(&self, key: &[u8]) {
-        if self.registered.load(Ordering::SeqCst) == 0 {
+        if self.registered.load(Ordering::SeqCst) == 0
+            || self.bucket(key).load(Ordering::SeqCst) == 0
+        {
             return;
         }
         self.lock().wake_first(key);
@@ -121,6 +149,7 @@ impl Waiters {
         let mut reg = self.lock();
         for k in &keys {
             reg.keys.entry(k.clone()).or_default().push_back(id);
+            self.bucket(k).fetch_add(1, Ordering::SeqCst);
         }
         reg.clients.insert(id, (waker, None));
         self.registered.fetch_add(1, Ordering::SeqCst);
@@ -146,6 +175,7 @@ impl Drop for Registration {
         let mut reg = self.waiters.lock();
         reg.clients.remove(&self.id);
         for k in &self.keys {
+            self.waiters.bucket(k).fetch_sub(1, Ordering::SeqCst);
             let Some(q) = reg.keys.get_mut(k) else {
                 continue;
             };
