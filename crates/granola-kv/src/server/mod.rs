@@ -264,7 +264,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         resp_gate: Default::default(),
         conn_pool: conn_pool.clone(),
         waiters: Default::default(),
-        bus: Default::default(),
+        bus: Arc::new(crate::command::resp::pubsub_bus::Bus::new(
+            config.conn_memory_bytes() / 8,
+        )),
     });
     let tx = TxConfig {
         copy_threshold: threshold,
