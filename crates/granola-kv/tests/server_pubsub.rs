@@ -232,29 +232,3 @@ fn subscribing_inside_multi_is_refused_with_one_reply() {
     // Not subscribed: commands run.
     assert_eq!(c.resp(&["GET", "k"]), Resp::Bulk(None));
 }
-
-#[test]
-fn large_messages_reach_every_subscriber_by_reference() {
-    let srv = Server::default_config();
-    let addr = srv.resp();
-    let mut subs: Vec<Client> = (0..3)
-        .map(|_| {
-            let mut s = Client::connect(addr);
-            s.send(&resp_cmd(&["SUBSCRIBE", "big"]));
-            s.expect(&push3("subscribe", "big", 1));
-            s
-        })
-        .collect();
-    let mut p = Client::connect(addr);
-    let payloads: Vec<Vec<u8>> = (0..4).map(|i| pattern(i, 64 << 10)).collect();
-    for body in &payloads {
-        assert_eq!(p.resp(&[&b"PUBLISH"[..], b"big", body]), Resp::Int(3));
-    }
-    for s in &mut subs {
-        for body in &payloads {
-            s.expect(&message("big", body));
-        }
-    }
-    // One pool copy per message, referenced by all three replies.
-    wait_referenced(&srv, 3 * 4 * (64 << 10));
-}

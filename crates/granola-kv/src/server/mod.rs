@@ -264,9 +264,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         resp_gate: Default::default(),
         conn_pool: conn_pool.clone(),
         waiters: Default::default(),
-        bus: Arc::new(crate::command::resp::pubsub_bus::Bus::new(
-            config.conn_memory_bytes() / 8,
-        )),
+        bus: Default::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,

@@ -9,7 +9,7 @@
 //! inside MULTI is refused (one reply per channel would not fit EXEC's
 //! reply).
 
-use super::pubsub_bus::{Delivery, Payload, Subscriber};
+use super::pubsub_bus::{Delivery, Subscriber};
 use super::Ctx;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Version};
@@ -121,10 +121,7 @@ fn confirm(out: &mut dyn ReplySink, v: Version, word: &[u8], name: Option<&[u8]>
 pub fn publish(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let channel = cmd.arg(1).unwrap_or_default();
     let message = cmd.arg(2).unwrap_or_default();
-    let shared = ctx.shared;
-    let n = shared
-        .bus
-        .publish(channel, message, &shared.conn_pool, shared.copy_threshold);
+    let n = ctx.shared.bus.publish(channel, message);
     ctx.int(n as i64);
     Step::Done
 }
@@ -199,10 +196,7 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
             }
         }
         resp::write_bulk_bytes(out, &channel);
-        match payload {
-            Payload::Small(b) => resp::write_bulk_bytes(out, &b),
-            Payload::Shared(b) => resp::write_bulk(out, &b),
-        }
+        resp::write_bulk_bytes(out, &payload);
     }
     Ok(())
 }

@@ -1,8 +1,7 @@
 //! Where Redis Pub/Sub messages go: the channels and patterns with their
 //! subscribers, and each subscriber's mailbox.
 //!
-//! `PUBLISH` puts the message (one shared copy of its bytes: a pool slot
-//! that every reply references, from the copy threshold up) in the
+//! `PUBLISH` puts the message (one shared copy of its bytes) in the
 //! mailbox of every subscriber of the channel and of every matching
 //! pattern, and calls that connection's waker
 //! ([`granola_net::park::ConnWaker`]); the subscriber's session, parked
@@ -14,14 +13,11 @@
 //! mark, and the rest wait in its mailbox (the server calls it again when
 //! the queue drains). One that does not read is cut off as Redis cuts one
 //! off (`client-output-buffer-limit pubsub 32mb`): once its mailbox passes
-//! [`OUTPUT_LIMIT`], or its undelivered large messages pin more than its
-//! share of the connection pool (an eighth), the connection is closed
-//! with a log line. Publishers
+//! [`OUTPUT_LIMIT`], the connection is closed with a log line. Publishers
 //! never wait for a subscriber, and a stuck one holds no more than the
 //! back-pressure mark of connection-buffer memory.
 
 use super::glob;
-use granola::{Buf, Pool};
 use granola_net::park::ConnWaker;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,26 +27,6 @@ use std::sync::{Arc, Mutex};
 /// for its socket) before it is disconnected: Redis's hard pubsub limit.
 pub const OUTPUT_LIMIT: usize = 32 << 20;
 
-/// A published message's bytes, one copy shared by every subscriber.
-#[derive(Clone)]
-pub enum Payload {
-    /// Below the copy threshold: on the heap, copied into each reply.
-    Small(Arc<[u8]>),
-    /// At or above it: in a pool slot that every subscriber's reply
-    /// references (zero copy; the slot lives until the last send is done).
-    Shared(Buf),
-}
-
-impl Payload {
-    /// The bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        match self {
-            Payload::Small(b) => b,
-            Payload::Shared(b) => b,
-        }
-    }
-}
-
 /// One published message as a subscriber receives it.
 pub struct Delivery {
     /// The pattern it matched (`pmessage`), or `None` (`message`).
@@ -58,23 +34,12 @@ pub struct Delivery {
     /// The channel.
     pub channel: Arc<[u8]>,
     /// The payload, shared by every subscriber.
-    pub payload: Payload,
+    pub payload: Arc<[u8]>,
 }
 
 impl Delivery {
-    /// Pool bytes it pins (a shared payload's slot).
-    fn pinned(&self) -> usize {
-        match &self.payload {
-            Payload::Shared(b) => b.len(),
-            Payload::Small(_) => 0,
-        }
-    }
-
     fn bytes(&self) -> usize {
-        self.pattern.as_ref().map_or(0, |p| p.len())
-            + self.channel.len()
-            + self.payload.as_slice().len()
-            + 64
+        self.pattern.as_ref().map_or(0, |p| p.len()) + self.channel.len() + self.payload.len() + 64
     }
 }
 
@@ -82,27 +47,20 @@ impl Delivery {
 pub struct Mailbox {
     queue: Mutex<VecDeque<Delivery>>,
     bytes: AtomicUsize,
-    /// Connection-pool bytes its undelivered messages pin.
-    pinned: AtomicUsize,
-    /// Most connection-pool bytes it may pin.
-    pinned_limit: usize,
-    /// It passed a limit: it is closed at its next turn.
+    /// It passed [`OUTPUT_LIMIT`]: it is closed at its next turn.
     overflow: AtomicBool,
     waker: ConnWaker,
 }
 
 impl Mailbox {
     fn put(&self, d: Delivery) {
-        let (n, pinned) = (d.bytes(), d.pinned());
-        if self.bytes.load(Ordering::Relaxed) + n > OUTPUT_LIMIT
-            || self.pinned.load(Ordering::Relaxed) + pinned > self.pinned_limit
-        {
+        let n = d.bytes();
+        if self.bytes.load(Ordering::Relaxed) + n > OUTPUT_LIMIT {
             self.overflow.store(true, Ordering::Relaxed);
             self.waker.wake();
             return;
         }
         self.bytes.fetch_add(n, Ordering::Relaxed);
-        self.pinned.fetch_add(pinned, Ordering::Relaxed);
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let was_empty = q.is_empty();
         q.push_back(d);
@@ -119,40 +77,18 @@ impl Mailbox {
 type Table = Mutex<HashMap<Box<[u8]>, HashMap<u64, Arc<Mailbox>>>>;
 
 /// Every channel and pattern with its subscribers.
+#[derive(Default)]
 pub struct Bus {
     channels: Table,
     patterns: Table,
-    /// Most connection-pool bytes one subscriber's undelivered messages
-    /// may pin (a share of the pool, so a stuck subscriber cannot starve
-    /// the other connections' buffers).
-    pinned_limit: usize,
 }
 
 impl Bus {
-    /// A bus whose subscribers may each pin `pinned_limit` bytes of the
-    /// connection pool with undelivered messages.
-    pub fn new(pinned_limit: usize) -> Bus {
-        Bus {
-            channels: Table::default(),
-            patterns: Table::default(),
-            pinned_limit,
-        }
-    }
-
     /// `PUBLISH`: delivers `payload` on `channel`; returns the number of
-    /// receivers (channel subscribers plus matching patterns' ones). A
-    /// payload of at least `threshold` bytes is copied once into `pool`
-    /// and sent to every subscriber by reference (else, or if the pool is
-    /// full, it is kept on the heap and copied into each reply).
-    pub fn publish(&self, channel: &[u8], payload: &[u8], pool: &Pool, threshold: usize) -> usize {
+    /// receivers (channel subscribers plus matching patterns' ones).
+    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
         let channel_arc: Arc<[u8]> = Arc::from(channel);
-        let payload = match (payload.len() >= threshold)
-            .then(|| pool.alloc_copy(payload))
-            .flatten()
-        {
-            Some(buf) => Payload::Shared(buf),
-            None => Payload::Small(Arc::from(payload)),
-        };
+        let payload: Arc<[u8]> = Arc::from(payload);
         let mut n = 0;
         if let Some(subs) = lock(&self.channels).get(channel) {
             for mb in subs.values() {
@@ -253,18 +189,16 @@ impl Subscriber {
     /// A subscriber with no subscriptions yet, woken through `waker`.
     pub fn new(bus: Arc<Bus>, id: u64, waker: ConnWaker) -> Subscriber {
         Subscriber {
+            bus,
             id,
             mailbox: Arc::new(Mailbox {
                 queue: Mutex::new(VecDeque::new()),
                 bytes: AtomicUsize::new(0),
-                pinned: AtomicUsize::new(0),
-                pinned_limit: bus.pinned_limit,
                 overflow: AtomicBool::new(false),
                 waker,
             }),
             channels: BTreeSet::new(),
             patterns: BTreeSet::new(),
-            bus,
         }
     }
 
@@ -328,7 +262,6 @@ impl Subscriber {
         let d = lock(&self.mailbox.queue).pop_front();
         if let Some(d) = &d {
             self.mailbox.bytes.fetch_sub(d.bytes(), Ordering::Relaxed);
-            self.mailbox.pinned.fetch_sub(d.pinned(), Ordering::Relaxed);
         }
         d
     }
