@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use std::time::{Duration, Instant};
 
 fn push3(word: &str, name: &str, n: i64) -> Vec<u8> {
     let mut v = b"*3\r\n".to_vec();
@@ -178,33 +177,28 @@ fn a_subscriber_that_never_reads_is_cut_off_and_others_go_on() {
     let mut stuck = Client::connect(addr);
     stuck.send(&resp_cmd(&["SUBSCRIBE", "firehose"]));
     stuck.expect(&push3("subscribe", "firehose", 1));
-    stuck
-        .s
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
     let mut good = Client::connect(addr);
     good.send(&resp_cmd(&["SUBSCRIBE", "firehose"]));
     good.expect(&push3("subscribe", "firehose", 1));
-    // 64 MiB published (twice the 32 MiB limit); `good` keeps reading.
+    // 64 MiB published (twice the 32 MiB limit). `good` reads each
+    // message before the next is published, so only `stuck` falls behind
+    // (a subscriber slower than its publisher is cut off too, as in
+    // Redis: that is not what this checks).
     let payload = vec![b'x'; 256 << 10];
-    let reader = std::thread::spawn(move || {
-        let want = message("firehose", &payload);
-        for _ in 0..256 {
-            good.expect(&want);
-        }
-    });
-    let payload = vec![b'x'; 256 << 10];
+    let want = message("firehose", &payload);
     let mut p = Client::connect(addr);
-    let t0 = Instant::now();
+    let mut receivers = Vec::new();
     for _ in 0..256 {
         let Resp::Int(n) = p.resp(&[&b"PUBLISH"[..], b"firehose", &payload]) else {
             panic!("PUBLISH failed");
         };
-        assert!((1..=2).contains(&n));
+        receivers.push(n);
+        good.expect(&want);
     }
-    reader.join().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(60));
-    srv.wait_for("the stuck subscriber to be cut off", |s| {
+    // Both received until `stuck` passed the limit, then only `good`.
+    assert_eq!(receivers[0], 2);
+    assert_eq!(*receivers.last().unwrap(), 1, "{receivers:?}");
+    srv.wait_for("the stuck subscriber's connection to end", |s| {
         numsub(s, "firehose") == 1
     });
     // Its connection is closed (after whatever it had been sent).

@@ -56,7 +56,13 @@ impl Mailbox {
     fn put(&self, d: Delivery) {
         let n = d.bytes();
         if self.bytes.load(Ordering::Relaxed) + n > OUTPUT_LIMIT {
+            // Cut off: what it had waiting is dropped now, and publishers
+            // pass it by until its connection is gone.
             self.overflow.store(true, Ordering::Relaxed);
+            let dropped =
+                std::mem::take(&mut *self.queue.lock().unwrap_or_else(|e| e.into_inner()));
+            self.bytes.store(0, Ordering::Relaxed);
+            drop(dropped);
             self.waker.wake();
             return;
         }
@@ -91,7 +97,10 @@ impl Bus {
         let payload: Arc<[u8]> = Arc::from(payload);
         let mut n = 0;
         if let Some(subs) = lock(&self.channels).get(channel) {
-            for mb in subs.values() {
+            for mb in subs
+                .values()
+                .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
+            {
                 mb.put(Delivery {
                     pattern: None,
                     channel: channel_arc.clone(),
@@ -105,7 +114,10 @@ impl Bus {
                 continue;
             }
             let pattern: Arc<[u8]> = Arc::from(&pattern[..]);
-            for mb in subs.values() {
+            for mb in subs
+                .values()
+                .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
+            {
                 mb.put(Delivery {
                     pattern: Some(pattern.clone()),
                     channel: channel_arc.clone(),
