@@ -23,8 +23,9 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Most bytes a subscriber may have waiting (undelivered, or queued
-/// for its socket) before it is disconnected: Redis's hard pubsub limit.
+/// Most bytes a subscriber may have waiting undelivered in its mailbox
+/// before it is disconnected: Redis's hard pubsub limit. (What is already
+/// in its reply queue is bounded by the back-pressure mark.)
 pub const OUTPUT_LIMIT: usize = 32 << 20;
 
 /// One published message as a subscriber receives it.
