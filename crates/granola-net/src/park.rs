@@ -70,7 +70,9 @@ impl Wakeups {
 
     /// The connections woken since the last call (appended to `out`).
     pub(crate) fn drain(&self, out: &mut Vec<(usize, u64)>) {
-        if !self.pending.swap(false, Ordering::AcqRel) {
+        // A plain load first: this runs every event-loop turn, and the
+        // swap (a locked read-modify-write) is only needed when set.
+        if !self.pending.load(Ordering::Acquire) || !self.pending.swap(false, Ordering::AcqRel) {
             return;
         }
         out.append(&mut self.woken.lock().unwrap_or_else(|e| e.into_inner()));
