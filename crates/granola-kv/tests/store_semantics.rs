@@ -56,6 +56,65 @@ fn set_get_overwrite_delete() {
 }
 
 #[test]
+fn an_overwrite_of_the_same_size_reuses_the_slot_unless_a_reader_holds_it() {
+    let (s, clock) = store();
+    let at = |s: &Store| s.get(b"k").unwrap().value_bytes().as_ptr() as usize;
+    s.set(b"k", b"first value", meta(1, 0), SetMode::Set)
+        .unwrap();
+    let first = at(&s);
+    let (slots, stats) = (s.pool().stats().live_slots, s.stats());
+    // Nothing holds the item: written over where it is, with all it says.
+    let cas = s
+        .set(b"k", b"second valu", meta(2, T0 + 5_000), SetMode::Set)
+        .unwrap();
+    let it = s.get(b"k").unwrap();
+    assert_eq!(it.value_bytes().as_ptr() as usize, first, "same slot");
+    assert_eq!(it.value_bytes(), b"second valu");
+    assert_eq!(
+        (it.flags(), it.expires_at_ms(), it.cas()),
+        (2, T0 + 5_000, cas)
+    );
+    assert_eq!(s.pool().stats().live_slots, slots, "no slot allocated");
+    let now = s.stats();
+    assert_eq!((now.item_bytes, now.items), (stats.item_bytes, stats.items));
+    // A held item (a reply being sent) keeps its bytes: the next value
+    // goes to a new slot.
+    let held = it;
+    s.set(b"k", b"third value", meta(3, 0), SetMode::Set)
+        .unwrap();
+    assert_eq!(held.value_bytes(), b"second valu");
+    assert_ne!(at(&s), first, "a new slot while a reader held the old");
+    assert_eq!(val(&s, b"k").unwrap(), b"third value");
+    drop(held);
+    // INCR-style read-modify-writes go in place too, and expiry still
+    // applies to the rewritten item.
+    s.set(b"n", b"41", meta(0, T0 + 1_000), SetMode::Set)
+        .unwrap();
+    let n_at = s.get(b"n").unwrap().value_bytes().as_ptr() as usize;
+    assert_eq!(s.incr_decr(b"n", 1, true).unwrap(), 42);
+    s.update_string(b"n", |cur, store| {
+        assert_eq!(cur, Some(&b"42"[..]));
+        store(b"43");
+    })
+    .unwrap();
+    let n = s.get(b"n").unwrap();
+    assert_eq!(
+        (n.value_bytes(), n.expires_at_ms()),
+        (&b"43"[..], T0 + 1_000)
+    );
+    assert_eq!(n.value_bytes().as_ptr() as usize, n_at);
+    drop(n);
+    clock.advance_ms(1_000);
+    assert!(
+        s.get(b"n").is_none(),
+        "the rewritten item expires as stored"
+    );
+    // A value of another size class moves to a slot of its class.
+    s.set(b"k", &[b'x'; 300], meta(0, 0), SetMode::Set).unwrap();
+    assert_eq!(val(&s, b"k").unwrap(), vec![b'x'; 300]);
+}
+
+#[test]
 fn add_and_replace() {
     let (s, _) = store();
     assert_eq!(

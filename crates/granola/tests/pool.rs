@@ -274,6 +274,108 @@ fn handle_round_trip() {
 }
 
 #[test]
+fn a_slot_held_by_its_handle_and_one_buf_is_rewritten_in_place() {
+    let p = pool(2 * SEGMENT_SIZE);
+    let h = p.into_handle(p.alloc_copy(b"old value").unwrap()).unwrap();
+    let b = p.try_acquire(h).unwrap();
+    let b = p
+        .rewrite_in_place(b, 7, |bytes| {
+            assert_eq!(bytes.len(), 64, "the whole slot");
+            bytes[..9].copy_from_slice(b"new value");
+        })
+        .unwrap();
+    assert_eq!(&b[..9], b"new value");
+    assert_eq!(b.ref_count(), 2, "the handle's and ours, as before");
+    assert_eq!(b.slot_word().load(std::sync::atomic::Ordering::Relaxed), 7);
+    let reader = p.try_acquire(h).expect("acquirable again");
+    assert_eq!(&reader[..9], b"new value");
+    assert_eq!(p.stats().live_slots, 1, "no slot was allocated");
+    drop((b, reader));
+    assert!(p.release_handle(h));
+    assert_eq!(p.stats().live_slots, 0);
+}
+
+#[test]
+fn a_slot_anyone_else_can_read_is_not_rewritten() {
+    let p = pool(2 * SEGMENT_SIZE);
+    let never = |_: &mut [u8]| panic!("must not be called");
+    // Another Buf (a reply being sent) holds the slot.
+    let h = p.into_handle(p.alloc_copy(b"sent").unwrap()).unwrap();
+    let b = p.try_acquire(h).unwrap();
+    let in_flight = b.clone();
+    let b = p.rewrite_in_place(b, 0, never).unwrap_err();
+    assert_eq!(&in_flight[..4], b"sent");
+    drop(in_flight);
+    // A view of part of the slot.
+    let part = p.rewrite_in_place(b.slice(..4), 0, never).unwrap_err();
+    drop(part);
+    let b = p.rewrite_in_place(b, 7, |bytes| bytes[0] = b'S').unwrap();
+    assert_eq!(&b[..4], b"Sent");
+    // No handle: the slot may be shared in ways the count cannot show.
+    let lone = p.alloc_copy(b"lone").unwrap();
+    let lone = p.rewrite_in_place(lone, 0, never).unwrap_err();
+    // Another pool's buffer.
+    let q = pool(2 * SEGMENT_SIZE);
+    let hq = q.into_handle(q.alloc_copy(b"theirs").unwrap()).unwrap();
+    let theirs = q.try_acquire(hq).unwrap();
+    let theirs = p.rewrite_in_place(theirs, 0, never).unwrap_err();
+    drop((b, lone, theirs));
+    assert!(p.release_handle(h));
+    assert!(q.release_handle(hq));
+}
+
+#[test]
+fn a_slot_being_rewritten_cannot_be_acquired() {
+    let p = pool(2 * SEGMENT_SIZE);
+    let h = p.into_handle(p.alloc_copy(b"x").unwrap()).unwrap();
+    let b = p.try_acquire(h).unwrap();
+    let b = p
+        .rewrite_in_place(b, 0, |_| {
+            assert!(p.try_acquire(h).is_none(), "a reader looks again later");
+            assert!(p.from_handle(h).is_none());
+            assert!(!p.release_handle(h));
+        })
+        .unwrap();
+    drop(b);
+    assert!(p.release_handle(h));
+}
+
+#[test]
+fn concurrent_readers_see_whole_rewrites_only() {
+    // A writer rewrites one slot with runs of one byte value; readers that
+    // acquire it must never see a mix of two runs.
+    let p = Arc::new(pool(2 * SEGMENT_SIZE));
+    let h = p.into_handle(p.alloc_copy(&[0u8; 100]).unwrap()).unwrap();
+    let rewrites = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let mut seen = 0;
+            for _ in 0..ITERS {
+                if let Some(b) = p.try_acquire(h) {
+                    assert!(b[..100].iter().all(|&x| x == b[0]), "torn rewrite");
+                    seen += 1;
+                }
+            }
+            seen
+        });
+        let mut done = 0;
+        for i in 0..ITERS {
+            if let Some(b) = p.try_acquire(h) {
+                if p.rewrite_in_place(b, 7, |bytes| bytes[..100].fill(i as u8))
+                    .is_ok()
+                {
+                    done += 1;
+                }
+            }
+        }
+        reader.join().unwrap();
+        done
+    });
+    assert!(rewrites > 0);
+    assert!(p.release_handle(h));
+    assert_eq!(p.stats().live_slots, 0);
+}
+
+#[test]
 fn releasing_the_last_reference_through_a_handle_frees_the_slot() {
     let p = pool(2 * SEGMENT_SIZE);
     let h = p.into_handle(p.alloc_copy(&[1u8; 300]).unwrap()).unwrap();

@@ -633,6 +633,83 @@ pub(crate) fn item_len(key: &[u8], content: &Content<'_>) -> usize {
     HEADER_LEN + key.len() + content.value_len()
 }
 
+/// An item's header bytes.
+fn header(kind: u8, key_len: usize, value_len: usize, h: Header) -> [u8; HEADER_LEN] {
+    let mut head = [0u8; HEADER_LEN];
+    head[0] = kind;
+    head[1] = h.marks;
+    head[2..4].copy_from_slice(&(key_len as u16).to_le_bytes());
+    head[4..8].copy_from_slice(&h.flags.to_le_bytes());
+    head[8..12].copy_from_slice(&(value_len as u32).to_le_bytes());
+    head[12..20].copy_from_slice(&h.expires_at_ms.to_le_bytes());
+    head[20..28].copy_from_slice(&h.cas.to_le_bytes());
+    head
+}
+
+impl Item {
+    /// Writes the string `key` = concatenated `parts` with header `h` over
+    /// this item, in its own slot, when the pool allows it (nothing but the
+    /// index's handle and this item refers to the slot; see
+    /// [`Pool::rewrite_in_place`]) and the new item needs a slot of the
+    /// same size; the slot's access word becomes `word`. `Err(self)`
+    /// unchanged otherwise.
+    pub(crate) fn rewrite_str(
+        self,
+        pool: &Pool,
+        key: &[u8],
+        parts: &[&[u8]],
+        h: Header,
+        word: u32,
+    ) -> Result<Item, Item> {
+        let value_len: usize = parts.iter().map(|p| p.len()).sum();
+        let total = HEADER_LEN + key.len() + value_len;
+        if self.kind != Kind::String
+            || self.body.is_some()
+            || key.len() > u16::MAX as usize
+            || Pool::slot_size_for(total) != self.buf.len()
+        {
+            return Err(self);
+        }
+        let Item {
+            buf,
+            kind,
+            key_len,
+            value_len: old_len,
+            seen,
+            body,
+        } = self;
+        let write = |bytes: &mut [u8]| {
+            let (head, rest) = bytes.split_at_mut(HEADER_LEN);
+            head.copy_from_slice(&header(KIND_STRING, key.len(), value_len, h));
+            let (k, mut rest) = rest.split_at_mut(key.len());
+            k.copy_from_slice(key);
+            for p in parts {
+                let (v, tail) = rest.split_at_mut(p.len());
+                v.copy_from_slice(p);
+                rest = tail;
+            }
+        };
+        match pool.rewrite_in_place(buf, word, write) {
+            Ok(buf) => Ok(Item {
+                buf,
+                kind: Kind::String,
+                key_len: key.len() as u16,
+                value_len: value_len as u32,
+                seen: word,
+                body: None,
+            }),
+            Err(buf) => Err(Item {
+                buf,
+                kind,
+                key_len,
+                value_len: old_len,
+                seen,
+                body,
+            }),
+        }
+    }
+}
+
 /// Writes a new item into a fresh pool slot and freezes it. The caller has
 /// checked that the sizes fit (key <= u16::MAX, value area <= u32::MAX).
 /// `None` if the pool has no room.
@@ -652,15 +729,7 @@ pub(crate) fn build_in(
     let value_len = content.value_len();
     let total = HEADER_LEN + key.len() + value_len;
     let mut w: BufMut = pool.alloc(total.max(min_slot))?;
-    let mut head = [0u8; HEADER_LEN];
-    head[0] = content.kind_byte();
-    head[1] = h.marks;
-    head[2..4].copy_from_slice(&(key.len() as u16).to_le_bytes());
-    head[4..8].copy_from_slice(&h.flags.to_le_bytes());
-    head[8..12].copy_from_slice(&(value_len as u32).to_le_bytes());
-    head[12..20].copy_from_slice(&h.expires_at_ms.to_le_bytes());
-    head[20..28].copy_from_slice(&h.cas.to_le_bytes());
-    w.extend_from_slice(&head);
+    w.extend_from_slice(&header(content.kind_byte(), key.len(), value_len, h));
     w.extend_from_slice(key);
     match content {
         Content::Str(parts) => {

@@ -325,6 +325,11 @@ pub struct Stamp {
 /// are busy).
 const MAX_SEGMENT_EVICTIONS: usize = 8;
 
+/// Values up to this long are copied out before a read-modify-write
+/// ([`Store::update_string`]) computes the new one, so the item can be
+/// written over in place (counters are at most 20 digits, floats 40 B or so).
+const SHORT_STRING: usize = 64;
+
 /// Where the CLOCK hand points.
 #[derive(Default)]
 struct Hand {
@@ -629,6 +634,17 @@ impl Store {
         let old = self.find_live(&l, &h, key);
         let parts: [&[u8]; 1] = [value];
         let cas = extra.cas.unwrap_or_else(|| self.new_cas());
+        if mode == SetMode::Set && !extra.invalidate && old.is_some() {
+            let hdr = Header {
+                flags: meta.flags,
+                expires_at_ms: meta.expires_at_ms,
+                cas,
+                marks: 0,
+            };
+            self.put_string(&l, &h, key, &parts, hdr, old)?;
+            self.sets.fetch_add(1, Ordering::Relaxed);
+            return Ok(cas);
+        }
         let mut marks = 0;
         let mut mode = mode;
         if let (SetMode::Cas(c), Some(f), true) = (mode, &old, extra.invalidate) {
@@ -732,7 +748,7 @@ impl Store {
             marks: 0,
         };
         let parts: [&[u8]; 1] = [digits.as_bytes()];
-        self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, Some(&f))?;
+        self.put_string(&l, &h, key, &parts, hdr, Some(f))?;
         self.sets.fetch_add(1, Ordering::Relaxed);
         Ok(new)
     }
@@ -754,20 +770,46 @@ impl Store {
         if old.as_ref().is_some_and(|o| o.item.kind() != Kind::String) {
             return Err(StoreError::WrongType);
         }
+        let hdr = |cas| Header {
+            flags: old.as_ref().map_or(0, |o| o.item.flags()),
+            expires_at_ms: old.as_ref().map_or(0, |o| o.item.expires_at_ms()),
+            cas,
+            marks: 0,
+        };
         let mut result = Ok(());
-        let mut store = |new: &[u8]| {
-            let hdr = Header {
-                flags: old.as_ref().map_or(0, |o| o.item.flags()),
-                expires_at_ms: old.as_ref().map_or(0, |o| o.item.expires_at_ms()),
-                cas: self.new_cas(),
-                marks: 0,
+        let stored = |r: Result<Item, StoreError>| {
+            r.map(|_| {
+                self.sets.fetch_add(1, Ordering::Relaxed);
+            })
+        };
+        // A short value (a counter's digits) goes to `f` as a copy, so the
+        // item is free to be written over in place.
+        let mut copy = [0u8; SHORT_STRING];
+        let short = match &old {
+            Some(o) if o.item.value_len() <= SHORT_STRING => {
+                let v = o.item.value_bytes();
+                copy[..v.len()].copy_from_slice(v);
+                Some(v.len())
+            }
+            _ => None,
+        };
+        if old.is_none() || short.is_some() {
+            let hdr = hdr(0);
+            let mut old = old;
+            let mut store = |new: &[u8]| {
+                let hdr = Header {
+                    cas: self.new_cas(),
+                    ..hdr
+                };
+                result = stored(self.put_string(&l, &h, key, &[new], hdr, old.take()));
             };
+            f(short.map(|n| &copy[..n]), &mut store);
+            return result;
+        }
+        let mut store = |new: &[u8]| {
             let parts: [&[u8]; 1] = [new];
-            result = self
-                .put_locked(&l, &h, key, &Content::Str(&parts), hdr, old.as_ref())
-                .map(|_| {
-                    self.sets.fetch_add(1, Ordering::Relaxed);
-                });
+            let hdr = hdr(self.new_cas());
+            result = stored(self.put_locked(&l, &h, key, &Content::Str(&parts), hdr, old.as_ref()));
         };
         f(old.as_ref().map(|o| o.item.value_bytes()), &mut store);
         result
@@ -1441,6 +1483,53 @@ impl Store {
         let released = self.pool.release_handle(handle);
         debug_assert!(released, "the index owned a handle");
         self.pool.slot_size(item.buf())
+    }
+
+    /// Stores the string `key` = `parts` over `old` (the key's live item,
+    /// if any): in `old`'s own slot when it can be written over, else as a
+    /// new item (`put_locked`).
+    fn put_string(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        parts: &[&[u8]],
+        hdr: Header,
+        old: Option<Found>,
+    ) -> Result<Item, StoreError> {
+        let old = match old.map(|f| self.overwrite_in_place(l, f, key, parts, hdr)) {
+            Some(Ok(new)) => return Ok(new),
+            Some(Err(f)) => Some(f),
+            None => None,
+        };
+        self.put_locked(l, h, key, &Content::Str(parts), hdr, old.as_ref())
+    }
+
+    /// Writes the string `key` = `parts` over `f`'s item in its own slot,
+    /// as a fresh store (access word and CLOCK bit as `put_locked` sets
+    /// them), when `f`'s item is a string that nothing else holds and the
+    /// new one needs a slot of the same size: no allocation, no release,
+    /// no index change and no change to the counters. `Err(f)` unchanged
+    /// otherwise (then `put_locked`).
+    fn overwrite_in_place(
+        &self,
+        l: &Locked<'_>,
+        f: Found,
+        key: &[u8],
+        parts: &[&[u8]],
+        hdr: Header,
+    ) -> Result<Item, Found> {
+        let Found { pos, entry, item } = f;
+        let word = access::stamp(self.clock.coarse_s(), false);
+        match item.rewrite_str(&self.pool, key, parts, hdr, word) {
+            Ok(new) => {
+                if entry & REF == 0 {
+                    l.cell(pos).fetch_or(REF, Ordering::Relaxed);
+                }
+                Ok(new)
+            }
+            Err(item) => Err(Found { pos, entry, item }),
+        }
     }
 
     /// Builds the item and swaps it into the index, evicting as needed.

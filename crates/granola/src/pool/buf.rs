@@ -11,8 +11,10 @@
 //!
 //! Clones share the slot and bump its count; the slot goes back to the pool
 //! when the last `Buf` drops. There is no way to obtain `&mut` access to the
-//! bytes of a `Buf`: once frozen, pool data is immutable for everyone (the
-//! write protection that Cornflakes leaves to the application).
+//! bytes of a `Buf`: once frozen, pool data is immutable for everyone who
+//! can read it (the write protection that Cornflakes leaves to the
+//! application). The one exception, [`Pool::rewrite_in_place`](super::Pool::rewrite_in_place),
+//! consumes the only `Buf` of its slot, so no reader is left to see it.
 
 use super::{release_slot, PoolInner, COUNT_MASK, MAX_REFS};
 use std::ops::{Bound, Deref, RangeBounds};
@@ -32,8 +34,9 @@ pub struct Buf {
     pool: NonNull<PoolInner>,
 }
 
-// SAFETY: the bytes behind a Buf are never written while any Buf exists (the
-// slot is frozen), the count is atomic, and PoolInner is Sync.
+// SAFETY: the bytes behind a Buf are never written while another Buf can
+// read them (the slot is frozen; `rewrite_in_place` holds the only one), the
+// count is atomic, and PoolInner is Sync.
 unsafe impl Send for Buf {}
 // SAFETY: as above; &Buf only gives shared reads.
 unsafe impl Sync for Buf {}
@@ -131,6 +134,11 @@ impl Buf {
         // bounds and initialised; it lives as long as the pool, which this
         // Buf keeps alive.
         unsafe { self.rc.add(1).as_ref() }
+    }
+
+    #[inline]
+    pub(super) fn data_ptr(&self) -> NonNull<u8> {
+        self.data
     }
 
     #[inline]

@@ -64,6 +64,11 @@
 //! safe: a stale or foreign handle yields `None`/`false` or another live,
 //! frozen slot, never freed memory.
 //!
+//! A slot referred to by its handle and one `Buf` only can be written again
+//! in place ([`Pool::rewrite_in_place`]): a cache overwriting a value of the
+//! same size. No other reference exists then, so no reader, and no send in
+//! flight, sees its bytes change.
+//!
 //! ## Segments move between classes
 //!
 //! A segment whose last slot is freed goes back to the shared segment
@@ -872,6 +877,84 @@ impl Pool {
         }
         // SAFETY: we just took a reference on a live, frozen slot.
         Some(unsafe { PoolInner::whole_slot(&self.inner, handle, rc_ptr) })
+    }
+
+    /// Lets `write` change the bytes of `buf`'s slot in place, when nothing
+    /// but `buf` and the slot's raw handle refers to it: a cache overwriting
+    /// a stored value of the same size class saves the allocation, the
+    /// release of the old slot and its handle's table update. `buf` must
+    /// view the whole slot, and the slot's segment must not be draining.
+    /// The slot word becomes `word` before readers can see the new bytes
+    /// (the slot starts afresh, as after an allocation). Returns `buf` (now
+    /// viewing the new bytes), or `Err(buf)` unchanged.
+    ///
+    /// The count proves that no other [`Buf`] exists (an in-flight
+    /// zero-copy send holds one, so its bytes are never rewritten), and
+    /// while `write` runs the slot counts as written: [`try_acquire`],
+    /// [`recover`](Self::recover), [`from_handle`](Self::from_handle) and
+    /// [`release_handle`](Self::release_handle) refuse it as they refuse a
+    /// [`BufMut`]'s. The count is reset with a Release store, so a reader
+    /// whose `try_acquire` succeeds afterwards sees the new bytes. A reader
+    /// that loaded the handle before and fails meanwhile must look again,
+    /// as for any slot it could not acquire.
+    ///
+    /// [`try_acquire`]: Self::try_acquire
+    pub fn rewrite_in_place(
+        &self,
+        buf: Buf,
+        word: u32,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<Buf, Buf> {
+        if buf.pool_ptr() != Arc::as_ptr(&self.inner) {
+            return Err(buf);
+        }
+        let slot = self.inner.slot_from_rc(buf.rc_ptr());
+        let (off, len) = self.inner.slot_extent(slot);
+        let seg = (slot >> SLOTS_SHIFT) as usize;
+        let start = self.inner.slot_data(slot);
+        if buf.data_ptr() != start
+            || buf.len() != len
+            || self.inner.seg_draining[seg].load(Ordering::Relaxed)
+        {
+            return Err(buf);
+        }
+        debug_assert_eq!(
+            start.as_ptr().addr() - self.inner.data.base().as_ptr().addr(),
+            off
+        );
+        // SAFETY: buf holds a reference, so its count entry is live.
+        let rc = unsafe { buf.rc_ptr().as_ref() };
+        // Acquire: every other reference's last reads of the slot (their
+        // Release decrements) happen before our writes.
+        if rc
+            .compare_exchange(
+                HANDLE | 2,
+                HANDLE | WRITER | 2,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return Err(buf);
+        }
+        /// Puts the count back, also if `write` panics (the bytes are then
+        /// whatever it left, as after a panicking `BufMut` writer).
+        struct Reopened<'a>(&'a AtomicU32);
+        impl Drop for Reopened<'_> {
+            fn drop(&mut self) {
+                self.0.store(HANDLE | 2, Ordering::Release);
+            }
+        }
+        let reopened = Reopened(rc);
+        // SAFETY: the slot spans `len` bytes from `start` in the data
+        // region; the count showed only `buf` and the handle, neither of
+        // which reads while WRITER is set (`buf` is not touched until the
+        // count is reset), and every way to a new reference refuses WRITER.
+        write(unsafe { std::slice::from_raw_parts_mut(start.as_ptr(), len) });
+        buf.slot_word().store(word, Ordering::Relaxed);
+        drop(reopened);
+        self.inner.touch_segment(seg);
+        Ok(buf)
     }
 
     /// The size of the slot `buf` lives in (what it costs against the
