@@ -56,7 +56,7 @@ fn set_get_overwrite_delete() {
 }
 
 #[test]
-fn an_overwrite_of_the_same_size_reuses_the_slot_unless_a_reader_holds_it() {
+fn overwrites_and_retimes_reuse_the_slot_unless_a_reader_holds_it() {
     let (s, clock) = store();
     let at = |s: &Store| s.get(b"k").unwrap().value_bytes().as_ptr() as usize;
     s.set(b"k", b"first value", meta(1, 0), SetMode::Set)
@@ -109,6 +109,31 @@ fn an_overwrite_of_the_same_size_reuses_the_slot_unless_a_reader_holds_it() {
         s.get(b"n").is_none(),
         "the rewritten item expires as stored"
     );
+    // EXPIRE and touch rewrite the header where it is.
+    let k_at = at(&s);
+    let it = s.retime(b"k", T0 + 9_000, true).unwrap();
+    assert_eq!(
+        (it.value_bytes(), it.expires_at_ms()),
+        (&b"third value"[..], T0 + 9_000)
+    );
+    assert!(it.cas() > cas, "EXPIRE gives a new CAS");
+    drop(it);
+    assert_eq!(at(&s), k_at);
+    let it = s.touch(b"k", 0).unwrap();
+    assert_eq!(it.expires_at_ms(), 0);
+    drop(it);
+    assert_eq!(at(&s), k_at);
+    // A list's head too, keeping its body.
+    s.put_list(b"l", &[b"a", b"b"], Meta::default()).unwrap();
+    let l_at = s.get(b"l").unwrap().value_bytes().as_ptr() as usize;
+    let it = s.retime(b"l", T0 + 9_000, true).unwrap();
+    assert_eq!(it.list_range(0, -1).count(), 2);
+    drop(it);
+    let l = s.get(b"l").unwrap();
+    assert_eq!((l.kind(), l.expires_at_ms()), (Kind::List, T0 + 9_000));
+    assert_eq!(l.value_bytes().as_ptr() as usize, l_at);
+    assert_eq!(l.list_range(0, -1).count(), 2);
+    drop(l);
     // A value of another size class moves to a slot of its class.
     s.set(b"k", &[b'x'; 300], meta(0, 0), SetMode::Set).unwrap();
     assert_eq!(val(&s, b"k").unwrap(), vec![b'x'; 300]);

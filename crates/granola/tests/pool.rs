@@ -279,7 +279,7 @@ fn a_slot_held_by_its_handle_and_one_buf_is_rewritten_in_place() {
     let h = p.into_handle(p.alloc_copy(b"old value").unwrap()).unwrap();
     let b = p.try_acquire(h).unwrap();
     let b = p
-        .rewrite_in_place(b, 7, |bytes| {
+        .rewrite_in_place(b, Some(7), |bytes| {
             assert_eq!(bytes.len(), 64, "the whole slot");
             bytes[..9].copy_from_slice(b"new value");
         })
@@ -287,8 +287,13 @@ fn a_slot_held_by_its_handle_and_one_buf_is_rewritten_in_place() {
     assert_eq!(&b[..9], b"new value");
     assert_eq!(b.ref_count(), 2, "the handle's and ours, as before");
     assert_eq!(b.slot_word().load(std::sync::atomic::Ordering::Relaxed), 7);
+    // Without a word, the slot's word stays.
+    let b = p
+        .rewrite_in_place(b, None, |bytes| bytes[0] = b'N')
+        .unwrap();
+    assert_eq!(b.slot_word().load(std::sync::atomic::Ordering::Relaxed), 7);
     let reader = p.try_acquire(h).expect("acquirable again");
-    assert_eq!(&reader[..9], b"new value");
+    assert_eq!(&reader[..9], b"New value");
     assert_eq!(p.stats().live_slots, 1, "no slot was allocated");
     drop((b, reader));
     assert!(p.release_handle(h));
@@ -303,22 +308,24 @@ fn a_slot_anyone_else_can_read_is_not_rewritten() {
     let h = p.into_handle(p.alloc_copy(b"sent").unwrap()).unwrap();
     let b = p.try_acquire(h).unwrap();
     let in_flight = b.clone();
-    let b = p.rewrite_in_place(b, 0, never).unwrap_err();
+    let b = p.rewrite_in_place(b, None, never).unwrap_err();
     assert_eq!(&in_flight[..4], b"sent");
     drop(in_flight);
     // A view of part of the slot.
-    let part = p.rewrite_in_place(b.slice(..4), 0, never).unwrap_err();
+    let part = p.rewrite_in_place(b.slice(..4), None, never).unwrap_err();
     drop(part);
-    let b = p.rewrite_in_place(b, 7, |bytes| bytes[0] = b'S').unwrap();
+    let b = p
+        .rewrite_in_place(b, Some(7), |bytes| bytes[0] = b'S')
+        .unwrap();
     assert_eq!(&b[..4], b"Sent");
     // No handle: the slot may be shared in ways the count cannot show.
     let lone = p.alloc_copy(b"lone").unwrap();
-    let lone = p.rewrite_in_place(lone, 0, never).unwrap_err();
+    let lone = p.rewrite_in_place(lone, None, never).unwrap_err();
     // Another pool's buffer.
     let q = pool(2 * SEGMENT_SIZE);
     let hq = q.into_handle(q.alloc_copy(b"theirs").unwrap()).unwrap();
     let theirs = q.try_acquire(hq).unwrap();
-    let theirs = p.rewrite_in_place(theirs, 0, never).unwrap_err();
+    let theirs = p.rewrite_in_place(theirs, None, never).unwrap_err();
     drop((b, lone, theirs));
     assert!(p.release_handle(h));
     assert!(q.release_handle(hq));
@@ -330,7 +337,7 @@ fn a_slot_being_rewritten_cannot_be_acquired() {
     let h = p.into_handle(p.alloc_copy(b"x").unwrap()).unwrap();
     let b = p.try_acquire(h).unwrap();
     let b = p
-        .rewrite_in_place(b, 0, |_| {
+        .rewrite_in_place(b, None, |_| {
             assert!(p.try_acquire(h).is_none(), "a reader looks again later");
             assert!(p.from_handle(h).is_none());
             assert!(!p.release_handle(h));
@@ -360,7 +367,7 @@ fn concurrent_readers_see_whole_rewrites_only() {
         let mut done = 0;
         for i in 0..ITERS {
             if let Some(b) = p.try_acquire(h) {
-                if p.rewrite_in_place(b, 7, |bytes| bytes[..100].fill(i as u8))
+                if p.rewrite_in_place(b, Some(7), |bytes| bytes[..100].fill(i as u8))
                     .is_ok()
                 {
                     done += 1;

@@ -689,7 +689,7 @@ impl Item {
                 rest = tail;
             }
         };
-        match pool.rewrite_in_place(buf, word, write) {
+        match pool.rewrite_in_place(buf, Some(word), write) {
             Ok(buf) => Ok(Item {
                 buf,
                 kind: Kind::String,
@@ -706,6 +706,45 @@ impl Item {
                 seen,
                 body,
             }),
+        }
+    }
+
+    /// Writes header `h` over this item's own (flags, expiry, CAS and
+    /// marks; kind, key and value stay), when the pool allows it (see
+    /// [`Item::rewrite_str`]). The slot's access word stays. `Err(self)`
+    /// unchanged otherwise.
+    pub(crate) fn rewrite_header(self, pool: &Pool, h: Header) -> Result<Item, Item> {
+        let head = header(
+            self.buf[0],
+            self.key_len as usize,
+            self.value_len as usize,
+            h,
+        );
+        let Item {
+            buf,
+            kind,
+            key_len,
+            value_len,
+            seen,
+            body,
+        } = self;
+        let rewritten = pool.rewrite_in_place(buf, None, |bytes| {
+            bytes[..HEADER_LEN].copy_from_slice(&head);
+        });
+        let done = rewritten.is_ok();
+        let (Ok(buf) | Err(buf)) = rewritten;
+        let item = Item {
+            buf,
+            kind,
+            key_len,
+            value_len,
+            seen,
+            body,
+        };
+        if done {
+            Ok(item)
+        } else {
+            Err(item)
         }
     }
 }

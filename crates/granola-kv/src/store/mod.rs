@@ -884,6 +884,10 @@ impl Store {
             cas,
             marks: f.item.marks(),
         };
+        let f = match self.rewrite_header(f, hdr) {
+            Ok(item) => return Some(item),
+            Err(f) => f,
+        };
         let item = f.item.clone();
         match self.put_locked(&l, &h, key, &Content::CopyOf(&item), hdr, Some(&f)) {
             // A list head keeps its body (same id): attach it.
@@ -912,6 +916,10 @@ impl Store {
             expires_at_ms: r.expires_at_ms,
             cas: r.cas.unwrap_or_else(|| self.new_cas()),
             marks: r.marks,
+        };
+        let found = match self.rewrite_header(found, hdr) {
+            Ok(item) => return Some(item),
+            Err(f) => f,
         };
         let item = found.item.clone();
         match self.put_locked(&l, &h, key, &Content::CopyOf(&item), hdr, Some(&found)) {
@@ -1503,6 +1511,16 @@ impl Store {
             None => None,
         };
         self.put_locked(l, h, key, &Content::Str(parts), hdr, old.as_ref())
+    }
+
+    /// Writes header `hdr` over `f`'s item's own, in its slot, when
+    /// nothing else holds the item (see [`Item::rewrite_header`]): a new
+    /// expiry, CAS or marks without copying the item. The entry, the access
+    /// word and a collection's body stay. `Err(f)` unchanged otherwise.
+    fn rewrite_header(&self, f: Found, hdr: Header) -> Result<Item, Found> {
+        let Found { pos, entry, item } = f;
+        item.rewrite_header(&self.pool, hdr)
+            .map_err(|item| Found { pos, entry, item })
     }
 
     /// Writes the string `key` = `parts` over `f`'s item in its own slot,

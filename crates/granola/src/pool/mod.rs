@@ -884,9 +884,10 @@ impl Pool {
     /// a stored value of the same size class saves the allocation, the
     /// release of the old slot and its handle's table update. `buf` must
     /// view the whole slot, and the slot's segment must not be draining.
-    /// The slot word becomes `word` before readers can see the new bytes
-    /// (the slot starts afresh, as after an allocation). Returns `buf` (now
-    /// viewing the new bytes), or `Err(buf)` unchanged.
+    /// The slot word becomes `word`, if given, before readers can see the
+    /// new bytes (a new value starts afresh, as after an allocation; a
+    /// rewrite of metadata may keep it). Returns `buf` (now viewing the new
+    /// bytes), or `Err(buf)` unchanged.
     ///
     /// The count proves that no other [`Buf`] exists (an in-flight
     /// zero-copy send holds one, so its bytes are never rewritten), and
@@ -902,7 +903,7 @@ impl Pool {
     pub fn rewrite_in_place(
         &self,
         buf: Buf,
-        word: u32,
+        word: Option<u32>,
         write: impl FnOnce(&mut [u8]),
     ) -> Result<Buf, Buf> {
         if buf.pool_ptr() != Arc::as_ptr(&self.inner) {
@@ -951,7 +952,9 @@ impl Pool {
         // which reads while WRITER is set (`buf` is not touched until the
         // count is reset), and every way to a new reference refuses WRITER.
         write(unsafe { std::slice::from_raw_parts_mut(start.as_ptr(), len) });
-        buf.slot_word().store(word, Ordering::Relaxed);
+        if let Some(word) = word {
+            buf.slot_word().store(word, Ordering::Relaxed);
+        }
         drop(reopened);
         self.inner.touch_segment(seg);
         Ok(buf)
