@@ -94,6 +94,69 @@ fn resp2_transcript() {
 }
 
 #[test]
+fn shard_channels_are_a_namespace_of_their_own() {
+    // Replies compared byte for byte with Redis 7.0's.
+    let srv = Server::default_config();
+    let mut s = Client::connect(srv.resp());
+    s.send(&resp_cmd(&["SSUBSCRIBE", "a", "b"]));
+    s.expect(&push3("ssubscribe", "a", 1));
+    s.expect(&push3("ssubscribe", "b", 2));
+    // Channel and pattern replies count channels and patterns only.
+    s.send(&resp_cmd(&["SUBSCRIBE", "a"]));
+    s.expect(&push3("subscribe", "a", 1));
+    s.send(&resp_cmd(&["PSUBSCRIBE", "*"]));
+    s.expect(&push3("psubscribe", "*", 2));
+    let mut p = Client::connect(srv.resp());
+    // SPUBLISH reaches shard subscribers only; PUBLISH never reaches them.
+    assert_eq!(p.resp(&["SPUBLISH", "a", "x"]), Resp::Int(1));
+    assert_eq!(p.resp(&["PUBLISH", "a", "y"]), Resp::Int(2));
+    assert_eq!(p.resp(&["SPUBLISH", "zz", "q"]), Resp::Int(0));
+    let mut smessage = b"*3\r\n".to_vec();
+    for part in [&b"smessage"[..], b"a", b"x"] {
+        smessage.extend(resp_bulk(part));
+    }
+    s.expect(&smessage);
+    s.expect(&message("a", b"y"));
+    s.read_until(b"$1\r\ny\r\n"); // the pattern's copy
+    let bulks = |names: &[&str]| {
+        Resp::Array(Some(
+            names
+                .iter()
+                .map(|n| Resp::Bulk(Some(n.as_bytes().to_vec())))
+                .collect(),
+        ))
+    };
+    assert_eq!(p.resp(&["PUBSUB", "SHARDCHANNELS"]), bulks(&["a", "b"]));
+    assert_eq!(p.resp(&["PUBSUB", "SHARDCHANNELS", "b*"]), bulks(&["b"]));
+    assert_eq!(p.resp(&["PUBSUB", "CHANNELS"]), bulks(&["a"]));
+    assert_eq!(
+        p.resp(&["PUBSUB", "SHARDNUMSUB", "a", "zz"]),
+        Resp::Array(Some(vec![
+            Resp::Bulk(Some(b"a".to_vec())),
+            Resp::Int(1),
+            Resp::Bulk(Some(b"zz".to_vec())),
+            Resp::Int(0)
+        ]))
+    );
+    // SUNSUBSCRIBE with no names leaves every shard channel; subscribed
+    // mode lasts while any subscription of any kind is left.
+    s.send(&resp_cmd(&["SUNSUBSCRIBE"]));
+    s.expect(&push3("sunsubscribe", "a", 1));
+    s.expect(&push3("sunsubscribe", "b", 0));
+    s.send(&resp_cmd(&["GET", "k"]));
+    s.read_until(b"are allowed in this context\r\n");
+    s.send(&resp_cmd(&["UNSUBSCRIBE"]));
+    s.expect(&push3("unsubscribe", "a", 1));
+    s.send(&resp_cmd(&["PUNSUBSCRIBE"]));
+    s.expect(&push3("punsubscribe", "*", 0));
+    s.send(&resp_cmd(&["SUNSUBSCRIBE"]));
+    s.expect(b"*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:0\r\n");
+    s.send(&resp_cmd(&["GET", "k"]));
+    s.expect(b"$-1\r\n");
+    assert_eq!(p.resp(&["PUBSUB", "SHARDCHANNELS"]), bulks(&[]));
+}
+
+#[test]
 fn resp3_gets_push_frames_and_runs_commands_while_subscribed() {
     let srv = Server::default_config();
     let mut s = Client::connect(srv.resp());

@@ -500,6 +500,27 @@ def pubsub(r, port, kw):
         threading.Event().wait(0.05)
     check("unsubscribed", (r.pubsub_numsub("chat"), r.pubsub_numpat()), ([(b"chat", 0)], 0))
     p.close()
+    # Sharded Pub/Sub (Redis 7): its own channels and message type.
+    sp = r.pubsub(ignore_subscribe_messages=True)
+    sp.ssubscribe("orders")
+    check("shardnumsub", r.pubsub_shardnumsub("orders"), [(b"orders", 1)])
+    check("spublish", other.spublish("orders", "o1"), 1)
+    check("publish misses shard channels", other.publish("orders", "no"), 0)
+    for _ in range(200):
+        m = sp.get_sharded_message(timeout=0.05)
+        if m is not None:
+            break
+    else:
+        print("FAIL pubsub: no sharded message", file=sys.stderr)
+        sys.exit(1)
+    check("smessage", (m["type"], m["channel"], m["data"]), ("smessage", b"orders", b"o1"))
+    sp.sunsubscribe("orders")
+    for _ in range(20):
+        if r.pubsub_shardnumsub("orders") == [(b"orders", 0)]:
+            break
+        threading.Event().wait(0.05)
+    check("sunsubscribed", r.pubsub_shardnumsub("orders"), [(b"orders", 0)])
+    sp.close()
 
 
 def wait_blocked(r, n):

@@ -1,6 +1,9 @@
 //! Redis Pub/Sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
-//! PUBLISH and PUBSUB (CHANNELS, NUMSUB, NUMPAT, HELP); where messages go:
-//! [`super::pubsub_bus`].
+//! PUBLISH, the sharded SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH, and PUBSUB
+//! (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB, HELP); where
+//! messages go: [`super::pubsub_bus`]. The server is one shard, so shard
+//! channels are channels of a namespace of their own, as in a Redis
+//! server outside a cluster.
 //!
 //! A RESP3 client gets its messages as push frames and may run any command
 //! meanwhile. A RESP2 client in subscribed mode may run only (P)SUBSCRIBE,
@@ -9,7 +12,7 @@
 //! inside MULTI is refused (one reply per channel would not fit EXEC's
 //! reply).
 
-use super::pubsub_bus::{Delivery, Subscriber};
+use super::pubsub_bus::{Delivery, Subscriber, Topic};
 use super::Ctx;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Version};
@@ -17,32 +20,44 @@ use crate::protocol::ReplySink;
 
 /// `SUBSCRIBE channel [channel ...]`.
 pub fn subscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    change(ctx, cmd, false, true)
+    change(ctx, cmd, Topic::Channel, true)
 }
 
 /// `PSUBSCRIBE pattern [pattern ...]`.
 pub fn psubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    change(ctx, cmd, true, true)
+    change(ctx, cmd, Topic::Pattern, true)
+}
+
+/// `SSUBSCRIBE shardchannel [shardchannel ...]`.
+pub fn ssubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    change(ctx, cmd, Topic::Shard, true)
 }
 
 /// `UNSUBSCRIBE [channel ...]` (none: every channel).
 pub fn unsubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    change(ctx, cmd, false, false)
+    change(ctx, cmd, Topic::Channel, false)
 }
 
 /// `PUNSUBSCRIBE [pattern ...]` (none: every pattern).
 pub fn punsubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    change(ctx, cmd, true, false)
+    change(ctx, cmd, Topic::Pattern, false)
+}
+
+/// `SUNSUBSCRIBE [shardchannel ...]` (none: every shard channel).
+pub fn sunsubscribe(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    change(ctx, cmd, Topic::Shard, false)
 }
 
 /// (Un)subscribes the connection; one `[kind, name, count]` reply per
 /// name, as Redis answers.
-fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, pattern: bool, add: bool) -> Step {
-    let word: &[u8] = match (pattern, add) {
-        (false, true) => b"subscribe",
-        (true, true) => b"psubscribe",
-        (false, false) => b"unsubscribe",
-        (true, false) => b"punsubscribe",
+fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, topic: Topic, add: bool) -> Step {
+    let word: &[u8] = match (topic, add) {
+        (Topic::Channel, true) => b"subscribe",
+        (Topic::Pattern, true) => b"psubscribe",
+        (Topic::Shard, true) => b"ssubscribe",
+        (Topic::Channel, false) => b"unsubscribe",
+        (Topic::Pattern, false) => b"punsubscribe",
+        (Topic::Shard, false) => b"sunsubscribe",
     };
     if ctx.conn.exec {
         // One reply per name would break the EXEC reply's element count.
@@ -73,8 +88,8 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, pattern: bool, add: bool) -> Ste
             return Step::Done;
         };
         for name in names {
-            sub.add(name, pattern);
-            confirm(ctx.out, version, word, Some(name), sub.count());
+            sub.add(name, topic);
+            confirm(ctx.out, version, word, Some(name), sub.count(topic));
         }
         return Step::Done;
     }
@@ -89,18 +104,18 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, pattern: bool, add: bool) -> Ste
         return Step::Done;
     };
     let targets: Vec<Vec<u8>> = if names.is_empty() {
-        sub.names(pattern)
+        sub.names(topic)
     } else {
         names.iter().map(|n| n.to_vec()).collect()
     };
     if targets.is_empty() {
-        confirm(ctx.out, version, word, None, sub.count());
+        confirm(ctx.out, version, word, None, sub.count(topic));
     }
     for name in &targets {
-        sub.remove(name, pattern);
-        confirm(ctx.out, version, word, Some(name), sub.count());
+        sub.remove(name, topic);
+        confirm(ctx.out, version, word, Some(name), sub.count(topic));
     }
-    if sub.count() == 0 {
+    if sub.total() == 0 {
         ctx.conn.sub = None; // leaves subscribed mode
     }
     Step::Done
@@ -126,25 +141,41 @@ pub fn publish(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | HELP`.
+/// `SPUBLISH shardchannel message`: the number of clients that received
+/// it (shard channel subscribers only).
+pub fn spublish(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let channel = cmd.arg(1).unwrap_or_default();
+    let message = cmd.arg(2).unwrap_or_default();
+    let n = ctx.shared.bus.spublish(channel, message);
+    ctx.int(n as i64);
+    Step::Done
+}
+
+/// `PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT |
+/// SHARDCHANNELS [pattern] | SHARDNUMSUB [shardchannel ...] | HELP`.
 pub fn pubsub(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
     let bus = ctx.shared.bus.clone();
+    let topic = if sub.starts_with(b"shard") {
+        Topic::Shard
+    } else {
+        Topic::Channel
+    };
     match (&sub[..], cmd.len()) {
-        (b"channels", 2 | 3) => {
-            let list = bus.channels(cmd.arg(2));
+        (b"channels" | b"shardchannels", 2 | 3) => {
+            let list = bus.channels(topic, cmd.arg(2));
             ctx.array(list.len());
             for c in &list {
                 ctx.bytes(c);
             }
         }
-        (b"numsub", _) => {
+        (b"numsub" | b"shardnumsub", _) => {
             let names: Vec<&[u8]> = cmd.args().skip(2).collect();
             // A flat array in RESP3 too, as Redis answers.
             ctx.array(2 * names.len());
             for n in names {
                 ctx.bytes(n);
-                ctx.int(bus.numsub(n) as i64);
+                ctx.int(bus.numsub(topic, n) as i64);
             }
         }
         (b"numpat", 2) => ctx.int(bus.numpat() as i64),
@@ -157,8 +188,12 @@ pub fn pubsub(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"NUMSUB [<channel> ...]",
             b"    Return the number of subscribers for the specified channels, excluding",
             b"    pattern subscriptions(default: no channels).",
+            b"SHARDCHANNELS [<pattern>]",
+            b"    Return the currently active shard level channels matching a <pattern> (default: '*').",
+            b"SHARDNUMSUB [<shardchannel> ...]",
+            b"    Return the number of subscribers for the specified shard level channel(s)",
             b"HELP",
-            b"    Print this help.",
+            b"    Prints this help.",
         ]),
         _ => ctx.unknown_subcommand("PUBSUB", cmd.arg(1).unwrap_or_default(), true),
     }
@@ -178,6 +213,7 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
     while !out.full() {
         let Some(Delivery {
             pattern,
+            shard,
             channel,
             payload,
         }) = sub.next()
@@ -187,7 +223,7 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
         match pattern {
             None => {
                 resp::write_push_header(out, 3, v);
-                resp::write_bulk_bytes(out, b"message");
+                resp::write_bulk_bytes(out, if shard { b"smessage" } else { b"message" });
             }
             Some(p) => {
                 resp::write_push_header(out, 4, v);
@@ -205,6 +241,14 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
 pub fn allowed_while_subscribed(name: &str) -> bool {
     matches!(
         name,
-        "subscribe" | "psubscribe" | "unsubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+        "subscribe"
+            | "psubscribe"
+            | "ssubscribe"
+            | "unsubscribe"
+            | "punsubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
     )
 }

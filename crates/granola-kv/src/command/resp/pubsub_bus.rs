@@ -1,9 +1,10 @@
-//! Where Redis Pub/Sub messages go: the channels and patterns with their
-//! subscribers, and each subscriber's mailbox.
+//! Where Redis Pub/Sub messages go: the channels, patterns and shard
+//! channels with their subscribers, and each subscriber's mailbox.
 //!
 //! `PUBLISH` puts the message (one shared copy of its bytes) in the
 //! mailbox of every subscriber of the channel and of every matching
-//! pattern, and calls that connection's waker
+//! pattern (`SPUBLISH`: of the shard channel, a namespace of its own), and
+//! calls that connection's waker
 //! ([`granola_net::park::ConnWaker`]); the subscriber's session, parked
 //! while it is subscribed, runs again and writes what its mailbox holds
 //! ([`Subscriber::next`]). Subscribers on any worker are reached at once.
@@ -28,10 +29,25 @@ use std::sync::{Arc, Mutex};
 /// in its reply queue is bounded by the back-pressure mark.)
 pub const OUTPUT_LIMIT: usize = 32 << 20;
 
+/// What a subscription names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topic {
+    /// A channel (`SUBSCRIBE`, `PUBLISH`).
+    Channel,
+    /// A glob pattern over channels (`PSUBSCRIBE`).
+    Pattern,
+    /// A shard channel (`SSUBSCRIBE`, `SPUBLISH`). One server is the one
+    /// shard, so these differ from channels only in their namespace.
+    Shard,
+}
+
 /// One published message as a subscriber receives it.
 pub struct Delivery {
-    /// The pattern it matched (`pmessage`), or `None` (`message`).
+    /// The pattern it matched (`pmessage`), or `None` (`message`, or
+    /// `smessage` if `shard`).
     pub pattern: Option<Arc<[u8]>>,
+    /// Published with `SPUBLISH`.
+    pub shard: bool,
     /// The channel.
     pub channel: Arc<[u8]>,
     /// The payload, shared by every subscriber.
@@ -83,32 +99,56 @@ impl Mailbox {
 /// Channel (or pattern) -> subscriber id -> its mailbox.
 type Table = Mutex<HashMap<Box<[u8]>, HashMap<u64, Arc<Mailbox>>>>;
 
-/// Every channel and pattern with its subscribers.
+/// Every channel, pattern and shard channel with its subscribers.
 #[derive(Default)]
 pub struct Bus {
     channels: Table,
     patterns: Table,
+    shard_channels: Table,
 }
 
 impl Bus {
+    fn table(&self, topic: Topic) -> &Table {
+        match topic {
+            Topic::Channel => &self.channels,
+            Topic::Pattern => &self.patterns,
+            Topic::Shard => &self.shard_channels,
+        }
+    }
+
     /// `PUBLISH`: delivers `payload` on `channel`; returns the number of
     /// receivers (channel subscribers plus matching patterns' ones).
     pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
+        self.publish_to(Topic::Channel, channel, payload)
+    }
+
+    /// `SPUBLISH`: delivers `payload` to the subscribers of shard channel
+    /// `channel` (patterns do not see shard channels); returns how many.
+    pub fn spublish(&self, channel: &[u8], payload: &[u8]) -> usize {
+        self.publish_to(Topic::Shard, channel, payload)
+    }
+
+    fn publish_to(&self, topic: Topic, channel: &[u8], payload: &[u8]) -> usize {
         let channel_arc: Arc<[u8]> = Arc::from(channel);
         let payload: Arc<[u8]> = Arc::from(payload);
+        let shard = topic == Topic::Shard;
         let mut n = 0;
-        if let Some(subs) = lock(&self.channels).get(channel) {
+        if let Some(subs) = lock(self.table(topic)).get(channel) {
             for mb in subs
                 .values()
                 .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
             {
                 mb.put(Delivery {
                     pattern: None,
+                    shard,
                     channel: channel_arc.clone(),
                     payload: payload.clone(),
                 });
                 n += 1;
             }
+        }
+        if shard {
+            return n;
         }
         for (pattern, subs) in lock(&self.patterns).iter() {
             if !glob::matches(pattern, channel, false) {
@@ -121,6 +161,7 @@ impl Bus {
             {
                 mb.put(Delivery {
                     pattern: Some(pattern.clone()),
+                    shard: false,
                     channel: channel_arc.clone(),
                     payload: payload.clone(),
                 });
@@ -130,9 +171,10 @@ impl Bus {
         n
     }
 
-    /// `PUBSUB CHANNELS [pattern]`: channels with subscribers.
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
-        let mut out: Vec<Vec<u8>> = lock(&self.channels)
+    /// `PUBSUB CHANNELS [pattern]` (`SHARDCHANNELS` for [`Topic::Shard`]):
+    /// channels with subscribers.
+    pub fn channels(&self, topic: Topic, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = lock(self.table(topic))
             .keys()
             .filter(|c| pattern.is_none_or(|p| glob::matches(p, c, false)))
             .map(|c| c.to_vec())
@@ -141,9 +183,10 @@ impl Bus {
         out
     }
 
-    /// `PUBSUB NUMSUB`: subscribers of `channel`.
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        lock(&self.channels).get(channel).map_or(0, HashMap::len)
+    /// `PUBSUB NUMSUB` (`SHARDNUMSUB` for [`Topic::Shard`]): subscribers
+    /// of `channel`.
+    pub fn numsub(&self, topic: Topic, channel: &[u8]) -> usize {
+        lock(self.table(topic)).get(channel).map_or(0, HashMap::len)
     }
 
     /// Channels with subscribers (`INFO`'s `pubsub_channels`).
@@ -187,6 +230,7 @@ pub struct Subscriber {
     mailbox: Arc<Mailbox>,
     channels: BTreeSet<Vec<u8>>,
     patterns: BTreeSet<Vec<u8>>,
+    shard_channels: BTreeSet<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -194,6 +238,7 @@ impl std::fmt::Debug for Subscriber {
         f.debug_struct("Subscriber")
             .field("channels", &self.channels.len())
             .field("patterns", &self.patterns.len())
+            .field("shard_channels", &self.shard_channels.len())
             .finish()
     }
 }
@@ -212,50 +257,52 @@ impl Subscriber {
             }),
             channels: BTreeSet::new(),
             patterns: BTreeSet::new(),
+            shard_channels: BTreeSet::new(),
         }
     }
 
-    /// Subscriptions held (channels plus patterns): the count every
-    /// (un)subscribe reply carries.
-    pub fn count(&self) -> usize {
-        self.channels.len() + self.patterns.len()
+    /// The count an (un)subscribe reply for `topic` carries: channels plus
+    /// patterns, or shard channels (as Redis counts them).
+    pub fn count(&self, topic: Topic) -> usize {
+        match topic {
+            Topic::Channel | Topic::Pattern => self.channels.len() + self.patterns.len(),
+            Topic::Shard => self.shard_channels.len(),
+        }
     }
 
-    /// Subscribes to `channel` (or to the pattern, if `pattern`).
-    pub fn add(&mut self, name: &[u8], pattern: bool) {
-        let (id, mailbox) = (self.id, self.mailbox.clone());
-        let (set, table) = self.parts(pattern);
-        if set.insert(name.to_vec()) {
-            enrol(table, name, id, Some(&mailbox));
+    /// Subscriptions of every kind: none left ends subscribed mode.
+    pub fn total(&self) -> usize {
+        self.channels.len() + self.patterns.len() + self.shard_channels.len()
+    }
+
+    /// Subscribes to `name`.
+    pub fn add(&mut self, name: &[u8], topic: Topic) {
+        let (id, mailbox, bus) = (self.id, self.mailbox.clone(), self.bus.clone());
+        if self.set(topic).insert(name.to_vec()) {
+            enrol(bus.table(topic), name, id, Some(&mailbox));
         }
     }
 
     /// Unsubscribes from `name`; false if it was not subscribed.
-    pub fn remove(&mut self, name: &[u8], pattern: bool) -> bool {
-        let id = self.id;
-        let (set, table) = self.parts(pattern);
-        let had = set.remove(name);
+    pub fn remove(&mut self, name: &[u8], topic: Topic) -> bool {
+        let (id, bus) = (self.id, self.bus.clone());
+        let had = self.set(topic).remove(name);
         if had {
-            enrol(table, name, id, None);
+            enrol(bus.table(topic), name, id, None);
         }
         had
     }
 
-    /// The channels (or patterns) subscribed to, in order.
-    pub fn names(&self, pattern: bool) -> Vec<Vec<u8>> {
-        let set = if pattern {
-            &self.patterns
-        } else {
-            &self.channels
-        };
-        set.iter().cloned().collect()
+    /// The names subscribed to under `topic`, in order.
+    pub fn names(&mut self, topic: Topic) -> Vec<Vec<u8>> {
+        self.set(topic).iter().cloned().collect()
     }
 
-    fn parts(&mut self, pattern: bool) -> (&mut BTreeSet<Vec<u8>>, &Table) {
-        if pattern {
-            (&mut self.patterns, &self.bus.patterns)
-        } else {
-            (&mut self.channels, &self.bus.channels)
+    fn set(&mut self, topic: Topic) -> &mut BTreeSet<Vec<u8>> {
+        match topic {
+            Topic::Channel => &mut self.channels,
+            Topic::Pattern => &mut self.patterns,
+            Topic::Shard => &mut self.shard_channels,
         }
     }
 
@@ -293,6 +340,9 @@ impl Drop for Subscriber {
         }
         for p in std::mem::take(&mut self.patterns) {
             enrol(&self.bus.patterns, &p, self.id, None);
+        }
+        for c in std::mem::take(&mut self.shard_channels) {
+            enrol(&self.bus.shard_channels, &c, self.id, None);
         }
     }
 }

@@ -712,7 +712,7 @@ pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"STREAM <key>",
             b"    Show information about the stream.",
             b"HELP",
-            b"    Print this help.",
+            b"    Prints this help.",
         ]),
         (b"STREAM", 3) => {
             let _ = read(ctx, arg(cmd, 2), T, |ctx, s| match s {

@@ -348,6 +348,18 @@ pub static COMMANDS: &[Spec] = &[
         pubsub::punsubscribe
     ),
     cmd!("pubsub", "publish", 3, PF, NOKEY, pubsub::publish),
+    // Shard channels are keys in Redis's table (they route like keys in a
+    // cluster).
+    cmd!("pubsub", "ssubscribe", -2, PS, ALLKEYS, pubsub::ssubscribe),
+    cmd!(
+        "pubsub",
+        "sunsubscribe",
+        -1,
+        PS,
+        ALLKEYS,
+        pubsub::sunsubscribe
+    ),
+    cmd!("pubsub", "spublish", 3, PF, KEY1, pubsub::spublish),
     cmd!("pubsub", "pubsub", -2, PS, NOKEY, pubsub::pubsub),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),
     cmd!("server", "time", 1, C, NOKEY, server::time),
