@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Server CPU per pipelined write (RESP), granola-kv binaries side by side:
-# redis-benchmark -c 50 -P 16 -r 10000 -t TEST (20-byte values; MSET sets
+# redis-benchmark -c 50 -P 16 -r 10000 -t TEST (its default 3-byte values; MSET sets
 # 10 keys), the server (`-t 1 -m 1024`) pinned to CPU 0 and the client to
 # CPU 1; server CPU from /proc/PID/stat (utime+stime) over the run.
 # Variants alternate in every repetition.
