@@ -175,6 +175,11 @@ pub(crate) struct Shard {
     level: AtomicU32,
     version: AtomicU32,
     segs: [OnceLock<Box<[Bucket]>>; MAX_LEVEL + 1],
+    /// Successful writes under this shard's lock (the store's `sets`).
+    /// Only the lock holder writes it, with a plain load and store: no
+    /// locked instruction on the write path, and no line shared by all
+    /// writers.
+    writes: AtomicU64,
 }
 
 /// Proof that the caller holds a shard's writer lock.
@@ -191,9 +196,15 @@ impl Shard {
             level: AtomicU32::new(0),
             version: AtomicU32::new(0),
             segs: std::array::from_fn(|_| OnceLock::new()),
+            writes: AtomicU64::new(0),
         };
         let _ = s.segs[0].set(Box::new([Bucket::default()]));
         s
+    }
+
+    /// Successful writes counted under this shard's lock.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
     }
 
     /// Buckets currently in use.
@@ -291,6 +302,13 @@ impl Shard {
 }
 
 impl Locked<'_> {
+    /// Counts a successful write (the store's `sets`).
+    #[inline]
+    pub(crate) fn count_write(&self) {
+        let n = self.shard.writes.load(Ordering::Relaxed) + 1;
+        self.shard.writes.store(n, Ordering::Relaxed);
+    }
+
     /// Finds `key` (under the lock, so entries change only by us, apart
     /// from REF bits).
     pub(crate) fn find(&self, pool: &Pool, h: &Hashed, key: &[u8]) -> Option<Found> {

@@ -377,7 +377,6 @@ pub struct Store {
     segment_evictions: AtomicU64,
     segment_rescues: AtomicU64,
     expired: AtomicU64,
-    sets: AtomicU64,
     /// List bodies by id, striped by id (see `list.rs`).
     bodies: Box<[Mutex<HashMap<u64, SharedBody>>]>,
     next_list_id: AtomicU64,
@@ -441,7 +440,6 @@ impl Store {
             segment_evictions: AtomicU64::new(0),
             segment_rescues: AtomicU64::new(0),
             expired: AtomicU64::new(0),
-            sets: AtomicU64::new(0),
             bodies: (0..BODY_STRIPES).map(|_| Mutex::default()).collect(),
             next_list_id: AtomicU64::new(1),
         }
@@ -476,6 +474,9 @@ impl Store {
         self.shards[h.shard].lock(h.shard)
     }
 
+    /// A new CAS unique: one global sequence from 1, as memcached numbers
+    /// them (per-shard sequences would save this atomic but make uniques
+    /// jump, which clients comparing transcripts with memcached notice).
     fn new_cas(&self) -> u64 {
         self.next_cas.fetch_add(1, Ordering::Relaxed)
     }
@@ -642,7 +643,7 @@ impl Store {
                 marks: 0,
             };
             self.put_string(&l, &h, key, &parts, hdr, old)?;
-            self.sets.fetch_add(1, Ordering::Relaxed);
+            l.count_write();
             return Ok(cas);
         }
         let mut marks = 0;
@@ -688,7 +689,7 @@ impl Store {
                 self.put_locked(&l, &h, key, &Content::Str(&parts), hdr(meta), old.as_ref())?;
             }
         }
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         Ok(cas)
     }
 
@@ -749,7 +750,7 @@ impl Store {
         };
         let parts: [&[u8]; 1] = [digits.as_bytes()];
         self.put_string(&l, &h, key, &parts, hdr, Some(f))?;
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         Ok(new)
     }
 
@@ -779,7 +780,7 @@ impl Store {
         let mut result = Ok(());
         let stored = |r: Result<Item, StoreError>| {
             r.map(|_| {
-                self.sets.fetch_add(1, Ordering::Relaxed);
+                l.count_write();
             })
         };
         // A short value (a counter's digits) goes to `f` as a copy, so the
@@ -1053,7 +1054,7 @@ impl Store {
         drop(guard);
         if let Some(f) = &old {
             self.mark_written(&f.item);
-            self.sets.fetch_add(1, Ordering::Relaxed);
+            l.count_write();
         } else {
             self.publish_body(id, body);
             self.put_head(&l, &h, key, Kind::List, id, meta, None)?;
@@ -1136,7 +1137,7 @@ impl Store {
         };
         self.put_locked(l, h, key, content, hdr, old)?;
         // Counted as `put_head` counts a chunked list.
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         Ok(())
     }
 
@@ -1169,7 +1170,7 @@ impl Store {
             };
             if k == n {
                 self.remove(&l, f.pos, &f.item);
-                self.sets.fetch_add(1, Ordering::Relaxed);
+                l.count_write();
             } else if k > 0 {
                 let rest = Content::InlineSplice {
                     old: &f.item,
@@ -1193,7 +1194,7 @@ impl Store {
         self.charge(0, 0, released, shape, b.shape());
         if !popped.is_empty() {
             b.set_cas(self.new_cas());
-            self.sets.fetch_add(1, Ordering::Relaxed);
+            l.count_write();
             self.mark_written(&f.item);
         }
         let len = b.len();
@@ -1240,7 +1241,7 @@ impl Store {
         let l = self.lock(&h);
         let old = self.find_live(&l, &h, key);
         self.put_list_locked(&l, &h, key, values, meta, old.as_ref())?;
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         Ok(())
     }
 
@@ -1371,7 +1372,7 @@ impl Store {
             marks: 0,
         };
         self.put_locked(l, h, key, &Content::Head(kind, id), hdr, old)?;
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         Ok(())
     }
 
@@ -1425,7 +1426,7 @@ impl Store {
             misses,
             evictions: self.evictions.load(Ordering::Relaxed),
             expired: self.expired.load(Ordering::Relaxed),
-            sets: self.sets.load(Ordering::Relaxed),
+            sets: self.shards.iter().map(Shard::writes).sum(),
             segment_evictions: self.segment_evictions.load(Ordering::Relaxed),
             segment_rescues: self.segment_rescues.load(Ordering::Relaxed),
             pool_bytes: pool.segments_in_use * granola::SEGMENT_SIZE,

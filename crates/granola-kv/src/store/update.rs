@@ -60,7 +60,7 @@ impl Store {
                     _ => Meta::default(),
                 };
                 self.put_list_locked(&l, &h, key, &slices, meta, old.as_ref())?;
-                self.sets.fetch_add(1, Ordering::Relaxed);
+                l.count_write();
                 Ok(r)
             }
         }
@@ -170,7 +170,7 @@ impl Store {
         if !changed {
             return Ok(r);
         }
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         match (&old, empty) {
             (Some(found), true) => self.remove(&l, found.pos, &found.item),
             (None, true) => self.settle_dict(after, Charge::default(), 0),
@@ -242,7 +242,7 @@ impl Store {
             self.drop_body(id);
             return Err(e);
         }
-        self.sets.fetch_add(1, Ordering::Relaxed);
+        l.count_write();
         Ok(())
     }
 
