@@ -170,6 +170,12 @@ pub struct Config {
     #[arg(long = "requirepass")]
     pub requirepass: Option<String>,
 
+    /// RESP: how long a Lua script (EVAL) may run, in milliseconds, before
+    /// it is stopped with an error (it holds every other RESP client while
+    /// it runs). Redis' `busy-reply-threshold` default.
+    #[arg(long = "script-time-limit", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub script_time_limit_ms: u64,
+
     /// RESP: number of databases (`SELECT 0..n-1`), as Redis' `databases`.
     #[arg(long = "databases", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub databases: u16,
@@ -283,6 +289,11 @@ impl Config {
         self.proto_max_bulk_len
             .min(self.memory_bytes())
             .max(self.max_item_size)
+    }
+
+    /// How long a script may run (`--script-time-limit`).
+    pub fn script_time_limit(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.script_time_limit_ms)
     }
 
     /// The write timeout (`--write-timeout`; None = off).

@@ -60,6 +60,8 @@ pub struct Shared {
     pub waiters: Arc<crate::command::resp::blocking::Waiters>,
     /// Redis Pub/Sub channels and patterns.
     pub bus: Arc<crate::command::resp::pubsub_bus::Bus>,
+    /// Lua scripts by SHA1 (`EVALSHA`, `SCRIPT LOAD`).
+    pub scripts: crate::command::resp::scripting::Scripts,
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -265,6 +267,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         conn_pool: conn_pool.clone(),
         waiters: Default::default(),
         bus: Default::default(),
+        scripts: Default::default(),
     });
     let tx = TxConfig {
         copy_threshold: threshold,

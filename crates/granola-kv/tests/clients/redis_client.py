@@ -193,6 +193,7 @@ def main():
     streams(r)
     blocking(r, port, kw)
     pubsub(r, port, kw)
+    scripts(r, port, kw)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
     print("redis client: all checks passed")
@@ -521,6 +522,49 @@ def pubsub(r, port, kw):
         threading.Event().wait(0.05)
     check("sunsubscribed", r.pubsub_shardnumsub("orders"), [(b"orders", 0)])
     sp.close()
+
+
+def scripts(r, port, kw):
+    """Lua through redis-py's own users of it: `Lock` (SET NX PX to take
+    it, scripts to release, extend and reacquire it) with two clients
+    contending, and `register_script` (EVALSHA, falling back to SCRIPT
+    LOAD after a flush)."""
+    other = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, **kw)
+    lock = r.lock("resource", timeout=5)
+    check("lock acquired", lock.acquire(blocking=False), True)
+    rival = other.lock("resource", timeout=5)
+    check("rival refused", rival.acquire(blocking=False), False)
+    check("lock extended", lock.extend(10), True)
+    check("ttl after extend", 5000 < r.pttl("resource") <= 15000, True)
+    check("lock reacquired", lock.reacquire(), True)
+    lock.release()
+    check("rival acquires", rival.acquire(blocking=True, blocking_timeout=2), True)
+    rival.release()
+    # A lock that expired and was taken by another is not released by its
+    # first owner: the release script compares the token.
+    check("lock again", lock.acquire(blocking=False), True)
+    r.delete("resource")
+    check("rival takes it", rival.acquire(blocking=False), True)
+    try:
+        lock.release()
+        print("FAIL lock: released a lock it no longer owns", file=sys.stderr)
+        sys.exit(1)
+    except redis.exceptions.LockNotOwnedError:
+        pass
+    check("rival still holds it", r.exists("resource"), 1)
+    rival.release()
+    with r.lock("resource", timeout=5, blocking_timeout=2):
+        check("held in with", r.exists("resource"), 1)
+    check("released after with", r.exists("resource"), 0)
+    bump = r.register_script(
+        "local v = redis.call('INCRBY', KEYS[1], ARGV[1]) "
+        "return {v, redis.call('TYPE', KEYS[1]).ok}")
+    check("script", bump(keys=["sc"], args=[5]), [5, b"string"])
+    r.script_flush()
+    check("script after flush", bump(keys=["sc"], args=[2]), [7, b"string"])
+    check("script exists", r.script_exists(bump.sha), [True])
+    expect_error("script error", lambda: r.eval("return redis.call('LPUSH', KEYS[1], 'x')", 1, "sc"),
+                 "WRONGTYPE")
 
 
 def wait_blocked(r, n):

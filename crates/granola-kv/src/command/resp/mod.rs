@@ -21,6 +21,7 @@ mod lists;
 mod memory;
 pub mod pubsub;
 pub mod pubsub_bus;
+pub mod scripting;
 mod server;
 mod sets;
 mod stream_groups;
@@ -418,7 +419,11 @@ impl ReplySink for Watch<'_> {
 /// Runs `spec` in the transaction gate: EXEC and multi-key writes alone,
 /// everything else shared.
 fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -> Step {
-    if spec.name == "exec" {
+    if matches!(
+        spec.name,
+        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"
+    ) {
+        // These enter the gate alone themselves.
         return (spec.run)(ctx, cmd);
     }
     if spec.writes_many(cmd.len()) {

@@ -5,8 +5,8 @@
 
 use super::gate::my_slot;
 use super::{
-    blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub, server, sets,
-    stream_groups, streams, strings, transaction, zsets, Ctx,
+    blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub, scripting,
+    server, sets, stream_groups, streams, strings, transaction, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -92,6 +92,23 @@ const WD: &[&str] = &["write"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["admin", "loading", "stale"];
 const B: &[&str] = &["write", "blocking"];
+const EV: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "may_replicate",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+const EVR: &[&str] = &[
+    "readonly",
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+const SC: &[&str] = &["noscript"];
 const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 const PF: &[&str] = &["pubsub", "loading", "stale", "fast"];
 const BS: &[&str] = &["write", "denyoom", "blocking"];
@@ -377,6 +394,19 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("connection", "auth", -2, C, NOKEY, connection::auth),
     cmd!("connection", "reset", 1, C, NOKEY, connection::reset),
     // transactions
+    // scripting
+    cmd!("scripting", "eval", -3, EV, NOKEY, scripting::eval),
+    cmd!("scripting", "evalsha", -3, EV, NOKEY, scripting::evalsha),
+    cmd!("scripting", "eval_ro", -3, EVR, NOKEY, scripting::eval_ro),
+    cmd!(
+        "scripting",
+        "evalsha_ro",
+        -3,
+        EVR,
+        NOKEY,
+        scripting::evalsha_ro
+    ),
+    cmd!("scripting", "script", -2, SC, NOKEY, scripting::script),
     cmd!("transactions", "multi", 1, C, NOKEY, transaction::multi),
     cmd!(
         "transactions",

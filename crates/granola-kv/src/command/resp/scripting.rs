@@ -1,0 +1,738 @@
+//! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (LOAD,
+//! EXISTS, FLUSH, KILL, HELP), with Redis's `redis` library in the script
+//! (`call`, `pcall`, `error_reply`, `status_reply`, `sha1hex`, `log`).
+//! Client libraries reach for scripts for what must happen at once:
+//! redis-py's `Lock` releases and extends its lock with one, rate limiters
+//! and job queues are written as scripts.
+//!
+//! A script runs alone, as EXEC does (it holds the RESP gate; inside MULTI
+//! the EXEC already holds it), on a Lua 5.1 state of its worker thread.
+//! Its commands answer in RESP2 whatever the client speaks, and never
+//! wait (a BLPOP answers at once, as inside MULTI). Replies convert as in
+//! Redis: integer <-> number, bulk <-> string, nil bulk -> false, array <->
+//! table, status <-> `{ok=...}`, error <-> `{err=...}`.
+//!
+//! Differences from Redis, all to keep one script from harming the other
+//! clients (it holds every RESP client while it runs):
+//! - a script that runs past `--script-time-limit` is stopped with an
+//!   error (Redis answers others BUSY and waits for SCRIPT KILL); `pcall`
+//!   and `xpcall` cannot catch that error, and `coroutine` is absent;
+//! - a script's Lua memory is capped ([`MEMORY_LIMIT`]);
+//! - the script cache holds at most [`CACHE_BYTES`] of script text; past
+//!   that SCRIPT LOAD fails and EVAL runs without caching;
+//! - globals are guarded by a metatable (creating one, or reading one that
+//!   does not exist, is an error, as in Redis), not by Redis's read-only
+//!   tables: a script that removes the metatable changes its worker's Lua
+//!   state for later scripts.
+//!
+//! Not provided: the `cjson`, `cmsgpack`, `bit` and `struct` libraries,
+//! `redis.setresp(3)`, FUNCTION and FCALL.
+
+use super::{dispatch_queued, table, Ctx};
+use crate::command::databases::Db;
+use crate::command::Step;
+use crate::protocol::resp::{self, Command, Version};
+use crate::protocol::{Limits, Parsed};
+use mlua::{
+    Error as LuaError, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
+    VmState,
+};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Script text the cache holds at most (hostile SCRIPT LOADs cannot grow
+/// it past this).
+pub const CACHE_BYTES: usize = 16 << 20;
+/// Lua memory of one worker's scripting state.
+pub const MEMORY_LIMIT: usize = 256 << 20;
+/// Compiled scripts a worker keeps before it starts afresh.
+const COMPILED_MAX: usize = 1024;
+/// Nesting of a script's returned tables converted to a reply.
+const MAX_DEPTH: usize = 64;
+
+/// Scripts by SHA1 (40 lower-case hex digits), shared by every connection.
+#[derive(Default)]
+pub struct Scripts {
+    cache: Mutex<Cache>,
+}
+
+/// The scripts, and the bytes of their text.
+#[derive(Default)]
+struct Cache {
+    by_sha: HashMap<String, Arc<[u8]>>,
+    bytes: usize,
+}
+
+impl Scripts {
+    /// Caches `body`; its SHA1, and whether it is cached (false when the
+    /// cache is full).
+    pub fn load(&self, body: &[u8]) -> (String, bool) {
+        let sha = sha1_hex(body);
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if c.by_sha.contains_key(&sha) {
+            return (sha, true);
+        }
+        if c.bytes + body.len() > CACHE_BYTES {
+            return (sha, false);
+        }
+        c.bytes += body.len();
+        c.by_sha.insert(sha.clone(), Arc::from(body));
+        (sha, true)
+    }
+
+    /// The script whose SHA1 is `sha` (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<Arc<[u8]>> {
+        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
+        let c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        c.by_sha.get(&sha).cloned()
+    }
+
+    /// Forgets every script.
+    pub fn flush(&self) {
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        *c = Default::default();
+    }
+}
+
+fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// `EVAL script numkeys [key ...] [arg ...]`.
+pub fn eval(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    run_script(ctx, cmd, false, false)
+}
+
+/// `EVALSHA sha1 numkeys [key ...] [arg ...]`.
+pub fn evalsha(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    run_script(ctx, cmd, true, false)
+}
+
+/// `EVAL_RO`: EVAL whose script may not write.
+pub fn eval_ro(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    run_script(ctx, cmd, false, true)
+}
+
+/// `EVALSHA_RO`: EVALSHA whose script may not write.
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    run_script(ctx, cmd, true, true)
+}
+
+/// `SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC] |
+/// KILL | HELP`.
+pub fn script(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
+    let scripts = &ctx.shared.scripts;
+    match (&sub[..], cmd.len()) {
+        (b"load", 3) => {
+            let body = cmd.arg(2).unwrap_or_default();
+            // Compiled first, as Redis does: a script that cannot run is
+            // not cached.
+            if let Err(e) = with_vm(ctx.shared.config.script_time_limit(), |vm| {
+                vm.compile(&sha1_hex(body), body).map(|_| ())
+            }) {
+                ctx.error(compile_error(&e).as_bytes());
+                return Step::Done;
+            }
+            match scripts.load(body) {
+                (sha, true) => ctx.bytes(sha.as_bytes()),
+                (_, false) => ctx.error(b"ERR script cache full: SCRIPT FLUSH first"),
+            }
+        }
+        (b"exists", n) if n >= 3 => {
+            let found: Vec<bool> = cmd
+                .args()
+                .skip(2)
+                .map(|s| scripts.get(s).is_some())
+                .collect();
+            ctx.array(found.len());
+            for f in found {
+                ctx.int(i64::from(f));
+            }
+        }
+        (b"flush", 2) => {
+            scripts.flush();
+            ctx.ok();
+        }
+        (b"flush", 3) if matches!(&cmd.arg(2).unwrap_or_default().to_ascii_lowercase()[..], b"async" | b"sync") => {
+            scripts.flush();
+            ctx.ok();
+        }
+        (b"kill", 2) => ctx.error(b"NOTBUSY No scripts in execution right now."),
+        (b"help", 2) => ctx.help(&[
+            b"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"EXISTS <sha1> [<sha1> ...]",
+            b"    Return information about the existence of the scripts in the script cache.",
+            b"FLUSH [ASYNC|SYNC]",
+            b"    Flush the Lua scripts cache. Very dangerous on replicas.",
+            b"    When called without the optional mode argument, the behavior is determined by the",
+            b"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            b"    * ASYNC: Asynchronously flush the scripts cache.",
+            b"    * SYNC: Synchronously flush the scripts cache.",
+            b"KILL",
+            b"    Kill the currently executing Lua script.",
+            b"LOAD <script>",
+            b"    Load a script into the scripts cache without executing it.",
+            b"HELP",
+            b"    Prints this help.",
+        ]),
+        _ => ctx.unknown_subcommand("SCRIPT", cmd.arg(1).unwrap_or_default(), true),
+    }
+    Step::Done
+}
+
+/// EVAL and its kin: the script (or its SHA1), then numkeys, keys, args.
+fn run_script(ctx: &mut Ctx<'_>, cmd: &Command<'_>, by_sha: bool, read_only: bool) -> Step {
+    let first = cmd.arg(1).unwrap_or_default();
+    let argc = cmd.len() - 3;
+    let numkeys = match std::str::from_utf8(cmd.arg(2).unwrap_or_default())
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+    {
+        None => {
+            ctx.error(b"ERR value is not an integer or out of range");
+            return Step::Done;
+        }
+        Some(n) if n < 0 => {
+            ctx.error(b"ERR Number of keys can't be negative");
+            return Step::Done;
+        }
+        Some(n) if n as u64 > argc as u64 => {
+            ctx.error(b"ERR Number of keys can't be greater than number of args");
+            return Step::Done;
+        }
+        Some(n) => n as usize,
+    };
+    let (sha, body) = if by_sha {
+        match ctx.shared.scripts.get(first) {
+            Some(body) => (String::from_utf8_lossy(first).to_ascii_lowercase(), body),
+            None => {
+                ctx.error(b"NOSCRIPT No matching script. Please use EVAL.");
+                return Step::Done;
+            }
+        }
+    } else {
+        let (sha, _) = ctx.shared.scripts.load(first);
+        (sha, Arc::from(first))
+    };
+    let keys: Vec<&[u8]> = cmd.args().skip(3).take(numkeys).collect();
+    let args: Vec<&[u8]> = cmd.args().skip(3 + numkeys).collect();
+    // Alone, unless an EXEC running it already is.
+    let gate = &ctx.shared.resp_gate;
+    let _alone = (!ctx.conn.alone).then(|| gate.exclusive());
+    let limit = ctx.shared.config.script_time_limit();
+    let outcome = with_vm(limit, |vm| {
+        let f = vm.compile(&sha, &body)?;
+        vm.run(ctx, &f, &keys, &args, read_only)
+    });
+    match outcome {
+        Ok(()) => {}
+        Err(e) => ctx.error(run_error(&e, &sha).as_bytes()),
+    }
+    Step::Done
+}
+
+/// A worker thread's Lua state.
+struct Vm {
+    lua: Lua,
+    compiled: HashMap<String, Function>,
+    /// When the running script must stop (the instruction hook checks).
+    deadline: Rc<Cell<Option<Instant>>>,
+}
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's Lua state (made on first use).
+fn with_vm<R>(limit: Duration, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> mlua::Result<R> {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Vm::new()?);
+        }
+        let vm = slot.as_mut().expect("made above");
+        vm.deadline.set(Some(Instant::now() + limit));
+        let r = f(vm);
+        vm.deadline.set(None);
+        r
+    })
+}
+
+/// Lua that runs once per state: the guard on globals, and `pcall` and
+/// `xpcall` that pass a stopped script's error on.
+const PRELUDE: &str = r#"
+local rawpcall, rawxpcall, stopped, unpack, maxn, error =
+    pcall, xpcall, __stopped, unpack, table.maxn, error
+local function checked(...)
+    if stopped() then error("script stopped", 0) end
+    return ...
+end
+pcall = function(...) return checked(rawpcall(...)) end
+xpcall = function(...) return checked(rawxpcall(...)) end
+__stopped = nil
+setmetatable(_G, {
+    __newindex = function(_, k)
+        error("Script attempted to create global variable '" .. tostring(k) .. "'", 2)
+    end,
+    __index = function(_, k)
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end,
+})
+"#;
+
+impl Vm {
+    fn new() -> mlua::Result<Vm> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        lua.set_memory_limit(MEMORY_LIMIT)?;
+        let g = lua.globals();
+        for name in [
+            "dofile",
+            "loadfile",
+            "load",
+            "loadstring",
+            "print",
+            "getfenv",
+            "setfenv",
+            "newproxy",
+            "coroutine",
+            "module",
+            "require",
+        ] {
+            g.raw_set(name, Value::Nil)?;
+        }
+        g.raw_set("redis", redis_library(&lua)?)?;
+        g.raw_set("KEYS", lua.create_table()?)?;
+        g.raw_set("ARGV", lua.create_table()?)?;
+        let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
+        let past = {
+            let d = deadline.clone();
+            move || d.get().is_some_and(|t| Instant::now() >= t)
+        };
+        let stopped = past.clone();
+        g.raw_set(
+            "__stopped",
+            lua.create_function(move |_, ()| Ok(stopped()))?,
+        )?;
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(10_000),
+            move |_, _| {
+                if past() {
+                    Err(LuaError::runtime("script stopped"))
+                } else {
+                    Ok(VmState::Continue)
+                }
+            },
+        )?;
+        lua.load(PRELUDE).set_name("@prelude").exec()?;
+        Ok(Vm {
+            lua,
+            compiled: HashMap::new(),
+            deadline,
+        })
+    }
+
+    /// The compiled script `sha` (compiling `body` the first time).
+    fn compile(&mut self, sha: &str, body: &[u8]) -> mlua::Result<Function> {
+        if let Some(f) = self.compiled.get(sha) {
+            return Ok(f.clone());
+        }
+        if self.compiled.len() >= COMPILED_MAX {
+            self.compiled.clear();
+        }
+        let f = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .into_function()
+            .map_err(|e| LuaError::external(Compile(e.to_string())))?;
+        self.compiled.insert(sha.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// Runs `f` with KEYS and ARGV set and `redis.call` / `redis.pcall`
+    /// bound to `ctx`, and writes its result as the reply.
+    fn run(
+        &self,
+        ctx: &mut Ctx<'_>,
+        f: &Function,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        read_only: bool,
+    ) -> mlua::Result<()> {
+        let lua = &self.lua;
+        let g = lua.globals();
+        g.raw_set(
+            "KEYS",
+            lua.create_sequence_from(
+                keys.iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?,
+        )?;
+        g.raw_set(
+            "ARGV",
+            lua.create_sequence_from(
+                args.iter()
+                    .map(|a| lua.create_string(a))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?,
+        )?;
+        let redis: Table = g.raw_get("redis")?;
+        // The script's commands see RESP2 and never wait.
+        let (version, exec) = (ctx.conn.version, ctx.conn.exec);
+        ctx.conn.version = Version::Resp2;
+        ctx.conn.exec = true;
+        let cell = RefCell::new(&mut *ctx);
+        let result = lua.scope(|scope| {
+            let call = scope.create_function(|lua, argv: MultiValue| {
+                let reply = command(&mut cell.borrow_mut(), &argv, read_only)?;
+                match reply_to_lua(lua, &reply)? {
+                    Reply::Error(msg) => Err(LuaError::external(ReplyError(msg))),
+                    Reply::Value(v) => Ok(v),
+                }
+            })?;
+            let pcall = scope.create_function(|lua, argv: MultiValue| {
+                let reply = match command(&mut cell.borrow_mut(), &argv, read_only) {
+                    Ok(r) => r,
+                    Err(e) => return error_table(lua, &reply_error_text(&e)),
+                };
+                match reply_to_lua(lua, &reply)? {
+                    Reply::Error(msg) => error_table(lua, &msg),
+                    Reply::Value(v) => Ok(v),
+                }
+            })?;
+            redis.raw_set("call", call)?;
+            redis.raw_set("pcall", pcall)?;
+            let r = f.call::<Value>(());
+            redis.raw_set("call", Value::Nil)?;
+            redis.raw_set("pcall", Value::Nil)?;
+            r
+        });
+        ctx.conn.version = version;
+        ctx.conn.exec = exec;
+        let value = result?;
+        write_value(ctx, &value, 0);
+        Ok(())
+    }
+}
+
+/// The `redis` table, without `call` and `pcall` (bound per run).
+fn redis_library(lua: &Lua) -> mlua::Result<Table> {
+    let redis = lua.create_table()?;
+    redis.raw_set(
+        "error_reply",
+        lua.create_function(|lua, msg: mlua::String| error_table(lua, &msg.to_string_lossy()))?,
+    )?;
+    redis.raw_set(
+        "status_reply",
+        lua.create_function(|lua, msg: mlua::String| {
+            let t = lua.create_table()?;
+            t.raw_set("ok", msg)?;
+            Ok(Value::Table(t))
+        })?,
+    )?;
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|_, s: mlua::String| Ok(sha1_hex(&s.as_bytes())))?,
+    )?;
+    redis.raw_set("log", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    redis.raw_set(
+        "setresp",
+        lua.create_function(|_, v: i64| match v {
+            2 => Ok(()),
+            _ => Err(LuaError::runtime("granola-kv scripts speak RESP2 only")),
+        })?,
+    )?;
+    let yes = lua.create_function(|_, _: MultiValue| Ok(true))?;
+    redis.raw_set("set_repl", yes.clone())?;
+    redis.raw_set("replicate_commands", yes)?;
+    for (name, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        redis.raw_set(name, v)?;
+    }
+    Ok(redis)
+}
+
+fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", msg)?;
+    Ok(Value::Table(t))
+}
+
+/// A compile error of a script.
+#[derive(Debug)]
+struct Compile(String);
+
+impl std::fmt::Display for Compile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Compile {}
+
+/// An error reply of a command the script called with `redis.call`: the
+/// script fails with it.
+#[derive(Debug)]
+struct ReplyError(String);
+
+impl std::fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ReplyError {}
+
+/// The innermost error of a chain of callback errors.
+fn cause(e: &LuaError) -> &LuaError {
+    match e {
+        LuaError::CallbackError { cause, .. } => self::cause(cause),
+        e => e,
+    }
+}
+
+/// An error's message, without the Lua stack traceback mlua appends.
+fn reply_error_text(e: &LuaError) -> String {
+    let text = match cause(e) {
+        LuaError::ExternalError(x) => x.to_string(),
+        LuaError::RuntimeError(m) => m.clone(),
+        e => e.to_string(),
+    };
+    match text.find("\nstack traceback:") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+fn compile_error(e: &LuaError) -> String {
+    let text = reply_error_text(e).replace(['\r', '\n'], " ");
+    format!("ERR Error compiling script (new function): {text}")
+}
+
+/// The error reply of a script that failed.
+fn run_error(e: &LuaError, sha: &str) -> String {
+    let inner = cause(e);
+    if let LuaError::ExternalError(x) = inner {
+        if x.downcast_ref::<Compile>().is_some() {
+            return compile_error(e);
+        }
+        if let Some(ReplyError(msg)) = x.downcast_ref::<ReplyError>() {
+            // A command's error: its text (and code) as the script's.
+            return format!("{msg} script: {sha}").replace(['\r', '\n'], " ");
+        }
+    }
+    let text = match inner {
+        LuaError::MemoryError(_) => "ERR script used more memory than allowed".to_string(),
+        _ => {
+            let m = reply_error_text(e);
+            if m.contains("script stopped") {
+                "ERR script stopped: it ran past --script-time-limit".to_string()
+            } else {
+                format!("ERR {m} script: {sha}")
+            }
+        }
+    };
+    text.replace(['\r', '\n'], " ")
+}
+
+/// Runs one `redis.call`: the command's RESP2 reply.
+fn command(ctx: &mut Ctx<'_>, argv: &MultiValue, read_only: bool) -> mlua::Result<Vec<u8>> {
+    if argv.is_empty() {
+        return Err(LuaError::runtime(
+            "Please specify at least one argument for this redis lib call",
+        ));
+    }
+    let mut req = format!("*{}\r\n", argv.len()).into_bytes();
+    for v in argv {
+        let bytes: Vec<u8> = match v {
+            Value::String(s) => s.as_bytes().to_vec(),
+            Value::Integer(i) => i.to_string().into_bytes(),
+            Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
+                (*n as i64).to_string().into_bytes()
+            }
+            Value::Number(n) => n.to_string().into_bytes(),
+            _ => {
+                return Err(LuaError::runtime(
+                    "Lua redis lib command arguments must be strings or integers",
+                ))
+            }
+        };
+        req.extend_from_slice(format!("${}\r\n", bytes.len()).as_bytes());
+        req.extend_from_slice(&bytes);
+        req.extend_from_slice(b"\r\n");
+    }
+    let limits = Limits {
+        max_bulk: usize::MAX,
+        max_args: usize::MAX,
+        ..Limits::default()
+    };
+    let Parsed::Done { cmd, .. } = resp::parse(&req, &limits) else {
+        return Err(LuaError::runtime("command could not be encoded"));
+    };
+    let refuse = |msg: &str| Ok(format!("-{msg}\r\n").into_bytes());
+    let Some(spec) = table::lookup(cmd.name()) else {
+        return refuse("ERR Unknown Redis command called from script");
+    };
+    if spec.flags.contains(&"noscript") || NOT_IN_SCRIPTS.contains(&spec.name) {
+        return refuse("ERR This Redis command is not allowed from script");
+    }
+    if read_only && spec.flags.contains(&"write") {
+        return refuse("ERR Write commands are not allowed from read-only scripts.");
+    }
+    let mut out: Vec<u8> = Vec::new();
+    let shared = ctx.shared;
+    let db = Db::new(&shared.store, ctx.conn.info.db);
+    let mut inner = Ctx {
+        shared,
+        db: &db,
+        conn: &mut *ctx.conn,
+        out: &mut out,
+        resume: 0,
+    };
+    let _ = dispatch_queued(&mut inner, &cmd);
+    Ok(out)
+}
+
+/// Commands a script may not run beyond those flagged `noscript`: the
+/// ones that change the connection's mode.
+const NOT_IN_SCRIPTS: &[&str] = &[
+    "multi",
+    "exec",
+    "discard",
+    "watch",
+    "unwatch",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "script",
+    "hello",
+    "auth",
+    "quit",
+    "reset",
+    "client",
+];
+
+/// A command's reply as the script sees it.
+enum Reply {
+    Value(Value),
+    Error(String),
+}
+
+/// Converts a RESP2 reply to Lua values, as Redis does.
+fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<Reply> {
+    let mut at = 0;
+    if bytes.first() == Some(&b'-') {
+        let end = line_end(bytes, 0)?;
+        return Ok(Reply::Error(
+            String::from_utf8_lossy(&bytes[1..end]).into_owned(),
+        ));
+    }
+    Ok(Reply::Value(value_at(lua, bytes, &mut at, 0)?))
+}
+
+fn line_end(bytes: &[u8], from: usize) -> mlua::Result<usize> {
+    memchr::memmem::find(&bytes[from..], b"\r\n")
+        .map(|i| from + i)
+        .ok_or_else(|| LuaError::runtime("reply could not be read"))
+}
+
+fn value_at(lua: &Lua, bytes: &[u8], at: &mut usize, depth: usize) -> mlua::Result<Value> {
+    if depth > MAX_DEPTH {
+        return Err(LuaError::runtime("reply nested too deeply"));
+    }
+    let end = line_end(bytes, *at)?;
+    let kind = bytes[*at];
+    let line = &bytes[*at + 1..end];
+    *at = end + 2;
+    let number = || -> mlua::Result<i64> {
+        std::str::from_utf8(line)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| LuaError::runtime("reply could not be read"))
+    };
+    Ok(match kind {
+        b'+' => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(line)?)?;
+            Value::Table(t)
+        }
+        b'-' => error_table(lua, &String::from_utf8_lossy(line))?,
+        b':' => Value::Number(number()? as f64),
+        b'$' => match number()? {
+            n if n < 0 => Value::Boolean(false),
+            n => {
+                let n = n as usize;
+                let s = bytes
+                    .get(*at..*at + n)
+                    .ok_or_else(|| LuaError::runtime("reply could not be read"))?;
+                *at += n + 2;
+                Value::String(lua.create_string(s)?)
+            }
+        },
+        b'*' => match number()? {
+            n if n < 0 => Value::Boolean(false),
+            n => {
+                let t = lua.create_table()?;
+                for i in 1..=n {
+                    t.raw_set(i, value_at(lua, bytes, at, depth + 1)?)?;
+                }
+                Value::Table(t)
+            }
+        },
+        _ => return Err(LuaError::runtime("reply could not be read")),
+    })
+}
+
+/// Writes the script's result as the reply, converted as Redis does.
+fn write_value(ctx: &mut Ctx<'_>, v: &Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        ctx.error(b"ERR reached lua stack limit");
+        return;
+    }
+    match v {
+        Value::Nil | Value::Boolean(false) => ctx.null(),
+        Value::Boolean(true) => ctx.int(1),
+        Value::Integer(i) => ctx.int(*i),
+        Value::Number(n) => ctx.int(*n as i64),
+        Value::String(s) => ctx.bytes(&s.as_bytes()),
+        Value::Table(t) => {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                let text = e.to_string_lossy().replace(['\r', '\n'], " ");
+                ctx.error(text.as_bytes());
+            } else if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+                let text = s.to_string_lossy().replace(['\r', '\n'], " ");
+                ctx.simple(text.as_bytes());
+            } else {
+                let items: Vec<Value> = (1..)
+                    .map_while(|i| match t.raw_get::<Value>(i) {
+                        Ok(Value::Nil) | Err(_) => None,
+                        Ok(v) => Some(v),
+                    })
+                    .collect();
+                ctx.array(items.len());
+                for item in &items {
+                    write_value(ctx, item, depth + 1);
+                }
+            }
+        }
+        _ => ctx.null(),
+    }
+}
