@@ -175,8 +175,22 @@ fn errors_follow_redis() {
         Resp::Bulk(None)
     );
     assert!(t.elapsed() < Duration::from_secs(5));
-    // The connection is as it was: its protocol and commands.
+    // The connection is as it was: its protocol, commands and database
+    // (a SELECT in a script lasts until the script ends).
+    assert_eq!(
+        c.resp(&[
+            "EVAL",
+            "redis.call('SELECT', 3) redis.call('SET', 's', 'in 3') return redis.call('GET', 's')",
+            "0"
+        ]),
+        bulk("in 3")
+    );
     assert_eq!(c.resp(&["GET", "s"]), bulk("text"));
+    // MGET reads as one snapshot in a script too.
+    assert_eq!(
+        c.resp(&["EVAL", "return redis.call('MGET', 's', 'none', 's')", "0"]),
+        Resp::Array(Some(vec![bulk("text"), Resp::Bulk(None), bulk("text")]))
+    );
 }
 
 #[test]
@@ -234,7 +248,10 @@ fn the_script_cache() {
     // and EVAL still runs, uncached. (Each script is a little over 1 MiB.)
     let big = |i: usize| format!("return '{}' .. {i}", "x".repeat(1 << 20));
     for i in 0..15 {
-        assert!(matches!(c.resp(&["SCRIPT", "LOAD", &big(i)]), Resp::Bulk(Some(_))), "{i}");
+        assert!(
+            matches!(c.resp(&["SCRIPT", "LOAD", &big(i)]), Resp::Bulk(Some(_))),
+            "{i}"
+        );
     }
     assert_eq!(
         c.resp(&["SCRIPT", "LOAD", &big(15)]),
@@ -254,7 +271,10 @@ fn the_script_cache() {
         Resp::Error(b"NOSCRIPT No matching script. Please use EVAL.".to_vec())
     );
     c.resp(&["SCRIPT", "FLUSH", "ASYNC"]);
-    assert!(matches!(c.resp(&["SCRIPT", "LOAD", &big(15)]), Resp::Bulk(Some(_))));
+    assert!(matches!(
+        c.resp(&["SCRIPT", "LOAD", &big(15)]),
+        Resp::Bulk(Some(_))
+    ));
 }
 
 #[test]

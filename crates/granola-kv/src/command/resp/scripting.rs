@@ -222,12 +222,17 @@ fn run_script(ctx: &mut Ctx<'_>, cmd: &Command<'_>, by_sha: bool, read_only: boo
     let args: Vec<&[u8]> = cmd.args().skip(3 + numkeys).collect();
     // Alone, unless an EXEC running it already is.
     let gate = &ctx.shared.resp_gate;
-    let _alone = (!ctx.conn.alone).then(|| gate.exclusive());
+    let took = !ctx.conn.alone;
+    let _alone = took.then(|| gate.exclusive());
+    ctx.conn.alone = true;
     let limit = ctx.shared.config.script_time_limit();
     let outcome = with_vm(limit, |vm| {
         let f = vm.compile(&sha, &body)?;
         vm.run(ctx, &f, &keys, &args, read_only)
     });
+    if took {
+        ctx.conn.alone = false;
+    }
     match outcome {
         Ok(()) => {}
         Err(e) => ctx.error(run_error(&e, &sha).as_bytes()),
@@ -385,8 +390,9 @@ impl Vm {
             )?,
         )?;
         let redis: Table = g.raw_get("redis")?;
-        // The script's commands see RESP2 and never wait.
-        let (version, exec) = (ctx.conn.version, ctx.conn.exec);
+        // The script's commands see RESP2 and never wait; a SELECT in it
+        // lasts until it ends (as in Redis 7).
+        let (version, exec, db) = (ctx.conn.version, ctx.conn.exec, ctx.conn.info.db);
         ctx.conn.version = Version::Resp2;
         ctx.conn.exec = true;
         let cell = RefCell::new(&mut *ctx);
@@ -417,6 +423,7 @@ impl Vm {
         });
         ctx.conn.version = version;
         ctx.conn.exec = exec;
+        ctx.conn.info.db = db;
         let value = result?;
         write_value(ctx, &value, 0);
         Ok(())
