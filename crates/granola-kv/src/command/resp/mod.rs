@@ -5,6 +5,7 @@
 //! arguments come from the parser, the reply goes through the `Ctx`
 //! helpers (which speak RESP2 or RESP3, whichever the connection chose).
 
+mod bitmaps;
 pub mod blocking;
 mod blocking_lists;
 mod blocking_zsets;

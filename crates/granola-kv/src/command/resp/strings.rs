@@ -474,7 +474,7 @@ pub fn strlen(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// Read-modify-write of a string: `f(old bytes or None)` gives the new
 /// value (or an error already written); CAS retry loop. Returns the new
 /// length.
-fn rewrite(
+pub(super) fn rewrite(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     mut f: impl FnMut(&mut Ctx<'_>, Option<&[u8]>) -> Option<Vec<u8>>,

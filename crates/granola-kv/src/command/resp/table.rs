@@ -5,8 +5,8 @@
 
 use super::gate::my_slot;
 use super::{
-    blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub, scripting,
-    server, sets, stream_groups, streams, strings, transaction, zsets, Ctx,
+    bitmaps, blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub,
+    scripting, server, sets, stream_groups, streams, strings, transaction, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -132,6 +132,8 @@ const NOKEY: (i32, i32, i32) = (0, 0, 0);
 const KEY1: (i32, i32, i32) = (1, 1, 1);
 const KEY12: (i32, i32, i32) = (1, 2, 1);
 const ALLKEYS: (i32, i32, i32) = (1, -1, 1);
+/// BITOP's destination and sources.
+const BITOP_KEYS: (i32, i32, i32) = (2, -1, 1);
 const PAIRS: (i32, i32, i32) = (1, -1, 2);
 /// Every argument but the last (the timeout).
 const BKEYS: (i32, i32, i32) = (1, -2, 1);
@@ -155,6 +157,14 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("string", "getrange", 4, RS, KEY1, strings::getrange),
     cmd!("string", "substr", 4, RS, KEY1, strings::getrange),
     cmd!("string", "setrange", 4, WS, KEY1, strings::setrange),
+    // bitmaps
+    cmd!("bitmap", "setbit", 4, WS, KEY1, bitmaps::setbit),
+    cmd!("bitmap", "getbit", 3, R, KEY1, bitmaps::getbit),
+    cmd!("bitmap", "bitcount", -2, RS, KEY1, bitmaps::bitcount),
+    cmd!("bitmap", "bitpos", -3, RS, KEY1, bitmaps::bitpos),
+    cmd!("bitmap", "bitop", -4, WS, BITOP_KEYS, bitmaps::bitop),
+    cmd!("bitmap", "bitfield", -2, WS, KEY1, bitmaps::bitfield),
+    cmd!("bitmap", "bitfield_ro", -2, R, KEY1, bitmaps::bitfield_ro),
     cmd!("string", "incr", 2, W, KEY1, strings::incr),
     cmd!("string", "decr", 2, W, KEY1, strings::decr),
     cmd!("string", "incrby", 3, W, KEY1, strings::incrby),
