@@ -324,3 +324,269 @@ fn script_replies_convert_as_in_redis() {
         same(&mut r, &mut g, &cmd(c));
     }
 }
+
+#[test]
+fn sorted_set_ranges_and_algebra_answer_as_redis_does() {
+    let Some(peer) = redis() else {
+        return;
+    };
+    let srv = Server::default_config();
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    for c in [
+        &[
+            "ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e",
+        ][..],
+        &[
+            "ZADD", "lex", "0", "apple", "0", "banana", "0", "cherry", "0", "date", "0", "fig",
+        ],
+        &["SADD", "plain", "a", "c", "x"],
+        &[
+            "ZADD", "w", "10", "a", "20", "x", "-inf", "neg", "+inf", "pos",
+        ],
+        &["ZRANGE", "z", "0", "-1"],
+        &["ZRANGE", "z", "1", "3", "WITHSCORES"],
+        &["ZRANGE", "z", "0", "1", "REV", "WITHSCORES"],
+        &["ZRANGE", "z", "(1", "4", "BYSCORE"],
+        &["ZRANGE", "z", "4", "(1", "BYSCORE", "REV", "WITHSCORES"],
+        &["ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "2"],
+        &[
+            "ZRANGE", "z", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", "0", "-1",
+        ],
+        &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "1"],
+        &["ZRANGE", "lex", "[b", "(date", "BYLEX"],
+        &["ZRANGE", "lex", "+", "-", "BYLEX", "REV", "LIMIT", "1", "2"],
+        &["ZRANGE", "lex", "-", "+", "BYLEX", "WITHSCORES"],
+        &["ZRANGE", "lex", "a", "z", "BYLEX"],
+        &["ZRANGE", "z", "x", "y", "BYSCORE"],
+        &["ZRANGE", "z", "0", "1", "BOGUS"],
+        &["ZRANGEBYLEX", "lex", "-", "[cherry"],
+        &["ZRANGEBYLEX", "lex", "(banana", "+", "LIMIT", "1", "1"],
+        &["ZRANGEBYLEX", "lex", "+", "-"],
+        &["ZREVRANGEBYLEX", "lex", "[date", "[banana"],
+        &["ZREVRANGEBYLEX", "lex", "+", "-", "LIMIT", "0", "2"],
+        &["ZLEXCOUNT", "lex", "-", "+"],
+        &["ZLEXCOUNT", "lex", "[c", "[d"],
+        &["ZLEXCOUNT", "lex", "x", "+"],
+        &["ZLEXCOUNT", "none", "-", "+"],
+        &[
+            "ZRANGEBYSCORE",
+            "z",
+            "2",
+            "4",
+            "WITHSCORES",
+            "LIMIT",
+            "1",
+            "5",
+        ],
+        &["ZREVRANGEBYSCORE", "z", "(4", "-inf"],
+        &["ZREVRANGE", "z", "0", "2", "WITHSCORES"],
+        &["ZRANGESTORE", "dst", "z", "1", "3"],
+        &["ZRANGE", "dst", "0", "-1", "WITHSCORES"],
+        &[
+            "ZRANGESTORE",
+            "dst",
+            "lex",
+            "[b",
+            "[d",
+            "BYLEX",
+            "REV",
+            "LIMIT",
+            "0",
+            "2",
+        ],
+        &["ZRANGE", "dst", "0", "-1", "WITHSCORES"],
+        &["ZRANGESTORE", "dst", "z", "10", "20", "BYSCORE"],
+        &["EXISTS", "dst"],
+        &["ZREMRANGEBYLEX", "lex", "[banana", "(date"],
+        &["ZRANGE", "lex", "0", "-1"],
+        &["ZUNION", "2", "z", "w", "WITHSCORES"],
+        &[
+            "ZUNION",
+            "3",
+            "z",
+            "w",
+            "plain",
+            "WEIGHTS",
+            "1",
+            "2",
+            "3",
+            "WITHSCORES",
+        ],
+        &["ZUNION", "2", "w", "w", "WEIGHTS", "1", "-1", "WITHSCORES"],
+        &["ZUNION", "2", "z", "w", "AGGREGATE", "MAX", "WITHSCORES"],
+        &["ZINTER", "2", "z", "w", "WITHSCORES"],
+        &[
+            "ZINTER",
+            "2",
+            "z",
+            "plain",
+            "AGGREGATE",
+            "MIN",
+            "WITHSCORES",
+        ],
+        &["ZINTER", "2", "z", "w", "WEIGHTS", "0", "1", "WITHSCORES"],
+        &["ZDIFF", "2", "z", "plain", "WITHSCORES"],
+        &["ZDIFF", "3", "z", "none", "w"],
+        &["ZUNIONSTORE", "out", "2", "z", "w", "WEIGHTS", "2", "0.5"],
+        &["ZRANGE", "out", "0", "-1", "WITHSCORES"],
+        &["ZINTERSTORE", "out", "2", "z", "plain"],
+        &["ZRANGE", "out", "0", "-1", "WITHSCORES"],
+        &["ZDIFFSTORE", "out", "2", "z", "z"],
+        &["EXISTS", "out"],
+        &["ZINTERCARD", "2", "z", "plain"],
+        &["ZINTERCARD", "2", "z", "w", "LIMIT", "1"],
+        &["ZINTERCARD", "0", "z"],
+        &["ZUNION", "0", "z"],
+        &["ZUNIONSTORE", "out", "0", "z"],
+        &["ZUNION", "3", "z"],
+        &["ZUNION", "1", "z", "WEIGHTS", "x"],
+        &["ZUNION", "1", "z", "AGGREGATE", "AVG"],
+        &["SET", "str", "x"],
+        &["ZUNION", "2", "z", "str"],
+        &["ZRANGE", "str", "0", "1"],
+        &["ZRANDMEMBER", "none"],
+        &["ZRANDMEMBER", "none", "5"],
+        &["ZRANDMEMBER", "z", "0"],
+        &["ZRANDMEMBER", "z", "x"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    // ZRANDMEMBER's picks differ run to run: compare their shape.
+    for (c, n) in [
+        (&["ZRANDMEMBER", "z", "3"][..], 3),
+        (&["ZRANDMEMBER", "z", "-8"], 8),
+        (&["ZRANDMEMBER", "z", "9", "WITHSCORES"], 10),
+    ] {
+        match g.resp(&cmd(c)) {
+            Resp::Array(Some(v)) => assert_eq!(v.len(), n, "{c:?}"),
+            other => panic!("{c:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn random_sorted_set_commands_answer_as_redis_does() {
+    let Some(peer) = redis() else {
+        return;
+    };
+    let srv = Server::default_config();
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let keys = ["z0", "z1", "z2"];
+    let scores = ["-2", "-1", "0", "0", "0", "1", "2", "0.5", "+inf", "-inf"];
+    let members = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let lex = ["-", "+", "[a", "(b", "[d", "(f", "[h", "[c"];
+    let nums = ["-inf", "+inf", "0", "(0", "1", "(1", "-1", "2", "(-2"];
+    for _ in 0..2000 {
+        let key = rng.pick(&keys);
+        let c: Vec<String> = match rng.n(9) {
+            0 | 1 => {
+                let mut c = vec!["ZADD".into(), key];
+                for _ in 0..1 + rng.n(3) {
+                    c.push(rng.pick(&scores));
+                    c.push(rng.pick(&members));
+                }
+                c
+            }
+            2 => vec!["ZREM".into(), key, rng.pick(&members)],
+            3 => {
+                let (a, b) = (
+                    (rng.n(10) as i64 - 5).to_string(),
+                    (rng.n(10) as i64 - 5).to_string(),
+                );
+                let mut c = vec!["ZRANGE".into(), key, a, b];
+                if rng.n(2) == 0 {
+                    c.push("REV".into());
+                }
+                c.push("WITHSCORES".into());
+                c
+            }
+            4 => {
+                let mut c = vec![
+                    "ZRANGE".into(),
+                    key,
+                    rng.pick(&nums),
+                    rng.pick(&nums),
+                    "BYSCORE".into(),
+                ];
+                if rng.n(2) == 0 {
+                    c.push("REV".into());
+                }
+                if rng.n(2) == 0 {
+                    c.extend([
+                        "LIMIT".into(),
+                        rng.n(3).to_string(),
+                        (rng.n(4) as i64 - 1).to_string(),
+                    ]);
+                }
+                c.push("WITHSCORES".into());
+                c
+            }
+            5 => {
+                let mut c = vec![
+                    "ZRANGE".into(),
+                    key,
+                    rng.pick(&lex),
+                    rng.pick(&lex),
+                    "BYLEX".into(),
+                ];
+                if rng.n(2) == 0 {
+                    c.push("REV".into());
+                }
+                c
+            }
+            6 => vec!["ZLEXCOUNT".into(), key, rng.pick(&lex), rng.pick(&lex)],
+            7 => {
+                let op = ["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"][rng.n(3) as usize];
+                let mut c = vec![op.into(), rng.pick(&keys), "2".into(), key, rng.pick(&keys)];
+                if op != "ZDIFFSTORE" && rng.n(2) == 0 {
+                    c.extend([
+                        "WEIGHTS".into(),
+                        rng.pick(&["1", "2", "-1", "0.5"]),
+                        rng.pick(&["1", "0", "3"]),
+                    ]);
+                    c.extend(["AGGREGATE".into(), rng.pick(&["SUM", "MIN", "MAX"])]);
+                }
+                c
+            }
+            _ => vec!["ZCOUNT".into(), key, rng.pick(&nums), rng.pick(&nums)],
+        };
+        let (want, got) = (r.resp(&c), g.resp(&c));
+        if want != got {
+            let dump = cmd(&["ZRANGE", &c[1], "0", "-1", "WITHSCORES"]);
+            panic!(
+                "{c:?}: granola {got:?}, Redis {want:?}; the key in Redis: {:?}, in granola: {:?}",
+                r.resp(&dump),
+                g.resp(&dump)
+            );
+        }
+        // And the sets themselves after every command.
+        for key in keys {
+            let dump = cmd(&["ZRANGE", key, "0", "-1", "WITHSCORES"]);
+            assert_eq!(g.resp(&dump), r.resp(&dump), "{key} after {c:?}");
+        }
+    }
+    for key in keys {
+        same(
+            &mut r,
+            &mut g,
+            &cmd(&["ZRANGE", key, "0", "-1", "WITHSCORES"]),
+        );
+    }
+}
+
+/// xorshift: the same commands every run.
+struct Rng(u64);
+
+impl Rng {
+    fn n(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    fn pick(&mut self, xs: &[&str]) -> String {
+        xs[self.n(xs.len() as u64) as usize].to_string()
+    }
+}

@@ -572,6 +572,83 @@ impl Dict {
         range.into_iter().flatten().map(|(k, m)| (m, score_of(*k)))
     }
 
+    /// Sorted set members within the lexicographic range `lo..hi`, with
+    /// their scores, in index order (`rev`: reversed): what ZRANGEBYLEX
+    /// means when every member has the same score (then O(log n +
+    /// returned)). With mixed scores Redis leaves the result unspecified;
+    /// this gives what Redis gives for a small set: the run of members
+    /// that starts at the first one (from the end for `rev`) on the near
+    /// side of the range and ends before the first one past it, and
+    /// nothing if the set's last member is below the minimum or its first
+    /// above the maximum.
+    pub fn by_lex(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, rev: bool) -> Vec<(&Member, f64)> {
+        let Some(order) = &self.order else {
+            return Vec::new();
+        };
+        let (Some((first_k, first)), Some((last_k, last))) = (order.first(), order.last()) else {
+            return Vec::new();
+        };
+        let above = |m: &[u8]| match lo {
+            Bound::Unbounded => true,
+            Bound::Included(l) => m >= l,
+            Bound::Excluded(l) => m > l,
+        };
+        let below = |m: &[u8]| match hi {
+            Bound::Unbounded => true,
+            Bound::Included(h) => m <= h,
+            Bound::Excluded(h) => m < h,
+        };
+        let empty = match (lo, hi) {
+            (Bound::Included(l), Bound::Included(h)) => l > h,
+            (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => {
+                l >= h
+            }
+            _ => false,
+        };
+        if empty || !above(last.bytes()) || !below(first.bytes()) {
+            return Vec::new();
+        }
+        fn pick((k, m): &(u64, Member)) -> (&Member, f64) {
+            (m, score_of(*k))
+        }
+        if first_k == last_k {
+            // One score: the index is in member order; seek the range.
+            let k = *first_k;
+            let from = match lo {
+                Bound::Unbounded => Bound::Unbounded,
+                Bound::Included(l) => Bound::Included((k, Member::probe(l))),
+                Bound::Excluded(l) => Bound::Excluded((k, Member::probe(l))),
+            };
+            let to = match hi {
+                Bound::Unbounded => Bound::Unbounded,
+                Bound::Included(h) => Bound::Included((k, Member::probe(h))),
+                Bound::Excluded(h) => Bound::Excluded((k, Member::probe(h))),
+            };
+            let hits = order.range((from, to));
+            return if rev {
+                hits.rev().map(pick).collect()
+            } else {
+                hits.map(pick).collect()
+            };
+        }
+        if rev {
+            order
+                .iter()
+                .rev()
+                .skip_while(|(_, m)| !below(m.bytes()))
+                .take_while(|(_, m)| above(m.bytes()))
+                .map(pick)
+                .collect()
+        } else {
+            order
+                .iter()
+                .skip_while(|(_, m)| !above(m.bytes()))
+                .take_while(|(_, m)| below(m.bytes()))
+                .map(pick)
+                .collect()
+        }
+    }
+
     /// Removes up to `count` members from the low (`min`) or high end, in
     /// pop order, with their scores (a pooled member's bytes stay valid in
     /// the returned [`Member`] for the reply).

@@ -30,6 +30,8 @@ mod streams;
 mod strings;
 pub mod table;
 pub mod transaction;
+mod zset_ops;
+mod zset_ranges;
 mod zsets;
 
 use super::{Step, Storage};

@@ -6,7 +6,8 @@
 use super::gate::my_slot;
 use super::{
     bitmaps, blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub,
-    scripting, server, sets, stream_groups, streams, strings, transaction, zsets, Ctx,
+    scripting, server, sets, stream_groups, streams, strings, transaction, zset_ops, zset_ranges,
+    zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -264,7 +265,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("sorted-set", "zscore", 3, R, KEY1, zsets::zscore),
     cmd!("sorted-set", "zcard", 2, R, KEY1, zsets::zcard),
     cmd!("sorted-set", "zrem", -3, W, KEY1, zsets::zrem),
-    cmd!("sorted-set", "zrange", -4, RS, KEY1, zsets::zrange),
+    cmd!("sorted-set", "zrange", -4, RS, KEY1, zset_ranges::zrange),
     cmd!("sorted-set", "zpopmin", -2, W, KEY1, zsets::zpopmin),
     cmd!("sorted-set", "zpopmax", -2, W, KEY1, zsets::zpopmax),
     cmd!("sorted-set", "zmpop", -4, LM, NOKEY, blocking_zsets::zmpop),
@@ -292,7 +293,14 @@ pub static COMMANDS: &[Spec] = &[
         NOKEY,
         blocking_zsets::bzmpop
     ),
-    cmd!("sorted-set", "zrevrange", -4, RS, KEY1, zsets::zrevrange),
+    cmd!(
+        "sorted-set",
+        "zrevrange",
+        -4,
+        RS,
+        KEY1,
+        zset_ranges::zrevrange
+    ),
     cmd!("sorted-set", "zrank", -3, R, KEY1, zsets::zrank),
     cmd!("sorted-set", "zrevrank", -3, R, KEY1, zsets::zrevrank),
     cmd!("sorted-set", "zcount", 4, R, KEY1, zsets::zcount),
@@ -302,7 +310,7 @@ pub static COMMANDS: &[Spec] = &[
         -4,
         RS,
         KEY1,
-        zsets::zrangebyscore
+        zset_ranges::zrangebyscore
     ),
     cmd!(
         "sorted-set",
@@ -310,7 +318,7 @@ pub static COMMANDS: &[Spec] = &[
         -4,
         RS,
         KEY1,
-        zsets::zrevrangebyscore
+        zset_ranges::zrevrangebyscore
     ),
     cmd!(
         "sorted-set",
@@ -330,6 +338,90 @@ pub static COMMANDS: &[Spec] = &[
     ),
     cmd!("sorted-set", "zmscore", -3, R, KEY1, zsets::zmscore),
     cmd!("sorted-set", "zscan", -3, RS, KEY1, zsets::zscan),
+    cmd!(
+        "sorted-set",
+        "zrandmember",
+        -2,
+        RS,
+        KEY1,
+        zsets::zrandmember
+    ),
+    cmd!(
+        "sorted-set",
+        "zrangebylex",
+        -4,
+        RS,
+        KEY1,
+        zset_ranges::zrangebylex
+    ),
+    cmd!(
+        "sorted-set",
+        "zrevrangebylex",
+        -4,
+        RS,
+        KEY1,
+        zset_ranges::zrevrangebylex
+    ),
+    cmd!(
+        "sorted-set",
+        "zlexcount",
+        4,
+        R,
+        KEY1,
+        zset_ranges::zlexcount
+    ),
+    cmd!(
+        "sorted-set",
+        "zremrangebylex",
+        4,
+        WS,
+        KEY1,
+        zset_ranges::zremrangebylex
+    ),
+    cmd!(
+        "sorted-set",
+        "zrangestore",
+        -5,
+        WS,
+        KEY12,
+        zset_ranges::zrangestore
+    ),
+    cmd!("sorted-set", "zunion", -3, RS, NOKEY, zset_ops::zunion),
+    cmd!("sorted-set", "zinter", -3, RS, NOKEY, zset_ops::zinter),
+    cmd!("sorted-set", "zdiff", -3, RS, NOKEY, zset_ops::zdiff),
+    cmd!(
+        "sorted-set",
+        "zintercard",
+        -3,
+        RS,
+        NOKEY,
+        zset_ops::zintercard
+    ),
+    // Their keys follow numkeys: every argument counts, so they run alone.
+    cmd!(
+        "sorted-set",
+        "zunionstore",
+        -4,
+        WS,
+        ALLKEYS,
+        zset_ops::zunionstore
+    ),
+    cmd!(
+        "sorted-set",
+        "zinterstore",
+        -4,
+        WS,
+        ALLKEYS,
+        zset_ops::zinterstore
+    ),
+    cmd!(
+        "sorted-set",
+        "zdiffstore",
+        -4,
+        WS,
+        ALLKEYS,
+        zset_ops::zdiffstore
+    ),
     // streams
     cmd!("stream", "xadd", -5, W, KEY1, streams::xadd),
     cmd!("stream", "xlen", 2, R, KEY1, streams::xlen),

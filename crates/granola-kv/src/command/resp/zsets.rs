@@ -1,20 +1,22 @@
 //! Sorted-set commands: ZADD (NX XX GT LT CH INCR), ZINCRBY, ZSCORE,
-//! ZMSCORE, ZCARD, ZREM, ZRANGE and ZREVRANGE (by index, WITHSCORES),
-//! ZRANGEBYSCORE and ZREVRANGEBYSCORE (LIMIT), ZCOUNT, ZRANK, ZREVRANK,
-//! ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZPOPMIN, ZPOPMAX, ZSCAN. A sorted
+//! ZMSCORE, ZCARD, ZREM, ZCOUNT, ZRANK, ZREVRANK, ZREMRANGEBYSCORE,
+//! ZREMRANGEBYRANK, ZPOPMIN, ZPOPMAX, ZRANDMEMBER, ZSCAN (the ranges:
+//! [`super::zset_ranges`]; unions and intersections:
+//! [`super::zset_ops`]). A sorted
 //! set is the store's table of
 //! member → score plus an ordered (score, member) index (see
 //! [`super::collections`]): O(log n) per member.
 
 use super::collection_scan::scan_step;
-use super::collections::{edit, growth_of, read, CType};
+use super::collections::{edit, growth_of, random_positions, read, CType};
+use super::sets::count_arg;
 use super::strings::parse_float;
+use super::zset_ranges::score_range;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use crate::store::{Dict, Growth, Member};
 use std::borrow::Borrow;
-use std::ops::Bound;
 
 const T: CType = CType::ZSet;
 
@@ -164,7 +166,7 @@ pub fn zrem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// Writes (member, score) pairs: flat in RESP2 or without scores, as
 /// [member, score] pairs in RESP3.
-fn reply_pairs<M: Borrow<Member>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: bool) {
+pub(super) fn reply_pairs<M: Borrow<Member>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: bool) {
     let resp3 = ctx.version() == resp::Version::Resp3;
     if scores && resp3 {
         ctx.array(z.len());
@@ -184,18 +186,8 @@ fn reply_pairs<M: Borrow<Member>>(ctx: &mut Ctx<'_>, z: &[(M, f64)], scores: boo
     }
 }
 
-/// `ZRANGE key start stop [WITHSCORES]` (by index).
-pub fn zrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    by_index(ctx, cmd, false)
-}
-
-/// `ZREVRANGE key start stop [WITHSCORES]` (by index, highest first).
-pub fn zrevrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    by_index(ctx, cmd, true)
-}
-
 /// Redis' `start stop` index range over `n` members, as `from..to`.
-fn index_range(a: i64, b: i64, n: usize) -> (usize, usize) {
+pub(super) fn index_range(a: i64, b: i64, n: usize) -> (usize, usize) {
     let n = n as i64;
     let s = if a < 0 { (n + a).max(0) } else { a };
     let e = if b < 0 { n + b } else { b.min(n - 1) };
@@ -204,128 +196,6 @@ fn index_range(a: i64, b: i64, n: usize) -> (usize, usize) {
     } else {
         (s as usize, e as usize + 1)
     }
-}
-
-fn by_index(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
-    let (Some(a), Some(b)) = (parse_i64(arg(cmd, 2)), parse_i64(arg(cmd, 3))) else {
-        ctx.raw(resp::ERR_NOT_INTEGER);
-        return Step::Done;
-    };
-    let scores = match cmd.len() {
-        4 => false,
-        5 if arg(cmd, 4).eq_ignore_ascii_case(b"WITHSCORES") => true,
-        _ => {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
-    };
-    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
-        let n = z.map_or(0, Dict::len);
-        let (from, to) = index_range(a, b, n);
-        let ranked = match z {
-            Some(z) if rev => {
-                let mut v = z.ranked(n - to, n - from);
-                v.reverse();
-                v
-            }
-            Some(z) => z.ranked(from, to),
-            None => Vec::new(),
-        };
-        reply_pairs(ctx, &ranked, scores);
-    });
-    Step::Done
-}
-
-/// A score bound: `-inf`, `+inf`, `(x` (exclusive) or `x`.
-fn score_bound(b: &[u8]) -> Option<Bound<f64>> {
-    match b {
-        b"-inf" | b"-INF" => return Some(Bound::Unbounded),
-        b"+inf" | b"inf" | b"+INF" | b"INF" => return Some(Bound::Unbounded),
-        _ => {}
-    }
-    let (exclusive, num) = match b.strip_prefix(b"(") {
-        Some(rest) => (true, rest),
-        None => (false, b),
-    };
-    let v = parse_float(num).filter(|v| !v.is_nan())?;
-    Some(if exclusive {
-        Bound::Excluded(v)
-    } else {
-        Bound::Included(v)
-    })
-}
-
-/// `min max` of a score-range command; None if invalid (error written).
-fn score_range(ctx: &mut Ctx<'_>, lo: &[u8], hi: &[u8]) -> Option<(Bound<f64>, Bound<f64>)> {
-    // "+inf" as a minimum or "-inf" as a maximum select nothing.
-    let empty = lo.eq_ignore_ascii_case(b"+inf") || hi.eq_ignore_ascii_case(b"-inf");
-    match (score_bound(lo), score_bound(hi)) {
-        (Some(_), Some(_)) if empty => Some((Bound::Excluded(f64::INFINITY), Bound::Unbounded)),
-        (Some(l), Some(h)) => Some((l, h)),
-        _ => {
-            ctx.error(b"ERR min or max is not a float");
-            None
-        }
-    }
-}
-
-/// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
-pub fn zrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    by_score(ctx, cmd, false)
-}
-
-/// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
-pub fn zrevrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    by_score(ctx, cmd, true)
-}
-
-fn by_score(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
-    let (lo, hi) = if rev {
-        (arg(cmd, 3), arg(cmd, 2))
-    } else {
-        (arg(cmd, 2), arg(cmd, 3))
-    };
-    let Some((lo, hi)) = score_range(ctx, lo, hi) else {
-        return Step::Done;
-    };
-    let (mut scores, mut offset, mut count) = (false, 0usize, usize::MAX);
-    let mut opts = cmd.args().skip(4);
-    while let Some(o) = opts.next() {
-        if o.eq_ignore_ascii_case(b"WITHSCORES") {
-            scores = true;
-        } else if o.eq_ignore_ascii_case(b"LIMIT") {
-            match (
-                opts.next().and_then(parse_i64),
-                opts.next().and_then(parse_i64),
-            ) {
-                (Some(o), Some(c)) if o >= 0 => {
-                    offset = o as usize;
-                    // A negative count is "all the rest", as in Redis.
-                    count = usize::try_from(c).unwrap_or(usize::MAX);
-                }
-                (Some(_), Some(_)) => {
-                    // A negative offset selects nothing.
-                    count = 0;
-                }
-                _ => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return Step::Done;
-                }
-            }
-        } else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
-    }
-    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
-        let hits: Vec<(&Member, f64)> = match z {
-            Some(z) if rev => z.by_score(lo, hi).rev().skip(offset).take(count).collect(),
-            Some(z) => z.by_score(lo, hi).skip(offset).take(count).collect(),
-            None => Vec::new(),
-        };
-        reply_pairs(ctx, &hits, scores);
-    });
-    Step::Done
 }
 
 /// `ZCOUNT key min max`.
@@ -430,6 +300,56 @@ pub fn zmscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// A table value's score (8 big-endian bytes).
+fn score_bytes(v: &[u8]) -> f64 {
+    <[u8; 8]>::try_from(v).map_or(0.0, f64::from_be_bytes)
+}
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]`: as SRANDMEMBER picks (a
+/// positive count: distinct members; negative: with repeats).
+pub fn zrandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let scores = match cmd.len() {
+        2 | 3 => false,
+        4 if arg(cmd, 3).eq_ignore_ascii_case(b"WITHSCORES") => true,
+        _ => {
+            ctx.raw(resp::ERR_SYNTAX);
+            return Step::Done;
+        }
+    };
+    let Ok(count) = count_arg(ctx, cmd, true) else {
+        return Step::Done;
+    };
+    let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
+        let picks = random_positions(z.map_or(0, Dict::len), count);
+        // Positions come from the table's length: every one is there.
+        let mut entries = picks.iter().filter_map(|&i| z.and_then(|z| z.at(i)));
+        match count {
+            None => match entries.next() {
+                Some((m, _)) => ctx.element(m),
+                None => ctx.null(),
+            },
+            Some(_) if scores && ctx.version() == resp::Version::Resp3 => {
+                ctx.array(picks.len());
+                for (m, s) in entries {
+                    ctx.array(2);
+                    ctx.element(m);
+                    ctx.double(score_bytes(s.bytes()));
+                }
+            }
+            Some(_) => {
+                ctx.array(picks.len() * if scores { 2 } else { 1 });
+                for (m, s) in entries {
+                    ctx.element(m);
+                    if scores {
+                        ctx.double(score_bytes(s.bytes()));
+                    }
+                }
+            }
+        }
+    });
+    Step::Done
+}
+
 /// `ZSCAN key cursor [MATCH pattern] [COUNT n]`: member, score pairs.
 pub fn zscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     scan_step(
@@ -440,7 +360,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         |_| 2,
         |ctx, _, m, score| {
             // The table's value is the score, 8 big-endian bytes.
-            let s = <[u8; 8]>::try_from(score.bytes()).map_or(0.0, f64::from_be_bytes);
+            let s = score_bytes(score.bytes());
             ctx.element(m);
             ctx.bytes(resp::format_double(s).as_bytes());
         },
