@@ -17,6 +17,7 @@ mod expiry;
 pub mod gate;
 mod glob;
 mod hashes;
+mod hyperloglog;
 mod keys;
 mod lists;
 mod memory;

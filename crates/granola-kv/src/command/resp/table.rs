@@ -5,9 +5,9 @@
 
 use super::gate::my_slot;
 use super::{
-    bitmaps, blocking_lists, blocking_zsets, connection, hashes, keys, lists, memory, pubsub,
-    scripting, server, sets, stream_groups, streams, strings, transaction, zset_ops, zset_ranges,
-    zsets, Ctx,
+    bitmaps, blocking_lists, blocking_zsets, connection, hashes, hyperloglog, keys, lists, memory,
+    pubsub, scripting, server, sets, stream_groups, streams, strings, transaction, zset_ops,
+    zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -158,6 +158,24 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("string", "getrange", 4, RS, KEY1, strings::getrange),
     cmd!("string", "substr", 4, RS, KEY1, strings::getrange),
     cmd!("string", "setrange", 4, WS, KEY1, strings::setrange),
+    // HyperLogLog
+    cmd!("hyperloglog", "pfadd", -2, W, KEY1, hyperloglog::pfadd),
+    cmd!(
+        "hyperloglog",
+        "pfcount",
+        -2,
+        RS,
+        ALLKEYS,
+        hyperloglog::pfcount
+    ),
+    cmd!(
+        "hyperloglog",
+        "pfmerge",
+        -2,
+        WS,
+        ALLKEYS,
+        hyperloglog::pfmerge
+    ),
     // bitmaps
     cmd!("bitmap", "setbit", 4, WS, KEY1, bitmaps::setbit),
     cmd!("bitmap", "getbit", 3, R, KEY1, bitmaps::getbit),
