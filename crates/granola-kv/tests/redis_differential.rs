@@ -658,3 +658,407 @@ fn hyperloglog_counts_are_redis_counts() {
     same(&mut r, &mut g, &cmd(&["PFADD", "small", "w", "x"]));
     same(&mut r, &mut g, &cmd(&["PFCOUNT", "small"]));
 }
+
+#[test]
+fn geo_answers_as_redis_does() {
+    // Stored distances are compared by members and ZCOUNT windows: Redis
+    // 7.0 prints scores with %.17g, granola-kv (like Redis 7.2) the
+    // shortest text that reads back the same double.
+    let Some(peer) = redis() else {
+        return;
+    };
+    let srv = Server::default_config();
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    for c in [
+        &[
+            "GEOADD",
+            "Sicily",
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "15.087269",
+            "37.502669",
+            "Catania",
+        ][..],
+        &[
+            "GEOADD",
+            "Sicily",
+            "NX",
+            "CH",
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "12.758489",
+            "38.788135",
+            "edge2",
+        ],
+        &[
+            "GEOADD", "Sicily", "XX", "CH", "13.5", "38.1", "Palermo", "1", "1", "nobody",
+        ],
+        &["GEOADD", "Sicily", "200", "10", "bad"],
+        &["GEOADD", "Sicily", "10", "86", "bad"],
+        &["GEOADD", "Sicily", "x", "10", "bad"],
+        &["GEOADD", "Sicily", "10", "10"],
+        &[
+            "GEOADD",
+            "world",
+            "180",
+            "85.05112878",
+            "corner",
+            "-180",
+            "-85.05112878",
+            "other",
+            "0",
+            "0",
+            "null",
+        ],
+        &[
+            "GEOADD", "world", "179.9", "0.1", "east", "-179.9", "0.1", "west", "0.001", "0.001",
+            "near",
+        ],
+        &["ZRANGE", "Sicily", "0", "-1", "WITHSCORES"],
+        &["ZRANGE", "world", "0", "-1", "WITHSCORES"],
+        &["GEOPOS", "Sicily", "Palermo", "Catania", "nobody"],
+        &["GEOPOS", "world", "corner", "other", "null", "east", "west"],
+        &["GEOPOS", "none", "x"],
+        &["GEODIST", "Sicily", "Palermo", "Catania"],
+        &["GEODIST", "Sicily", "Palermo", "Catania", "km"],
+        &["GEODIST", "Sicily", "Palermo", "Catania", "mi"],
+        &["GEODIST", "Sicily", "Palermo", "Catania", "ft"],
+        &["GEODIST", "Sicily", "Palermo", "Catania", "yd"],
+        &["GEODIST", "Sicily", "Palermo", "nobody"],
+        &["GEODIST", "world", "east", "west", "km"],
+        &["GEODIST", "world", "corner", "other"],
+        &["GEOHASH", "Sicily", "Palermo", "Catania", "nobody"],
+        &["GEOHASH", "world", "corner", "other", "null", "east"],
+        &[
+            "GEORADIUS",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "WITHDIST",
+            "WITHCOORD",
+            "WITHHASH",
+            "ASC",
+        ],
+        &[
+            "GEORADIUS",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "DESC",
+            "WITHDIST",
+        ],
+        &["GEORADIUS", "Sicily", "15", "37", "100", "km", "ASC"],
+        &["GEORADIUS", "Sicily", "15", "37", "200", "km", "COUNT", "1"],
+        &["GEORADIUS", "Sicily", "15", "37", "200", "km", "COUNT", "0"],
+        &["GEORADIUS", "Sicily", "15", "37", "200", "km", "ANY", "ASC"],
+        &["GEORADIUS", "Sicily", "15", "37", "-1", "km"],
+        &["GEORADIUS", "Sicily", "15", "37", "200", "parsec"],
+        &[
+            "GEORADIUSBYMEMBER",
+            "Sicily",
+            "Palermo",
+            "300",
+            "km",
+            "ASC",
+            "WITHDIST",
+        ],
+        &["GEORADIUSBYMEMBER", "Sicily", "nobody", "300", "km"],
+        &[
+            "GEORADIUSBYMEMBER_RO",
+            "Sicily",
+            "Catania",
+            "10",
+            "km",
+            "ASC",
+        ],
+        &[
+            "GEORADIUS_RO",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "ASC",
+            "STORE",
+            "x",
+        ],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYRADIUS",
+            "200",
+            "km",
+            "ASC",
+            "WITHCOORD",
+            "WITHDIST",
+        ],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMMEMBER",
+            "Palermo",
+            "BYBOX",
+            "400",
+            "400",
+            "km",
+            "ASC",
+            "WITHDIST",
+        ],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMMEMBER",
+            "Palermo",
+            "BYBOX",
+            "100",
+            "400",
+            "km",
+            "DESC",
+        ],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYBOX",
+            "400",
+            "400",
+            "km",
+            "COUNT",
+            "1",
+            "WITHHASH",
+        ],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "FROMMEMBER",
+            "Palermo",
+            "BYRADIUS",
+            "1",
+            "m",
+        ],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYRADIUS",
+            "1",
+            "m",
+            "BYBOX",
+            "1",
+            "1",
+            "m",
+        ],
+        &["GEOSEARCH", "Sicily", "BYRADIUS", "1", "m"],
+        &["GEOSEARCH", "Sicily", "FROMLONLAT", "15", "37"],
+        &[
+            "GEOSEARCH",
+            "world",
+            "FROMLONLAT",
+            "179.95",
+            "0",
+            "BYRADIUS",
+            "100",
+            "km",
+            "ASC",
+            "WITHDIST",
+        ],
+        &[
+            "GEOSEARCH",
+            "world",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "20000",
+            "km",
+            "ASC",
+        ],
+        &[
+            "GEOSEARCH",
+            "none",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
+        &[
+            "GEOSEARCHSTORE",
+            "near",
+            "Sicily",
+            "FROMMEMBER",
+            "Palermo",
+            "BYRADIUS",
+            "300",
+            "km",
+            "ASC",
+        ],
+        &["ZRANGE", "near", "0", "-1", "WITHSCORES"],
+        &[
+            "GEOSEARCHSTORE",
+            "near",
+            "Sicily",
+            "FROMMEMBER",
+            "Palermo",
+            "BYRADIUS",
+            "300",
+            "km",
+            "ASC",
+            "STOREDIST",
+        ],
+        &["ZRANGE", "near", "0", "-1"],
+        &["ZCOUNT", "near", "100.1531", "100.1532"],
+        &["ZCOUNT", "near", "154.5067", "154.5068"],
+        &[
+            "GEOSEARCHSTORE",
+            "near",
+            "Sicily",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
+        &["EXISTS", "near"],
+        &[
+            "GEORADIUS",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "ASC",
+            "STORE",
+            "st",
+        ],
+        &["ZRANGE", "st", "0", "-1", "WITHSCORES"],
+        &[
+            "GEORADIUS",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "ASC",
+            "STOREDIST",
+            "st",
+        ],
+        &["ZRANGE", "st", "0", "-1"],
+        &["ZCOUNT", "st", "100.1531", "100.1532"],
+        &["ZCOUNT", "st", "154.5067", "154.5068"],
+        &[
+            "GEORADIUS",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "WITHDIST",
+            "STORE",
+            "st",
+        ],
+        &["SET", "s", "x"],
+        &["GEOADD", "s", "1", "1", "m"],
+        &["GEOPOS", "s", "m"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+}
+
+#[test]
+fn random_geo_searches_answer_as_redis_does() {
+    let Some(peer) = redis() else {
+        return;
+    };
+    let srv = Server::default_config();
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    // Points around a few centres, some near the antimeridian and the
+    // latitude limits, so searches cross cell and range borders.
+    let centres = [
+        (13.0, 38.0),
+        (179.5, 10.0),
+        (-179.5, -10.0),
+        (0.0, 84.0),
+        (-73.9, 40.7),
+    ];
+    let mut add = vec!["GEOADD".to_string(), "pts".to_string()];
+    // Distinct positions only: Redis orders equal distances arbitrarily.
+    let mut used = std::collections::HashSet::new();
+    let mut i = 0;
+    while i < 600 {
+        let (clon, clat) = centres[i % centres.len()];
+        let lon = clon + (rng.n(20_000) as f64 - 10_000.0) / 2_000.0;
+        let lat = clat + (rng.n(20_000) as f64 - 10_000.0) / 4_000.0;
+        let lon = if lon > 180.0 {
+            lon - 360.0
+        } else if lon < -180.0 {
+            lon + 360.0
+        } else {
+            lon
+        };
+        let (lon, lat) = (
+            format!("{lon:.6}"),
+            format!("{:.6}", lat.clamp(-85.0, 85.0)),
+        );
+        if used.insert((lon.clone(), lat.clone())) {
+            add.extend([lon, lat, format!("p{i}")]);
+            i += 1;
+        }
+    }
+    same(&mut r, &mut g, &add);
+    for _ in 0..300 {
+        let (clon, clat) = centres[rng.n(centres.len() as u64) as usize];
+        // Not exactly ±180: there Redis misses the members across the
+        // antimeridian (geo.rs says so).
+        let lon = (clon + (rng.n(2000) as f64 - 1000.0) / 400.0).clamp(-179.99, 179.99);
+        let lat = (clat + (rng.n(2000) as f64 - 1000.0) / 800.0).clamp(-85.0, 85.0);
+        let unit = rng.pick(&["m", "km", "mi", "ft"]);
+        let per = match unit.as_str() {
+            "m" => 1.0,
+            "km" => 1000.0,
+            "mi" => 1609.34,
+            _ => 0.3048,
+        };
+        let size = |rng: &mut Rng| format!("{:.3}", (1 + rng.n(400_000)) as f64 / per);
+        let mut c = vec!["GEOSEARCH".into(), "pts".into()];
+        if rng.n(3) == 0 {
+            c.extend(["FROMMEMBER".into(), format!("p{}", rng.n(600))]);
+        } else {
+            c.extend([
+                "FROMLONLAT".into(),
+                format!("{lon:.5}"),
+                format!("{lat:.5}"),
+            ]);
+        }
+        if rng.n(2) == 0 {
+            c.extend(["BYRADIUS".into(), size(&mut rng), unit]);
+        } else {
+            c.extend(["BYBOX".into(), size(&mut rng), size(&mut rng), unit]);
+        }
+        c.push(rng.pick(&["ASC", "DESC"]));
+        if rng.n(3) == 0 {
+            c.extend(["COUNT".into(), (1 + rng.n(20)).to_string()]);
+        }
+        c.extend(["WITHDIST".into(), "WITHHASH".into()]);
+        same(&mut r, &mut g, &c);
+    }
+}

@@ -15,6 +15,7 @@ pub mod collections;
 mod connection;
 mod expiry;
 pub mod gate;
+mod geo;
 mod glob;
 mod hashes;
 mod hyperloglog;

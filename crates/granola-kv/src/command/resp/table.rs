@@ -5,9 +5,9 @@
 
 use super::gate::my_slot;
 use super::{
-    bitmaps, blocking_lists, blocking_zsets, connection, hashes, hyperloglog, keys, lists, memory,
-    pubsub, scripting, server, sets, stream_groups, streams, strings, transaction, zset_ops,
-    zset_ranges, zsets, Ctx,
+    bitmaps, blocking_lists, blocking_zsets, connection, geo, hashes, hyperloglog, keys, lists,
+    memory, pubsub, scripting, server, sets, stream_groups, streams, strings, transaction,
+    zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -158,6 +158,31 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("string", "getrange", 4, RS, KEY1, strings::getrange),
     cmd!("string", "substr", 4, RS, KEY1, strings::getrange),
     cmd!("string", "setrange", 4, WS, KEY1, strings::setrange),
+    // geospatial
+    cmd!("geo", "geoadd", -5, W, KEY1, geo::geoadd),
+    cmd!("geo", "geopos", -2, RS, KEY1, geo::geopos),
+    cmd!("geo", "geodist", -4, RS, KEY1, geo::geodist),
+    cmd!("geo", "geohash", -2, RS, KEY1, geo::geohash),
+    cmd!("geo", "geosearch", -7, RS, KEY1, geo::geosearch),
+    cmd!("geo", "geosearchstore", -8, WS, KEY12, geo::geosearchstore),
+    cmd!("geo", "georadius", -6, WS, KEY1, geo::georadius),
+    cmd!("geo", "georadius_ro", -6, RS, KEY1, geo::georadius_ro),
+    cmd!(
+        "geo",
+        "georadiusbymember",
+        -5,
+        WS,
+        KEY1,
+        geo::georadiusbymember
+    ),
+    cmd!(
+        "geo",
+        "georadiusbymember_ro",
+        -5,
+        RS,
+        KEY1,
+        geo::georadiusbymember_ro
+    ),
     // HyperLogLog
     cmd!("hyperloglog", "pfadd", -2, W, KEY1, hyperloglog::pfadd),
     cmd!(
