@@ -405,6 +405,10 @@ pub fn copy(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             return Step::Done;
         }
     }
+    if src == dst && target == ctx.conn.info.db {
+        ctx.error(b"ERR source and destination objects are the same");
+        return Step::Done;
+    }
     let Some(item) = ctx.db.get(src) else {
         ctx.int(0);
         return Step::Done;

@@ -109,15 +109,21 @@ pub fn llen(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `LINDEX key index`.
 pub fn lindex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    // The key first, then the index, in Redis's order of errors.
+    let Ok(item) = ctx.list(arg(cmd, 1)) else {
+        return Step::Done;
+    };
+    let Some(item) = item else {
+        ctx.null();
+        return Step::Done;
+    };
     let Some(i) = parse_i64(arg(cmd, 2)) else {
         ctx.raw(resp::ERR_NOT_INTEGER);
         return Step::Done;
     };
-    if let Ok(item) = ctx.list(arg(cmd, 1)) {
-        match item.and_then(|l| l.list_get(i)) {
-            Some(v) => ctx.bulk(&v),
-            None => ctx.null(),
-        }
+    match item.list_get(i) {
+        Some(v) => ctx.bulk(&v),
+        None => ctx.null(),
     }
     Step::Done
 }
@@ -196,6 +202,15 @@ fn index(i: i64, len: usize) -> Option<usize> {
 
 /// `LSET key index element`.
 pub fn lset(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    // The key first, then the index, in Redis's order of errors.
+    match ctx.list(arg(cmd, 1)) {
+        Err(_) => return Step::Done,
+        Ok(None) => {
+            ctx.error(b"ERR no such key");
+            return Step::Done;
+        }
+        Ok(Some(_)) => {}
+    }
     let Some(i) = parse_i64(arg(cmd, 2)) else {
         ctx.raw(resp::ERR_NOT_INTEGER);
         return Step::Done;
@@ -317,23 +332,32 @@ pub fn lpos(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
     let mut opts = cmd.args().skip(3);
     while let Some(o) = opts.next() {
-        let Some(n) = opts.next().and_then(parse_i64) else {
+        let o = o.to_ascii_uppercase();
+        let known = matches!(&o[..], b"RANK" | b"COUNT" | b"MAXLEN");
+        let Some(a) = opts.next().filter(|_| known) else {
             ctx.raw(resp::ERR_SYNTAX);
             return Step::Done;
         };
-        if o.eq_ignore_ascii_case(b"RANK") {
-            if n == 0 || n == i64::MIN {
+        let Some(n) = parse_i64(a) else {
+            ctx.raw(resp::ERR_NOT_INTEGER);
+            return Step::Done;
+        };
+        match &o[..] {
+            b"RANK" if n == 0 || n == i64::MIN => {
                 ctx.error(b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
                 return Step::Done;
             }
-            rank = n;
-        } else if o.eq_ignore_ascii_case(b"COUNT") && n >= 0 {
-            count = Some(n as usize);
-        } else if o.eq_ignore_ascii_case(b"MAXLEN") && n >= 0 {
-            maxlen = n as usize;
-        } else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
+            b"RANK" => rank = n,
+            b"COUNT" if n < 0 => {
+                ctx.error(b"ERR COUNT can't be negative");
+                return Step::Done;
+            }
+            b"COUNT" => count = Some(n as usize),
+            _ if n < 0 => {
+                ctx.error(b"ERR MAXLEN can't be negative");
+                return Step::Done;
+            }
+            _ => maxlen = n as usize,
         }
     }
     let Ok(item) = ctx.list(arg(cmd, 1)) else {
@@ -427,8 +451,10 @@ pub(super) enum Moved {
     Value(Vec<u8>),
 }
 
-/// Pops one element of `src` and pushes it on `dst` (the destination is
-/// type-checked first; the two keys are updated one after the other).
+/// Pops one element of `src` and pushes it on `dst` (both keys are
+/// type-checked first, the source first, as Redis orders its errors: a
+/// missing source is nothing to move whatever the destination holds; the
+/// two keys are updated one after the other).
 pub(super) fn move_value(
     ctx: &mut Ctx<'_>,
     src: &[u8],
@@ -436,6 +462,11 @@ pub(super) fn move_value(
     from_left: bool,
     to_left: bool,
 ) -> Moved {
+    match ctx.list(src) {
+        Err(_) => return Moved::Replied,
+        Ok(None) => return Moved::Empty,
+        Ok(Some(_)) => {}
+    }
     if ctx.list(dst).is_err() {
         return Moved::Replied;
     }

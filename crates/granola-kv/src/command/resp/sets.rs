@@ -294,8 +294,17 @@ pub fn sintercard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// member in neither set between the two steps.)
 pub fn smove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let (src, dst, m) = (arg(cmd, 1), arg(cmd, 2), arg(cmd, 3));
-    // Both must be sets (or absent) before anything moves.
-    if ctx.coll(src, T).is_err() || ctx.coll(dst, T).is_err() {
+    // Both must be sets (or absent) before anything moves; a missing
+    // source moves nothing whatever the destination holds (Redis's order).
+    match ctx.coll(src, T) {
+        Err(_) => return Step::Done,
+        Ok(None) => {
+            ctx.int(0);
+            return Step::Done;
+        }
+        Ok(Some(_)) => {}
+    }
+    if ctx.coll(dst, T).is_err() {
         return Step::Done;
     }
     let Ok(moved) = edit(ctx, src, T, Growth::default(), |s| s.remove(m)) else {
