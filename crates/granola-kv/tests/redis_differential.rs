@@ -70,6 +70,15 @@ fn redis() -> Option<Redis> {
     panic!("redis-server did not start");
 }
 
+/// A Redis and a granola-kv, each with a client connected (`None`: no
+/// redis-server here, see [`redis`]).
+fn pair() -> Option<(Redis, Server, Client, Client)> {
+    let peer = redis()?;
+    let srv = Server::default_config();
+    let (r, g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    Some((peer, srv, r, g))
+}
+
 /// Sends `cmd` to both and checks the raw replies are the same bytes.
 fn same(redis: &mut Client, granola: &mut Client, cmd: &[String]) {
     let want = redis.resp(cmd);
@@ -83,11 +92,9 @@ fn cmd(words: &[&str]) -> Vec<String> {
 
 #[test]
 fn bitmaps_answer_as_redis_does() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     for c in [
         &["SETBIT", "b", "7", "1"][..],
         &["SETBIT", "b", "7", "1"],
@@ -181,18 +188,11 @@ fn bitmaps_answer_as_redis_does() {
 
 #[test]
 fn random_bitmap_commands_answer_as_redis_does() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: u64| rng.n(n);
     let keys = ["k0", "k1", "k2"];
     for _ in 0..3000 {
         let key = keys[next(3) as usize].to_string();
@@ -259,11 +259,9 @@ fn random_bitmap_commands_answer_as_redis_does() {
 
 #[test]
 fn script_replies_convert_as_in_redis() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     for c in [
         &["RPUSH", "l", "a", "b", "c"][..],
         &["HSET", "h", "f", "v"],
@@ -329,11 +327,9 @@ fn script_replies_convert_as_in_redis() {
 
 #[test]
 fn sorted_set_ranges_and_algebra_answer_as_redis_does() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     for c in [
         &[
             "ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e",
@@ -468,11 +464,9 @@ fn sorted_set_ranges_and_algebra_answer_as_redis_does() {
 
 #[test]
 fn random_sorted_set_commands_answer_as_redis_does() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let keys = ["z0", "z1", "z2"];
     let scores = ["-2", "-1", "0", "0", "0", "1", "2", "0.5", "+inf", "-inf"];
@@ -595,11 +589,9 @@ impl Rng {
 
 #[test]
 fn hyperloglog_counts_are_redis_counts() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     for c in [
         &["PFADD", "h"][..],
         &["PFADD", "h"],
@@ -666,11 +658,9 @@ fn geo_answers_as_redis_does() {
     // Stored distances are compared by members and ZCOUNT windows: Redis
     // 7.0 prints scores with %.17g, granola-kv (like Redis 7.2) the
     // shortest text that reads back the same double.
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     for c in [
         &[
             "GEOADD",
@@ -987,11 +977,9 @@ fn geo_answers_as_redis_does() {
 
 #[test]
 fn random_geo_searches_answer_as_redis_does() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     let mut rng = Rng(0x1234_5678_9abc_def1);
     // Points around a few centres, some near the antimeridian and the
     // latitude limits, so searches cross cell and range borders.
@@ -1091,11 +1079,9 @@ fn sorted_pairs(r: Resp) -> Resp {
 
 #[test]
 fn random_string_list_hash_set_commands_answer_as_redis_does() {
-    let Some(peer) = redis() else {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
         return;
     };
-    let srv = Server::default_config();
-    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     let mut rng = Rng(0xdead_beef_cafe_f00d);
     let keys = ["a", "b", "c", "d"];
     let vals = [

@@ -279,29 +279,30 @@ pub fn pfadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// `PFCOUNT key [key ...]`: the estimated number of distinct elements added
 /// to any of them.
 pub fn pfcount(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if let Ok(all) = union(ctx, cmd) {
+        ctx.int(all.count() as i64);
+    }
+    Step::Done
+}
+
+/// The union of the HyperLogLogs at the command's keys (from argument
+/// 1); `Err` after writing the error for a key that is not one.
+fn union(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Result<Registers, ()> {
     let mut all = Registers::new();
     for key in cmd.args().skip(1) {
-        match load(ctx, key) {
-            Ok(Some(r)) => all.merge(&r),
-            Ok(None) => {}
-            Err(()) => return Step::Done,
+        if let Some(r) = load(ctx, key)? {
+            all.merge(&r);
         }
     }
-    ctx.int(all.count() as i64);
-    Step::Done
+    Ok(all)
 }
 
 /// `PFMERGE destkey [sourcekey ...]`: `destkey` becomes the union of
 /// itself and the sources.
 pub fn pfmerge(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let mut all = Registers::new();
-    for key in cmd.args().skip(1) {
-        match load(ctx, key) {
-            Ok(Some(r)) => all.merge(&r),
-            Ok(None) => {}
-            Err(()) => return Step::Done,
-        }
-    }
+    let Ok(all) = union(ctx, cmd) else {
+        return Step::Done;
+    };
     let dest = cmd.arg(1).unwrap_or_default();
     // Keeps the destination's expiry, as Redis does.
     let meta = match ctx.string(dest) {

@@ -455,6 +455,26 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
     step
 }
 
+/// Runs `cmd` for connection `conn` in its selected database, replying to
+/// `out`, as [`dispatch_queued`] does: for EXEC's queued commands and a
+/// script's `redis.call` (each holds the gate).
+pub fn dispatch_into(
+    shared: &Shared,
+    conn: &mut Conn,
+    out: &mut dyn ReplySink,
+    cmd: &Command<'_>,
+) -> Step {
+    let db = crate::command::databases::Db::new(&shared.store, conn.info.db);
+    let mut inner = Ctx {
+        shared,
+        db: &db,
+        conn,
+        out,
+        resume: 0,
+    };
+    dispatch_queued(&mut inner, cmd)
+}
+
 /// Runs a command queued by MULTI (EXEC holds the gate).
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::lookup(cmd.name()) {

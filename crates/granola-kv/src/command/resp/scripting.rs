@@ -28,8 +28,7 @@
 //! Not provided: the `cjson`, `cmsgpack`, `bit` and `struct` libraries,
 //! `redis.setresp(3)`, FUNCTION and FCALL.
 
-use super::{dispatch_queued, table, Ctx};
-use crate::command::databases::Db;
+use super::{dispatch_into, table, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Version};
 use crate::protocol::{Limits, Parsed};
@@ -604,16 +603,7 @@ fn command(ctx: &mut Ctx<'_>, argv: &MultiValue, read_only: bool) -> mlua::Resul
         return refuse("ERR Write commands are not allowed from read-only scripts.");
     }
     let mut out: Vec<u8> = Vec::new();
-    let shared = ctx.shared;
-    let db = Db::new(&shared.store, ctx.conn.info.db);
-    let mut inner = Ctx {
-        shared,
-        db: &db,
-        conn: &mut *ctx.conn,
-        out: &mut out,
-        resume: 0,
-    };
-    let _ = dispatch_queued(&mut inner, &cmd);
+    let _ = dispatch_into(ctx.shared, ctx.conn, &mut out, &cmd);
     Ok(out)
 }
 

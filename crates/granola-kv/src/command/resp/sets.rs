@@ -268,25 +268,33 @@ pub fn sintercard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             return Step::Done;
         }
     };
-    let limit = match (cmd.len() - 2 - n, cmd.arg(2 + n), cmd.arg(3 + n)) {
-        (0, _, _) => usize::MAX,
-        (2, Some(o), Some(v)) if o.eq_ignore_ascii_case(b"LIMIT") => match parse_i64(v) {
-            Some(0) => usize::MAX,
-            Some(l) if l > 0 => l as usize,
-            _ => {
-                ctx.error(b"ERR LIMIT can't be negative");
-                return Step::Done;
-            }
-        },
-        _ => {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
+    let Some(limit) = intercard_limit(ctx, cmd, n) else {
+        return Step::Done;
     };
     if let Ok(acc) = combine(ctx, cmd.args().skip(2).take(n), Op::Inter) {
         ctx.int(acc.len().min(limit) as i64);
     }
     Step::Done
+}
+
+/// The `[LIMIT limit]` after SINTERCARD's or ZINTERCARD's `n` keys (0:
+/// none); `None` after writing the error.
+pub(super) fn intercard_limit(ctx: &mut Ctx<'_>, cmd: &Command<'_>, n: usize) -> Option<usize> {
+    match (cmd.len() - 2 - n, cmd.arg(2 + n), cmd.arg(3 + n)) {
+        (0, _, _) => Some(usize::MAX),
+        (2, Some(o), Some(v)) if o.eq_ignore_ascii_case(b"LIMIT") => match parse_i64(v) {
+            Some(0) => Some(usize::MAX),
+            Some(l) if l > 0 => Some(l as usize),
+            _ => {
+                ctx.error(b"ERR LIMIT can't be negative");
+                None
+            }
+        },
+        _ => {
+            ctx.raw(resp::ERR_SYNTAX);
+            None
+        }
+    }
 }
 
 /// `SMOVE source destination member`: 1 if moved. (Two keys, two locks;

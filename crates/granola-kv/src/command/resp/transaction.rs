@@ -6,7 +6,7 @@
 //! modified (or created, or deleted) since WATCH makes EXEC answer a null
 //! array and apply nothing.
 
-use super::{dispatch_queued, Ctx};
+use super::{dispatch_into, Ctx};
 use crate::command::databases::Db;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -148,15 +148,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
             resp::write_error(&mut out, b"ERR internal: queued command unreadable");
             continue;
         };
-        let db = Db::new(store, ctx.conn.info.db);
-        let mut inner = Ctx {
-            shared,
-            db: &db,
-            conn: &mut *ctx.conn,
-            out: &mut out,
-            resume: 0,
-        };
-        let _ = dispatch_queued(&mut inner, &cmd);
+        let _ = dispatch_into(shared, ctx.conn, &mut out, &cmd);
         rest = rest.get(consumed..).unwrap_or_default();
     }
     ctx.conn.alone = false;

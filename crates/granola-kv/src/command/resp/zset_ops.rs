@@ -5,6 +5,7 @@
 //! score, then member.
 
 use super::collections::{ctype, CType};
+use super::sets::intercard_limit;
 use super::zsets::reply_pairs;
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
@@ -296,20 +297,8 @@ pub fn zintercard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Some(n) = numkeys(ctx, cmd, 1) else {
         return Step::Done;
     };
-    let limit = match (cmd.len() - 2 - n, cmd.arg(2 + n), cmd.arg(3 + n)) {
-        (0, _, _) => usize::MAX,
-        (2, Some(o), Some(v)) if o.eq_ignore_ascii_case(b"LIMIT") => match parse_i64(v) {
-            Some(0) => usize::MAX,
-            Some(l) if l > 0 => l as usize,
-            _ => {
-                ctx.error(b"ERR LIMIT can't be negative");
-                return Step::Done;
-            }
-        },
-        _ => {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
+    let Some(limit) = intercard_limit(ctx, cmd, n) else {
+        return Step::Done;
     };
     let a = Args {
         keys: cmd.args().skip(2).take(n).collect(),

@@ -6,7 +6,7 @@
 
 use super::collections::{edit, read, CType};
 use super::strings::parse_float;
-use super::zsets::{index_range, reply_pairs};
+use super::zsets::{index_range, remove_picked, reply_pairs};
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -361,12 +361,7 @@ pub fn zremrangebylex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         let Some((lo, hi)) = range else {
             return 0;
         };
-        let doomed: Vec<Vec<u8>> = z
-            .by_lex(lo, hi, false)
-            .iter()
-            .map(|(m, _)| m.bytes().to_vec())
-            .collect();
-        doomed.iter().filter(|m| z.remove_scored(m)).count()
+        remove_picked(z, |z| z.by_lex(lo, hi, false))
     }) {
         ctx.int(n as i64);
     }

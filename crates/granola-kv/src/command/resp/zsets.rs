@@ -249,17 +249,23 @@ fn rank(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
     Step::Done
 }
 
+/// Removes the members `pick` selects from the sorted set `z`; how many
+/// went. (Their names are copied first: the selection borrows the set.)
+pub(super) fn remove_picked(
+    z: &mut Dict,
+    pick: impl for<'a> FnOnce(&'a Dict) -> Vec<(&'a Member, f64)>,
+) -> usize {
+    let doomed: Vec<Vec<u8>> = pick(z).iter().map(|(m, _)| m.bytes().to_vec()).collect();
+    doomed.iter().filter(|m| z.remove_scored(m)).count()
+}
+
 /// `ZREMRANGEBYSCORE key min max`: members removed.
 pub fn zremrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Some((lo, hi)) = score_range(ctx, arg(cmd, 2), arg(cmd, 3)) else {
         return Step::Done;
     };
     if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
-        let doomed: Vec<Vec<u8>> = z
-            .by_score(lo, hi)
-            .map(|(m, _)| m.bytes().to_vec())
-            .collect();
-        doomed.iter().filter(|m| z.remove_scored(m)).count()
+        remove_picked(z, |z| z.by_score(lo, hi).collect())
     }) {
         ctx.int(n as i64);
     }
@@ -274,12 +280,7 @@ pub fn zremrangebyrank(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
         let (from, to) = index_range(a, b, z.len());
-        let doomed: Vec<Vec<u8>> = z
-            .ranked(from, to)
-            .iter()
-            .map(|(m, _)| m.bytes().to_vec())
-            .collect();
-        doomed.iter().filter(|m| z.remove_scored(m)).count()
+        remove_picked(z, |z| z.ranked(from, to))
     }) {
         ctx.int(n as i64);
     }
