@@ -326,6 +326,33 @@ fn scripts_run_alone() {
 }
 
 #[test]
+fn a_state_left_holding_much_memory_is_replaced() {
+    let srv = Server::default_config();
+    let limit = srv.shared.config.script_memory_limit();
+    let mut c = Client::connect(srv.resp());
+    // A global set past the guard keeps 60 % of the state's limit.
+    let fill = format!(
+        "local t = {{}} for i = 1, {} do t[i] = string.rep('x', 1000) .. i end rawset(_G, 'kept', t) return #t",
+        limit * 6 / 10 / 1100
+    );
+    assert!(matches!(c.resp(&["EVAL", &fill, "0"]), Resp::Int(n) if n > 0));
+    // Every worker's state answers the same afterwards: none kept it.
+    for _ in 0..4 {
+        let mut other = Client::connect(srv.resp());
+        assert_eq!(
+            other.resp(&["EVAL", "return type(rawget(_G, 'kept'))", "0"]),
+            bulk("nil")
+        );
+    }
+    // A small global survives (the state is kept while it is small).
+    c.resp(&["EVAL", "rawset(_G, 'small', 1) return 1", "0"]);
+    assert_eq!(
+        c.resp(&["EVAL", "return rawget(_G, 'small')", "0"]),
+        Resp::Int(1)
+    );
+}
+
+#[test]
 fn a_runaway_script_is_stopped_and_others_go_on() {
     let mut cfg = config();
     cfg.script_time_limit_ms = 300;

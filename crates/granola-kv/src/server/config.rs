@@ -291,6 +291,12 @@ impl Config {
             .max(self.max_item_size)
     }
 
+    /// The Lua memory of a worker's scripting state: a 32nd of `-m`,
+    /// 4 MiB to 256 MiB.
+    pub fn script_memory_limit(&self) -> usize {
+        (self.memory_bytes() / 32).clamp(4 << 20, 256 << 20)
+    }
+
     /// How long a script may run (`--script-time-limit`).
     pub fn script_time_limit(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.script_time_limit_ms)

@@ -17,7 +17,9 @@
 //! - a script that runs past `--script-time-limit` is stopped with an
 //!   error (Redis answers others BUSY and waits for SCRIPT KILL); `pcall`
 //!   and `xpcall` cannot catch that error, and `coroutine` is absent;
-//! - a script's Lua memory is capped ([`MEMORY_LIMIT`]);
+//! - a worker's Lua memory is capped at a 32nd of `-m` (4 to 256 MiB),
+//!   and a state left holding more than half of that after a script (in
+//!   globals set with `rawset`) is replaced by a fresh one;
 //! - the script cache holds at most [`CACHE_BYTES`] of script text; past
 //!   that SCRIPT LOAD fails and EVAL runs without caching;
 //! - globals are guarded by a metatable (creating one, or reading one that
@@ -32,6 +34,7 @@ use super::{dispatch_into, table, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Version};
 use crate::protocol::{Limits, Parsed};
+use crate::server::config::Config;
 use mlua::{
     Error as LuaError, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
     VmState,
@@ -40,13 +43,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Script text the cache holds at most (hostile SCRIPT LOADs cannot grow
 /// it past this).
 pub const CACHE_BYTES: usize = 16 << 20;
-/// Lua memory of one worker's scripting state.
-pub const MEMORY_LIMIT: usize = 256 << 20;
 /// Compiled scripts a worker keeps before it starts afresh.
 const COMPILED_MAX: usize = 1024;
 /// Nesting of a script's returned tables converted to a reply.
@@ -130,7 +131,7 @@ pub fn script(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             let body = cmd.arg(2).unwrap_or_default();
             // Compiled first, as Redis does: a script that cannot run is
             // not cached.
-            if let Err(e) = with_vm(ctx.shared.config.script_time_limit(), |vm| {
+            if let Err(e) = with_vm(&ctx.shared.config, |vm| {
                 vm.compile(&sha1_hex(body), body).map(|_| ())
             }) {
                 ctx.error(compile_error(&e).as_bytes());
@@ -224,8 +225,7 @@ fn run_script(ctx: &mut Ctx<'_>, cmd: &Command<'_>, by_sha: bool, read_only: boo
     let took = !ctx.conn.alone;
     let _alone = took.then(|| gate.exclusive());
     ctx.conn.alone = true;
-    let limit = ctx.shared.config.script_time_limit();
-    let outcome = with_vm(limit, |vm| {
+    let outcome = with_vm(&ctx.shared.config, |vm| {
         let f = vm.compile(&sha, &body)?;
         vm.run(ctx, &f, &keys, &args, read_only)
     });
@@ -251,17 +251,26 @@ thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` on this thread's Lua state (made on first use).
-fn with_vm<R>(limit: Duration, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> mlua::Result<R> {
+/// Runs `f` on this thread's Lua state (made on first use, and made
+/// again when a script left it holding too much).
+fn with_vm<R>(config: &Config, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> mlua::Result<R> {
+    let memory = config.script_memory_limit();
     VM.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            *slot = Some(Vm::new()?);
+            *slot = Some(Vm::new(memory)?);
         }
         let vm = slot.as_mut().expect("made above");
-        vm.deadline.set(Some(Instant::now() + limit));
+        vm.deadline
+            .set(Some(Instant::now() + config.script_time_limit()));
         let r = f(vm);
         vm.deadline.set(None);
+        if vm.lua.used_memory() > memory / 2 {
+            let _ = vm.lua.gc_collect();
+            if vm.lua.used_memory() > memory / 2 {
+                *slot = None;
+            }
+        }
         r
     })
 }
@@ -269,8 +278,7 @@ fn with_vm<R>(limit: Duration, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> ml
 /// Lua that runs once per state: the guard on globals, and `pcall` and
 /// `xpcall` that pass a stopped script's error on.
 const PRELUDE: &str = r#"
-local rawpcall, rawxpcall, stopped, unpack, maxn, error =
-    pcall, xpcall, __stopped, unpack, table.maxn, error
+local rawpcall, rawxpcall, stopped, error = pcall, xpcall, __stopped, error
 local function checked(...)
     if stopped() then error("script stopped", 0) end
     return ...
@@ -289,12 +297,12 @@ setmetatable(_G, {
 "#;
 
 impl Vm {
-    fn new() -> mlua::Result<Vm> {
+    fn new(memory: usize) -> mlua::Result<Vm> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        lua.set_memory_limit(MEMORY_LIMIT)?;
+        lua.set_memory_limit(memory)?;
         let g = lua.globals();
         for name in [
             "dofile",
