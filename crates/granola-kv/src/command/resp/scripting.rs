@@ -654,7 +654,9 @@ fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<Reply> {
 }
 
 fn line_end(bytes: &[u8], from: usize) -> mlua::Result<usize> {
-    memchr::memmem::find(&bytes[from..], b"\r\n")
+    bytes
+        .get(from..)
+        .and_then(|rest| memchr::memmem::find(rest, b"\r\n"))
         .map(|i| from + i)
         .ok_or_else(|| LuaError::runtime("reply could not be read"))
 }
