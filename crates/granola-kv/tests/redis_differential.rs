@@ -1218,3 +1218,67 @@ fn random_string_list_hash_set_commands_answer_as_redis_does() {
         assert_eq!(got, want, "{c:?}");
     }
 }
+
+#[test]
+fn sort_answers_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    for c in [
+        &["RPUSH", "nums", "3", "10", "-1.5", "2", "10", "0"][..],
+        &["RPUSH", "words", "pear", "apple", "fig", "banana", "apple"],
+        &["SADD", "ids", "3", "1", "2", "20"],
+        &["ZADD", "z", "3", "c", "1", "a", "2", "b"],
+        &["MSET", "w_1", "30", "w_2", "10", "w_3", "20", "w_20", "5"],
+        &["MSET", "name_1", "one", "name_2", "two", "name_3", "three"],
+        &["HSET", "h_1", "age", "40", "city", "Oslo"],
+        &["HSET", "h_2", "age", "7", "city", "Rome"],
+        &["HSET", "h_3", "age", "7", "city", "Lima"],
+        &["SORT", "nums"],
+        &["SORT", "nums", "DESC"],
+        &["SORT", "nums", "LIMIT", "1", "3"],
+        &["SORT", "nums", "LIMIT", "-1", "2"],
+        &["SORT", "nums", "LIMIT", "2", "-1"],
+        &["SORT", "words"],
+        &["SORT", "words", "ALPHA"],
+        &["SORT", "words", "ALPHA", "DESC", "LIMIT", "0", "2"],
+        &["SORT", "ids"],
+        &["SORT", "ids", "BY", "w_*"],
+        &[
+            "SORT", "ids", "BY", "w_*", "DESC", "GET", "#", "GET", "name_*",
+        ],
+        &[
+            "SORT",
+            "ids",
+            "BY",
+            "h_*->age",
+            "GET",
+            "h_*->city",
+            "GET",
+            "#",
+        ],
+        &["SORT", "ids", "BY", "missing_*"],
+        &["SORT", "ids", "BY", "nosort", "STORE", "out"],
+        &["LRANGE", "out", "0", "-1"],
+        &["SORT", "z"],
+        &["SORT", "z", "ALPHA", "DESC"],
+        &["SORT", "z", "BY", "nosort"],
+        &["SORT", "z", "BY", "nosort", "DESC"],
+        &["SORT", "nums", "STORE", "out"],
+        &["LRANGE", "out", "0", "-1"],
+        &["SORT", "ids", "BY", "w_*", "GET", "name_*", "STORE", "out"],
+        &["LRANGE", "out", "0", "-1"],
+        &["SORT", "none", "STORE", "out"],
+        &["EXISTS", "out"],
+        &["SORT", "none"],
+        &["SET", "s", "x"],
+        &["SORT", "s"],
+        &["SORT", "nums", "FOO"],
+        &["SORT", "nums", "LIMIT", "x", "1"],
+        &["SORT", "words"],
+        &["SORT_RO", "nums", "DESC"],
+        &["SORT_RO", "nums", "STORE", "x"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+}

@@ -641,7 +641,11 @@ fn run_search(ctx: &mut Ctx<'_>, cmd: &Command<'_>, form: Form) -> Step {
             ctx.db.put_dict(dst, Kind::ZSet, &d, Meta::default())
         };
         match stored {
-            Ok(()) => ctx.int(hits.len() as i64),
+            Ok(()) => {
+                // GEORADIUS's key positions name the source only.
+                ctx.shared.waiters.touched(dst);
+                ctx.int(hits.len() as i64);
+            }
             Err(e) => ctx.store_error(e),
         }
         return Step::Done;

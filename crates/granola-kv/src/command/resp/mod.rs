@@ -27,6 +27,7 @@ pub mod pubsub_bus;
 pub mod scripting;
 mod server;
 mod sets;
+mod sort;
 mod stream_groups;
 mod streams;
 mod strings;
@@ -431,7 +432,7 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
         // These enter the gate alone themselves.
         return (spec.run)(ctx, cmd);
     }
-    if spec.writes_many(cmd.len()) {
+    if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) {
         // Redis applies a multi-key write at once; here every worker runs
         // commands, so it enters the gate alone, as EXEC does.
         let _alone = ctx.shared.resp_gate.exclusive();
@@ -453,6 +454,16 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
     let step = (spec.run)(ctx, cmd);
     ctx.conn.alone = false;
     step
+}
+
+/// SORT, GEORADIUS and GEORADIUSBYMEMBER with STORE (or STOREDIST): a write to a
+/// key their key positions do not name, so they run alone like the
+/// other multi-key writes.
+fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
+    matches!(spec.name, "georadius" | "georadiusbymember" | "sort")
+        && cmd
+            .args()
+            .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))
 }
 
 /// Runs `cmd` for connection `conn` in its selected database, replying to

@@ -6,7 +6,7 @@
 use super::gate::my_slot;
 use super::{
     bitmaps, blocking_lists, blocking_zsets, connection, geo, hashes, hyperloglog, keys, lists,
-    memory, pubsub, scripting, server, sets, stream_groups, streams, strings, transaction,
+    memory, pubsub, scripting, server, sets, sort, stream_groups, streams, strings, transaction,
     zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
@@ -183,6 +183,8 @@ pub static COMMANDS: &[Spec] = &[
         KEY1,
         geo::georadiusbymember_ro
     ),
+    cmd!("generic", "sort", -2, WD, KEY1, sort::sort),
+    cmd!("generic", "sort_ro", -2, RS, KEY1, sort::sort_ro),
     // HyperLogLog
     cmd!("hyperloglog", "pfadd", -2, W, KEY1, hyperloglog::pfadd),
     cmd!(
