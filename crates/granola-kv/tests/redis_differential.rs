@@ -1282,3 +1282,47 @@ fn sort_answers_as_redis_does() {
         same(&mut r, &mut g, &cmd(c));
     }
 }
+
+#[test]
+fn admin_and_move_answer_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    for c in [
+        &["ROLE"][..],
+        &["WAIT", "0", "0"],
+        &["WAIT", "x", "0"],
+        &["SLOWLOG", "RESET"],
+        &["SLOWLOG", "LEN"],
+        &["SLOWLOG", "GET"],
+        &["SLOWLOG", "BOGUS"],
+        &["LATENCY", "LATEST"],
+        &["LATENCY", "HISTORY", "command"],
+        &["LATENCY", "RESET"],
+        &["SET", "k", "v"],
+        &["HSET", "h", "f", "v"],
+        &["MOVE", "k", "1"],
+        &["EXISTS", "k"],
+        &["SELECT", "1"],
+        &["GET", "k"],
+        &["SET", "h", "in db 1"],
+        &["SELECT", "0"],
+        &["MOVE", "h", "1"],
+        &["HGETALL", "h"],
+        &["MOVE", "missing", "1"],
+        &["MOVE", "h", "0"],
+        &["MOVE", "h", "99"],
+        &["MOVE", "h", "x"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    // LASTSAVE: a Unix time at or before now.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    match g.resp(&["LASTSAVE"]) {
+        Resp::Int(t) => assert!(t <= now && t > now - 3600, "{t}"),
+        other => panic!("{other:?}"),
+    }
+}

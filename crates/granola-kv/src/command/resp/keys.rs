@@ -413,13 +413,41 @@ pub fn copy(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.int(0);
         return Step::Done;
     };
-    if src == dst && target == ctx.conn.info.db {
-        ctx.error(b"ERR source and destination objects are the same");
-        return Step::Done;
-    }
     let to = Db::new(&ctx.shared.store, target);
     match put_copy(&to, dst, &item, !replace) {
         Ok(()) => ctx.int(1),
+        Err(crate::store::StoreError::NotStored) => ctx.int(0),
+        Err(e) => ctx.store_error(e),
+    }
+    Step::Done
+}
+
+/// `MOVE key db`: 1 if the key moved to database `db` (it was there and
+/// `db` did not have it), else 0.
+pub fn move_key(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let key = arg(cmd, 1);
+    let Some(target) = parse_i64(arg(cmd, 2)) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    };
+    if !(0..i64::from(ctx.shared.config.databases)).contains(&target) {
+        ctx.error(b"ERR DB index is out of range");
+        return Step::Done;
+    }
+    if target == i64::from(ctx.conn.info.db) {
+        ctx.error(b"ERR source and destination objects are the same");
+        return Step::Done;
+    }
+    let Some(item) = ctx.db.get(key) else {
+        ctx.int(0);
+        return Step::Done;
+    };
+    let to = Db::new(&ctx.shared.store, target as u8);
+    match put_copy(&to, key, &item, true) {
+        Ok(()) => {
+            ctx.db.delete(key);
+            ctx.int(1);
+        }
         Err(crate::store::StoreError::NotStored) => ctx.int(0),
         Err(e) => ctx.store_error(e),
     }

@@ -456,14 +456,15 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
     step
 }
 
-/// SORT, GEORADIUS and GEORADIUSBYMEMBER with STORE (or STOREDIST): a write to a
+/// MOVE, and SORT, GEORADIUS and GEORADIUSBYMEMBER with STORE (or STOREDIST): a write to a
 /// key their key positions do not name, so they run alone like the
 /// other multi-key writes.
 fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
-    matches!(spec.name, "georadius" | "georadiusbymember" | "sort")
-        && cmd
-            .args()
-            .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))
+    spec.name == "move"
+        || matches!(spec.name, "georadius" | "georadiusbymember" | "sort")
+            && cmd
+                .args()
+                .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))
 }
 
 /// Runs `cmd` for connection `conn` in its selected database, replying to

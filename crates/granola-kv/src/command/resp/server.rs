@@ -34,6 +34,81 @@ pub fn echo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 /// `TIME`: `[seconds, microseconds]`.
+/// `ROLE`: a primary with no replicas (granola-kv does not replicate).
+pub fn role(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.array(3);
+    ctx.bytes(b"master");
+    ctx.int(0);
+    ctx.array(0);
+    Step::Done
+}
+
+/// `WAIT numreplicas timeout`: 0 replicas acknowledged, at once. There
+/// are none to wait for (Redis with no replica waits out the timeout).
+pub fn wait(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let valid = |a: Option<&[u8]>| a.and_then(super::parse_i64).is_some_and(|n| n >= 0);
+    if !valid(cmd.arg(1)) || !valid(cmd.arg(2)) {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    }
+    ctx.int(0);
+    Step::Done
+}
+
+/// `LASTSAVE`: granola-kv keeps no snapshot, so the time it started, as
+/// Redis answers before its first save.
+pub fn lastsave(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    let up = ctx.shared.started.elapsed();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.int(now.saturating_sub(up).as_secs() as i64);
+    Step::Done
+}
+
+/// `SLOWLOG GET [n] | LEN | RESET | HELP`: granola-kv keeps no slow log
+/// (INFO commandstats has each command's time), so it is always empty.
+pub fn slowlog(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    match (
+        &cmd.arg(1).unwrap_or_default().to_ascii_uppercase()[..],
+        cmd.len(),
+    ) {
+        (b"GET", 2 | 3) => ctx.array(0),
+        (b"LEN", 2) => ctx.int(0),
+        (b"RESET", 2) => ctx.ok(),
+        (b"HELP", 2) => ctx.help(&[
+            b"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"GET [<count>]",
+            b"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            b"    Entries are made of:",
+            b"    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            b"    client name",
+            b"LEN",
+            b"    Return the length of the slowlog.",
+            b"RESET",
+            b"    Reset the slowlog.",
+            b"HELP",
+            b"    Prints this help.",
+        ]),
+        _ => ctx.unknown_subcommand("SLOWLOG", cmd.arg(1).unwrap_or_default(), false),
+    }
+    Step::Done
+}
+
+/// `LATENCY LATEST | HISTORY event | RESET [event ...] | HELP`: no latency
+/// monitor, so no events.
+pub fn latency(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    match (
+        &cmd.arg(1).unwrap_or_default().to_ascii_uppercase()[..],
+        cmd.len(),
+    ) {
+        (b"LATEST", 2) | (b"HISTORY", 3) => ctx.array(0),
+        (b"RESET", _) => ctx.int(0),
+        _ => ctx.unknown_subcommand("LATENCY", cmd.arg(1).unwrap_or_default(), false),
+    }
+    Step::Done
+}
+
 pub fn time(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
