@@ -183,14 +183,15 @@ pub static COMMANDS: &[Spec] = &[
         KEY1,
         geo::georadiusbymember_ro
     ),
+    // keyspace and server odds and ends
     cmd!("generic", "move", 3, W, KEY1, keys::move_key),
-    cmd!("server", "role", 1, C, NOKEY, server::role),
+    cmd!("generic", "sort", -2, WD, KEY1, sort::sort),
+    cmd!("generic", "sort_ro", -2, RS, KEY1, sort::sort_ro),
     cmd!("generic", "wait", 3, C, NOKEY, server::wait),
+    cmd!("server", "role", 1, C, NOKEY, server::role),
     cmd!("server", "lastsave", 1, C, NOKEY, server::lastsave),
     cmd!("server", "slowlog", -2, C, NOKEY, server::slowlog),
     cmd!("server", "latency", -2, C, NOKEY, server::latency),
-    cmd!("generic", "sort", -2, WD, KEY1, sort::sort),
-    cmd!("generic", "sort_ro", -2, RS, KEY1, sort::sort_ro),
     // HyperLogLog
     cmd!("hyperloglog", "pfadd", -2, W, KEY1, hyperloglog::pfadd),
     cmd!(
