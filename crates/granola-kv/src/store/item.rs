@@ -670,14 +670,6 @@ impl Item {
         {
             return Err(self);
         }
-        let Item {
-            buf,
-            kind,
-            key_len,
-            value_len: old_len,
-            seen,
-            body,
-        } = self;
         let write = |bytes: &mut [u8]| {
             let (head, rest) = bytes.split_at_mut(HEADER_LEN);
             head.copy_from_slice(&header(KIND_STRING, key.len(), value_len, h));
@@ -689,24 +681,11 @@ impl Item {
                 rest = tail;
             }
         };
-        match pool.rewrite_in_place(buf, Some(word), write) {
-            Ok(buf) => Ok(Item {
-                buf,
-                kind: Kind::String,
-                key_len: key.len() as u16,
-                value_len: value_len as u32,
-                seen: word,
-                body: None,
-            }),
-            Err(buf) => Err(Item {
-                buf,
-                kind,
-                key_len,
-                value_len: old_len,
-                seen,
-                body,
-            }),
-        }
+        let mut new = self.with_buf(|buf| pool.rewrite_in_place(buf, Some(word), write))?;
+        new.key_len = key.len() as u16;
+        new.value_len = value_len as u32;
+        new.seen = word;
+        Ok(new)
     }
 
     /// Writes header `h` over this item's own (flags, expiry, CAS and
@@ -720,6 +699,16 @@ impl Item {
             self.value_len as usize,
             h,
         );
+        self.with_buf(|buf| {
+            pool.rewrite_in_place(buf, None, |bytes| {
+                bytes[..HEADER_LEN].copy_from_slice(&head);
+            })
+        })
+    }
+
+    /// This item over the slot `f` returns (the same slot, rewritten or
+    /// not): `Ok` if `f` did, `Err` if it gave the buffer back unchanged.
+    fn with_buf(self, f: impl FnOnce(Buf) -> Result<Buf, Buf>) -> Result<Item, Item> {
         let Item {
             buf,
             kind,
@@ -728,12 +717,7 @@ impl Item {
             seen,
             body,
         } = self;
-        let rewritten = pool.rewrite_in_place(buf, None, |bytes| {
-            bytes[..HEADER_LEN].copy_from_slice(&head);
-        });
-        let done = rewritten.is_ok();
-        let (Ok(buf) | Err(buf)) = rewritten;
-        let item = Item {
+        let item = |buf| Item {
             buf,
             kind,
             key_len,
@@ -741,10 +725,9 @@ impl Item {
             seen,
             body,
         };
-        if done {
-            Ok(item)
-        } else {
-            Err(item)
+        match f(buf) {
+            Ok(buf) => Ok(item(buf)),
+            Err(buf) => Err(item(buf)),
         }
     }
 }

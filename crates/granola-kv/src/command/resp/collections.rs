@@ -72,7 +72,7 @@ fn body(item: &Item) -> Vec<Vec<u8>> {
 
 use super::{Ctx, Replied};
 use crate::protocol::resp;
-use crate::store::{Dict, DictEdit, Growth, ListEdit};
+use crate::store::{Dict, DictEdit, Element, Growth, ListEdit};
 
 impl Ctx<'_> {
     /// The collection at `key` if it is of type `t`; `Err` (WRONGTYPE
@@ -224,6 +224,46 @@ pub fn random_positions(len: usize, count: Option<i64>) -> Vec<usize> {
                     }
                 }
                 out
+            }
+        }
+    }
+}
+
+/// Replies with random entries of `d` as SRANDMEMBER, HRANDFIELD and
+/// ZRANDMEMBER pick them ([`random_positions`]): without a count one
+/// entry's key (nil if none); with one an array of keys, each followed by
+/// its `second` part (a field's value, a member's score) when `pairs`,
+/// in RESP3 as `[key, second]` pairs.
+pub fn reply_random(
+    ctx: &mut Ctx<'_>,
+    d: Option<&Dict>,
+    count: Option<i64>,
+    pairs: bool,
+    second: impl Fn(&mut Ctx<'_>, &Element),
+) {
+    let picks = random_positions(d.map_or(0, Dict::len), count);
+    // Positions come from the table's length: every one is there.
+    let mut entries = picks.iter().filter_map(|&i| d.and_then(|d| d.at(i)));
+    match count {
+        None => match entries.next() {
+            Some((k, _)) => ctx.element(k),
+            None => ctx.null(),
+        },
+        Some(_) if pairs && ctx.version() == resp::Version::Resp3 => {
+            ctx.array(picks.len());
+            for (k, v) in entries {
+                ctx.array(2);
+                ctx.element(k);
+                second(ctx, v);
+            }
+        }
+        Some(_) => {
+            ctx.array(picks.len() * if pairs { 2 } else { 1 });
+            for (k, v) in entries {
+                ctx.element(k);
+                if pairs {
+                    second(ctx, v);
+                }
             }
         }
     }

@@ -3,7 +3,7 @@
 //! table (see [`super::collections`]): O(1) per field.
 
 use super::collection_scan::scan_step;
-use super::collections::{edit, growth_of, random_positions, read, CType};
+use super::collections::{edit, growth_of, read, reply_random, CType};
 use super::sets::count_arg;
 use super::strings::parse_float;
 use super::{parse_i64, Ctx};
@@ -228,32 +228,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, h| {
-        let picks = random_positions(h.map_or(0, Dict::len), count);
-        // Positions come from the table's length: every one is there.
-        let mut entries = picks.iter().filter_map(|&i| h.and_then(|h| h.at(i)));
-        match count {
-            None => match entries.next() {
-                Some((f, _)) => ctx.element(f),
-                None => ctx.null(),
-            },
-            Some(_) if values && ctx.version() == resp::Version::Resp3 => {
-                ctx.array(picks.len());
-                for (f, v) in entries {
-                    ctx.array(2);
-                    ctx.element(f);
-                    ctx.element(v);
-                }
-            }
-            Some(_) => {
-                ctx.array(picks.len() * if values { 2 } else { 1 });
-                for (f, v) in entries {
-                    ctx.element(f);
-                    if values {
-                        ctx.element(v);
-                    }
-                }
-            }
-        }
+        reply_random(ctx, h, count, values, |ctx, v| ctx.element(v));
     });
     Step::Done
 }

@@ -4,9 +4,7 @@
 //! [`super::collections`]) with empty values: O(1) per member.
 
 use super::collection_scan::scan_step;
-use super::collections::{
-    edit, growth_of, random, random_positions, read, CType, MAX_RANDOM_COUNT,
-};
+use super::collections::{edit, growth_of, random, read, reply_random, CType, MAX_RANDOM_COUNT};
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -144,21 +142,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, s| {
-        let picks = random_positions(s.map_or(0, Dict::len), count);
-        // Positions come from the table's length: every one is there.
-        let mut members = picks.iter().filter_map(|&i| s.and_then(|s| s.at(i)));
-        match count {
-            None => match members.next() {
-                Some((m, _)) => ctx.element(m),
-                None => ctx.null(),
-            },
-            Some(_) => {
-                ctx.array(picks.len());
-                for (m, _) in members {
-                    ctx.element(m);
-                }
-            }
-        }
+        reply_random(ctx, s, count, false, |_, _| {});
     });
     Step::Done
 }

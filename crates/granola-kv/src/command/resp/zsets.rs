@@ -8,7 +8,7 @@
 //! [`super::collections`]): O(log n) per member.
 
 use super::collection_scan::scan_step;
-use super::collections::{edit, growth_of, random_positions, read, CType};
+use super::collections::{edit, growth_of, read, reply_random, CType};
 use super::sets::count_arg;
 use super::strings::parse_float;
 use super::zset_ranges::score_range;
@@ -321,32 +321,9 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let _ = read(ctx, arg(cmd, 1), T, |ctx, z| {
-        let picks = random_positions(z.map_or(0, Dict::len), count);
-        // Positions come from the table's length: every one is there.
-        let mut entries = picks.iter().filter_map(|&i| z.and_then(|z| z.at(i)));
-        match count {
-            None => match entries.next() {
-                Some((m, _)) => ctx.element(m),
-                None => ctx.null(),
-            },
-            Some(_) if scores && ctx.version() == resp::Version::Resp3 => {
-                ctx.array(picks.len());
-                for (m, s) in entries {
-                    ctx.array(2);
-                    ctx.element(m);
-                    ctx.double(score_bytes(s.bytes()));
-                }
-            }
-            Some(_) => {
-                ctx.array(picks.len() * if scores { 2 } else { 1 });
-                for (m, s) in entries {
-                    ctx.element(m);
-                    if scores {
-                        ctx.double(score_bytes(s.bytes()));
-                    }
-                }
-            }
-        }
+        reply_random(ctx, z, count, scores, |ctx, s| {
+            ctx.double(score_bytes(s.bytes()))
+        });
     });
     Step::Done
 }
