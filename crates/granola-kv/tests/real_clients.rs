@@ -236,7 +236,10 @@ fn go_redis_with_its_defaults() {
 /// node-redis in RESP2 and RESP3, with their defaults otherwise. `npm ci`
 /// installs the versions pinned in `tests/clients/node/package-lock.json`
 /// from the npm registry; `client.js` checks every result and exits 1 on
-/// a wrong one.
+/// a wrong one. Then BullMQ, a job queue made of Lua scripts (cmsgpack,
+/// cjson, streams, sorted sets), against a server that does not evict,
+/// as BullMQ asks of Redis: `bullmq.js` runs 200 self-checking jobs
+/// through two workers, with retries, delays, priorities and a flow.
 #[test]
 fn node_clients_with_their_defaults() {
     if !runs("node", "--version") || !runs("npm", "--version") {
@@ -258,6 +261,20 @@ fn node_clients_with_their_defaults() {
     check("node clients", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.matches("ok   ").count() >= 25, "{stdout}");
+
+    let mut cfg = config();
+    cfg.maxmemory_policy = granola_kv::server::config::EvictionPolicy::NoEviction;
+    let srv = Server::start(cfg);
+    let mut cmd = Command::new("node");
+    cmd.current_dir(&dir)
+        .arg("bullmq.js")
+        .arg(srv.resp().port().to_string());
+    let out = run(cmd, b"");
+    check("bullmq", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("ok   bullmq").count(), 3, "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Eviction policy"), "{stderr}");
 }
 
 fn redis_cli() -> bool {

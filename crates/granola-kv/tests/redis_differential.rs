@@ -3,7 +3,8 @@
 //! compared byte for byte. Bitmaps first: hand-picked edge cases, then a
 //! seeded random mix of SETBIT, BITFIELD, BITCOUNT, BITPOS and BITOP over
 //! a few keys, so any difference in bit order, growth, ranges or overflow
-//! shows. Then geo, HyperLogLog, script replies and a random mix of the
+//! shows. Then geo, HyperLogLog, script replies, the scripts' cjson,
+//! cmsgpack and bit libraries (random values too), and a random mix of the
 //! string, list, hash and set commands (`DIFF_ALL=1` lists every
 //! difference of that mix instead of stopping at the first).
 
@@ -322,6 +323,172 @@ fn script_replies_convert_as_in_redis() {
         &["EVAL", "return 1", "3", "a"],
     ] {
         same(&mut r, &mut g, &cmd(c));
+    }
+}
+
+/// Hex of a Lua string, so packed bytes compare as text.
+const HEX: &str = "local function hex(s) return (s:gsub('.', function(c) \
+                   return string.format('%02x', string.byte(c)) end)) end ";
+
+#[test]
+fn script_libraries_answer_as_in_redis() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let scripts = [
+        // cjson
+        r#"return cjson.encode({1, 2, {a = 1.5}, "x/y\"\127\1\n\200\t", {}, 1e20, 0.1, -0, 123456789012345678, 2^53, 1/3, 1e-5, 1e14})"#,
+        "return cjson.encode({[1] = 1, [3] = 3})",
+        "return cjson.encode({[1] = 1, [30] = 3})",
+        "return cjson.encode({[1.5] = 1, [2] = 'a', x = 1})",
+        "return cjson.encode(0/0)",
+        "return cjson.encode(cjson.null)",
+        "return cjson.encode(redis.call)",
+        "return cjson.encode({[true] = 1})",
+        "local t = {} t[1] = t return cjson.encode(t)",
+        "return cjson.encode()",
+        r#"local t = cjson.decode('[1, null, {"a": [true, false]}, "\u00e9\/", -3, 12345678901234567890]') return {type(t[2]), tostring(t[2] == cjson.null), t[3].a[1] and 1 or 0, t[4], t[5], tostring(t[6]), #t}"#,
+        r#"return cjson.encode(cjson.decode('{"b": {}, "a": [], "c": {"x": 1, "y": "z"}, "d": [[[]]]}'))"#,
+        r#"return {cjson.decode("5"), cjson.decode('"s"'), cjson.decode(7)}"#,
+        // cmsgpack
+        "return hex(cmsgpack.pack(1, -1, 127, 128, 255, 256, 65536, 2^32, -33, -129, -40000, -2^31-1, 1.5, 0.1, 2^63, -2^63, 1e300, 0/0, 1/0))",
+        "return {hex(cmsgpack.pack(string.rep('b', 32))):sub(1, 6), hex(cmsgpack.pack(string.rep('b', 256))):sub(1, 8), hex(cmsgpack.pack(string.rep('b', 65536))):sub(1, 12)}",
+        "return hex(cmsgpack.pack({}, {1, 2}, {a = 1}, {[1] = 1, [3] = 3}, true, false, nil, redis.call, 2^64, -2^64, 3.0))",
+        "local t = {} for i = 1, 20 do t[i] = i end return hex(cmsgpack.pack(t)):sub(1, 6)",
+        "local t = {} t[1] = t return hex(cmsgpack.pack(t))",
+        "local a, b, c, d = cmsgpack.unpack(cmsgpack.pack({x = {1, 2, 's'}}, 7, nil, 'z')) return {a.x[3], b, tostring(c), d}",
+        r#"return cmsgpack.unpack("\196\3abc")"#,
+        r#"return cmsgpack.unpack("\217")"#,
+        r#"return cmsgpack.unpack("\193")"#,
+        r#"return cmsgpack.unpack("\212\1\2")"#,
+        "return cmsgpack.unpack('')",
+        "return cmsgpack.pack()",
+        "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2), 1)}",
+        "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2))}",
+        "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0, 1)}",
+        "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 5, 1)}",
+        "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2), 5)}",
+        r#"local a, b = cmsgpack.unpack("\202\63\192\0\0\203\63\248\0\0\0\0\0\0") return {tostring(a), tostring(b)}"#,
+        r#"return tostring(cmsgpack.unpack("\207\255\255\255\255\255\255\255\255"))"#,
+        r#"return cmsgpack.unpack("\130\1\2\1\3")[1]"#,
+        // bit
+        "return {bit.tobit(2^32 + 5), bit.tobit(-1), bit.band(0xff, 0x0f0, -1), bit.bor(1, 2, 4), bit.bxor(3, 5), bit.bnot(0), bit.lshift(1, 31), bit.rshift(-1, 28), bit.arshift(-256, 4), bit.rol(0x80000001, 1), bit.ror(1, 1), bit.bswap(0x01020304), bit.tohex(255), bit.tohex(-1, -4), bit.tohex(255, 2), bit.tobit(1.5), bit.tobit(2.5), bit.tobit(-1.5), bit.band('12', 4)}",
+        "return bit.band('x')",
+        "return bit.band()",
+        // errors: where they were raised, and what pcall hands back
+        "return redis.call('INCR', 'strk')",
+        "local x = 1\nerror('two')",
+        "error({err = 'TAB err'})",
+        "local x = 1\nreturn bit.band()",
+        "local ok, e = pcall(redis.call, 'INCR', 'strk') return {tostring(ok), type(e), e}",
+        "local ok, e = pcall(function() error('inner') end) return e",
+        "return nosuch.x",
+    ];
+    same(&mut r, &mut g, &cmd(&["SET", "strk", "abc"]));
+    for script in scripts {
+        same(
+            &mut r,
+            &mut g,
+            &cmd(&["EVAL", &format!("{HEX}{script}"), "0"]),
+        );
+    }
+    // cjson.decode's reading of odd input: the value read back, or the
+    // error text (token, position).
+    let decode = "local ok, v = pcall(cjson.decode, ARGV[1]) \
+                  if not ok then return v end \
+                  local ok2, j = pcall(cjson.encode, {v}) return j";
+    let deep = format!("{}{}", "[".repeat(1001), "]".repeat(1001));
+    for input in [
+        "[1,",
+        "{\"a\" 1}",
+        "{1:2}",
+        "[1 2]",
+        "{\"a\":1,}",
+        "\"abc",
+        "\"\\q\"",
+        "\"\\ud800\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\\udc00\"",
+        "tru",
+        "01",
+        "-",
+        "1.",
+        ".5",
+        "-.5",
+        "1e",
+        "+1",
+        "0x10",
+        "-0x1F",
+        "inf",
+        "nan",
+        "  ",
+        "1 2",
+        "1x",
+        "[1,2,3,]",
+        "",
+        "{\"a\":{\"b\":[1,{\"c\":null}]}}",
+        "\"\u{ff}\u{fe} bytes\"",
+        &deep,
+    ] {
+        same(&mut r, &mut g, &cmd(&["EVAL", decode, "0", input]));
+    }
+}
+
+/// A random Lua value as source text: numbers of every encoding width,
+/// strings with escapes, booleans, arrays and string-keyed maps.
+fn lua_value(rng: &mut Rng, depth: u32) -> String {
+    let kinds = if depth >= 3 { 4 } else { 6 };
+    match rng.n(kinds) {
+        0 => {
+            let magnitude = [1u64, 100, 40_000, 1 << 31, 1 << 40, 1 << 53][rng.n(6) as usize];
+            let n = rng.n(magnitude) as i64;
+            if rng.n(2) == 0 { n } else { -n }.to_string()
+        }
+        1 => rng.pick(&[
+            "1.5", "-0.25", "0.1", "1/3", "1e300", "-2.5e-7", "3.0", "2^63", "1e15",
+        ]),
+        2 => {
+            let len = rng.n(40);
+            let body: String = (0..len)
+                .map(|_| match rng.n(8) {
+                    0 => format!("\\{}", rng.n(256)),
+                    1 => "/".to_string(),
+                    2 => "\\\"".to_string(),
+                    _ => ((b'a' + rng.n(26) as u8) as char).to_string(),
+                })
+                .collect();
+            format!("\"{body}\"")
+        }
+        3 => rng.pick(&["true", "false"]),
+        4 => {
+            let items: Vec<String> = (0..rng.n(6)).map(|_| lua_value(rng, depth + 1)).collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        _ => {
+            let items: Vec<String> = (0..1 + rng.n(5))
+                .map(|i| format!("k{}{i} = {}", rng.n(100), lua_value(rng, depth + 1)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+    }
+}
+
+#[test]
+fn random_values_encode_as_in_redis_scripts() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_c0de_1234_5678);
+    for _ in 0..300 {
+        let v = lua_value(&mut rng, 0);
+        let script = format!(
+            "{HEX}local v = {v} \
+             local ok, j = pcall(cjson.encode, v) \
+             local back = ok and cjson.encode(cjson.decode(j)) or '' \
+             local m = cmsgpack.pack(v) \
+             return {{tostring(ok), j, back, hex(m), hex(cmsgpack.pack(cmsgpack.unpack(m)))}}"
+        );
+        same(&mut r, &mut g, &cmd(&["EVAL", &script, "0"]));
     }
 }
 

@@ -83,3 +83,104 @@ fn a_value_pinned_by_a_stalled_reply_does_not_stop_eviction() {
     );
     drop(stalled);
 }
+
+/// `--maxmemory-policy noeviction` (memcached `-M`): once the store is
+/// full a write is refused with Redis's `-OOM` (memcached's `SERVER_ERROR
+/// out of memory`), and every key written before is still there with its
+/// own bytes. Deleting makes room again, expired keys are still removed,
+/// and `CONFIG SET maxmemory-policy allkeys-lru` turns eviction back on.
+#[test]
+fn noeviction_refuses_writes_and_keeps_every_key() {
+    let mut cfg = config();
+    cfg.memory_mb = 16;
+    cfg.udp_port = 0;
+    cfg.native_udp_port = 0;
+    cfg.disable_evictions = true;
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.resp());
+    assert_eq!(
+        c.resp(&["CONFIG", "GET", "maxmemory-policy"]),
+        Resp::Array(Some(vec![
+            Resp::Bulk(Some(b"maxmemory-policy".to_vec())),
+            Resp::Bulk(Some(b"noeviction".to_vec())),
+        ]))
+    );
+    let value = |i: usize| {
+        let mut v = format!("{i}:").into_bytes();
+        v.extend_from_slice(&pattern(i as u64, 1000));
+        let sum = fnv(&v);
+        v.extend_from_slice(&sum.to_le_bytes());
+        v
+    };
+    // Until the first refusal; 16 MiB cannot hold 40k values of 1 KiB.
+    let mut stored = 0;
+    let refusal = loop {
+        assert!(stored < 40_000, "no write was refused");
+        let key = format!("k{stored}");
+        match c.resp(&["SET".as_bytes(), key.as_bytes(), &value(stored)]) {
+            Resp::Simple(ok) if ok == b"OK" => stored += 1,
+            other => break other,
+        }
+    };
+    assert_eq!(
+        refusal,
+        Resp::Error(b"OOM command not allowed when used memory > 'maxmemory'.".to_vec())
+    );
+    assert!(stored > 1000, "only {stored} values fit in 16 MiB");
+    for i in 0..stored {
+        let got = c.resp(&["GET".as_bytes(), format!("k{i}").as_bytes()]);
+        assert_eq!(got, Resp::Bulk(Some(value(i))), "k{i} lost or changed");
+    }
+    assert_eq!(resp_info_u64(srv.resp(), "evicted_keys"), 0);
+
+    // memcached sees the same store: refused, not evicted.
+    let mut m = Client::connect(srv.mc());
+    m.send(&mc_set_cmd(b"mc", 0, &value(0)));
+    assert_eq!(
+        m.read_line(),
+        b"SERVER_ERROR out of memory storing object\r\n"
+    );
+    assert!(mc_stats(srv.mc())["evictions"] == "0");
+
+    // Room again once keys go.
+    for i in 0..100 {
+        c.resp(&["DEL".as_bytes(), format!("k{i}").as_bytes()]);
+    }
+    assert_eq!(
+        c.resp(&["SET".as_bytes(), b"after-del", &value(1)]),
+        Resp::Simple(b"OK".to_vec())
+    );
+
+    // Expired keys are removed to make room, though nothing is evicted.
+    for i in 100..400 {
+        c.resp(&["PEXPIRE".as_bytes(), format!("k{i}").as_bytes(), b"1"]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut fresh = 0;
+    while fresh < 250 {
+        let key = format!("fresh{fresh}");
+        let r = c.resp(&["SET".as_bytes(), key.as_bytes(), &value(fresh)]);
+        assert_eq!(r, Resp::Simple(b"OK".to_vec()), "{key} after keys expired");
+        fresh += 1;
+    }
+    for i in 400..stored {
+        let got = c.resp(&["GET".as_bytes(), format!("k{i}").as_bytes()]);
+        assert_eq!(got, Resp::Bulk(Some(value(i))), "k{i} lost or changed");
+    }
+
+    // Other policies are refused by name; allkeys-lru evicts again.
+    assert!(matches!(
+        c.resp(&["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]),
+        Resp::Error(_)
+    ));
+    assert_eq!(
+        c.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
+        Resp::Simple(b"OK".to_vec())
+    );
+    for i in 0..5_000 {
+        let key = format!("lru{i}");
+        let r = c.resp(&["SET".as_bytes(), key.as_bytes(), &value(i)]);
+        assert_eq!(r, Resp::Simple(b"OK".to_vec()), "{key} with eviction on");
+    }
+    assert!(resp_info_u64(srv.resp(), "evicted_keys") > 0);
+}

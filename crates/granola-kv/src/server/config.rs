@@ -1,9 +1,40 @@
 //! Command-line flags. Where memcached has a flag with the same meaning,
-//! granola-kv uses the same letter (`-p -U -m -t -l -c -I`), so it drops in.
+//! granola-kv uses the same letter (`-p -U -m -M -t -l -c -I`), so it drops in.
 
 use super::baselines::Serializer;
 use clap::Parser;
 use std::net::{IpAddr, Ipv4Addr};
+
+/// What a write does when it needs memory past the limit: the Redis
+/// `maxmemory-policy` values granola-kv serves.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvictionPolicy {
+    /// Evict the least recently used items (CLOCK).
+    #[value(name = "allkeys-lru")]
+    AllkeysLru,
+    /// Refuse the write.
+    #[value(name = "noeviction")]
+    NoEviction,
+}
+
+impl EvictionPolicy {
+    /// Redis's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::AllkeysLru => "allkeys-lru",
+            EvictionPolicy::NoEviction => "noeviction",
+        }
+    }
+
+    /// The policy of a Redis name.
+    pub fn from_name(name: &[u8]) -> Option<EvictionPolicy> {
+        match &name.to_ascii_lowercase()[..] {
+            b"allkeys-lru" => Some(EvictionPolicy::AllkeysLru),
+            b"noeviction" => Some(EvictionPolicy::NoEviction),
+            _ => None,
+        }
+    }
+}
 
 /// granola-kv: a cache server (memcached, Redis RESP2/RESP3 and native granola
 /// protocols) whose replies reference stored values instead of copying them.
@@ -54,6 +85,20 @@ pub struct Config {
     /// class needs memory) to stay under it.
     #[arg(short = 'm', long = "memory-limit", default_value_t = 64)]
     pub memory_mb: usize,
+
+    /// What a write that needs memory past `-m` does: `allkeys-lru` evicts
+    /// the least recently used items, as a cache does; `noeviction`
+    /// refuses the write (Redis `-OOM`, memcached `SERVER_ERROR out of
+    /// memory`), as a job queue or session store wants its data kept.
+    /// Expired items are removed either way. `CONFIG SET
+    /// maxmemory-policy` changes it at run time.
+    #[arg(long = "maxmemory-policy", value_enum, default_value_t = EvictionPolicy::AllkeysLru)]
+    pub maxmemory_policy: EvictionPolicy,
+
+    /// memcached's `-M`: return errors instead of evicting (the same as
+    /// `--maxmemory-policy noeviction`).
+    #[arg(short = 'M', long = "disable-evictions")]
+    pub disable_evictions: bool,
 
     /// The share of `-m`, in MiB, for connection receive/transmit buffers
     /// and UDP buffers (0 = auto: an eighth of `-m`, at least 8 MiB, plus
@@ -353,6 +398,12 @@ impl Config {
                 .min(m.saturating_sub(2 * SEGMENT)),
         };
         (want / SEGMENT).max(2) * SEGMENT
+    }
+
+    /// True if writes past the memory limit evict (`allkeys-lru`), false
+    /// if they are refused (`noeviction` or `-M`).
+    pub fn evicts(&self) -> bool {
+        !self.disable_evictions && self.maxmemory_policy == EvictionPolicy::AllkeysLru
     }
 
     /// The items' share of the memory limit: what is left after the

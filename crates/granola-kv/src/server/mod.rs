@@ -250,6 +250,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             // Elements replies would reference live where they can (not
             // the tiny ones: a slot of their own costs more than a copy).
             pooled_element_min: threshold.max(64),
+            evict: config.evicts(),
             ..StoreConfig::default()
         },
         config.clock.clone(),

@@ -105,7 +105,7 @@ use index::{entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, 
 use item::{lock_body, Body, Content, Header, SharedBody, HEADER_LEN};
 use list::ListBody;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
 use update::meta_of;
@@ -129,6 +129,12 @@ pub struct StoreConfig {
     /// on the heap, copied. The server sets its copy threshold. Default
     /// 1024.
     pub pooled_element_min: usize,
+    /// Whether a write that needs memory past the limit evicts the least
+    /// recently used items (true, a cache's default) or is refused with
+    /// [`StoreError::OutOfMemory`] (false: Redis `noeviction`, memcached
+    /// `-M`); expired items are removed either way. Changed at run time
+    /// by [`Store::set_evictions`].
+    pub evict: bool,
 }
 
 impl Default for StoreConfig {
@@ -139,6 +145,7 @@ impl Default for StoreConfig {
             max_item_size: (1 << 20) + 4096,
             max_list_len: u32::MAX as usize,
             pooled_element_min: 1024,
+            evict: true,
         }
     }
 }
@@ -325,6 +332,10 @@ pub struct Stamp {
 /// are busy).
 const MAX_SEGMENT_EVICTIONS: usize = 8;
 
+/// Steps of the CLOCK hand (looking for expired items) a write makes
+/// before it is refused, when the store does not evict.
+const EXPIRED_SWEEPS: usize = 16;
+
 /// Values up to this long are copied out before a read-modify-write
 /// ([`Store::update_string`]) computes the new one, so the item can be
 /// written over in place (counters are at most 20 digits, floats 40 B or so).
@@ -380,6 +391,8 @@ pub struct Store {
     /// List bodies by id, striped by id (see `list.rs`).
     bodies: Box<[Mutex<HashMap<u64, SharedBody>>]>,
     next_list_id: AtomicU64,
+    /// [`StoreConfig::evict`], as it is now.
+    evict: AtomicBool,
 }
 
 /// Stripes of the list body table.
@@ -420,6 +433,7 @@ impl Store {
             h.finish()
         };
         Store {
+            evict: AtomicBool::new(config.evict),
             pool,
             shards,
             seed,
@@ -453,6 +467,17 @@ impl Store {
     /// The configuration in force.
     pub fn config(&self) -> &StoreConfig {
         &self.config
+    }
+
+    /// Turns eviction on (LRU, a cache) or off (writes past the limit are
+    /// refused; see [`StoreConfig::evict`]).
+    pub fn set_evictions(&self, on: bool) {
+        self.evict.store(on, Ordering::Relaxed);
+    }
+
+    /// True if writes past the limit evict (false: they are refused).
+    pub fn evicts(&self) -> bool {
+        self.evict.load(Ordering::Relaxed)
     }
 
     /// The store's clock.
@@ -1696,13 +1721,15 @@ impl Store {
 
     /// Runs the pool allocation `alloc` until it succeeds: after each
     /// failure drains a segment, up to [`MAX_SEGMENT_EVICTIONS`], then
-    /// sweeps the CLOCK hand a little.
+    /// sweeps the CLOCK hand a little. Without eviction, only the sweeps
+    /// (which then remove expired items only).
     fn with_room<T>(&self, l: &Locked<'_>, mut alloc: impl FnMut() -> Option<T>) -> Option<T> {
+        let evict = self.evicts();
         for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
             if let Some(t) = alloc() {
                 return Some(t);
             }
-            if round < MAX_SEGMENT_EVICTIONS {
+            if evict && round < MAX_SEGMENT_EVICTIONS {
                 self.evict_segment(l);
             } else {
                 self.sweep_step(Some(l));
@@ -1801,11 +1828,16 @@ impl Store {
     }
 
     /// Accounts `bytes` against the limit, running the CLOCK hand until
-    /// they fit. False if two full turns of the hand free nothing.
+    /// they fit. False if two full turns of the hand free nothing, or,
+    /// without eviction, after [`EXPIRED_SWEEPS`] steps of the hand: then
+    /// it removes only expired items, and a full store must refuse a
+    /// write at once, not after a walk over every key.
     fn reserve(&self, bytes: usize, held: Option<&Locked<'_>>) -> bool {
         if bytes > self.config.memory_limit {
             return false;
         }
+        let evict = self.evicts();
+        let mut steps = 0usize;
         let mut idle = 0usize;
         loop {
             let cur = self.accounted.load(Ordering::Relaxed);
@@ -1818,6 +1850,10 @@ impl Store {
                     return true;
                 }
                 continue;
+            }
+            steps += 1;
+            if !evict && steps > EXPIRED_SWEEPS {
+                return false;
             }
             if self.sweep_step(held) {
                 idle = 0;
@@ -1835,7 +1871,9 @@ impl Store {
 
     /// Advances the CLOCK hand over a few buckets of one shard; true if it
     /// freed something. Skips shards whose lock is busy (never waits).
+    /// Without eviction it removes expired items only.
     fn sweep_step(&self, held: Option<&Locked<'_>>) -> bool {
+        let evict = self.evicts();
         let mut hand = self.hand.lock().unwrap_or_else(|e| e.into_inner());
         let i = hand.shard % self.shards.len();
         let own;
@@ -1877,6 +1915,9 @@ impl Store {
                     self.remove(l, pos, &item);
                     self.expired.fetch_add(1, Ordering::Relaxed);
                     freed = true;
+                } else if !evict {
+                    // Kept: only expired items may go.
+                    continue;
                 } else if e & REF != 0 {
                     cell.fetch_and(!REF, Ordering::Relaxed);
                 } else {

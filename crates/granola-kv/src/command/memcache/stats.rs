@@ -206,7 +206,15 @@ fn settings(ctx: &mut Ctx<'_>) {
     t(sink, "inter", &cfg.listen.to_string());
     u(sink, "verbosity", 0);
     u(sink, "num_threads", ctx.shared.threads as u64);
-    t(sink, "evictions", "on");
+    t(
+        sink,
+        "evictions",
+        if ctx.shared.store.evicts() {
+            "on"
+        } else {
+            "off"
+        },
+    );
     t(sink, "cas_enabled", "yes");
     t(sink, "binding_protocol", "ascii");
     u(sink, "item_size_max", cfg.max_item_size as u64);

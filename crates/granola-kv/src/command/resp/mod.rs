@@ -25,6 +25,7 @@ mod memory;
 pub mod pubsub;
 pub mod pubsub_bus;
 pub mod scripting;
+pub mod scripting_libs;
 mod server;
 mod sets;
 mod sort;

@@ -27,8 +27,9 @@
 //!   tables: a script that removes the metatable changes its worker's Lua
 //!   state for later scripts.
 //!
-//! Not provided: the `cjson`, `cmsgpack`, `bit` and `struct` libraries,
-//! `redis.setresp(3)`, FUNCTION and FCALL.
+//! Scripts also get `cjson`, `cmsgpack` and `bit` ([`super::scripting_libs`]).
+//! Not provided: the `struct` library, `redis.setresp(3)`, FUNCTION and
+//! FCALL.
 
 use super::{dispatch_into, table, Ctx};
 use crate::command::Step;
@@ -278,14 +279,21 @@ fn with_vm<R>(config: &Config, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> ml
 /// Lua that runs once per state: the guard on globals, and `pcall` and
 /// `xpcall` that pass a stopped script's error on.
 const PRELUDE: &str = r#"
-local rawpcall, rawxpcall, stopped, error = pcall, xpcall, __stopped, error
-local function checked(...)
+local rawpcall, rawxpcall, stopped, errtext, on_error, error =
+    pcall, xpcall, __stopped, __errtext, __on_error, error
+local function checked(ok, ...)
     if stopped() then error("script stopped", 0) end
-    return ...
+    if ok then return ok, ... end
+    return ok, errtext((...))
 end
 pcall = function(...) return checked(rawpcall(...)) end
 xpcall = function(...) return checked(rawxpcall(...)) end
-__stopped = nil
+__run = function(f)
+    local ok, v = rawxpcall(f, on_error)
+    if ok then return v end
+    error(v, 0)
+end
+__stopped, __errtext, __on_error = nil, nil, nil
 setmetatable(_G, {
     __newindex = function(_, k)
         error("Script attempted to create global variable '" .. tostring(k) .. "'", 2)
@@ -320,6 +328,7 @@ impl Vm {
             g.raw_set(name, Value::Nil)?;
         }
         g.raw_set("redis", redis_library(&lua)?)?;
+        super::scripting_libs::install(&lua, memory)?;
         g.raw_set("KEYS", lua.create_table()?)?;
         g.raw_set("ARGV", lua.create_table()?)?;
         let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
@@ -341,6 +350,43 @@ impl Vm {
                     Ok(VmState::Continue)
                 }
             },
+        )?;
+        // What `pcall` returns for an error raised in Rust (a command's, a
+        // library's): its text, as Redis's pcall gives a string.
+        g.raw_set(
+            "__errtext",
+            lua.create_function(|lua, e: Value| {
+                Ok(match e {
+                    Value::Error(e) => Value::String(lua.create_string(caught_text(&e))?),
+                    other => other,
+                })
+            })?,
+        )?;
+        // The script's error handler: `error({err = "..."})` becomes the
+        // script's own error reply, with the line it was raised on.
+        g.raw_set(
+            "__on_error",
+            lua.create_function(|lua, e: Value| {
+                let Value::Table(t) = &e else {
+                    return Ok(e);
+                };
+                let Ok(Value::String(text)) = t.raw_get::<Value>("err") else {
+                    return Ok(e);
+                };
+                let line = (1..64)
+                    .map_while(|level| {
+                        lua.inspect_stack(level, |d| {
+                            let src = d.source().short_src.is_some_and(|s| s == "user_script");
+                            src.then(|| d.current_line()).flatten()
+                        })
+                    })
+                    .flatten()
+                    .next();
+                Ok(Value::Error(Box::new(LuaError::external(TableError(
+                    text.to_string_lossy(),
+                    line,
+                )))))
+            })?,
         )?;
         lua.load(PRELUDE).set_name("@prelude").exec()?;
         Ok(Vm {
@@ -423,7 +469,8 @@ impl Vm {
             })?;
             redis.raw_set("call", call)?;
             redis.raw_set("pcall", pcall)?;
-            let r = f.call::<Value>(());
+            let run: Function = lua.globals().raw_get("__run")?;
+            let r = run.call::<Value>(f);
             redis.raw_set("call", Value::Nil)?;
             redis.raw_set("pcall", Value::Nil)?;
             r
@@ -514,6 +561,19 @@ impl std::fmt::Display for ReplyError {
 
 impl std::error::Error for ReplyError {}
 
+/// A script's `error({err = "..."})`: the text is its error reply; the
+/// line it was raised on, if found.
+#[derive(Debug)]
+struct TableError(String, Option<usize>);
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TableError {}
+
 /// The innermost error of a chain of callback errors.
 fn cause(e: &LuaError) -> &LuaError {
     match e {
@@ -540,30 +600,95 @@ fn compile_error(e: &LuaError) -> String {
     format!("ERR Error compiling script (new function): {text}")
 }
 
-/// The error reply of a script that failed.
-fn run_error(e: &LuaError, sha: &str) -> String {
-    let inner = cause(e);
-    if let LuaError::ExternalError(x) = inner {
-        if x.downcast_ref::<Compile>().is_some() {
-            return compile_error(e);
-        }
+/// The text `pcall` hands a script for an error raised in Rust.
+fn caught_text(e: &LuaError) -> String {
+    if let LuaError::ExternalError(x) = cause(e) {
         if let Some(ReplyError(msg)) = x.downcast_ref::<ReplyError>() {
-            // A command's error: its text (and code) as the script's.
-            return format!("{msg} script: {sha}").replace(['\r', '\n'], " ");
+            return msg.clone();
+        }
+        if let Some(TableError(msg, _)) = x.downcast_ref::<TableError>() {
+            return msg.clone();
         }
     }
-    let text = match inner {
-        LuaError::MemoryError(_) => "ERR script used more memory than allowed".to_string(),
+    reply_error_text(e)
+}
+
+/// The script line an error was raised on: from its text
+/// (`user_script:N: ...`), else from the traceback of the Rust call that
+/// raised it.
+fn script_line(e: &LuaError, text: &str) -> Option<u32> {
+    fn line_in(s: &str) -> Option<u32> {
+        let at = s.find("user_script:")? + "user_script:".len();
+        let digits: String = s[at..].chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    }
+    if text.starts_with("user_script:") {
+        return line_in(text);
+    }
+    let mut e = e;
+    loop {
+        match e {
+            LuaError::CallbackError { traceback, cause } => {
+                if let Some(n) = line_in(traceback) {
+                    return Some(n);
+                }
+                e = cause;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The error reply of a script that failed, in Redis 7's form: `<text>
+/// script: <sha>, on @user_script:<line>.`, the text located
+/// (`user_script:<line>: `) unless a command or the script's own
+/// `error({err = ...})` gave it.
+fn run_error(e: &LuaError, sha: &str) -> String {
+    let inner = cause(e);
+    let (text, located) = match inner {
+        LuaError::ExternalError(x) if x.downcast_ref::<Compile>().is_some() => {
+            return compile_error(e);
+        }
+        LuaError::ExternalError(x) if x.downcast_ref::<ReplyError>().is_some() => {
+            (caught_text(e), true)
+        }
+        LuaError::ExternalError(x) if x.downcast_ref::<TableError>().is_some() => {
+            let line = x.downcast_ref::<TableError>().and_then(|t| t.1);
+            let mut out = format!("{} script: {sha}", caught_text(e));
+            if let Some(n) = line {
+                out.push_str(&format!(", on @user_script:{n}."));
+            }
+            return out.replace(['\r', '\n'], " ");
+        }
+        LuaError::MemoryError(_) => {
+            return "ERR script used more memory than allowed".to_string();
+        }
         _ => {
             let m = reply_error_text(e);
             if m.contains("script stopped") {
-                "ERR script stopped: it ran past --script-time-limit".to_string()
-            } else {
-                format!("ERR {m} script: {sha}")
+                return "ERR script stopped: it ran past --script-time-limit".to_string();
             }
+            if m == "not enough memory" {
+                return "ERR script used more memory than allowed".to_string();
+            }
+            (m, false)
         }
     };
-    text.replace(['\r', '\n'], " ")
+    let line = script_line(e, &text);
+    let mut out = String::new();
+    if !located {
+        out.push_str("ERR ");
+        if let (Some(n), false) = (line, text.starts_with("user_script:")) {
+            out.push_str(&format!("user_script:{n}: "));
+        }
+    }
+    out.push_str(&text);
+    out.push_str(" script: ");
+    out.push_str(sha);
+    if let Some(n) = line {
+        out.push_str(&format!(", on @user_script:{n}."));
+    }
+    out.replace(['\r', '\n'], " ")
 }
 
 /// Runs one `redis.call`: the command's RESP2 reply.

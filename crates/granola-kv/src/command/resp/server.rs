@@ -7,6 +7,7 @@ use super::{glob, Ctx};
 use crate::command::databases::Db;
 use crate::command::{Step, Storage};
 use crate::protocol::resp::{self, Command};
+use crate::server::config::EvictionPolicy;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
@@ -212,11 +213,12 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             let _ = write!(
                 t,
                 "# Memory\r\nused_memory:{}\r\nused_memory_human:{:.2}M\r\nmaxmemory:{}\r\nmaxmemory_human:{:.2}M\r\n\
-                 maxmemory_policy:allkeys-lru\r\nmem_allocator:granola-pool\r\n",
+                 maxmemory_policy:{}\r\nmem_allocator:granola-pool\r\n",
                 s.bytes,
                 s.bytes as f64 / (1 << 20) as f64,
                 limit,
                 limit as f64 / (1 << 20) as f64,
+                policy(shared.store.evicts()).name(),
             );
             // Where -m goes, part by part (items, pinned replies,
             // connection buffers).
@@ -320,12 +322,23 @@ fn count_keys(db: &Db<'_>) -> (usize, usize) {
     }
 }
 
+fn policy(evicts: bool) -> EvictionPolicy {
+    if evicts {
+        EvictionPolicy::AllkeysLru
+    } else {
+        EvictionPolicy::NoEviction
+    }
+}
+
 /// The configuration parameters CONFIG GET answers, with their values.
 fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let cfg = &ctx.shared.config;
     vec![
         ("maxmemory", cfg.memory_bytes().to_string()),
-        ("maxmemory-policy", "allkeys-lru".into()),
+        (
+            "maxmemory-policy",
+            policy(ctx.shared.store.evicts()).name().into(),
+        ),
         ("maxclients", cfg.max_conns.to_string()),
         ("databases", cfg.databases.to_string()),
         ("port", cfg.resp_port.to_string()),
@@ -372,6 +385,19 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                     Some(_)
                         if (name == "save" && v.is_empty())
                             || (name == "appendonly" && v == b"no") => {}
+                    Some(_) if name == "maxmemory-policy" => match EvictionPolicy::from_name(v) {
+                        Some(p) => ctx
+                            .shared
+                            .store
+                            .set_evictions(p == EvictionPolicy::AllkeysLru),
+                        None => {
+                            let text = format!(
+                                "ERR CONFIG SET failed (possibly related to argument '{name}') - granola-kv evicts by allkeys-lru or not at all (noeviction)"
+                            );
+                            ctx.error(text.as_bytes());
+                            return Step::Done;
+                        }
+                    },
                     Some(_) => {
                         let text = format!(
                             "ERR CONFIG SET failed (possibly related to argument '{name}') - granola-kv sets it at start only (command-line flag)"
