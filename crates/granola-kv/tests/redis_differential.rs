@@ -1493,3 +1493,195 @@ fn admin_and_move_answer_as_redis_does() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Keyspace notifications: a subscriber to every `__keyspace@0__` and
+/// `__keyevent@0__` channel on each server, the same writes to both (ones
+/// that change keys, ones that change nothing, pops that empty a list,
+/// renames, expiries), and the messages each subscriber got, in order,
+/// compared.
+#[test]
+fn keyspace_notifications_are_redis_notifications() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut subs = Vec::new();
+    for (c, addr) in [(&mut r, peer.addr), (&mut g, srv.resp())] {
+        assert_eq!(
+            c.resp(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        let mut sub = Client::connect(addr);
+        sub.send(&resp_cmd(&["PSUBSCRIBE", "__key*@0__:*"]));
+        assert!(matches!(sub.read_resp(), Resp::Array(Some(_))));
+        subs.push(sub);
+    }
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["CONFIG", "GET", "notify-keyspace-events"]),
+    );
+    let script: &[&[&str]] = &[
+        &["SET", "a", "1"],
+        &["SET", "a", "2", "EX", "100"],
+        &["SETNX", "a", "x"],
+        &["SETEX", "b", "100", "v"],
+        &["INCR", "n"],
+        &["INCRBY", "n", "5"],
+        &["INCRBYFLOAT", "n", "0.5"],
+        &["APPEND", "s", "x"],
+        &["SETRANGE", "s", "3", "y"],
+        &["DEL", "a", "n", "missing"],
+        &["RPUSH", "l", "a", "b", "c"],
+        &["LPUSH", "l", "z"],
+        &["LPUSHX", "nolist", "z"],
+        &["LSET", "l", "0", "y"],
+        &["LREM", "l", "0", "nothing"],
+        &["LPOP", "l"],
+        &["RPOP", "l", "5"],
+        &["RPUSH", "src", "1", "2"],
+        &["LMOVE", "src", "dst", "LEFT", "RIGHT"],
+        &["RPOPLPUSH", "src", "dst"],
+        &["HSET", "h", "f", "v", "g", "w"],
+        &["HSETNX", "h", "f", "x"],
+        &["HINCRBY", "h", "c", "2"],
+        &["HDEL", "h", "nosuch"],
+        &["HDEL", "h", "f", "g", "c"],
+        &["SADD", "s1", "a", "b"],
+        &["SADD", "s1", "a"],
+        &["SREM", "s1", "a"],
+        &["SMOVE", "s1", "s2", "b"],
+        &["ZADD", "z", "1", "a", "2", "b"],
+        &["ZINCRBY", "z", "2", "a"],
+        &["ZADD", "z", "INCR", "1", "b"],
+        &["ZREM", "z", "a"],
+        &["ZPOPMIN", "z"],
+        &["SET", "k", "v"],
+        &["EXPIRE", "k", "100"],
+        &["PERSIST", "k"],
+        &["RENAME", "k", "k2"],
+        &["COPY", "k2", "k3"],
+        &["GETDEL", "k3"],
+        &["EXPIRE", "k2", "0"],
+        &["MSET", "m1", "1", "m2", "2"],
+        &["XADD", "st", "1-1", "f", "v"],
+        &["SETBIT", "bits", "7", "1"],
+        &["PFADD", "hll", "a"],
+        &["GET", "a"],
+        &["SET", "t", "v", "PX", "1"],
+    ];
+    for c in script {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    // Read after its expiry: `expired`, then the sentinel ends the run.
+    same(&mut r, &mut g, &cmd(&["GET", "t"]));
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["PUBLISH", "__keyspace@0__:end", "end"]),
+    );
+    let show = |ms: &[Resp]| -> Vec<String> {
+        ms.iter()
+            .map(|m| match m {
+                Resp::Array(Some(parts)) => parts
+                    .iter()
+                    .skip(2)
+                    .map(|p| match p {
+                        Resp::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    let mut got = Vec::new();
+    for sub in &mut subs {
+        let mut messages = Vec::new();
+        loop {
+            let m = sub.read_resp();
+            let done = show(std::slice::from_ref(&m))[0].contains("__keyspace@0__:end");
+            messages.push(m);
+            if done {
+                break;
+            }
+        }
+        got.push(messages);
+    }
+    assert_eq!(
+        show(&got[1]),
+        show(&got[0]),
+        "granola-kv's events, then Redis's"
+    );
+}
+
+/// MONITOR: a monitoring client on each server, the same commands to
+/// both (arguments that need quoting, a SELECT, AUTH and HELLO with
+/// passwords, a script, a transaction, an administrative command), and
+/// the lines each monitor got compared with the time and the client's
+/// address masked.
+#[test]
+fn monitor_shows_commands_as_redis_does() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut monitors = Vec::new();
+    for addr in [peer.addr, srv.resp()] {
+        let mut m = Client::connect(addr);
+        m.send(b"MONITOR\r\n");
+        assert_eq!(m.read_line(), b"+OK\r\n");
+        assert_eq!(
+            m.resp(&["GET", "x"]),
+            Resp::Error(b"ERR Replica can't interact with the keyspace".to_vec())
+        );
+        monitors.push(m);
+    }
+    let script: &[&[&str]] = &[
+        &["SET", "k\"\\\n\u{1}", "v v"],
+        &["SELECT", "3"],
+        &["GET", "a"],
+        &["AUTH", "secret"],
+        &["HELLO", "3", "AUTH", "user", "secret"],
+        &["HELLO", "2"],
+        &["EVAL", "return redis.call('get', 'q')", "0"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["EXEC"],
+        &["CONFIG", "GET", "maxmemory"],
+        &["SELECT", "0"],
+        &["ECHO", "end"],
+    ];
+    for c in script {
+        // Replies differ where the servers do (version, ids, limits).
+        r.resp(c);
+        g.resp(c);
+    }
+    let mask = |line: &[u8]| -> String {
+        let text = String::from_utf8_lossy(line).into_owned();
+        // "+<secs>.<usecs> [<db> <addr>] ..." -> "+T [<db> A] ..."
+        let (head, rest) = text.split_once(']').expect("a monitor line");
+        let db = head.split_once('[').map(|(_, d)| d).unwrap_or_default();
+        let (db, who) = db.split_once(' ').unwrap_or((db, ""));
+        let who = if who == "lua" { "lua" } else { "A" };
+        format!("+T [{db} {who}]{rest}")
+    };
+    let mut got = Vec::new();
+    for m in &mut monitors {
+        let mut lines = Vec::new();
+        loop {
+            let line = mask(&m.read_line());
+            let done = line.contains("\"ECHO\" \"end\"");
+            lines.push(line);
+            if done {
+                break;
+            }
+        }
+        got.push(lines);
+    }
+    assert_eq!(got[1], got[0], "granola-kv's lines, then Redis's");
+    assert_eq!(
+        monitors[1].resp(&["RESET"]),
+        Resp::Simple(b"RESET".to_vec())
+    );
+}

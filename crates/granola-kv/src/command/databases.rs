@@ -18,6 +18,14 @@ const MAGIC: [u8; 3] = [0xff, 0xfe, b'D'];
 /// whole store and DBSIZE/FLUSHDB need no walk.
 static OTHERS_USED: AtomicBool = AtomicBool::new(false);
 
+/// The database and the client's key of a key as the store holds it.
+pub fn split_stored(stored: &[u8]) -> (u8, &[u8]) {
+    match stored.strip_prefix(&MAGIC[..]) {
+        Some([n, key @ ..]) if *n != 0 => (*n, key),
+        _ => (0, stored),
+    }
+}
+
 /// Database `index` of `store`.
 #[derive(Clone, Copy)]
 pub struct Db<'a> {

@@ -221,6 +221,11 @@ pub struct Config {
     #[arg(long = "script-time-limit", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
     pub script_time_limit_ms: u64,
 
+    /// RESP: keyspace notifications, as Redis's `notify-keyspace-events`
+    /// (`KEA` for all; empty = off; `CONFIG SET` changes it at run time).
+    #[arg(long = "notify-keyspace-events", default_value = "")]
+    pub notify_keyspace_events: String,
+
     /// RESP: number of databases (`SELECT 0..n-1`), as Redis' `databases`.
     #[arg(long = "databases", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub databases: u16,

@@ -62,6 +62,8 @@ pub struct Shared {
     pub bus: Arc<crate::command::resp::pubsub_bus::Bus>,
     /// Lua scripts by SHA1 (`EVALSHA`, `SCRIPT LOAD`).
     pub scripts: crate::command::resp::scripting::Scripts,
+    /// Keyspace notifications (`notify-keyspace-events`).
+    pub notifier: Arc<crate::command::resp::notify::Notifier>,
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -255,6 +257,18 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         },
         config.clock.clone(),
     ));
+    let bus: Arc<crate::command::resp::pubsub_bus::Bus> = Default::default();
+    let notifier = Arc::new(crate::command::resp::notify::Notifier::new(bus.clone()));
+    if !notifier.configure(config.notify_keyspace_events.as_bytes()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "--notify-keyspace-events {:?}: the letters are K E g $ l s h z x e t m d n A",
+                config.notify_keyspace_events
+            ),
+        ));
+    }
+    store.watch_removals(notifier.clone());
     let shared = Arc::new(Shared {
         store,
         copy_threshold: threshold,
@@ -267,8 +281,9 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         resp_gate: Default::default(),
         conn_pool: conn_pool.clone(),
         waiters: Default::default(),
-        bus: Default::default(),
+        bus,
         scripts: Default::default(),
+        notifier,
     });
     let tx = TxConfig {
         copy_threshold: threshold,

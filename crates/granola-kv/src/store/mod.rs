@@ -107,7 +107,7 @@ use list::ListBody;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use update::meta_of;
 
 /// How to build a [`Store`].
@@ -393,6 +393,24 @@ pub struct Store {
     next_list_id: AtomicU64,
     /// [`StoreConfig::evict`], as it is now.
     evict: AtomicBool,
+    /// Told of expired and evicted keys.
+    watcher: OnceLock<Arc<dyn RemovalWatcher>>,
+}
+
+/// Why the store removed a key on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    /// Its time to live passed (found on a read, a write or a sweep).
+    Expired,
+    /// Memory was needed (CLOCK or a segment drain).
+    Evicted,
+}
+
+/// Told of every key the store removes on its own, under the key's shard
+/// lock: it must be quick and must not call into the store.
+pub trait RemovalWatcher: Send + Sync {
+    /// `key` (the store's key, with its database prefix) is gone.
+    fn removed(&self, key: &[u8], why: Removal);
 }
 
 /// Stripes of the list body table.
@@ -434,6 +452,7 @@ impl Store {
         };
         Store {
             evict: AtomicBool::new(config.evict),
+            watcher: OnceLock::new(),
             pool,
             shards,
             seed,
@@ -612,7 +631,7 @@ impl Store {
                     if let Some(l) = shard.try_lock(h.shard) {
                         if index::same(l.cell(pos).load(Ordering::Acquire), e) {
                             self.remove(&l, pos, &item);
-                            self.expired.fetch_add(1, Ordering::Relaxed);
+                            self.removed(key, Removal::Expired);
                         }
                     }
                     stripe.misses.fetch_add(1, Ordering::Relaxed);
@@ -1478,7 +1497,7 @@ impl Store {
         let mut f = l.find(&self.pool, h, key)?;
         if f.item.expires_at_ms() != 0 && f.item.expired(self.clock.now_ms()) {
             self.remove(l, f.pos, &f.item);
-            self.expired.fetch_add(1, Ordering::Relaxed);
+            self.removed(key, Removal::Expired);
             return None;
         }
         if let Some(id) = f.item.body_id() {
@@ -1495,6 +1514,23 @@ impl Store {
         let e = l.cell(pos).swap(0, Ordering::AcqRel);
         debug_assert!(e & OCCUPIED != 0);
         self.forget(entry_handle(e), item);
+    }
+
+    /// Counts a key the store removed on its own and tells the watcher.
+    fn removed(&self, key: &[u8], why: Removal) {
+        match why {
+            Removal::Expired => self.expired.fetch_add(1, Ordering::Relaxed),
+            Removal::Evicted => self.evictions.fetch_add(1, Ordering::Relaxed),
+        };
+        if let Some(w) = self.watcher.get() {
+            w.removed(key, why);
+        }
+    }
+
+    /// Has `watcher` told of every key the store removes on its own from
+    /// now on (the first watcher stays).
+    pub fn watch_removals(&self, watcher: Arc<dyn RemovalWatcher>) {
+        let _ = self.watcher.set(watcher);
     }
 
     /// Accounting and release for an entry that left the index.
@@ -1788,7 +1824,7 @@ impl Store {
                         self.segment_rescues.fetch_add(1, Ordering::Relaxed);
                     } else {
                         self.remove(l, f.pos, &f.item);
-                        self.evictions.fetch_add(1, Ordering::Relaxed);
+                        self.removed(&key, Removal::Evicted);
                     }
                     evicted = true;
                 }
@@ -1913,7 +1949,7 @@ impl Store {
                 }
                 if item.expired(now) {
                     self.remove(l, pos, &item);
-                    self.expired.fetch_add(1, Ordering::Relaxed);
+                    self.removed(item.key(), Removal::Expired);
                     freed = true;
                 } else if !evict {
                     // Kept: only expired items may go.
@@ -1922,7 +1958,7 @@ impl Store {
                     cell.fetch_and(!REF, Ordering::Relaxed);
                 } else {
                     self.remove(l, pos, &item);
-                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                    self.removed(item.key(), Removal::Evicted);
                     freed = true;
                 }
             }

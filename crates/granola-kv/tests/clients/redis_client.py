@@ -478,6 +478,12 @@ def pubsub(r, port, kw):
         print("FAIL pubsub: no message", file=sys.stderr)
         sys.exit(1)
 
+    # redis-py does not wait for the subscriptions' confirmations; the
+    # counts are read on another connection once the server has them.
+    for _ in range(40):
+        if r.pubsub_numsub("chat") == [(b"chat", 1)] and r.pubsub_numpat() == 1:
+            break
+        threading.Event().wait(0.05)
     check("numsub", r.pubsub_numsub("chat"), [(b"chat", 1)])
     check("numpat", r.pubsub_numpat(), 1)
     check("channels", r.pubsub_channels(), [b"chat"])
@@ -504,6 +510,12 @@ def pubsub(r, port, kw):
     # Sharded Pub/Sub (Redis 7): its own channels and message type.
     sp = r.pubsub(ignore_subscribe_messages=True)
     sp.ssubscribe("orders")
+    # redis-py sends SSUBSCRIBE without waiting for its confirmation: the
+    # count is read on another connection, so wait for the server to have it.
+    for _ in range(40):
+        if r.pubsub_shardnumsub("orders") == [(b"orders", 1)]:
+            break
+        threading.Event().wait(0.05)
     check("shardnumsub", r.pubsub_shardnumsub("orders"), [(b"orders", 1)])
     check("spublish", other.spublish("orders", "o1"), 1)
     check("publish misses shard channels", other.publish("orders", "no"), 0)

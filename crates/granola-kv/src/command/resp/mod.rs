@@ -22,6 +22,8 @@ mod hyperloglog;
 mod keys;
 mod lists;
 mod memory;
+pub mod monitor;
+pub mod notify;
 pub mod pubsub;
 pub mod pubsub_bus;
 pub mod scripting;
@@ -76,6 +78,8 @@ pub struct Conn {
     /// Running the queued commands of an EXEC (blocking commands do not
     /// wait there).
     pub exec: bool,
+    /// Running a script's `redis.call` (MONITOR shows `lua`).
+    pub script: bool,
 }
 
 impl Conn {
@@ -106,6 +110,7 @@ impl Conn {
             waker: None,
             sub: None,
             exec: false,
+            script: false,
         }
     }
 
@@ -324,6 +329,16 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         resp::write_wrong_arity(ctx.out, cmd.name());
         return Step::Done;
     }
+    if ctx
+        .conn
+        .sub
+        .as_ref()
+        .is_some_and(|s| s.monitoring() && !monitor::allowed_while_monitoring(spec.name))
+    {
+        table::reject(spec);
+        ctx.error(b"ERR Replica can't interact with the keyspace");
+        return Step::Done;
+    }
     if ctx.conn.sub.is_some()
         && ctx.conn.version == Version::Resp2
         && !pubsub::allowed_while_subscribed(spec.name)
@@ -346,6 +361,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let first_call = ctx.resume == 0 && ctx.conn.blocked.is_none();
     let timed = first_call && table::count(spec);
     let start = timed.then(std::time::Instant::now);
+    let noted = notify::before(ctx, spec, cmd);
+    let shown_first = first_call && monitor::shown_first(spec);
+    if shown_first {
+        monitor::feed(ctx, spec, cmd);
+    }
     let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
     if let Some(start) = start {
         table::record(spec, start.elapsed().as_nanos() as u64);
@@ -354,6 +374,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         table::fail(spec);
     }
     if step == Step::Done {
+        if let Some(noted) = noted {
+            notify::after(ctx, spec, cmd, noted);
+        }
+        if !shown_first {
+            monitor::feed(ctx, spec, cmd);
+        }
         wake_waiters(ctx, spec, cmd);
     }
     step
@@ -493,12 +519,23 @@ pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::lookup(cmd.name()) {
         Some(spec) if spec.arity_ok(cmd.len()) => {
             let start = table::count(spec).then(std::time::Instant::now);
+            let noted = notify::before(ctx, spec, cmd);
+            let shown_first = monitor::shown_first(spec);
+            if shown_first {
+                monitor::feed(ctx, spec, cmd);
+            }
             let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
             if let Some(start) = start {
                 table::record(spec, start.elapsed().as_nanos() as u64);
             }
             if failed {
                 table::fail(spec);
+            }
+            if let Some(noted) = noted {
+                notify::after(ctx, spec, cmd, noted);
+            }
+            if !shown_first {
+                monitor::feed(ctx, spec, cmd);
             }
             wake_waiters(ctx, spec, cmd);
             step

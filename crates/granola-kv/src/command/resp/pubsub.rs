@@ -216,10 +216,17 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
             shard,
             channel,
             payload,
+            monitor,
         }) = sub.next()
         else {
             break;
         };
+        if monitor {
+            out.copy(b"+");
+            out.copy(&payload);
+            out.copy(b"\r\n");
+            continue;
+        }
         match pattern {
             None => {
                 resp::write_push_header(out, 3, v);

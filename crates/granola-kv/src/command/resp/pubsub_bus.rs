@@ -52,6 +52,8 @@ pub struct Delivery {
     pub channel: Arc<[u8]>,
     /// The payload, shared by every subscriber.
     pub payload: Arc<[u8]>,
+    /// A MONITOR line (the payload), not a message.
+    pub monitor: bool,
 }
 
 impl Delivery {
@@ -105,6 +107,10 @@ pub struct Bus {
     channels: Table,
     patterns: Table,
     shard_channels: Table,
+    /// MONITOR clients by id.
+    monitors: Mutex<HashMap<u64, Arc<Mailbox>>>,
+    /// How many there are (one load per command while there are none).
+    monitor_count: AtomicUsize,
 }
 
 impl Bus {
@@ -143,6 +149,7 @@ impl Bus {
                     shard,
                     channel: channel_arc.clone(),
                     payload: payload.clone(),
+                    monitor: false,
                 });
                 n += 1;
             }
@@ -164,6 +171,7 @@ impl Bus {
                     shard: false,
                     channel: channel_arc.clone(),
                     payload: payload.clone(),
+                    monitor: false,
                 });
                 n += 1;
             }
@@ -192,6 +200,29 @@ impl Bus {
     /// Channels with subscribers (`INFO`'s `pubsub_channels`).
     pub fn num_channels(&self) -> usize {
         lock(&self.channels).len()
+    }
+
+    /// True while a client runs MONITOR.
+    #[inline]
+    pub fn monitored(&self) -> bool {
+        self.monitor_count.load(Ordering::Relaxed) != 0
+    }
+
+    /// Hands a MONITOR line to every monitoring client.
+    pub fn feed_monitors(&self, line: &[u8]) {
+        let line: Arc<[u8]> = Arc::from(line);
+        for mb in lock(&self.monitors)
+            .values()
+            .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
+        {
+            mb.put(Delivery {
+                pattern: None,
+                shard: false,
+                channel: Arc::from(&b""[..]),
+                payload: line.clone(),
+                monitor: true,
+            });
+        }
     }
 
     /// `PUBSUB NUMPAT`: patterns with subscribers.
@@ -231,6 +262,8 @@ pub struct Subscriber {
     channels: BTreeSet<Vec<u8>>,
     patterns: BTreeSet<Vec<u8>>,
     shard_channels: BTreeSet<Vec<u8>>,
+    /// Running MONITOR.
+    monitoring: bool,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -258,7 +291,22 @@ impl Subscriber {
             channels: BTreeSet::new(),
             patterns: BTreeSet::new(),
             shard_channels: BTreeSet::new(),
+            monitoring: false,
         }
+    }
+
+    /// Starts receiving every command the server runs (MONITOR).
+    pub fn monitor(&mut self) {
+        if !self.monitoring {
+            self.monitoring = true;
+            lock(&self.bus.monitors).insert(self.id, self.mailbox.clone());
+            self.bus.monitor_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// True after MONITOR.
+    pub fn monitoring(&self) -> bool {
+        self.monitoring
     }
 
     /// The count an (un)subscribe reply for `topic` carries: channels plus
@@ -270,9 +318,13 @@ impl Subscriber {
         }
     }
 
-    /// Subscriptions of every kind: none left ends subscribed mode.
+    /// Subscriptions of every kind (MONITOR counts as one): none left
+    /// ends subscribed mode.
     pub fn total(&self) -> usize {
-        self.channels.len() + self.patterns.len() + self.shard_channels.len()
+        self.channels.len()
+            + self.patterns.len()
+            + self.shard_channels.len()
+            + usize::from(self.monitoring)
     }
 
     /// Subscribes to `name`.
@@ -343,6 +395,9 @@ impl Drop for Subscriber {
         }
         for c in std::mem::take(&mut self.shard_channels) {
             enrol(&self.bus.shard_channels, &c, self.id, None);
+        }
+        if self.monitoring && lock(&self.bus.monitors).remove(&self.id).is_some() {
+            self.bus.monitor_count.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -448,6 +448,7 @@ impl Vm {
         let (version, exec, db) = (ctx.conn.version, ctx.conn.exec, ctx.conn.info.db);
         ctx.conn.version = Version::Resp2;
         ctx.conn.exec = true;
+        ctx.conn.script = true;
         let cell = RefCell::new(&mut *ctx);
         let result = lua.scope(|scope| {
             let call = scope.create_function(|lua, argv: MultiValue| {
@@ -477,6 +478,7 @@ impl Vm {
         });
         ctx.conn.version = version;
         ctx.conn.exec = exec;
+        ctx.conn.script = false;
         ctx.conn.info.db = db;
         let value = result?;
         write_value(ctx, &value, 0);

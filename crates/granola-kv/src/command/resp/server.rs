@@ -340,6 +340,7 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
             policy(ctx.shared.store.evicts()).name().into(),
         ),
         ("maxclients", cfg.max_conns.to_string()),
+        ("notify-keyspace-events", ctx.shared.notifier.letters()),
         ("databases", cfg.databases.to_string()),
         ("port", cfg.resp_port.to_string()),
         ("bind", cfg.listen.to_string()),
@@ -385,6 +386,15 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                     Some(_)
                         if (name == "save" && v.is_empty())
                             || (name == "appendonly" && v == b"no") => {}
+                    Some(_) if name == "notify-keyspace-events" => {
+                        if !ctx.shared.notifier.configure(v) {
+                            let text = format!(
+                                "ERR CONFIG SET failed (possibly related to argument '{name}') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+                            );
+                            ctx.error(text.as_bytes());
+                            return Step::Done;
+                        }
+                    }
                     Some(_) if name == "maxmemory-policy" => match EvictionPolicy::from_name(v) {
                         Some(p) => ctx
                             .shared

@@ -6,8 +6,8 @@
 use super::gate::my_slot;
 use super::{
     bitmaps, blocking_lists, blocking_zsets, connection, geo, hashes, hyperloglog, keys, lists,
-    memory, pubsub, scripting, server, sets, sort, stream_groups, streams, strings, transaction,
-    zset_ops, zset_ranges, zsets, Ctx,
+    memory, monitor, pubsub, scripting, server, sets, sort, stream_groups, streams, strings,
+    transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -190,6 +190,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "wait", 3, C, NOKEY, server::wait),
     cmd!("server", "role", 1, C, NOKEY, server::role),
     cmd!("server", "lastsave", 1, C, NOKEY, server::lastsave),
+    cmd!("server", "monitor", 1, A, NOKEY, monitor::monitor),
     cmd!("server", "slowlog", -2, C, NOKEY, server::slowlog),
     cmd!("server", "latency", -2, C, NOKEY, server::latency),
     // HyperLogLog

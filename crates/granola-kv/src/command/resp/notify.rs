@@ -1,0 +1,370 @@
+//! Keyspace notifications (`notify-keyspace-events`): Pub/Sub messages on
+//! `__keyspace@<db>__:<key>` (the event as payload) and
+//! `__keyevent@<db>__:<event>` (the key as payload) when a key changes.
+//! Session stores (Spring Session asks for `Egx` at start), cache
+//! invalidation and expiry-driven jobs subscribe to them.
+//!
+//! Which key changed is not told by every command: before a write, the
+//! dispatcher notes each key argument's CAS and expiry ([`Before`]), and
+//! after it, a key whose CAS or expiry moved (or that appeared or went)
+//! gets the command's event, named as Redis names it (`set`, `incrby`,
+//! `lpush`, `hset`, `zincr`, `rename_from`, ...), preceded by `new` for a
+//! key the write created and followed by `del` for a collection it
+//! emptied. A write that changed nothing (SETNX on a present key, SREM of
+//! an absent member) sends nothing, as in Redis. The store reports the
+//! keys it removes itself: `expired` (found on a read or a write, or by
+//! the CLOCK sweep) and `evicted`.
+//!
+//! Differences from Redis: `keymiss` (`m`) events are not sent; commands
+//! whose keys are not at fixed positions (LMPOP, ZMPOP, SORT ... STORE,
+//! GEORADIUS ... STORE) and MOVE's `move_to` send no events; and when
+//! another client writes the same key at the same moment, its change can
+//! be reported for this command too.
+
+use super::pubsub_bus::Bus;
+use super::{table::Spec, Ctx};
+use crate::command::databases::split_stored;
+use crate::protocol::resp::Command;
+use crate::store::{Removal, RemovalWatcher};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// `K`: events on `__keyspace@<db>__:<key>`.
+const KEYSPACE: u32 = 1 << 0;
+/// `E`: events on `__keyevent@<db>__:<event>`.
+const KEYEVENT: u32 = 1 << 1;
+const GENERIC: u32 = 1 << 2;
+const STRING: u32 = 1 << 3;
+const LIST: u32 = 1 << 4;
+const SET: u32 = 1 << 5;
+const HASH: u32 = 1 << 6;
+const ZSET: u32 = 1 << 7;
+const EXPIRED: u32 = 1 << 8;
+const EVICTED: u32 = 1 << 9;
+const STREAM: u32 = 1 << 10;
+const KEYMISS: u32 = 1 << 11;
+const MODULE: u32 = 1 << 12;
+const NEW: u32 = 1 << 13;
+/// `A`: every class but `m` and `n`.
+const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+/// The letters, in the order Redis prints them after `A`.
+const CLASSES: [(u8, u32); 10] = [
+    (b'g', GENERIC),
+    (b'$', STRING),
+    (b'l', LIST),
+    (b's', SET),
+    (b'h', HASH),
+    (b'z', ZSET),
+    (b'x', EXPIRED),
+    (b'e', EVICTED),
+    (b't', STREAM),
+    (b'd', MODULE),
+];
+
+/// Most key arguments one write has noted before it runs; a larger DEL
+/// or MSET reports its first ones only.
+const MAX_NOTED_KEYS: usize = 1024;
+
+/// The configured classes and where events go.
+pub struct Notifier {
+    flags: AtomicU32,
+    bus: Arc<Bus>,
+}
+
+impl Notifier {
+    /// Notifications off until [`Notifier::configure`].
+    pub fn new(bus: Arc<Bus>) -> Notifier {
+        Notifier {
+            flags: AtomicU32::new(0),
+            bus,
+        }
+    }
+
+    /// Sets the classes from Redis's letters (`KEA`, `Egx`, `""`); false
+    /// (nothing changed) if a letter is unknown.
+    pub fn configure(&self, letters: &[u8]) -> bool {
+        let mut flags = 0;
+        for &c in letters {
+            flags |= match c {
+                b'A' => ALL,
+                b'K' => KEYSPACE,
+                b'E' => KEYEVENT,
+                b'm' => KEYMISS,
+                b'n' => NEW,
+                c => match CLASSES.iter().find(|(l, _)| *l == c) {
+                    Some((_, f)) => *f,
+                    None => return false,
+                },
+            };
+        }
+        self.flags.store(flags, Ordering::Relaxed);
+        true
+    }
+
+    /// The classes as Redis prints them (`AKE`, `gxE`).
+    pub fn letters(&self) -> String {
+        let flags = self.flags.load(Ordering::Relaxed);
+        let mut out = String::new();
+        if flags & ALL == ALL {
+            out.push('A');
+        } else {
+            for (l, f) in CLASSES {
+                if flags & f != 0 {
+                    out.push(l as char);
+                }
+            }
+        }
+        for (l, f) in [('K', KEYSPACE), ('E', KEYEVENT), ('m', KEYMISS), ('n', NEW)] {
+            if flags & f != 0 {
+                out.push(l);
+            }
+        }
+        out
+    }
+
+    /// True if any event would be sent (one load: the per-command cost
+    /// while notifications are off).
+    #[inline]
+    pub fn active(&self) -> bool {
+        let flags = self.flags.load(Ordering::Relaxed);
+        flags & (KEYSPACE | KEYEVENT) != 0 && flags & !(KEYSPACE | KEYEVENT) != 0
+    }
+
+    /// Sends `event` of `class` for `key` of database `db`, if configured.
+    pub fn fire(&self, class: u32, event: &str, db: u8, key: &[u8]) {
+        let flags = self.flags.load(Ordering::Relaxed);
+        if flags & class == 0 {
+            return;
+        }
+        if flags & KEYSPACE != 0 {
+            let mut channel = format!("__keyspace@{db}__:").into_bytes();
+            channel.extend_from_slice(key);
+            self.bus.publish(&channel, event.as_bytes());
+        }
+        if flags & KEYEVENT != 0 {
+            let channel = format!("__keyevent@{db}__:{event}");
+            self.bus.publish(channel.as_bytes(), key);
+        }
+    }
+}
+
+impl RemovalWatcher for Notifier {
+    fn removed(&self, key: &[u8], why: Removal) {
+        if !self.active() {
+            return;
+        }
+        let (db, key) = split_stored(key);
+        match why {
+            Removal::Expired => self.fire(EXPIRED, "expired", db, key),
+            Removal::Evicted => self.fire(EVICTED, "evicted", db, key),
+        }
+    }
+}
+
+/// A key's CAS and expiry, if present: what tells that a write changed
+/// it.
+type KeyState = Option<(u64, u64)>;
+
+/// What a write's keys held before it ran.
+pub struct Before(Vec<(Vec<u8>, KeyState)>);
+
+fn state(ctx: &Ctx<'_>, key: &[u8]) -> KeyState {
+    ctx.db.peek(key).map(|i| (i.cas(), i.expires_at_ms()))
+}
+
+/// Notes the keys of `cmd` before it runs, if notifications are on and
+/// it writes.
+#[inline]
+pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
+    if !ctx.shared.notifier.active() || !spec.flags.contains(&"write") {
+        return None;
+    }
+    let keys = spec
+        .key_args(cmd)
+        .take(MAX_NOTED_KEYS)
+        .map(|k| (k.to_vec(), state(ctx, k)))
+        .collect();
+    Some(Before(keys))
+}
+
+/// Sends the events of `cmd`, which ran after [`before`] noted its keys.
+pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, before: Before) {
+    let notifier = &ctx.shared.notifier;
+    let db = ctx.conn.info.db;
+    // A list move tells of the push before the pop, as Redis does.
+    let dest_first = matches!(spec.name, "lmove" | "blmove" | "rpoplpush" | "brpoplpush");
+    let mut keys: Vec<(usize, &(Vec<u8>, KeyState))> = before.0.iter().enumerate().collect();
+    if dest_first {
+        keys.reverse();
+    }
+    for (i, (key, was)) in keys {
+        let now = state(ctx, key);
+        if now == *was {
+            continue;
+        }
+        let Some((event, class)) = event_of(spec, cmd, i) else {
+            continue;
+        };
+        match (was, now) {
+            // Gone: DEL, RENAME's source, an expire into the past, or a
+            // collection its last element left.
+            (Some(_), None) => {
+                if !matches!(event, "del" | "rename_from" | "move_from" | "expire") {
+                    notifier.fire(class, event, db, key);
+                }
+                if event != "rename_from" && event != "move_from" {
+                    notifier.fire(GENERIC, "del", db, key);
+                } else {
+                    notifier.fire(GENERIC, event, db, key);
+                }
+            }
+            (None, Some(_)) => {
+                notifier.fire(NEW, "new", db, key);
+                notifier.fire(class, event, db, key);
+                also_expire(notifier, spec, cmd, db, key, now);
+            }
+            _ => {
+                notifier.fire(class, event, db, key);
+                also_expire(notifier, spec, cmd, db, key, now);
+            }
+        }
+    }
+}
+
+/// SET with an expiry (and SETEX, PSETEX) also sends `expire`, as Redis.
+fn also_expire(
+    notifier: &Notifier,
+    spec: &Spec,
+    cmd: &Command<'_>,
+    db: u8,
+    key: &[u8],
+    now: KeyState,
+) {
+    let timed = match spec.name {
+        "setex" | "psetex" => true,
+        "set" => cmd.args().skip(3).any(|a| {
+            [&b"EX"[..], b"PX", b"EXAT", b"PXAT"]
+                .iter()
+                .any(|o| a.eq_ignore_ascii_case(o))
+        }),
+        _ => false,
+    };
+    if timed && now.is_some_and(|(_, exp)| exp != 0) {
+        notifier.fire(GENERIC, "expire", db, key);
+    }
+}
+
+/// The event (and its class) `spec` sends for its `i`-th key argument.
+fn event_of(spec: &Spec, cmd: &Command<'_>, i: usize) -> Option<(&'static str, u32)> {
+    let side = |arg: usize, left: &'static str, right: &'static str| {
+        if cmd
+            .arg(arg)
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"LEFT"))
+        {
+            left
+        } else {
+            right
+        }
+    };
+    let generic = |e: &'static str| Some((e, GENERIC));
+    let event = match spec.name {
+        "del" | "unlink" | "getdel" => return generic("del"),
+        "expire" | "pexpire" | "expireat" | "pexpireat" => return generic("expire"),
+        "persist" => return generic("persist"),
+        "getex" => {
+            let persist = cmd.args().any(|a| a.eq_ignore_ascii_case(b"PERSIST"));
+            return generic(if persist { "persist" } else { "expire" });
+        }
+        "rename" | "renamenx" => return generic(if i == 0 { "rename_from" } else { "rename_to" }),
+        "copy" if i == 1 => return generic("copy_to"),
+        "copy" => return None,
+        "move" => return generic("move_from"),
+        "set" | "setnx" | "setex" | "psetex" | "getset" | "mset" | "msetnx" | "bitop" => "set",
+        "incr" | "decr" | "incrby" | "decrby" => "incrby",
+        "setbit" | "bitfield" => "setbit",
+        "pfmerge" => "pfadd",
+        "lpushx" => "lpush",
+        "rpushx" => "rpush",
+        "blpop" => "lpop",
+        "brpop" => "rpop",
+        "rpoplpush" | "brpoplpush" => {
+            if i == 0 {
+                "rpop"
+            } else {
+                "lpush"
+            }
+        }
+        "lmove" | "blmove" if i == 0 => side(3, "lpop", "rpop"),
+        "lmove" | "blmove" => side(4, "lpush", "rpush"),
+        "smove" => {
+            if i == 0 {
+                "srem"
+            } else {
+                "sadd"
+            }
+        }
+        "hmset" | "hsetnx" => "hset",
+        "zincrby" => "zincr",
+        "zadd" if cmd.args().any(|a| a.eq_ignore_ascii_case(b"INCR")) => "zincr",
+        "geoadd" => "zadd",
+        "bzpopmin" => "zpopmin",
+        "bzpopmax" => "zpopmax",
+        "sort" => "sortstore",
+        "xgroup" => {
+            let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
+            match &sub[..] {
+                b"create" => "xgroup-create",
+                b"setid" => "xgroup-setid",
+                b"destroy" => "xgroup-destroy",
+                b"createconsumer" => "xgroup-createconsumer",
+                b"delconsumer" => "xgroup-delconsumer",
+                _ => return None,
+            }
+        }
+        // The rest send their own name: append, setrange, incrbyfloat,
+        // lpush, linsert, lset, lrem, ltrim, hset, hdel, hincrby, sadd,
+        // srem, spop, sinterstore, zadd, zrem, zpopmin, zunionstore,
+        // xadd, xtrim, xdel, ...
+        name => name,
+    };
+    let class = match spec.group {
+        "string" | "bitmap" | "hyperloglog" => STRING,
+        "list" => LIST,
+        "set" => SET,
+        "hash" => HASH,
+        "sorted_set" | "geo" => ZSET,
+        "stream" => STREAM,
+        _ => GENERIC,
+    };
+    Some((event, class))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn letters_read_and_print_as_redis_does() {
+        let n = Notifier::new(Arc::new(Bus::default()));
+        assert_eq!(n.letters(), "");
+        assert!(!n.active());
+        for (given, printed) in [
+            ("KEA", "AKE"),
+            ("Egx", "gxE"),
+            ("Kl", "lK"),
+            ("A", "A"),
+            ("KEA$mn", "AKEmn"),
+            ("", ""),
+        ] {
+            assert!(n.configure(given.as_bytes()), "{given}");
+            assert_eq!(n.letters(), printed, "{given}");
+        }
+        assert!(!n.configure(b"KEq"));
+        assert_eq!(n.letters(), "", "a refused setting leaves the last one");
+        assert!(n.configure(b"Kg"));
+        assert!(n.active());
+        assert!(n.configure(b"gx"));
+        assert!(!n.active(), "no K or E: nothing is sent");
+    }
+}
