@@ -1685,3 +1685,90 @@ fn monitor_shows_commands_as_redis_does() {
         Resp::Simple(b"RESET".to_vec())
     );
 }
+
+/// Client tracking (client-side caching): a default-mode tracker, a BCAST
+/// tracker with a prefix and NOLOOP, an OPTIN one, and a writer; after
+/// each step the trackers PING, and what they got up to the PONG (the
+/// `invalidate` push frames before it) is compared byte for byte, with
+/// TRACKINGINFO, FLUSHALL's everything-invalidation and an expiry.
+#[test]
+fn client_tracking_invalidates_as_redis_does() {
+    let Some((peer, srv, _r, _g)) = pair() else {
+        return;
+    };
+    let mut runs = Vec::new();
+    for addr in [peer.addr, srv.resp()] {
+        let (mut a, mut c, mut w) = (
+            Client::connect(addr),
+            Client::connect(addr),
+            Client::connect(addr),
+        );
+        let mut log: Vec<String> = Vec::new();
+        let step = |who: &mut Client, args: &[&str], log: &mut Vec<String>| {
+            who.send(&resp_cmd(args));
+            who.send(&resp_cmd(&["PING"]));
+            let got = who.read_until(b"+PONG\r\n");
+            log.push(format!("{args:?} -> {}", show(&got)));
+        };
+        for t in [&mut a, &mut c] {
+            t.send(&resp_cmd(&["HELLO", "3"]));
+            t.send(&resp_cmd(&["PING"]));
+            t.read_until(b"+PONG\r\n");
+        }
+        step(&mut a, &["CLIENT", "TRACKING", "ON"], &mut log);
+        step(
+            &mut c,
+            &[
+                "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:", "NOLOOP",
+            ],
+            &mut log,
+        );
+        step(&mut w, &["SET", "k", "1"], &mut log);
+        step(&mut a, &["GET", "k"], &mut log);
+        step(&mut a, &["MGET", "k", "j"], &mut log);
+        step(&mut w, &["SET", "k", "2"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut w, &["SET", "k", "3"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut w, &["SET", "user:1", "y"], &mut log);
+        step(&mut w, &["SET", "other", "z"], &mut log);
+        step(&mut c, &["PING"], &mut log);
+        step(&mut c, &["SET", "user:2", "w"], &mut log);
+        step(&mut w, &["HSET", "j", "f", "1"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut a, &["HGETALL", "j"], &mut log);
+        step(&mut w, &["DEL", "j"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut a, &["CLIENT", "TRACKINGINFO"], &mut log);
+        step(&mut c, &["CLIENT", "TRACKINGINFO"], &mut log);
+        step(&mut a, &["CLIENT", "GETREDIR"], &mut log);
+        step(&mut a, &["GET", "k"], &mut log);
+        step(&mut w, &["FLUSHALL"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut a, &["GET", "e"], &mut log);
+        step(&mut w, &["SET", "e", "v", "PX", "10"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        // Read again, then found expired by another client's read: the
+        // store's removal invalidates it.
+        step(&mut a, &["GET", "e"], &mut log);
+        std::thread::sleep(Duration::from_millis(30));
+        step(&mut w, &["GET", "e"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], &mut log);
+        step(&mut a, &["GET", "o"], &mut log);
+        step(&mut w, &["SET", "o", "1"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut a, &["CLIENT", "CACHING", "YES"], &mut log);
+        step(&mut a, &["GET", "o"], &mut log);
+        step(&mut w, &["SET", "o", "2"], &mut log);
+        step(&mut a, &["PING"], &mut log);
+        step(&mut a, &["CLIENT", "CACHING", "NO"], &mut log);
+        step(&mut a, &["CLIENT", "TRACKING", "OFF"], &mut log);
+        step(&mut a, &["CLIENT", "TRACKINGINFO"], &mut log);
+        runs.push(log);
+    }
+    for (g, r) in runs[1].iter().zip(&runs[0]) {
+        assert_eq!(g, r, "granola-kv, then Redis");
+    }
+    assert_eq!(runs[1].len(), runs[0].len());
+}

@@ -64,6 +64,8 @@ pub struct Shared {
     pub scripts: crate::command::resp::scripting::Scripts,
     /// Keyspace notifications (`notify-keyspace-events`).
     pub notifier: Arc<crate::command::resp::notify::Notifier>,
+    /// Client-side caching: who tracks which keys.
+    pub tracker: Arc<crate::command::resp::tracking::Tracker>,
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -268,7 +270,11 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             ),
         ));
     }
-    store.watch_removals(notifier.clone());
+    let tracker: Arc<crate::command::resp::tracking::Tracker> = Default::default();
+    store.watch_removals(Arc::new(crate::command::resp::notify::Removals {
+        notifier: notifier.clone(),
+        tracker: tracker.clone(),
+    }));
     let shared = Arc::new(Shared {
         store,
         copy_threshold: threshold,
@@ -284,6 +290,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         bus,
         scripts: Default::default(),
         notifier,
+        tracker,
     });
     let tx = TxConfig {
         copy_threshold: threshold,

@@ -137,7 +137,7 @@ pub fn select(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 /// `CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | NO-EVICT |
-/// NO-TOUCH`.
+/// NO-TOUCH | UNBLOCK | TRACKING | CACHING | TRACKINGINFO | GETREDIR`.
 pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = arg(cmd, 1).to_ascii_lowercase();
     let n = cmd.len();
@@ -190,6 +190,10 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             ctx.verbatim(text.as_bytes());
         }
         (b"no-evict" | b"no-touch", 3) => ctx.ok(),
+        (b"tracking", 3..) => return super::tracking::tracking(ctx, cmd),
+        (b"caching", 3) => return super::tracking::caching(ctx, cmd),
+        (b"trackinginfo", 2) => return super::tracking::tracking_info(ctx),
+        (b"getredir", 2) => ctx.int(if ctx.conn.tracking.is_some() { 0 } else { -1 }),
         (b"unblock", 3 | 4) => {
             let how = match cmd.arg(3) {
                 None => Some(Unblock::Timeout),
@@ -217,6 +221,7 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.multi = None;
     ctx.conn.watched.clear();
+    ctx.conn.tracking = None;
     ctx.conn.sub = None;
     ctx.conn.version = Version::Resp2;
     ctx.conn.info.db = 0;

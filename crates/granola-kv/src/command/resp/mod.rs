@@ -35,6 +35,7 @@ mod stream_groups;
 mod streams;
 mod strings;
 pub mod table;
+pub mod tracking;
 pub mod transaction;
 mod zset_ops;
 mod zset_ranges;
@@ -80,6 +81,8 @@ pub struct Conn {
     pub exec: bool,
     /// Running a script's `redis.call` (MONITOR shows `lua`).
     pub script: bool,
+    /// Client tracking (`CLIENT TRACKING ON`).
+    pub tracking: Option<tracking::Tracking>,
 }
 
 impl Conn {
@@ -111,6 +114,7 @@ impl Conn {
             sub: None,
             exec: false,
             script: false,
+            tracking: None,
         }
     }
 
@@ -339,7 +343,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR Replica can't interact with the keyspace");
         return Step::Done;
     }
-    if ctx.conn.sub.is_some()
+    if ctx.conn.sub.as_ref().is_some_and(|s| s.subscribed())
         && ctx.conn.version == Version::Resp2
         && !pubsub::allowed_while_subscribed(spec.name)
     {
@@ -362,6 +366,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let timed = first_call && table::count(spec);
     let start = timed.then(std::time::Instant::now);
     let noted = notify::before(ctx, spec, cmd);
+    tracking::before(ctx, spec, cmd);
     let shown_first = first_call && monitor::shown_first(spec);
     if shown_first {
         monitor::feed(ctx, spec, cmd);
@@ -380,6 +385,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         if !shown_first {
             monitor::feed(ctx, spec, cmd);
         }
+        tracking::after(ctx, spec, cmd);
         wake_waiters(ctx, spec, cmd);
     }
     step
@@ -486,7 +492,7 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
 /// MOVE, and SORT, GEORADIUS and GEORADIUSBYMEMBER with STORE (or STOREDIST): a write to a
 /// key their key positions do not name, so they run alone like the
 /// other multi-key writes.
-fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
+pub(super) fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
     spec.name == "move"
         || matches!(spec.name, "georadius" | "georadiusbymember" | "sort")
             && cmd
@@ -520,6 +526,7 @@ pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         Some(spec) if spec.arity_ok(cmd.len()) => {
             let start = table::count(spec).then(std::time::Instant::now);
             let noted = notify::before(ctx, spec, cmd);
+            tracking::before(ctx, spec, cmd);
             let shown_first = monitor::shown_first(spec);
             if shown_first {
                 monitor::feed(ctx, spec, cmd);
@@ -537,6 +544,7 @@ pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             if !shown_first {
                 monitor::feed(ctx, spec, cmd);
             }
+            tracking::after(ctx, spec, cmd);
             wake_waiters(ctx, spec, cmd);
             step
         }

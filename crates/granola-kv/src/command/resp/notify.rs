@@ -149,16 +149,25 @@ impl Notifier {
     }
 }
 
-impl RemovalWatcher for Notifier {
+/// What the store tells of the keys it removes on its own goes to the
+/// keyspace notifications and to client tracking.
+pub struct Removals {
+    /// `expired` and `evicted` events.
+    pub notifier: Arc<Notifier>,
+    /// Invalidations.
+    pub tracker: Arc<super::tracking::Tracker>,
+}
+
+impl RemovalWatcher for Removals {
     fn removed(&self, key: &[u8], why: Removal) {
-        if !self.active() {
-            return;
-        }
         let (db, key) = split_stored(key);
-        match why {
-            Removal::Expired => self.fire(EXPIRED, "expired", db, key),
-            Removal::Evicted => self.fire(EVICTED, "evicted", db, key),
+        if self.notifier.active() {
+            match why {
+                Removal::Expired => self.notifier.fire(EXPIRED, "expired", db, key),
+                Removal::Evicted => self.notifier.fire(EVICTED, "evicted", db, key),
+            }
         }
+        self.tracker.changed(key, None);
     }
 }
 

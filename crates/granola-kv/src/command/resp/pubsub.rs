@@ -211,22 +211,37 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
     sub.within_limit()?;
     let v = conn.version;
     while !out.full() {
-        let Some(Delivery {
-            pattern,
-            shard,
-            channel,
-            payload,
-            monitor,
-        }) = sub.next()
-        else {
+        let Some(d) = sub.next() else {
             break;
         };
-        if monitor {
-            out.copy(b"+");
-            out.copy(&payload);
-            out.copy(b"\r\n");
-            continue;
-        }
+        let (pattern, shard, channel, payload) = match d {
+            Delivery::Message {
+                pattern,
+                shard,
+                channel,
+                payload,
+            } => (pattern, shard, channel, payload),
+            Delivery::Monitor(line) => {
+                out.copy(b"+");
+                out.copy(&line);
+                out.copy(b"\r\n");
+                continue;
+            }
+            Delivery::Invalidate(keys) => {
+                resp::write_push_header(out, 2, v);
+                resp::write_bulk_bytes(out, b"invalidate");
+                match keys {
+                    None => resp::write_null(out, v),
+                    Some(keys) => {
+                        resp::write_array_header(out, keys.len());
+                        for k in keys.iter() {
+                            resp::write_bulk_bytes(out, k);
+                        }
+                    }
+                }
+                continue;
+            }
+        };
         match pattern {
             None => {
                 resp::write_push_header(out, 3, v);

@@ -41,24 +41,41 @@ pub enum Topic {
     Shard,
 }
 
-/// One published message as a subscriber receives it.
-pub struct Delivery {
-    /// The pattern it matched (`pmessage`), or `None` (`message`, or
-    /// `smessage` if `shard`).
-    pub pattern: Option<Arc<[u8]>>,
-    /// Published with `SPUBLISH`.
-    pub shard: bool,
-    /// The channel.
-    pub channel: Arc<[u8]>,
-    /// The payload, shared by every subscriber.
-    pub payload: Arc<[u8]>,
-    /// A MONITOR line (the payload), not a message.
-    pub monitor: bool,
+/// What a mailbox holds for its connection.
+pub enum Delivery {
+    /// A published message.
+    Message {
+        /// The pattern it matched (`pmessage`), or `None` (`message`, or
+        /// `smessage` if `shard`).
+        pattern: Option<Arc<[u8]>>,
+        /// Published with `SPUBLISH`.
+        shard: bool,
+        /// The channel.
+        channel: Arc<[u8]>,
+        /// The payload, shared by every subscriber.
+        payload: Arc<[u8]>,
+    },
+    /// A MONITOR line.
+    Monitor(Arc<[u8]>),
+    /// Client tracking: these keys changed (`None`: all of them, a
+    /// flush).
+    Invalidate(Option<Arc<[Vec<u8>]>>),
 }
 
 impl Delivery {
     fn bytes(&self) -> usize {
-        self.pattern.as_ref().map_or(0, |p| p.len()) + self.channel.len() + self.payload.len() + 64
+        64 + match self {
+            Delivery::Message {
+                pattern,
+                channel,
+                payload,
+                ..
+            } => pattern.as_ref().map_or(0, |p| p.len()) + channel.len() + payload.len(),
+            Delivery::Monitor(line) => line.len(),
+            Delivery::Invalidate(keys) => keys
+                .as_ref()
+                .map_or(0, |k| k.iter().map(|k| k.len() + 16).sum()),
+        }
     }
 }
 
@@ -72,6 +89,14 @@ pub struct Mailbox {
 }
 
 impl Mailbox {
+    /// Client tracking: tells the connection that `keys` changed (`None`:
+    /// every key).
+    pub fn invalidate(&self, keys: Option<Arc<[Vec<u8>]>>) {
+        if !self.overflow.load(Ordering::Relaxed) {
+            self.put(Delivery::Invalidate(keys));
+        }
+    }
+
     fn put(&self, d: Delivery) {
         let n = d.bytes();
         if self.bytes.load(Ordering::Relaxed) + n > OUTPUT_LIMIT {
@@ -144,12 +169,11 @@ impl Bus {
                 .values()
                 .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
             {
-                mb.put(Delivery {
+                mb.put(Delivery::Message {
                     pattern: None,
                     shard,
                     channel: channel_arc.clone(),
                     payload: payload.clone(),
-                    monitor: false,
                 });
                 n += 1;
             }
@@ -166,12 +190,11 @@ impl Bus {
                 .values()
                 .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
             {
-                mb.put(Delivery {
+                mb.put(Delivery::Message {
                     pattern: Some(pattern.clone()),
                     shard: false,
                     channel: channel_arc.clone(),
                     payload: payload.clone(),
-                    monitor: false,
                 });
                 n += 1;
             }
@@ -215,13 +238,7 @@ impl Bus {
             .values()
             .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
         {
-            mb.put(Delivery {
-                pattern: None,
-                shard: false,
-                channel: Arc::from(&b""[..]),
-                payload: line.clone(),
-                monitor: true,
-            });
+            mb.put(Delivery::Monitor(line.clone()));
         }
     }
 
@@ -264,6 +281,8 @@ pub struct Subscriber {
     shard_channels: BTreeSet<Vec<u8>>,
     /// Running MONITOR.
     monitoring: bool,
+    /// Client tracking is on (its invalidations come through here).
+    tracking: bool,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -292,7 +311,19 @@ impl Subscriber {
             patterns: BTreeSet::new(),
             shard_channels: BTreeSet::new(),
             monitoring: false,
+            tracking: false,
         }
+    }
+
+    /// Client tracking on or off for this connection: while on, the
+    /// mailbox stays (see [`Subscriber::total`]).
+    pub fn set_tracking(&mut self, on: bool) {
+        self.tracking = on;
+    }
+
+    /// The mailbox, for client tracking's invalidations.
+    pub fn mailbox(&self) -> Arc<Mailbox> {
+        self.mailbox.clone()
     }
 
     /// Starts receiving every command the server runs (MONITOR).
@@ -318,13 +349,20 @@ impl Subscriber {
         }
     }
 
-    /// Subscriptions of every kind (MONITOR counts as one): none left
-    /// ends subscribed mode.
+    /// Subscriptions of every kind (MONITOR and client tracking count as
+    /// one each): none left ends subscribed mode.
     pub fn total(&self) -> usize {
         self.channels.len()
             + self.patterns.len()
             + self.shard_channels.len()
             + usize::from(self.monitoring)
+            + usize::from(self.tracking)
+    }
+
+    /// True if the connection has (P|S)SUBSCRIBEd or runs MONITOR:
+    /// RESP2's subscribed mode. Client tracking alone is not.
+    pub fn subscribed(&self) -> bool {
+        self.total() > usize::from(self.tracking)
     }
 
     /// Subscribes to `name`.

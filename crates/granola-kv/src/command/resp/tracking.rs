@@ -1,0 +1,427 @@
+//! Client-side caching: `CLIENT TRACKING ON|OFF [BCAST] [PREFIX p ...]
+//! [OPTIN] [OPTOUT] [NOLOOP]`, `CLIENT CACHING YES|NO`, `CLIENT
+//! TRACKINGINFO`, `CLIENT GETREDIR`. A tracking client keeps the values it
+//! read; the server tells it, with an `invalidate` push frame, when one of
+//! those keys changes (redis-py's `cache_config`, node-redis's
+//! `clientSideCache`).
+//!
+//! Default mode remembers, per key, the clients that read it; a write to
+//! the key sends each of them one invalidation and forgets them (they
+//! read again to be told again). BCAST mode remembers nothing: every
+//! write to a key under one of the client's prefixes (any key without
+//! one) is sent to it. OPTIN tracks only the next read after `CLIENT
+//! CACHING YES`, OPTOUT every read but the one after `CLIENT CACHING NO`;
+//! NOLOOP spares a client its own writes.
+//!
+//! A read is recorded before it runs, so a write that races it is
+//! invalidated after the read's registration (the client may be told of a
+//! change its read already saw, never miss one). Writes tell of every key
+//! argument whether or not they changed it; writes whose keys are not at
+//! fixed positions (LMPOP, SORT ... STORE, ...) tell of every argument
+//! that is a tracked key. Expired and evicted keys are told as the store
+//! removes them; FLUSHDB and FLUSHALL tell every tracking client to drop
+//! everything. Keys are names, not per database (as in Redis).
+//!
+//! Unlike Redis: tracking needs RESP3 (`HELLO 3`); `REDIRECT` to a RESP2
+//! connection is not served. The table of tracked keys holds at most
+//! [`MAX_TRACKED_KEYS`]; past that the oldest-inserted keys are
+//! invalidated and forgotten, as Redis's `tracking-table-max-keys` does.
+
+use super::pubsub_bus::Mailbox;
+use super::table::Spec;
+use super::Ctx;
+use crate::command::Step;
+use crate::protocol::resp::{Command, Version};
+use indexmap::IndexMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Most keys the default-mode table remembers.
+pub const MAX_TRACKED_KEYS: usize = 1 << 20;
+
+/// One tracking client.
+struct Client {
+    mailbox: Arc<Mailbox>,
+    bcast: bool,
+    prefixes: Vec<Vec<u8>>,
+    noloop: bool,
+}
+
+/// Every tracking client and the keys they read.
+#[derive(Default)]
+pub struct Tracker {
+    clients: Mutex<HashMap<u64, Client>>,
+    /// Default mode: key -> the clients that read it, oldest key first.
+    keys: Mutex<IndexMap<Vec<u8>, HashSet<u64>>>,
+    /// Tracking clients (one load per write while there are none).
+    count: AtomicUsize,
+    /// Of them, in BCAST mode.
+    bcast: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Tracker {
+    /// True while some client tracks.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.count.load(Ordering::Relaxed) != 0
+    }
+
+    fn add(&self, id: u64, client: Client) {
+        let bcast = client.bcast;
+        // Replaced settings were removed first (see `tracking`).
+        if lock(&self.clients).insert(id, client).is_none() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+            if bcast {
+                self.bcast.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn remove(&self, id: u64) {
+        if let Some(c) = lock(&self.clients).remove(&id) {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            if c.bcast {
+                self.bcast.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        // Its keys go when they are next written (or flushed out).
+    }
+
+    /// Default mode: `id` read `key`.
+    fn read(&self, id: u64, key: &[u8]) {
+        let mut keys = lock(&self.keys);
+        match keys.get_mut(key) {
+            Some(readers) => {
+                readers.insert(id);
+            }
+            None => {
+                keys.insert(key.to_vec(), HashSet::from([id]));
+            }
+        }
+        if keys.len() > MAX_TRACKED_KEYS {
+            if let Some((old, readers)) = keys.shift_remove_index(0) {
+                drop(keys);
+                self.tell(&old, readers, None);
+            }
+        }
+    }
+
+    /// `key` changed (by client `by`, if a client wrote it).
+    pub fn changed(&self, key: &[u8], by: Option<u64>) {
+        if !self.active() {
+            return;
+        }
+        let readers = lock(&self.keys).swap_remove(key).unwrap_or_default();
+        self.tell(key, readers, by);
+    }
+
+    /// Tells `readers` and the matching BCAST clients that `key` changed.
+    fn tell(&self, key: &[u8], readers: HashSet<u64>, by: Option<u64>) {
+        let bcast = self.bcast.load(Ordering::Relaxed) != 0;
+        if readers.is_empty() && !bcast {
+            return;
+        }
+        let keys: Arc<[Vec<u8>]> = Arc::from(vec![key.to_vec()]);
+        let clients = lock(&self.clients);
+        let told = |id: &u64, c: &Client| {
+            if !(c.noloop && by == Some(*id)) {
+                c.mailbox.invalidate(Some(keys.clone()));
+            }
+        };
+        for id in &readers {
+            if let Some(c) = clients.get(id).filter(|c| !c.bcast) {
+                told(id, c);
+            }
+        }
+        if bcast {
+            for (id, c) in clients.iter().filter(|(_, c)| c.bcast) {
+                if c.prefixes.is_empty() || c.prefixes.iter().any(|p| key.starts_with(p)) {
+                    told(id, c);
+                }
+            }
+        }
+    }
+
+    /// FLUSHDB / FLUSHALL: every tracking client drops everything.
+    pub fn flushed(&self) {
+        if !self.active() {
+            return;
+        }
+        lock(&self.keys).clear();
+        for c in lock(&self.clients).values() {
+            c.mailbox.invalidate(None);
+        }
+    }
+
+    fn is_tracked(&self, key: &[u8]) -> bool {
+        lock(&self.keys).contains_key(key)
+    }
+}
+
+/// A connection's tracking; dropping it (OFF, RESET, the connection
+/// closing) stops it.
+pub struct Tracking {
+    tracker: Arc<Tracker>,
+    id: u64,
+    bcast: bool,
+    prefixes: Vec<Vec<u8>>,
+    optin: bool,
+    optout: bool,
+    noloop: bool,
+    /// `CLIENT CACHING YES` (OPTIN) or `NO` (OPTOUT) for the next command.
+    caching: Option<bool>,
+}
+
+impl Drop for Tracking {
+    fn drop(&mut self) {
+        self.tracker.remove(self.id);
+    }
+}
+
+impl std::fmt::Debug for Tracking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracking")
+            .field("bcast", &self.bcast)
+            .field("optin", &self.optin)
+            .finish()
+    }
+}
+
+/// Before a command runs: a read by a tracking client records its keys.
+#[inline]
+pub fn before(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+    let Some(t) = ctx.conn.tracking.as_mut() else {
+        return;
+    };
+    // CLIENT CACHING itself leaves the choice for the next command.
+    if spec.name == "client" {
+        return;
+    }
+    let caching = t.caching.take();
+    if t.bcast || !spec.flags.contains(&"readonly") {
+        return;
+    }
+    let track = if t.optin {
+        caching == Some(true)
+    } else if t.optout {
+        caching != Some(false)
+    } else {
+        true
+    };
+    if track {
+        for key in spec.key_args(cmd) {
+            t.tracker.read(t.id, key);
+        }
+    }
+}
+
+/// After a command ran: a write tells of its keys.
+#[inline]
+pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+    let tracker = &ctx.shared.tracker;
+    if !tracker.active() || !spec.flags.contains(&"write") {
+        return;
+    }
+    let by = Some(ctx.conn.info.id);
+    match spec.name {
+        "flushdb" | "flushall" => tracker.flushed(),
+        _ if spec.flags.contains(&"movablekeys") || super::stores_elsewhere(spec, cmd) => {
+            let bcast = tracker.bcast.load(Ordering::Relaxed) != 0;
+            for arg in cmd.args().skip(1) {
+                if bcast || tracker.is_tracked(arg) {
+                    tracker.changed(arg, by);
+                }
+            }
+        }
+        _ => {
+            for key in spec.key_args(cmd) {
+                tracker.changed(key, by);
+            }
+        }
+    }
+}
+
+/// `CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP]`.
+pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let on = match cmd.arg(2) {
+        Some(a) if a.eq_ignore_ascii_case(b"ON") => true,
+        Some(a) if a.eq_ignore_ascii_case(b"OFF") => false,
+        _ => {
+            ctx.error(b"ERR syntax error");
+            return Step::Done;
+        }
+    };
+    let (mut bcast, mut optin, mut optout, mut noloop) = (false, false, false, false);
+    let mut prefixes: Vec<Vec<u8>> = Vec::new();
+    let mut args = cmd.args().skip(3);
+    while let Some(a) = args.next() {
+        let a = a.to_ascii_uppercase();
+        match &a[..] {
+            b"BCAST" => bcast = true,
+            b"OPTIN" => optin = true,
+            b"OPTOUT" => optout = true,
+            b"NOLOOP" => noloop = true,
+            b"PREFIX" => match args.next() {
+                Some(p) => prefixes.push(p.to_vec()),
+                None => {
+                    ctx.error(b"ERR syntax error");
+                    return Step::Done;
+                }
+            },
+            b"REDIRECT" => {
+                ctx.error(
+                    b"ERR granola-kv does not serve REDIRECT: track on a RESP3 connection (HELLO 3)",
+                );
+                return Step::Done;
+            }
+            _ => {
+                ctx.error(b"ERR syntax error");
+                return Step::Done;
+            }
+        }
+    }
+    if !on {
+        ctx.conn.tracking = None;
+        if let Some(sub) = ctx.conn.sub.as_mut() {
+            sub.set_tracking(false);
+            if sub.total() == 0 {
+                ctx.conn.sub = None;
+            }
+        }
+        ctx.ok();
+        return Step::Done;
+    }
+    if optin && optout {
+        ctx.error(b"ERR You can't use both OPTIN and OPTOUT options at the same time");
+        return Step::Done;
+    }
+    if !bcast && !prefixes.is_empty() {
+        ctx.error(b"ERR PREFIX option requires BCAST mode to be enabled");
+        return Step::Done;
+    }
+    if bcast && (optin || optout) {
+        ctx.error(b"ERR OPTIN and OPTOUT are not compatible with BCAST");
+        return Step::Done;
+    }
+    if ctx.conn.version != Version::Resp3 {
+        ctx.error(b"ERR granola-kv sends invalidations as RESP3 push frames: HELLO 3 first");
+        return Step::Done;
+    }
+    if ctx.conn.sub.is_none() {
+        let Some(waker) = ctx.conn.waker.clone() else {
+            ctx.error(b"ERR this connection cannot track keys");
+            return Step::Done;
+        };
+        ctx.conn.sub = Some(super::pubsub_bus::Subscriber::new(
+            ctx.shared.bus.clone(),
+            ctx.conn.info.id,
+            waker,
+        ));
+    }
+    let Some(sub) = ctx.conn.sub.as_mut() else {
+        return Step::Done;
+    };
+    sub.set_tracking(true);
+    let tracker = ctx.shared.tracker.clone();
+    let id = ctx.conn.info.id;
+    // A new setting replaces the old one (its Drop unregisters first).
+    ctx.conn.tracking = None;
+    tracker.add(
+        id,
+        Client {
+            mailbox: sub.mailbox(),
+            bcast,
+            prefixes: prefixes.clone(),
+            noloop,
+        },
+    );
+    ctx.conn.tracking = Some(Tracking {
+        tracker,
+        id,
+        bcast,
+        prefixes,
+        optin,
+        optout,
+        noloop,
+        caching: None,
+    });
+    ctx.ok();
+    Step::Done
+}
+
+/// `CLIENT CACHING YES|NO`.
+pub fn caching(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let yes = match cmd.arg(2) {
+        Some(a) if a.eq_ignore_ascii_case(b"YES") => true,
+        Some(a) if a.eq_ignore_ascii_case(b"NO") => false,
+        _ => {
+            ctx.error(b"ERR syntax error");
+            return Step::Done;
+        }
+    };
+    match ctx.conn.tracking.as_mut() {
+        Some(t) if (yes && t.optin) || (!yes && t.optout) => {
+            t.caching = Some(yes);
+            ctx.ok();
+        }
+        Some(_) if yes => ctx.error(
+            b"ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+        ),
+        Some(_) => ctx.error(
+            b"ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+        ),
+        None => ctx.error(
+            b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ),
+    }
+    Step::Done
+}
+
+/// `CLIENT TRACKINGINFO`: flags, redirect, prefixes.
+pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
+    let (flags, prefixes): (Vec<&[u8]>, Vec<Vec<u8>>) = match &ctx.conn.tracking {
+        None => (vec![b"off"], Vec::new()),
+        Some(t) => {
+            let mut f: Vec<&[u8]> = vec![b"on"];
+            if t.bcast {
+                f.push(b"bcast");
+            }
+            if t.optin {
+                f.push(b"optin");
+                if t.caching == Some(true) {
+                    f.push(b"caching-yes");
+                }
+            }
+            if t.optout {
+                f.push(b"optout");
+                if t.caching == Some(false) {
+                    f.push(b"caching-no");
+                }
+            }
+            if t.noloop {
+                f.push(b"noloop");
+            }
+            (f, t.prefixes.clone())
+        }
+    };
+    ctx.map(3);
+    ctx.bytes(b"flags");
+    ctx.set(flags.len());
+    for f in flags {
+        ctx.bytes(f);
+    }
+    ctx.bytes(b"redirect");
+    ctx.int(if ctx.conn.tracking.is_some() { 0 } else { -1 });
+    ctx.bytes(b"prefixes");
+    ctx.array(prefixes.len());
+    for p in &prefixes {
+        ctx.bytes(p);
+    }
+    Step::Done
+}
