@@ -365,19 +365,36 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let first_call = ctx.resume == 0 && ctx.conn.blocked.is_none();
     let timed = first_call && table::count(spec);
     let start = timed.then(std::time::Instant::now);
+    observed(ctx, spec, cmd, first_call, |ctx| {
+        let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
+        if let Some(start) = start {
+            table::record(spec, start.elapsed().as_nanos() as u64);
+        }
+        if first_call && failed {
+            table::fail(spec);
+        }
+        step
+    })
+}
+
+/// Runs `spec` (through `run`) with what watches commands around it:
+/// keyspace notifications, client tracking, MONITOR (a script is shown
+/// before it runs, on its `first` call), and the clients blocked on its
+/// keys. The watchers after it run once it is done (not while it waits).
+fn observed(
+    ctx: &mut Ctx<'_>,
+    spec: &table::Spec,
+    cmd: &Command<'_>,
+    first: bool,
+    run: impl FnOnce(&mut Ctx<'_>) -> Step,
+) -> Step {
     let noted = notify::before(ctx, spec, cmd);
     tracking::before(ctx, spec, cmd);
-    let shown_first = first_call && monitor::shown_first(spec);
+    let shown_first = first && monitor::shown_first(spec);
     if shown_first {
         monitor::feed(ctx, spec, cmd);
     }
-    let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
-    if let Some(start) = start {
-        table::record(spec, start.elapsed().as_nanos() as u64);
-    }
-    if first_call && failed {
-        table::fail(spec);
-    }
+    let step = run(ctx);
     if step == Step::Done {
         if let Some(noted) = noted {
             notify::after(ctx, spec, cmd, noted);
@@ -525,28 +542,16 @@ pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::lookup(cmd.name()) {
         Some(spec) if spec.arity_ok(cmd.len()) => {
             let start = table::count(spec).then(std::time::Instant::now);
-            let noted = notify::before(ctx, spec, cmd);
-            tracking::before(ctx, spec, cmd);
-            let shown_first = monitor::shown_first(spec);
-            if shown_first {
-                monitor::feed(ctx, spec, cmd);
-            }
-            let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
-            if let Some(start) = start {
-                table::record(spec, start.elapsed().as_nanos() as u64);
-            }
-            if failed {
-                table::fail(spec);
-            }
-            if let Some(noted) = noted {
-                notify::after(ctx, spec, cmd, noted);
-            }
-            if !shown_first {
-                monitor::feed(ctx, spec, cmd);
-            }
-            tracking::after(ctx, spec, cmd);
-            wake_waiters(ctx, spec, cmd);
-            step
+            observed(ctx, spec, cmd, true, |ctx| {
+                let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
+                if let Some(start) = start {
+                    table::record(spec, start.elapsed().as_nanos() as u64);
+                }
+                if failed {
+                    table::fail(spec);
+                }
+                step
+            })
         }
         _ => {
             resp::write_unknown_command(ctx.out, cmd);
