@@ -24,19 +24,9 @@ pub fn monitor(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR MONITOR is not allowed inside MULTI or a script");
         return Step::Done;
     }
-    if ctx.conn.sub.is_none() {
-        let Some(waker) = ctx.conn.waker.clone() else {
-            ctx.error(b"ERR this connection cannot monitor");
-            return Step::Done;
-        };
-        ctx.conn.sub = Some(super::pubsub_bus::Subscriber::new(
-            ctx.shared.bus.clone(),
-            ctx.conn.info.id,
-            waker,
-        ));
-    }
-    if let Some(sub) = ctx.conn.sub.as_mut() {
-        sub.monitor();
+    match super::pubsub::subscriber(ctx, "monitor") {
+        Some(sub) => sub.monitor(),
+        None => return Step::Done,
     }
     ctx.ok();
     Step::Done

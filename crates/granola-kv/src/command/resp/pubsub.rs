@@ -73,16 +73,8 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, topic: Topic, add: bool) -> Step
     let names: Vec<&[u8]> = cmd.args().skip(1).collect();
     let version = ctx.version();
     if add {
-        if ctx.conn.sub.is_none() {
-            let Some(waker) = ctx.conn.waker.clone() else {
-                ctx.error(b"ERR this connection cannot subscribe");
-                return Step::Done;
-            };
-            ctx.conn.sub = Some(Subscriber::new(
-                ctx.shared.bus.clone(),
-                ctx.conn.info.id,
-                waker,
-            ));
+        if subscriber(ctx, "subscribe").is_none() {
+            return Step::Done;
         }
         let Some(sub) = ctx.conn.sub.as_mut() else {
             return Step::Done;
@@ -119,6 +111,24 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, topic: Topic, add: bool) -> Step
         ctx.conn.sub = None; // leaves subscribed mode
     }
     Step::Done
+}
+
+/// The connection's mailbox owner, made on first use (SUBSCRIBE, MONITOR,
+/// CLIENT TRACKING); `None`, with an error reply, if the connection cannot
+/// be woken to deliver (`what` it tried to do).
+pub fn subscriber<'c>(ctx: &'c mut Ctx<'_>, what: &str) -> Option<&'c mut Subscriber> {
+    if ctx.conn.sub.is_none() {
+        let Some(waker) = ctx.conn.waker.clone() else {
+            ctx.error(format!("ERR this connection cannot {what}").as_bytes());
+            return None;
+        };
+        ctx.conn.sub = Some(Subscriber::new(
+            ctx.shared.bus.clone(),
+            ctx.conn.info.id,
+            waker,
+        ));
+    }
+    ctx.conn.sub.as_mut()
 }
 
 /// `[word, name, count]` as a push frame (RESP3) or an array (RESP2).

@@ -246,16 +246,24 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     }
 }
 
+/// The subcommand's argument as one of two words (`ON`/`OFF`,
+/// `YES`/`NO`); `None` with a syntax error written otherwise.
+fn either(ctx: &mut Ctx<'_>, cmd: &Command<'_>, yes: &[u8], no: &[u8]) -> Option<bool> {
+    match cmd.arg(2) {
+        Some(a) if a.eq_ignore_ascii_case(yes) => Some(true),
+        Some(a) if a.eq_ignore_ascii_case(no) => Some(false),
+        _ => {
+            ctx.error(b"ERR syntax error");
+            None
+        }
+    }
+}
+
 /// `CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]
 /// [OPTOUT] [NOLOOP]`.
 pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let on = match cmd.arg(2) {
-        Some(a) if a.eq_ignore_ascii_case(b"ON") => true,
-        Some(a) if a.eq_ignore_ascii_case(b"OFF") => false,
-        _ => {
-            ctx.error(b"ERR syntax error");
-            return Step::Done;
-        }
+    let Some(on) = either(ctx, cmd, b"ON", b"OFF") else {
+        return Step::Done;
     };
     let (mut bcast, mut optin, mut optout, mut noloop) = (false, false, false, false);
     let mut prefixes: Vec<Vec<u8>> = Vec::new();
@@ -313,21 +321,11 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR granola-kv sends invalidations as RESP3 push frames: HELLO 3 first");
         return Step::Done;
     }
-    if ctx.conn.sub.is_none() {
-        let Some(waker) = ctx.conn.waker.clone() else {
-            ctx.error(b"ERR this connection cannot track keys");
-            return Step::Done;
-        };
-        ctx.conn.sub = Some(super::pubsub_bus::Subscriber::new(
-            ctx.shared.bus.clone(),
-            ctx.conn.info.id,
-            waker,
-        ));
-    }
-    let Some(sub) = ctx.conn.sub.as_mut() else {
+    let Some(sub) = super::pubsub::subscriber(ctx, "track keys") else {
         return Step::Done;
     };
     sub.set_tracking(true);
+    let mailbox = sub.mailbox();
     let tracker = ctx.shared.tracker.clone();
     let id = ctx.conn.info.id;
     // A new setting replaces the old one (its Drop unregisters first).
@@ -335,7 +333,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     tracker.add(
         id,
         Client {
-            mailbox: sub.mailbox(),
+            mailbox,
             bcast,
             prefixes: prefixes.clone(),
             noloop,
@@ -357,13 +355,8 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `CLIENT CACHING YES|NO`.
 pub fn caching(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let yes = match cmd.arg(2) {
-        Some(a) if a.eq_ignore_ascii_case(b"YES") => true,
-        Some(a) if a.eq_ignore_ascii_case(b"NO") => false,
-        _ => {
-            ctx.error(b"ERR syntax error");
-            return Step::Done;
-        }
+    let Some(yes) = either(ctx, cmd, b"YES", b"NO") else {
+        return Step::Done;
     };
     match ctx.conn.tracking.as_mut() {
         Some(t) if (yes && t.optin) || (!yes && t.optout) => {
