@@ -123,12 +123,15 @@ impl Notifier {
         out
     }
 
-    /// True if any event would be sent (one load: the per-command cost
-    /// while notifications are off).
+    /// True if any event would be sent and someone could hear it: some
+    /// client subscribed to a channel or pattern (two loads: the
+    /// per-command cost while notifications are off or unheard).
     #[inline]
     pub fn active(&self) -> bool {
         let flags = self.flags.load(Ordering::Relaxed);
-        flags & (KEYSPACE | KEYEVENT) != 0 && flags & !(KEYSPACE | KEYEVENT) != 0
+        flags & (KEYSPACE | KEYEVENT) != 0
+            && flags & !(KEYSPACE | KEYEVENT) != 0
+            && self.bus.listened()
     }
 
     /// Sends `event` of `class` for `key` of database `db`, if configured.
@@ -137,14 +140,35 @@ impl Notifier {
         if flags & class == 0 {
             return;
         }
+        // The channel names are built on the stack when they fit.
+        let mut buf = [0u8; 256];
+        let mut name = |parts: &[&[u8]], f: &mut dyn FnMut(&[u8])| {
+            let len: usize = parts.iter().map(|p| p.len()).sum();
+            if len <= buf.len() {
+                let mut at = 0;
+                for p in parts {
+                    buf[at..at + p.len()].copy_from_slice(p);
+                    at += p.len();
+                }
+                f(&buf[..len]);
+            } else {
+                f(&parts.concat());
+            }
+        };
+        let mut digits = itoa::Buffer::new();
+        let db = digits.format(db).as_bytes();
         if flags & KEYSPACE != 0 {
-            let mut channel = format!("__keyspace@{db}__:").into_bytes();
-            channel.extend_from_slice(key);
-            self.bus.publish(&channel, event.as_bytes());
+            name(&[b"__keyspace@", db, b"__:", key], &mut |channel| {
+                self.bus.publish(channel, event.as_bytes());
+            });
         }
         if flags & KEYEVENT != 0 {
-            let channel = format!("__keyevent@{db}__:{event}");
-            self.bus.publish(channel.as_bytes(), key);
+            name(
+                &[b"__keyevent@", db, b"__:", event.as_bytes()],
+                &mut |channel| {
+                    self.bus.publish(channel, key);
+                },
+            );
         }
     }
 }
@@ -372,7 +396,7 @@ mod tests {
         assert!(!n.configure(b"KEq"));
         assert_eq!(n.letters(), "", "a refused setting leaves the last one");
         assert!(n.configure(b"Kg"));
-        assert!(n.active());
+        assert!(!n.active(), "nobody subscribed: nothing to send");
         assert!(n.configure(b"gx"));
         assert!(!n.active(), "no K or E: nothing is sent");
     }

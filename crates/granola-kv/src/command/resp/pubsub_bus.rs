@@ -136,6 +136,8 @@ pub struct Bus {
     monitors: Mutex<HashMap<u64, Arc<Mailbox>>>,
     /// How many there are (one load per command while there are none).
     monitor_count: AtomicUsize,
+    /// Channel and pattern subscriptions, all clients together.
+    listeners: AtomicUsize,
 }
 
 impl Bus {
@@ -160,8 +162,15 @@ impl Bus {
     }
 
     fn publish_to(&self, topic: Topic, channel: &[u8], payload: &[u8]) -> usize {
-        let channel_arc: Arc<[u8]> = Arc::from(channel);
-        let payload: Arc<[u8]> = Arc::from(payload);
+        // The shared copies are made for the first receiver: a message
+        // nobody hears (most keyspace events) allocates nothing.
+        type Copies = (Arc<[u8]>, Arc<[u8]>);
+        let mut copies: Option<Copies> = None;
+        let mut shared = || {
+            copies
+                .get_or_insert_with(|| (Arc::from(channel), Arc::from(payload)))
+                .clone()
+        };
         let shard = topic == Topic::Shard;
         let mut n = 0;
         if let Some(subs) = lock(self.table(topic)).get(channel) {
@@ -169,11 +178,12 @@ impl Bus {
                 .values()
                 .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
             {
+                let (channel, payload) = shared();
                 mb.put(Delivery::Message {
                     pattern: None,
                     shard,
-                    channel: channel_arc.clone(),
-                    payload: payload.clone(),
+                    channel,
+                    payload,
                 });
                 n += 1;
             }
@@ -190,11 +200,12 @@ impl Bus {
                 .values()
                 .filter(|mb| !mb.overflow.load(Ordering::Relaxed))
             {
+                let (channel, payload) = shared();
                 mb.put(Delivery::Message {
                     pattern: Some(pattern.clone()),
                     shard: false,
-                    channel: channel_arc.clone(),
-                    payload: payload.clone(),
+                    channel,
+                    payload,
                 });
                 n += 1;
             }
@@ -252,21 +263,41 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Adds (`true`) or removes subscriber `id` under `name` in `table`.
-fn enrol(table: &Table, name: &[u8], id: u64, mailbox: Option<&Arc<Mailbox>>) {
-    let mut t = lock(table);
-    match mailbox {
-        Some(mb) => {
-            t.entry(Box::from(name)).or_default().insert(id, mb.clone());
-        }
-        None => {
-            if let Some(subs) = t.get_mut(name) {
-                subs.remove(&id);
-                if subs.is_empty() {
-                    t.remove(name);
+impl Bus {
+    /// Adds (`Some` mailbox) or removes subscriber `id` under `name`.
+    fn enrol(&self, topic: Topic, name: &[u8], id: u64, mailbox: Option<&Arc<Mailbox>>) {
+        let mut t = lock(self.table(topic));
+        let changed = match mailbox {
+            Some(mb) => t
+                .entry(Box::from(name))
+                .or_default()
+                .insert(id, mb.clone())
+                .is_none(),
+            None => match t.get_mut(name) {
+                Some(subs) => {
+                    let had = subs.remove(&id).is_some();
+                    if subs.is_empty() {
+                        t.remove(name);
+                    }
+                    had
                 }
+                None => false,
+            },
+        };
+        if changed && topic != Topic::Shard {
+            if mailbox.is_some() {
+                self.listeners.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.listeners.fetch_sub(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// True if some client subscribed to a channel or a pattern (one
+    /// load: keyspace notifications skip their work while none has).
+    #[inline]
+    pub fn listened(&self) -> bool {
+        self.listeners.load(Ordering::Relaxed) != 0
     }
 }
 
@@ -369,7 +400,7 @@ impl Subscriber {
     pub fn add(&mut self, name: &[u8], topic: Topic) {
         let (id, mailbox, bus) = (self.id, self.mailbox.clone(), self.bus.clone());
         if self.set(topic).insert(name.to_vec()) {
-            enrol(bus.table(topic), name, id, Some(&mailbox));
+            bus.enrol(topic, name, id, Some(&mailbox));
         }
     }
 
@@ -378,7 +409,7 @@ impl Subscriber {
         let (id, bus) = (self.id, self.bus.clone());
         let had = self.set(topic).remove(name);
         if had {
-            enrol(bus.table(topic), name, id, None);
+            bus.enrol(topic, name, id, None);
         }
         had
     }
@@ -426,13 +457,13 @@ impl Subscriber {
 impl Drop for Subscriber {
     fn drop(&mut self) {
         for c in std::mem::take(&mut self.channels) {
-            enrol(&self.bus.channels, &c, self.id, None);
+            self.bus.enrol(Topic::Channel, &c, self.id, None);
         }
         for p in std::mem::take(&mut self.patterns) {
-            enrol(&self.bus.patterns, &p, self.id, None);
+            self.bus.enrol(Topic::Pattern, &p, self.id, None);
         }
         for c in std::mem::take(&mut self.shard_channels) {
-            enrol(&self.bus.shard_channels, &c, self.id, None);
+            self.bus.enrol(Topic::Shard, &c, self.id, None);
         }
         if self.monitoring && lock(&self.bus.monitors).remove(&self.id).is_some() {
             self.bus.monitor_count.fetch_sub(1, Ordering::Relaxed);
