@@ -15,7 +15,9 @@
 //! keys it removes itself: `expired` (found on a read or a write, or by
 //! the CLOCK sweep) and `evicted`.
 //!
-//! Differences from Redis: `keymiss` (`m`) events are not sent; commands
+//! Differences from Redis: writes over the memcached and native protocols
+//! send no events (their expiries and evictions do); `keymiss` (`m`)
+//! events are not sent; commands
 //! whose keys are not at fixed positions (LMPOP, ZMPOP, SORT ... STORE,
 //! GEORADIUS ... STORE) and MOVE's `move_to` send no events; and when
 //! another client writes the same key at the same moment, its change can
