@@ -102,7 +102,7 @@ fn string_arg(args: &MultiValue, i: usize, name: &str) -> mlua::Result<Vec<u8>> 
 }
 
 /// C's `%.14g`: how Lua 5.1 and cjson print a number.
-pub fn format_g14(n: f64, out: &mut Vec<u8>) {
+fn format_g14(n: f64, out: &mut Vec<u8>) {
     if n.is_nan() {
         out.extend_from_slice(if n.is_sign_negative() {
             b"-nan"
