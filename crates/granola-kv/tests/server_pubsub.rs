@@ -289,3 +289,57 @@ fn subscribing_inside_multi_is_refused_with_one_reply() {
     // Not subscribed: commands run.
     assert_eq!(c.resp(&["GET", "k"]), Resp::Bulk(None));
 }
+
+/// Client tracking sees memcached writes: a RESP3 client that read `k`
+/// (and `m`) is told when a memcached text `set`, a meta `md` and a
+/// binary-protocol `delete` change them, and of a memcached `flush_all`.
+#[test]
+fn tracking_clients_are_told_of_memcached_writes() {
+    let srv = Server::default_config();
+    let mut t = Client::connect(srv.resp());
+    let mut setup = resp_cmd(&["HELLO", "3"]);
+    setup.extend(resp_cmd(&["CLIENT", "TRACKING", "ON"]));
+    setup.extend(resp_cmd(&["GET", "k"]));
+    setup.extend(resp_cmd(&["GET", "m"]));
+    setup.extend(resp_cmd(&["GET", "b"]));
+    setup.extend(resp_cmd(&["PING"]));
+    t.send(&setup);
+    let got = t.read_until(b"+PONG\r\n");
+    assert!(
+        find(&got, b"+OK\r\n_\r\n_\r\n_\r\n").is_some(),
+        "{}",
+        show(&got)
+    );
+    let invalidated = |key: &str| {
+        format!(
+            ">2\r\n$10\r\ninvalidate\r\n*1\r\n${}\r\n{key}\r\n+PONG\r\n",
+            key.len()
+        )
+        .into_bytes()
+    };
+    let mut mc = Client::connect(srv.mc());
+    mc.roundtrip(&mc_set_cmd(b"k", 0, b"v"), b"STORED\r\n");
+    t.send(&resp_cmd(&["PING"]));
+    t.expect(&invalidated("k"));
+    mc.roundtrip(b"set m 0 0 1\r\nx\r\nmd m q\r\nmn\r\n", b"STORED\r\nMN\r\n");
+    t.send(&resp_cmd(&["PING"]));
+    // The set, then the meta delete (the key was no longer tracked
+    // after the first invalidation, so one push).
+    t.expect(&invalidated("m"));
+    t.send(&resp_cmd(&["GET", "b"]));
+    t.expect(b"_\r\n");
+    // Binary protocol (its own connection: the first byte picks the
+    // protocol): delete (opcode 0x04) of "b", a miss but a write.
+    let mut bin = Client::connect(srv.mc());
+    let mut req = vec![0x80, 0x04, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
+    req.extend_from_slice(&[0; 8]);
+    req.push(b'b');
+    bin.send(&req);
+    let reply = bin.read_n(24);
+    assert_eq!(reply[0], 0x81, "a binary response");
+    t.send(&resp_cmd(&["PING"]));
+    t.expect(&invalidated("b"));
+    mc.roundtrip(b"flush_all\r\n", b"OK\r\n");
+    t.send(&resp_cmd(&["PING"]));
+    t.expect(b">2\r\n$10\r\ninvalidate\r\n_\r\n+PONG\r\n");
+}

@@ -18,8 +18,29 @@ use std::sync::atomic::Ordering;
 /// Expiration of an incr/decr that must not create a missing key.
 const NO_CREATE: u32 = 0xffff_ffff;
 
-/// Runs one binary request.
+/// Runs one binary request; a write tells client tracking of its key
+/// afterwards (as the text protocol's do, see [`super::dispatch`]).
 pub fn execute(ctx: &mut Ctx<'_>, req: &Request<'_>) -> Step {
+    let step = run(ctx, req);
+    let tracker = &ctx.shared.tracker;
+    match req.opcode {
+        Opcode::Gat
+        | Opcode::Touch
+        | Opcode::Set
+        | Opcode::Add
+        | Opcode::Replace
+        | Opcode::Append
+        | Opcode::Prepend
+        | Opcode::Delete
+        | Opcode::Increment
+        | Opcode::Decrement => tracker.changed(req.key, None),
+        Opcode::Flush => tracker.flushed(),
+        _ => {}
+    }
+    step
+}
+
+fn run(ctx: &mut Ctx<'_>, req: &Request<'_>) -> Step {
     match req.opcode {
         Opcode::Get => {
             bump_get(ctx);

@@ -157,8 +157,42 @@ pub(crate) fn bump(c: &AtomicU64) {
     c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The key a write names, for client tracking (RESP clients caching the
+/// same database-0 keys are told of memcached writes too); `None` for
+/// reads, a flush (see [`dispatch`]) and while nobody tracks.
+fn written_key(ctx: &Ctx<'_>, cmd: &Command<'_>) -> Option<Vec<u8>> {
+    if !ctx.shared.tracker.active() {
+        return None;
+    }
+    let mut buf = [0u8; crate::protocol::memcache::KEY_BUF_LEN];
+    Some(match cmd {
+        Command::Store(s) => s.key.to_vec(),
+        Command::Delete { key, .. } | Command::Arith { key, .. } | Command::Touch { key, .. } => {
+            key.to_vec()
+        }
+        Command::MetaSet(m) => m.key.bytes(&mut buf).to_vec(),
+        Command::MetaDelete(m) => m.key.bytes(&mut buf).to_vec(),
+        Command::MetaArith(m) => m.key.bytes(&mut buf).to_vec(),
+        _ => return None,
+    })
+}
+
 /// Runs one command, writing its reply (if any).
 pub fn dispatch(ctx: &mut Ctx<'_>, cmd: Command<'_>) -> Step {
+    let written = written_key(ctx, &cmd);
+    let flush = matches!(cmd, Command::FlushAll { .. });
+    let step = run(ctx, cmd);
+    // After the write, so a client told to read again reads the new value.
+    if let Some(key) = written {
+        ctx.shared.tracker.changed(&key, None);
+    }
+    if flush {
+        ctx.shared.tracker.flushed();
+    }
+    step
+}
+
+fn run(ctx: &mut Ctx<'_>, cmd: Command<'_>) -> Step {
     match cmd {
         Command::Get(g) => return get::execute(ctx, g),
         Command::Store(s) => store::execute(ctx, s),

@@ -276,8 +276,10 @@ fn with_vm<R>(config: &Config, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> ml
     })
 }
 
-/// Lua that runs once per state: the guard on globals, and `pcall` and
-/// `xpcall` that pass a stopped script's error on.
+/// Lua that runs once per state: the guard on globals; `pcall` and
+/// `xpcall` that pass a stopped script's error on and hand the script an
+/// error raised in Rust as its text; and `__run`, which runs a script
+/// under the handler that turns `error({err = ...})` into its reply.
 const PRELUDE: &str = r#"
 local rawpcall, rawxpcall, stopped, errtext, on_error, error =
     pcall, xpcall, __stopped, __errtext, __on_error, error

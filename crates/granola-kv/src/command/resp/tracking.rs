@@ -23,10 +23,9 @@
 //! everything. Keys are names, not per database (as in Redis).
 //!
 //! Unlike Redis: tracking needs RESP3 (`HELLO 3`); `REDIRECT` to a RESP2
-//! connection is not served; writes made over the memcached or native
-//! protocols to database 0's keys are not seen (the watchers sit in the
-//! RESP dispatcher), so a tracking client mixed with those writers must
-//! not cache. The table of tracked keys holds at most
+//! connection is not served. Writes over the memcached protocols (text,
+//! meta, binary) invalidate too; writes over the native protocol do not,
+//! so a tracking client must not cache keys native clients write. The table of tracked keys holds at most
 //! [`MAX_TRACKED_KEYS`]; past that the oldest-inserted keys are
 //! invalidated and forgotten, as Redis's `tracking-table-max-keys` does.
 
