@@ -229,11 +229,10 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, before: Before) {
     let db = ctx.conn.info.db;
     // A list move tells of the push before the pop, as Redis does.
     let dest_first = matches!(spec.name, "lmove" | "blmove" | "rpoplpush" | "brpoplpush");
-    let mut keys: Vec<(usize, &(Vec<u8>, KeyState))> = before.0.iter().enumerate().collect();
-    if dest_first {
-        keys.reverse();
-    }
-    for (i, (key, was)) in keys {
+    let n = before.0.len();
+    for j in 0..n {
+        let i = if dest_first { n - 1 - j } else { j };
+        let (key, was) = &before.0[i];
         let now = state(ctx, key);
         if now == *was {
             continue;

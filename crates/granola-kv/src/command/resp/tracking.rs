@@ -26,8 +26,10 @@
 //! connection is not served. Writes over the memcached protocols (text,
 //! meta, binary) invalidate too; writes over the native protocol do not,
 //! so a tracking client must not cache keys native clients write. The table of tracked keys holds at most
-//! [`MAX_TRACKED_KEYS`]; past that the oldest-inserted keys are
-//! invalidated and forgotten, as Redis's `tracking-table-max-keys` does.
+//! [`MAX_TRACKED_KEYS`]; past that an early-inserted key (the table's
+//! first; removals fill gaps from its end, so the order is approximate)
+//! is invalidated and forgotten, as Redis's `tracking-table-max-keys`
+//! forgets keys.
 
 use super::pubsub_bus::Mailbox;
 use super::table::Spec;
@@ -54,7 +56,8 @@ struct Client {
 #[derive(Default)]
 pub struct Tracker {
     clients: Mutex<HashMap<u64, Client>>,
-    /// Default mode: key -> the clients that read it, oldest key first.
+    /// Default mode: key -> the clients that read it, roughly in
+    /// insertion order.
     keys: Mutex<IndexMap<Vec<u8>, HashSet<u64>>>,
     /// Tracking clients (one load per write while there are none).
     count: AtomicUsize,
