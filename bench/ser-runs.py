@@ -31,9 +31,11 @@ for s in shapes:
     fp=min(peers,key=lambda p:tot.get((p,s),1e18))
     row=["%s: fastest peer %s %d ns"%(s,fp,tot[(fp,s)])]
     for g in ['granola-hybrid','granola-ref','granola-owned','granola-view']:
+        if (g,s) not in tot: continue  # not in these runs (--libs)
         row.append("%s %.1fx"%(g.replace('granola-',''),tot[(fp,s)]/tot[(g,s)]))
     print("  "+"; ".join(row))
 print()
 print("decode-and-touch / handwritten floor:")
 for g in ['granola-hybrid','granola-owned','granola-view']:
+    if g not in libs: continue
     print("  %-14s "%g+"  ".join("%s %.1fx"%(s,med(g,s,'deserialize_ns')[0]/med('handwritten',s,'deserialize_ns')[0]) for s in shapes))

@@ -5,12 +5,14 @@
 //! - decoding from a pool buffer and from heap memory agree;
 //! - anything that decodes re-encodes, through all three serialization
 //!   paths identically, to bytes that decode to the same message;
-//! - no pool slot outlives the messages that referenced it.
+//! - no pool slot outlives the messages that referenced it;
+//! - the read-only view reads what the decoder decoded, its list iterator
+//!   reads what indexing reads, and a view over any bytes never panics.
 #![no_main]
 
 use granola::{Decode, DecodeOptions, IntoOwned, Message, Pool};
 use granola_tests::lang::{Maps, Shape, Wkt};
-use granola_tests::sample::Sample;
+use granola_tests::sample::{Sample, SampleView};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
@@ -26,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
         None => (0, data),
     };
     check(pool, threshold, bytes);
+    check_view(bytes);
     check_lang(bytes);
     assert_eq!(pool.stats().live_slots, 0, "a slot leaked");
 });
@@ -69,6 +72,38 @@ fn check(pool: &Pool, threshold: usize, bytes: &[u8]) {
         }
         // Detached, it is still the same message.
         assert_eq!(m.clone().into_owned(), m);
+    }
+}
+
+/// The view checks only the root header up front (with a fast path for
+/// one bitmap word); whatever it then reads must match the full decoder.
+fn check_view(bytes: &[u8]) {
+    let opts = DecodeOptions::default();
+    let decoded = Sample::decode(bytes);
+    let Ok(v) = SampleView::new(bytes, &opts) else {
+        assert!(
+            decoded.is_err(),
+            "the decoder took a header the view refused"
+        );
+        return;
+    };
+    let (id, name, data) = (v.id(), v.name_bytes(), v.data());
+    if let Ok(Some(vals)) = v.vals() {
+        assert_eq!(vals.bytes_iter().len(), vals.len());
+        for (i, b) in vals.bytes_iter().enumerate() {
+            assert_eq!(b, vals.bytes(i));
+        }
+    }
+    if let Ok(m) = decoded {
+        assert_eq!(id, m.id);
+        assert_eq!(name.expect("decoded name"), m.name.as_bytes());
+        assert_eq!(data.expect("decoded data"), &m.data[..]);
+        let vals = v.vals().expect("decoded vals");
+        let got: Vec<&[u8]> = vals
+            .map(|l| l.bytes_iter().map(|b| b.expect("decoded value")).collect())
+            .unwrap_or_default();
+        let want: Vec<&[u8]> = m.vals.iter().map(|b| &b[..]).collect();
+        assert_eq!(got, want);
     }
 }
 

@@ -41,6 +41,8 @@ fn sample_view_matches_the_owned_decoder() {
     assert_eq!(v.data().unwrap(), &big[..]);
     let vals = v.vals().unwrap().unwrap();
     assert_eq!((vals.len(), vals.bytes(1).unwrap()), (2, &big[..]));
+    let all: Vec<&[u8]> = vals.bytes_iter().map(|b| b.unwrap()).collect();
+    assert_eq!(all, [&b"a"[..], &big[..]]);
     let nums = v.nums().unwrap().unwrap();
     assert_eq!((nums.scalar::<i32>(0), nums.scalar::<i32>(1)), (-5, 6));
     assert_eq!(v.inner().unwrap().unwrap().a(), 3);

@@ -143,8 +143,9 @@ fn read_u64(obj: &[u8], at: usize) -> Option<u64> {
 }
 
 /// Present fields in bitmap words 1.. of the bitmap at `bitmap_at` (which
-/// the caller has checked lies in `obj`).
-#[cold]
+/// the caller has checked lies in `obj`). Inlined: a call here would make
+/// every header check save and restore registers around it.
+#[inline(always)]
 fn count_rest(obj: &[u8], bitmap_at: usize, words: usize) -> usize {
     (1..words)
         .map(|w| read_u32(obj, bitmap_at + 4 * w).map_or(0, |v| v.count_ones() as usize))
@@ -159,7 +160,9 @@ pub struct HeaderReader<'a> {
     word0: u32,
     bitmap_at: usize,
     words: usize,
-    slots_at: usize,
+    /// The slots, exactly one per present field (a slice, so that reading
+    /// slot `i` is one bounds check).
+    slots: &'a [u8],
     len: usize,
     depth: u32,
 }
@@ -235,12 +238,16 @@ impl<'a> HeaderReader<'a> {
         if stated_len != 0 && stated_len != len {
             return Err(DecodeError::new(K::BadHeaderLen, 0));
         }
+        // In bounds: the slots lie inside the header, checked just above.
+        let slots = obj
+            .get(slots_at..slots_at + present * SLOT_LEN)
+            .ok_or(DecodeError::new(K::Truncated, 0))?;
         Ok(HeaderReader {
             obj,
             word0,
             bitmap_at,
             words,
-            slots_at,
+            slots,
             len,
             depth,
         })
@@ -285,6 +292,11 @@ impl<'a> HeaderReader<'a> {
     #[inline]
     pub fn has(&self, number: u32) -> bool {
         let bit = (number as usize).wrapping_sub(1);
+        if bit < 32 {
+            // `word0` is 0 when there is no bitmap word, so fields 1..=32
+            // (nearly all) need no look at the word count.
+            return self.word0 & (1 << bit) != 0;
+        }
         let w = bit / 32;
         w < self.words && self.word(w) & (1 << (bit % 32)) != 0
     }
@@ -294,6 +306,9 @@ impl<'a> HeaderReader<'a> {
     #[inline]
     fn index_of(&self, number: u32) -> usize {
         let bit = (number - 1) as usize;
+        if bit < 32 {
+            return (self.word0 & ((1u32 << bit) - 1)).count_ones() as usize;
+        }
         let (w, b) = (bit / 32, bit % 32);
         let mut index = (self.word(w) & ((1u32 << b) - 1)).count_ones() as usize;
         for i in 0..w {
@@ -308,7 +323,8 @@ impl<'a> HeaderReader<'a> {
         if !self.has(number) {
             return None;
         }
-        read_u64(self.obj, self.slots_at + self.index_of(number) * SLOT_LEN)
+        let at = self.index_of(number) * SLOT_LEN;
+        read_u64(self.slots, at)
     }
 
     /// The kind byte (see [`kind`](super::kind)) of field `number`, if
@@ -321,8 +337,8 @@ impl<'a> HeaderReader<'a> {
         // The kinds follow the slots; the slot count is not kept (this is
         // only asked about unknown fields): it is the header's length less
         // the bitmap, over the bytes per field.
-        let present = (self.len - (self.slots_at - self.bitmap_at) - 4) / super::FIELD_LEN;
-        let at = self.slots_at + present * SLOT_LEN + self.index_of(number);
+        let kinds_at = self.bitmap_at + 4 * self.words + self.slots.len();
+        let at = kinds_at + self.index_of(number);
         self.obj.get(at).copied()
     }
 
@@ -334,8 +350,7 @@ impl<'a> HeaderReader<'a> {
 
     #[inline]
     fn pair(&self, number: u32) -> Option<(usize, usize)> {
-        self.slot(number)
-            .map(|v| ((v & 0xffff_ffff) as usize, (v >> 32) as usize))
+        self.slot(number).map(split_pair)
     }
 
     /// A bytes/string field's data, if present.
@@ -416,7 +431,7 @@ impl<'a> HeaderReader<'a> {
 
 impl<'a> HeaderReader<'a> {
     /// For read-only views: checks the root header of `obj` under `opts`.
-    #[inline]
+    #[inline(always)]
     pub fn view_root(
         obj: &'a [u8],
         opts: &'a DecodeOptions,
@@ -424,6 +439,40 @@ impl<'a> HeaderReader<'a> {
         if obj.len() > opts.max_message_len {
             return Err(DecodeError::new(K::MessageTooLarge, 0));
         }
+        // One bitmap word, where nearly every message lives: the checks of
+        // `check` in the fewest instructions. On a cold message the header
+        // load misses, and the fewer instructions stand between one
+        // message's load and the next one's, the more of those misses the
+        // CPU runs at once.
+        if let Some(&[w0, w1, w2, w3, b0, b1, b2, b3]) = obj.first_chunk::<8>() {
+            let word0 = u32::from_le_bytes([b0, b1, b2, b3]);
+            let present = word0.count_ones() as usize;
+            let len = header_len(1, present);
+            if u32::from_le_bytes([w0, w1, w2, w3]) == 1 && opts.max_bitmap_words >= 1 {
+                if let (Some(slots), true) = (obj.get(8..8 + present * SLOT_LEN), len <= obj.len())
+                {
+                    return Ok(HeaderReader {
+                        obj,
+                        word0,
+                        bitmap_at: 4,
+                        words: 1,
+                        slots,
+                        len,
+                        depth: 0,
+                    });
+                }
+            }
+        }
+        HeaderReader::view_root_general(obj, opts)
+    }
+
+    /// [`view_root`](Self::view_root) for any bitmap, out of line so that
+    /// the one-word path inlined into each view stays short.
+    #[inline(never)]
+    fn view_root_general(
+        obj: &'a [u8],
+        opts: &'a DecodeOptions,
+    ) -> Result<HeaderReader<'a>, DecodeError> {
         HeaderReader::check(obj, opts, 0, 0, 0, None)
     }
 
@@ -439,7 +488,7 @@ impl<'a> HeaderReader<'a> {
         match self.slot(number) {
             None => Ok(None),
             Some(v) => {
-                let (len, off) = ((v & 0xffff_ffff) as usize, (v >> 32) as usize);
+                let (len, off) = split_pair(v);
                 nested_at(self.obj, opts, None, off, len, self.depth + 1, number).map(Some)
             }
         }
@@ -470,6 +519,12 @@ impl<'a> ListReader<'a> {
         let (len, off) = self.pair(i);
         nested_at(self.obj, opts, None, off, len, self.depth + 1, self.field)
     }
+}
+
+/// A `(u32 len, u32 offset)` pair read as one little-endian `u64`.
+#[inline(always)]
+fn split_pair(entry: u64) -> (usize, usize) {
+    ((entry & 0xffff_ffff) as usize, (entry >> 32) as usize)
 }
 
 #[inline]
@@ -541,10 +596,12 @@ impl<'a> ListReader<'a> {
 
     #[inline]
     fn pair(&self, i: usize) -> (usize, usize) {
-        let at = i * ENTRY_LEN;
-        let len = read_u32(self.entries, at).unwrap_or(0) as usize;
-        let off = read_u32(self.entries, at + 4).unwrap_or(0) as usize;
-        (len, off)
+        // One 8-byte read: one bounds check where two 4-byte reads took two.
+        let entry = i
+            .checked_mul(ENTRY_LEN)
+            .and_then(|at| read_u64(self.entries, at))
+            .unwrap_or(0);
+        split_pair(entry)
     }
 
     /// Element `i` of a bytes/string list.
@@ -552,6 +609,19 @@ impl<'a> ListReader<'a> {
     pub fn bytes(&self, i: usize) -> Result<&'a [u8], DecodeError> {
         let (len, off) = self.pair(i);
         range(self.obj, off, len, self.field)
+    }
+
+    /// The elements of a bytes/string list, in order: what
+    /// [`bytes`](Self::bytes) gives for each index, without an index to
+    /// check against the array.
+    #[inline]
+    pub fn bytes_iter(&self) -> impl ExactSizeIterator<Item = Result<&'a [u8], DecodeError>> + 'a {
+        let (obj, field) = (self.obj, self.field);
+        self.entries.chunks_exact(ENTRY_LEN).map(move |e| {
+            let entry = e.first_chunk::<8>().map_or(0, |b| u64::from_le_bytes(*b));
+            let (len, off) = split_pair(entry);
+            range(obj, off, len, field)
+        })
     }
 
     /// Element `i` of a message list: its validated header (its storage
