@@ -165,9 +165,12 @@
 //! checks the root header only) with `x()` / `has_x()` per field — scalars
 //! by value, bytes as `&'a [u8]`, strings as `&'a str` (checked on access)
 //! or `x_bytes()`, nested messages as views, repeated fields as
-//! `granola::wire::ListReader<'a>` (plus `x_get(i)` for message lists).
-//! Nothing is allocated; each access is bounds-checked and O(1) in the
-//! message's bitmap words.
+//! `granola::wire::ListReader<'a>` (plus `x_get(i)` for message lists;
+//! `bytes(i)` or `bytes_iter()` for bytes and string lists). Nothing is
+//! allocated; each access is bounds-checked and O(1) in the message's
+//! bitmap words. A root header whose bitmap is one word (fields 1..=32)
+//! is checked inline in `MView::new`; any other header is checked out of
+//! line.
 //!
 //! For each enum `E`, a `#[repr(i32)]` Rust enum (variants in upper camel
 //! case, the enum's own name stripped as a prefix: `COLOR_RED` in `Color`
