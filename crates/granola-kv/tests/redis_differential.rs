@@ -1501,13 +1501,113 @@ fn admin_and_move_answer_as_redis_does() {
 /// compared.
 #[test]
 fn keyspace_notifications_are_redis_notifications() {
+    compare_events("KEA", |r, g| {
+        let script: &[&[&str]] = &[
+            &["SET", "a", "1"],
+            &["SET", "a", "2", "EX", "100"],
+            &["SETNX", "a", "x"],
+            &["SETEX", "b", "100", "v"],
+            &["INCR", "n"],
+            &["INCRBY", "n", "5"],
+            &["INCRBYFLOAT", "n", "0.5"],
+            &["APPEND", "s", "x"],
+            &["SETRANGE", "s", "3", "y"],
+            &["DEL", "a", "n", "missing"],
+            &["RPUSH", "l", "a", "b", "c"],
+            &["LPUSH", "l", "z"],
+            &["LPUSHX", "nolist", "z"],
+            &["LSET", "l", "0", "y"],
+            &["LREM", "l", "0", "nothing"],
+            &["LPOP", "l"],
+            &["RPOP", "l", "5"],
+            &["RPUSH", "src", "1", "2"],
+            &["LMOVE", "src", "dst", "LEFT", "RIGHT"],
+            &["RPOPLPUSH", "src", "dst"],
+            &["HSET", "h", "f", "v", "g", "w"],
+            &["HSETNX", "h", "f", "x"],
+            &["HINCRBY", "h", "c", "2"],
+            &["HDEL", "h", "nosuch"],
+            &["HDEL", "h", "f", "g", "c"],
+            &["SADD", "s1", "a", "b"],
+            &["SADD", "s1", "a"],
+            &["SREM", "s1", "a"],
+            &["SMOVE", "s1", "s2", "b"],
+            &["ZADD", "z", "1", "a", "2", "b"],
+            &["ZINCRBY", "z", "2", "a"],
+            &["ZADD", "z", "INCR", "1", "b"],
+            &["ZREM", "z", "a"],
+            &["ZPOPMIN", "z"],
+            &["SET", "k", "v"],
+            &["EXPIRE", "k", "100"],
+            &["PERSIST", "k"],
+            &["RENAME", "k", "k2"],
+            &["COPY", "k2", "k3"],
+            &["GETDEL", "k3"],
+            &["EXPIRE", "k2", "0"],
+            &["MSET", "m1", "1", "m2", "2"],
+            &["XADD", "st", "1-1", "f", "v"],
+            &["SETBIT", "bits", "7", "1"],
+            &["PFADD", "hll", "a"],
+            &["GET", "a"],
+            &["SET", "t", "v", "PX", "1"],
+        ];
+        for c in script {
+            same(r, g, &cmd(c));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        // Read after its expiry: `expired`, then the sentinel ends the run.
+        same(r, g, &cmd(&["GET", "t"]));
+    });
+}
+
+/// `keymiss` events: reads of absent keys (one key, several, repeated, in
+/// a transaction, in a script), a read of an expired key (`expired`
+/// first), reads that hit, writes of absent keys, and OBJECT (which sends
+/// none), compared with Redis's.
+#[test]
+fn keymiss_events_are_redis_events() {
+    compare_events("KEAm", |r, g| {
+        let script: &[&[&str]] = &[
+            &["GET", "nokey"],
+            &["SET", "here", "1"],
+            &["GET", "here"],
+            &["MGET", "here", "gone1", "gone2", "gone1"],
+            &["EXISTS", "gone1", "here"],
+            &["STRLEN", "gone3"],
+            &["LRANGE", "nolist", "0", "-1"],
+            &["HGETALL", "nohash"],
+            &["SMEMBERS", "noset"],
+            &["ZSCORE", "nozset", "m"],
+            &["TYPE", "gone4"],
+            &["TTL", "gone5"],
+            &["OBJECT", "ENCODING", "gone6"],
+            &["INCR", "fresh"],
+            &["MULTI"],
+            &["GET", "inmulti"],
+            &["EXEC"],
+            &["EVAL", "return redis.call('GET', KEYS[1])", "1", "inscript"],
+            &["SET", "t", "v", "PX", "1"],
+        ];
+        for c in script {
+            same(r, g, &cmd(c));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        same(r, g, &cmd(&["GET", "t"]));
+    });
+}
+
+/// Sets `notify-keyspace-events` to `letters` on a Redis and a granola-kv,
+/// subscribes to every keyspace and keyevent channel of database 0 on
+/// each, runs `steps` against both, and compares the messages each
+/// subscriber got, in order (a published sentinel ends each list).
+fn compare_events(letters: &str, steps: impl FnOnce(&mut Client, &mut Client)) {
     let Some((peer, srv, mut r, mut g)) = pair() else {
         return;
     };
     let mut subs = Vec::new();
     for (c, addr) in [(&mut r, peer.addr), (&mut g, srv.resp())] {
         assert_eq!(
-            c.resp(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+            c.resp(&["CONFIG", "SET", "notify-keyspace-events", letters]),
             Resp::Simple(b"OK".to_vec())
         );
         let mut sub = Client::connect(addr);
@@ -1520,61 +1620,7 @@ fn keyspace_notifications_are_redis_notifications() {
         &mut g,
         &cmd(&["CONFIG", "GET", "notify-keyspace-events"]),
     );
-    let script: &[&[&str]] = &[
-        &["SET", "a", "1"],
-        &["SET", "a", "2", "EX", "100"],
-        &["SETNX", "a", "x"],
-        &["SETEX", "b", "100", "v"],
-        &["INCR", "n"],
-        &["INCRBY", "n", "5"],
-        &["INCRBYFLOAT", "n", "0.5"],
-        &["APPEND", "s", "x"],
-        &["SETRANGE", "s", "3", "y"],
-        &["DEL", "a", "n", "missing"],
-        &["RPUSH", "l", "a", "b", "c"],
-        &["LPUSH", "l", "z"],
-        &["LPUSHX", "nolist", "z"],
-        &["LSET", "l", "0", "y"],
-        &["LREM", "l", "0", "nothing"],
-        &["LPOP", "l"],
-        &["RPOP", "l", "5"],
-        &["RPUSH", "src", "1", "2"],
-        &["LMOVE", "src", "dst", "LEFT", "RIGHT"],
-        &["RPOPLPUSH", "src", "dst"],
-        &["HSET", "h", "f", "v", "g", "w"],
-        &["HSETNX", "h", "f", "x"],
-        &["HINCRBY", "h", "c", "2"],
-        &["HDEL", "h", "nosuch"],
-        &["HDEL", "h", "f", "g", "c"],
-        &["SADD", "s1", "a", "b"],
-        &["SADD", "s1", "a"],
-        &["SREM", "s1", "a"],
-        &["SMOVE", "s1", "s2", "b"],
-        &["ZADD", "z", "1", "a", "2", "b"],
-        &["ZINCRBY", "z", "2", "a"],
-        &["ZADD", "z", "INCR", "1", "b"],
-        &["ZREM", "z", "a"],
-        &["ZPOPMIN", "z"],
-        &["SET", "k", "v"],
-        &["EXPIRE", "k", "100"],
-        &["PERSIST", "k"],
-        &["RENAME", "k", "k2"],
-        &["COPY", "k2", "k3"],
-        &["GETDEL", "k3"],
-        &["EXPIRE", "k2", "0"],
-        &["MSET", "m1", "1", "m2", "2"],
-        &["XADD", "st", "1-1", "f", "v"],
-        &["SETBIT", "bits", "7", "1"],
-        &["PFADD", "hll", "a"],
-        &["GET", "a"],
-        &["SET", "t", "v", "PX", "1"],
-    ];
-    for c in script {
-        same(&mut r, &mut g, &cmd(c));
-    }
-    std::thread::sleep(Duration::from_millis(20));
-    // Read after its expiry: `expired`, then the sentinel ends the run.
-    same(&mut r, &mut g, &cmd(&["GET", "t"]));
+    steps(&mut r, &mut g);
     same(
         &mut r,
         &mut g,

@@ -389,6 +389,7 @@ fn observed(
     run: impl FnOnce(&mut Ctx<'_>) -> Step,
 ) -> Step {
     let noted = notify::before(ctx, spec, cmd);
+    notify::misses(ctx, spec, cmd);
     tracking::before(ctx, spec, cmd);
     let shown_first = first && monitor::shown_first(spec);
     if shown_first {

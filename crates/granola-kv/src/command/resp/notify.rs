@@ -15,9 +15,15 @@
 //! keys it removes itself: `expired` (found on a read or a write, or by
 //! the CLOCK sweep) and `evicted`.
 //!
+//! `keymiss` (`m`) goes out for each key argument of a read-only command
+//! that is absent when the command starts (after the `expired` of a key
+//! found expired there), as Redis sends it from its read lookups; OBJECT
+//! and MEMORY send none, as in Redis.
+//!
 //! Differences from Redis: writes over the memcached and native protocols
-//! send no events (their expiries and evictions do); `keymiss` (`m`)
-//! events are not sent; commands
+//! send no events (their expiries and evictions do); writes that read
+//! other keys (SINTERSTORE's sources, COPY's source, ...) send no
+//! `keymiss` for them; commands
 //! whose keys are not at fixed positions (LMPOP, ZMPOP, SORT ... STORE,
 //! GEORADIUS ... STORE) and MOVE's `move_to` send no events; and when
 //! another client writes the same key at the same moment, its change can
@@ -221,6 +227,28 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
         .map(|k| (k.to_vec(), state(ctx, k)))
         .collect();
     Some(Before(keys))
+}
+
+/// Sends `keymiss` for each absent key argument of `cmd`, before it
+/// runs, if it only reads and the class is on and heard. Looking a key up
+/// drops it if it has expired, which sends `expired` first, as Redis's
+/// read lookup does.
+#[inline]
+pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+    let notifier = &ctx.shared.notifier;
+    if notifier.flags.load(Ordering::Relaxed) & KEYMISS == 0
+        || !notifier.active()
+        || !spec.flags.contains(&"readonly")
+        || matches!(spec.name, "object" | "memory")
+    {
+        return;
+    }
+    let db = ctx.conn.info.db;
+    for key in spec.key_args(cmd).take(MAX_NOTED_KEYS) {
+        if state(ctx, key).is_none() {
+            notifier.fire(KEYMISS, "keymiss", db, key);
+        }
+    }
 }
 
 /// Sends the events of `cmd`, which ran after [`before`] noted its keys.
