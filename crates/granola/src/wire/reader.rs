@@ -334,9 +334,8 @@ impl<'a> HeaderReader<'a> {
         if !self.has(number) {
             return None;
         }
-        // The kinds follow the slots; the slot count is not kept (this is
-        // only asked about unknown fields): it is the header's length less
-        // the bitmap, over the bytes per field.
+        // The kinds follow the slots, one byte per present field, in slot
+        // order.
         let kinds_at = self.bitmap_at + 4 * self.words + self.slots.len();
         let at = kinds_at + self.index_of(number);
         self.obj.get(at).copied()
