@@ -61,6 +61,33 @@ pub(crate) fn parse_resp_int(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// The common case of a protocol length line: 1 to 18 digits with no
+/// leading zero (or `0` alone), then `\r\n`. Returns the value and the
+/// bytes read, `\r\n` included; `None` for anything else, which the
+/// caller hands to the general path ([`parse_resp_int`] after a search for
+/// `\r`). Reading digits in place spares that search and a second pass
+/// over them for nearly every request header.
+#[inline]
+pub(crate) fn scan_len_crlf(s: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut i = 0;
+    while let Some(&b) = s.get(i) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        if i == 18 || (i == 1 && v == 0) {
+            return None;
+        }
+        v = v * 10 + u64::from(d);
+        i += 1;
+    }
+    if i == 0 || s.get(i..i + 2) != Some(&b"\r\n"[..]) {
+        return None;
+    }
+    Some((v, i + 2))
+}
+
 /// An integer formatted on the stack (no allocation).
 pub(crate) struct Itoa {
     buf: [u8; 20],
@@ -206,6 +233,51 @@ mod tests {
         assert_eq!(parse_resp_int(b"+1"), None);
         assert_eq!(parse_resp_int(b""), None);
         assert_eq!(parse_resp_int(b"99999999999999999999"), None);
+    }
+
+    /// Whatever the fast length scan accepts, the general path reads the
+    /// same way; it accepts every plain length up to 18 digits.
+    #[test]
+    fn len_scan_agrees_with_the_general_path() {
+        let general = |s: &[u8]| {
+            let cr = s.iter().position(|&b| b == b'\r')?;
+            (s.get(cr + 1) == Some(&b'\n')).then_some(())?;
+            let v = parse_resp_int(&s[..cr])?;
+            Some((v, cr + 2))
+        };
+        let mut cases: Vec<Vec<u8>> = [
+            &b"0\r\n"[..],
+            b"7\r\nxx",
+            b"00\r\n",
+            b"012\r\n",
+            b"-1\r\n",
+            b"-0\r\n",
+            b"+5\r\n",
+            b"5\r",
+            b"5\n\r",
+            b"5 \r\n",
+            b"\r\n",
+            b"",
+            b"5",
+            b"12a\r\n",
+        ]
+        .iter()
+        .map(|c| c.to_vec())
+        .collect();
+        for digits in 1..=21 {
+            cases.push(format!("{}\r\n", "9".repeat(digits)).into_bytes());
+            cases.push(format!("1{}\r\n", "0".repeat(digits - 1)).into_bytes());
+        }
+        for c in &cases {
+            match scan_len_crlf(c) {
+                Some((v, n)) => assert_eq!(general(c), Some((v as i64, n)), "{c:?}"),
+                None => {
+                    let plain = c.iter().take_while(|b| b.is_ascii_digit()).count();
+                    let well_formed = general(c).is_some_and(|(v, _)| v >= 0);
+                    assert!(!well_formed || plain > 18, "{c:?} refused");
+                }
+            }
+        }
     }
 
     #[test]

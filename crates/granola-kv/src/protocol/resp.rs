@@ -13,8 +13,8 @@
 //! The first byte decides: `*` is multibulk, anything else inline.
 //! [`parse`] returns a [`Command`]: the argument list, borrowing from the
 //! input, with no heap allocation. The first [`INLINE_ARGS`] arguments are
-//! kept in the command; [`Command::args`] walks the (already validated)
-//! bytes again for all of them.
+//! kept in the command; [`Command::args`] yields them, then walks the
+//! (already validated) bytes again for the rest.
 //!
 //! An empty request (`*0\r\n`, `*-1\r\n`, a blank inline line) parses to an
 //! empty command: consume it and send nothing, as Redis does.
@@ -49,7 +49,7 @@ mod reply;
 
 pub use reply::*;
 
-use super::num::parse_resp_int;
+use super::num::{parse_resp_int, scan_len_crlf};
 use super::{ErrorKind, Limits, Parsed, ProtocolError, Recovery};
 use std::fmt;
 
@@ -66,8 +66,9 @@ const MIN_BULK: usize = 6;
 pub struct Command<'a> {
     argc: usize,
     head: [&'a [u8]; INLINE_ARGS],
-    /// Multibulk: the bytes from the first `$`; inline: the line.
-    body: &'a [u8],
+    /// The request bytes from argument [`INLINE_ARGS`] on (multibulk: from
+    /// its `$`; inline: the rest of the line); empty when all are in `head`.
+    tail: &'a [u8],
     inline: bool,
 }
 
@@ -107,8 +108,10 @@ impl<'a> Command<'a> {
     /// All arguments, the name first.
     pub fn args(&self) -> Args<'a> {
         Args {
-            rest: self.body,
-            remaining: self.argc,
+            head: self.head,
+            next: 0,
+            argc: self.argc,
+            rest: self.tail,
             inline: self.inline,
         }
     }
@@ -134,32 +137,38 @@ impl fmt::Debug for Command<'_> {
 /// Iterator over a command's arguments; see [`Command::args`].
 #[derive(Debug, Clone)]
 pub struct Args<'a> {
+    head: [&'a [u8]; INLINE_ARGS],
+    /// Index of the next argument.
+    next: usize,
+    argc: usize,
+    /// The arguments after `head` not yet walked.
     rest: &'a [u8],
-    remaining: usize,
     inline: bool,
 }
 
 impl<'a> Iterator for Args<'a> {
     type Item = &'a [u8];
 
+    #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.remaining == 0 {
+        if self.next >= self.argc {
             return None;
         }
-        let arg = if self.inline {
-            next_inline_arg(&mut self.rest).ok().flatten()
-        } else {
-            next_bulk(&mut self.rest)
+        let arg = match self.head.get(self.next) {
+            Some(&a) => Some(a),
+            None if self.inline => next_inline_arg(&mut self.rest).ok().flatten(),
+            None => next_bulk(&mut self.rest),
         };
         match arg {
-            Some(_) => self.remaining -= 1,
-            None => self.remaining = 0, // unreachable for parsed input
+            Some(_) => self.next += 1,
+            None => self.next = self.argc, // unreachable for parsed input
         }
         arg
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
+        let n = self.argc - self.next;
+        (n, Some(n))
     }
 }
 
@@ -168,9 +177,14 @@ impl ExactSizeIterator for Args<'_> {}
 /// Re-walks one validated bulk string: `$<len>\r\n<data>\r\n`.
 fn next_bulk<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
     let s = rest.strip_prefix(b"$")?;
-    let cr = memchr::memchr(b'\r', s)?;
-    let len = usize::try_from(parse_resp_int(s.get(..cr)?)?).ok()?;
-    let start = cr.checked_add(2)?;
+    let (len, start) = match scan_len_crlf(s) {
+        Some((len, start)) => (usize::try_from(len).ok()?, start),
+        None => {
+            let cr = memchr::memchr(b'\r', s)?;
+            let len = usize::try_from(parse_resp_int(s.get(..cr)?)?).ok()?;
+            (len, cr.checked_add(2)?)
+        }
+    };
     let end = start.checked_add(len)?;
     let data = s.get(start..end)?;
     *rest = s.get(end.checked_add(2)?..)?;
@@ -237,8 +251,19 @@ enum Header {
 }
 
 /// Reads the number after a type byte at `buf[start - 1]`.
+#[inline]
 fn header(buf: &[u8], start: usize, limits: &Limits) -> Header {
     let rest = buf.get(start..).unwrap_or_default();
+    match scan_len_crlf(rest) {
+        Some((v, n)) if n - 2 <= limits.max_inline => Header::Value(v as i64, start + n),
+        _ => header_general(rest, start, limits),
+    }
+}
+
+/// [`header`] for whatever the digit scan does not take: signs, leading
+/// zeros, long or malformed lines, and lines not yet received whole.
+#[inline(never)]
+fn header_general(rest: &[u8], start: usize, limits: &Limits) -> Header {
     let window = rest
         .get(..rest.len().min(limits.max_inline.saturating_add(1)))
         .unwrap_or(rest);
@@ -288,7 +313,6 @@ pub struct Parser {
 #[derive(Debug, Clone)]
 struct Progress {
     argc: usize,
-    body_start: usize,
     /// Arguments validated so far.
     done: usize,
     /// Where argument `done` starts.
@@ -304,7 +328,11 @@ impl Parser {
     pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Parsed<Command<'a>> {
         let r = match buf.first() {
             None => Parsed::Incomplete { need: None },
-            Some(b'*') => parse_multibulk(buf, limits, &mut self.multibulk),
+            Some(b'*') => match self.multibulk {
+                None => parse_whole_multibulk(buf, limits)
+                    .unwrap_or_else(|| parse_multibulk(buf, limits, &mut self.multibulk)),
+                Some(_) => parse_multibulk(buf, limits, &mut self.multibulk),
+            },
             Some(_) => parse_inline(buf, limits, &mut self.inline_scanned),
         };
         if !matches!(r, Parsed::Incomplete { .. }) {
@@ -320,11 +348,64 @@ fn empty(consumed: usize) -> Parsed<Command<'static>> {
         cmd: Command {
             argc: 0,
             head: [&[]; INLINE_ARGS],
-            body: &[],
+            tail: &[],
             inline: true,
         },
         consumed,
     }
+}
+
+/// A multibulk request received whole and well formed, in one pass with
+/// no saved progress: nearly every request. `None` sends anything else
+/// (incomplete, empty, malformed) to [`parse_multibulk`], which starts
+/// over, so each byte is read at most twice more.
+#[inline]
+fn parse_whole_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Option<Parsed<Command<'a>>> {
+    let (argc, mut pos) = match header(buf, 1, limits) {
+        Header::Value(n, pos) if n > 0 => (usize::try_from(n).ok()?, pos),
+        _ => return None,
+    };
+    if argc > limits.max_args {
+        return None;
+    }
+    let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let mut tail_start = pos;
+    for i in 0..argc {
+        if buf.get(pos) != Some(&b'$') {
+            return None;
+        }
+        let (len, start) = match header(buf, pos + 1, limits) {
+            Header::Value(n, start) => (usize::try_from(n).ok()?, start),
+            _ => return None,
+        };
+        if len > limits.max_bulk {
+            return None;
+        }
+        let end = start.checked_add(len)?;
+        if buf.get(end..end.checked_add(2)?) != Some(&b"\r\n"[..]) {
+            return None;
+        }
+        if let Some(slot) = head.get_mut(i) {
+            *slot = buf.get(start..end)?;
+        }
+        pos = end + 2;
+        if i + 1 == INLINE_ARGS {
+            tail_start = pos;
+        }
+    }
+    let tail = match argc > INLINE_ARGS {
+        true => buf.get(tail_start..pos)?,
+        false => &[],
+    };
+    Some(Parsed::Done {
+        cmd: Command {
+            argc,
+            head,
+            tail,
+            inline: false,
+        },
+        consumed: pos,
+    })
 }
 
 fn parse_multibulk<'a>(
@@ -350,7 +431,6 @@ fn parse_multibulk<'a>(
             };
             Progress {
                 argc,
-                body_start,
                 done: 0,
                 pos: body_start,
                 head: [(0, 0); INLINE_ARGS],
@@ -411,11 +491,16 @@ fn parse_multibulk<'a>(
     for (slot, &(a, b)) in head.iter_mut().zip(&p.head).take(p.argc) {
         *slot = buf.get(a..b).unwrap_or_default();
     }
+    // After the last head argument's data and its `\r\n`.
+    let tail = match p.head.last() {
+        Some(&(_, end)) if p.argc > INLINE_ARGS => buf.get(end + 2..p.pos).unwrap_or_default(),
+        _ => &[],
+    };
     Parsed::Done {
         cmd: Command {
             argc: p.argc,
             head,
-            body: buf.get(p.body_start..p.pos).unwrap_or_default(),
+            tail,
             inline: false,
         },
         consumed: p.pos,
@@ -441,6 +526,7 @@ fn parse_inline<'a>(buf: &'a [u8], limits: &Limits, scanned: &mut usize) -> Pars
     let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
     let mut argc = 0;
     let mut rest = line;
+    let mut tail: &[u8] = &[];
     loop {
         match next_inline_arg(&mut rest) {
             Ok(Some(arg)) => {
@@ -448,6 +534,9 @@ fn parse_inline<'a>(buf: &'a [u8], limits: &Limits, scanned: &mut usize) -> Pars
                     *slot = arg;
                 }
                 argc += 1;
+                if argc == INLINE_ARGS {
+                    tail = rest;
+                }
             }
             Ok(None) => break,
             Err(()) => return protocol_error("unbalanced quotes in request"),
@@ -460,7 +549,7 @@ fn parse_inline<'a>(buf: &'a [u8], limits: &Limits, scanned: &mut usize) -> Pars
         cmd: Command {
             argc,
             head,
-            body: line,
+            tail,
             inline: true,
         },
         consumed: nl + 1,

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -688,7 +688,9 @@ pub fn total_calls() -> u64 {
 
 /// The command called `name` (any case).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    // A fixed table and nothing inserted from the network: a fast
+    // unkeyed hash gives no one a way to lengthen a probe.
+    static INDEX: OnceLock<FxHashMap<&'static [u8], usize>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
         COMMANDS
             .iter()
