@@ -911,6 +911,7 @@ fn view(model: &Model, m: &Message) -> TokenStream {
         #allow
         impl<'a> #name<'a> {
             /// Checks the root header of `bytes` (only that) under `opts`.
+            #[inline]
             pub fn new(bytes: &'a [u8], opts: &'a ::granola::DecodeOptions) -> ::core::result::Result<Self, ::granola::DecodeError> {
                 ::core::result::Result::Ok(#name {
                     h: ::granola::__private::HeaderReader::view_root(bytes, opts)?,
