@@ -37,6 +37,7 @@
 
 pub mod memcache;
 mod num;
+pub mod rdb;
 pub mod resp;
 
 use std::fmt;

@@ -172,7 +172,8 @@ fn expire_time(ctx: &mut Ctx<'_>, cmd: &Command<'_>, unit: u64) -> Step {
     let v = match ctx.db.get(arg(cmd, 1)) {
         None => -2,
         Some(i) if i.expires_at_ms() == 0 => -1,
-        Some(i) => (i.expires_at_ms() / unit) as i64,
+        // Rounded to the nearest second, as Redis rounds it (and TTL).
+        Some(i) => (i.expires_at_ms().saturating_add(unit / 2) / unit) as i64,
     };
     ctx.int(v);
     Step::Done

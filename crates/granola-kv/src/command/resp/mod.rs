@@ -13,6 +13,7 @@ pub mod clients;
 mod collection_scan;
 pub mod collections;
 mod connection;
+mod dump;
 mod expiry;
 pub mod gate;
 mod geo;

@@ -272,7 +272,10 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, before: Before) {
             // Gone: DEL, RENAME's source, an expire into the past, or a
             // collection its last element left.
             (Some(_), None) => {
-                if !matches!(event, "del" | "rename_from" | "move_from" | "expire") {
+                if !matches!(
+                    event,
+                    "del" | "rename_from" | "move_from" | "expire" | "restore"
+                ) {
                     notifier.fire(class, event, db, key);
                 }
                 if event != "rename_from" && event != "move_from" {

@@ -5,8 +5,8 @@
 
 use super::gate::my_slot;
 use super::{
-    bitmaps, blocking_lists, blocking_zsets, connection, geo, hashes, hyperloglog, keys, lists,
-    memory, monitor, pubsub, scripting, server, sets, sort, stream_groups, streams, strings,
+    bitmaps, blocking_lists, blocking_zsets, connection, dump, geo, hashes, hyperloglog, keys,
+    lists, memory, monitor, pubsub, scripting, server, sets, sort, stream_groups, streams, strings,
     transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
@@ -246,6 +246,8 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "renamenx", 3, W, KEY12, keys::renamenx),
     cmd!("generic", "copy", -3, WS, KEY12, keys::copy),
     cmd!("generic", "object", -2, RS, (2, 2, 1), keys::object),
+    cmd!("generic", "dump", 2, RS, KEY1, dump::dump),
+    cmd!("generic", "restore", -4, WS, KEY1, dump::restore),
     cmd!("server", "memory", -2, RS, (2, 2, 1), memory::memory),
     // lists
     cmd!("list", "rpush", -3, W, KEY1, lists::rpush),
