@@ -1596,6 +1596,87 @@ fn keymiss_events_are_redis_events() {
     });
 }
 
+/// Events of commands whose keys follow a count or an option (LMPOP,
+/// ZMPOP, SORT and GEORADIUS with STORE), of the *STORE commands when
+/// their result is empty, and with only one class's letter on, so an
+/// event filed under the wrong class shows.
+#[test]
+fn movable_key_and_store_events_are_redis_events() {
+    let script: &[&[&str]] = &[
+        &["RPUSH", "l1", "a", "b", "c"],
+        &["RPUSH", "l2", "x"],
+        &["LMPOP", "3", "none", "l1", "l2", "LEFT", "COUNT", "2"],
+        &["LMPOP", "2", "l1", "l2", "RIGHT"],
+        &["LMPOP", "1", "l2", "RIGHT", "COUNT", "5"],
+        &["ZADD", "z1", "1", "a", "2", "b", "3", "c"],
+        &["ZADD", "z2", "5", "q"],
+        &["ZMPOP", "2", "z1", "z2", "MIN", "COUNT", "2"],
+        &["ZMPOP", "2", "z1", "z2", "MAX"],
+        &["ZMPOP", "1", "z2", "MAX"],
+        &["RPUSH", "src", "3", "1", "2"],
+        &["SORT", "src", "STORE", "dst"],
+        &["SORT", "empty", "STORE", "dst"],
+        &[
+            "GEOADD",
+            "g",
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "15.087269",
+            "37.502669",
+            "Catania",
+        ],
+        &["GEORADIUS", "g", "15", "37", "200", "km", "STORE", "gs"],
+        &["GEORADIUS", "g", "15", "37", "200", "km", "STOREDIST", "gd"],
+        &[
+            "GEORADIUSBYMEMBER",
+            "g",
+            "Palermo",
+            "10",
+            "km",
+            "STORE",
+            "gm",
+        ],
+        &["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "gs"],
+        &[
+            "GEOSEARCHSTORE",
+            "gs2",
+            "g",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYRADIUS",
+            "200",
+            "km",
+        ],
+        &[
+            "GEOSEARCHSTORE",
+            "gs2",
+            "g",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
+        &["SADD", "s1", "a"],
+        &["SADD", "s2", "b"],
+        &["SINTERSTORE", "si", "s1", "s1"],
+        &["SINTERSTORE", "si", "s1", "s2"],
+        &["ZADD", "za", "1", "a"],
+        &["ZUNIONSTORE", "zu", "1", "za"],
+        &["ZINTERSTORE", "zu", "2", "za", "nothing"],
+    ];
+    for letters in ["KEA", "Kl", "Ez", "Eg", "Ks"] {
+        compare_events(letters, |r, g| {
+            for c in script {
+                same(r, g, &cmd(c));
+            }
+        });
+    }
+}
+
 /// Sets `notify-keyspace-events` to `letters` on a Redis and a granola-kv,
 /// subscribes to every keyspace and keyevent channel of database 0 on
 /// each, runs `steps` against both, and compares the messages each

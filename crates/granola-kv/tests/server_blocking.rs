@@ -232,6 +232,32 @@ fn blmove_and_bzpopmin_wake_on_their_writes() {
     assert_eq!(chained.join().unwrap(), arr(vec![bulk("dst2"), bulk("c")]));
 }
 
+/// A result stored by SORT or GEORADIUS wakes whoever waits on its
+/// destination, as Redis's does: the destination follows a STORE option,
+/// not a fixed position.
+#[test]
+fn stored_results_wake_their_destination_waiters() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let lister = std::thread::spawn(move || Client::connect(addr).resp(&["BLPOP", "sorted", "10"]));
+    let zpopper =
+        std::thread::spawn(move || Client::connect(addr).resp(&["BZPOPMIN", "near", "10"]));
+    until_blocked(&srv, 2);
+    let mut p = Client::connect(srv.resp());
+    p.resp(&["RPUSH", "src", "3", "1", "2"]);
+    assert_eq!(p.resp(&["SORT", "src", "STORE", "sorted"]), Resp::Int(3));
+    assert_eq!(lister.join().unwrap(), arr(vec![bulk("sorted"), bulk("1")]));
+    p.resp(&["GEOADD", "g", "13.361389", "38.115556", "Palermo"]);
+    assert_eq!(
+        p.resp(&["GEORADIUS", "g", "13", "38", "100", "km", "STORE", "near"]),
+        Resp::Int(1)
+    );
+    match zpopper.join().unwrap() {
+        Resp::Array(Some(v)) => assert_eq!(v[..2], [bulk("near"), bulk("Palermo")]),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_client_that_leaves_while_blocked_takes_nothing() {
     let srv = Server::default_config();

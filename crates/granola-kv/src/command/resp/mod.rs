@@ -418,7 +418,7 @@ fn wake_waiters(ctx: &Ctx<'_>, spec: &table::Spec, cmd: &Command<'_>) {
     if waiters.blocked_clients() == 0 || !spec.flags.contains(&"write") {
         return;
     }
-    for key in spec.key_args(cmd) {
+    for key in spec.keys_in(cmd) {
         waiters.touched(key);
     }
 }

@@ -30,7 +30,7 @@
 //! be reported for this command too.
 
 use super::pubsub_bus::Bus;
-use super::{table::Spec, Ctx};
+use super::{parse_i64, table::Spec, Ctx};
 use crate::command::databases::split_stored;
 use crate::protocol::resp::Command;
 use crate::store::{Removal, RemovalWatcher};
@@ -222,7 +222,7 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
         return None;
     }
     let keys = spec
-        .key_args(cmd)
+        .keys_in(cmd)
         .take(MAX_NOTED_KEYS)
         .map(|k| (k.to_vec(), state(ctx, k)))
         .collect();
@@ -244,7 +244,7 @@ pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
         return;
     }
     let db = ctx.conn.info.db;
-    for key in spec.key_args(cmd).take(MAX_NOTED_KEYS) {
+    for key in spec.keys_in(cmd).take(MAX_NOTED_KEYS) {
         if state(ctx, key).is_none() {
             notifier.fire(KEYMISS, "keymiss", db, key);
         }
@@ -275,7 +275,8 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, before: Before) {
                 if !matches!(
                     event,
                     "del" | "rename_from" | "move_from" | "expire" | "restore"
-                ) {
+                ) && !stores_result(event)
+                {
                     notifier.fire(class, event, db, key);
                 }
                 if event != "rename_from" && event != "move_from" {
@@ -295,6 +296,24 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, before: Before) {
             }
         }
     }
+}
+
+/// The commands that store a computed result: when it is empty they
+/// delete the destination and send only `del`, as Redis does.
+fn stores_result(event: &str) -> bool {
+    matches!(
+        event,
+        "sortstore"
+            | "sinterstore"
+            | "sunionstore"
+            | "sdiffstore"
+            | "zunionstore"
+            | "zinterstore"
+            | "zdiffstore"
+            | "zrangestore"
+            | "georadiusstore"
+            | "geosearchstore"
+    )
 }
 
 /// SET with an expiry (and SETEX, PSETEX) also sends `expire`, as Redis.
@@ -333,6 +352,15 @@ fn event_of(spec: &Spec, cmd: &Command<'_>, i: usize) -> Option<(&'static str, u
         }
     };
     let generic = |e: &'static str| Some((e, GENERIC));
+    // LMPOP, ZMPOP and their blocking forms: the side named after the
+    // keys (whose count is at `count_at`).
+    let side_after_keys = |count_at: usize, word: &[u8], yes: &'static str, no: &'static str| {
+        let n = cmd.arg(count_at).and_then(parse_i64).unwrap_or(0).max(0) as usize;
+        match cmd.arg(count_at + 1 + n) {
+            Some(w) if w.eq_ignore_ascii_case(word) => yes,
+            _ => no,
+        }
+    };
     let event = match spec.name {
         "del" | "unlink" | "getdel" => return generic("del"),
         "expire" | "pexpire" | "expireat" | "pexpireat" => return generic("expire"),
@@ -375,7 +403,12 @@ fn event_of(spec: &Spec, cmd: &Command<'_>, i: usize) -> Option<(&'static str, u
         "geoadd" => "zadd",
         "bzpopmin" => "zpopmin",
         "bzpopmax" => "zpopmax",
-        "sort" => "sortstore",
+        "sort" => return Some(("sortstore", LIST)),
+        "georadius" | "georadiusbymember" => "georadiusstore",
+        "lmpop" => side_after_keys(1, b"LEFT", "lpop", "rpop"),
+        "blmpop" => side_after_keys(2, b"LEFT", "lpop", "rpop"),
+        "zmpop" => side_after_keys(1, b"MIN", "zpopmin", "zpopmax"),
+        "bzmpop" => side_after_keys(2, b"MIN", "zpopmin", "zpopmax"),
         "xgroup" => {
             let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
             match &sub[..] {
@@ -398,7 +431,7 @@ fn event_of(spec: &Spec, cmd: &Command<'_>, i: usize) -> Option<(&'static str, u
         "list" => LIST,
         "set" => SET,
         "hash" => HASH,
-        "sorted_set" | "geo" => ZSET,
+        "sorted-set" | "geo" => ZSET,
         "stream" => STREAM,
         _ => GENERIC,
     };

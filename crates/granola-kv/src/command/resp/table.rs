@@ -73,6 +73,72 @@ impl Spec {
         (0..n).filter_map(move |i| cmd.arg((first + i * step) as usize))
     }
 
+    /// Every key `cmd` names: [`key_args`](Self::key_args), or for the
+    /// commands whose keys move with their arguments (`movablekeys`: a
+    /// count before the keys, a STORE destination) the keys Redis's own
+    /// key extraction finds. Keyspace events, client tracking and blocked
+    /// clients' wake-ups go by these.
+    pub fn keys_in<'a, 'c: 'a>(
+        &self,
+        cmd: &'a Command<'c>,
+    ) -> impl Iterator<Item = &'c [u8]> + use<'a, 'c> {
+        let moved = self.moved_keys(cmd);
+        let fixed = moved.is_none().then(|| self.key_args(cmd));
+        let (range, store) = moved.unwrap_or((0..0, None));
+        fixed
+            .into_iter()
+            .flatten()
+            .chain(range.chain(store).filter_map(move |i| cmd.arg(i)))
+    }
+
+    /// For a command with movable keys: the positions of its counted keys
+    /// and of its STORE destination.
+    fn moved_keys(&self, cmd: &Command<'_>) -> Option<(std::ops::Range<usize>, Option<usize>)> {
+        let counted = |at: usize| {
+            let n = cmd
+                .arg(at)
+                .and_then(super::parse_i64)
+                .filter(|&n| n > 0)
+                .map_or(0, |n| n as usize);
+            at + 1..(at + 1).saturating_add(n).min(cmd.len())
+        };
+        let is = |i: usize, word: &[u8]| cmd.arg(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
+        let after = |from: usize, words: &[&[u8]]| {
+            (from..cmd.len())
+                .find(|&i| words.iter().any(|w| is(i, w)))
+                .map(|i| i + 1)
+                .filter(|&i| i < cmd.len())
+        };
+        Some(match self.name {
+            "lmpop" | "zmpop" | "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" => {
+                (counted(1), None)
+            }
+            "blmpop" | "bzmpop" => (counted(2), None),
+            "sort" => {
+                // LIMIT takes two values, BY and GET one: a STORE among
+                // them is a value, not the option.
+                let mut i = 2;
+                let mut store = None;
+                while i < cmd.len() {
+                    if is(i, b"LIMIT") {
+                        i += 3;
+                    } else if is(i, b"BY") || is(i, b"GET") {
+                        i += 2;
+                    } else if is(i, b"STORE") {
+                        store = (i + 1 < cmd.len()).then_some(i + 1);
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+                (1..2, store)
+            }
+            "georadius" => (1..2, after(6, &[b"STORE", b"STOREDIST"])),
+            "georadiusbymember" => (1..2, after(5, &[b"STORE", b"STOREDIST"])),
+            _ => return None,
+        })
+    }
+
     /// True if `argc` arguments (with the name) fit the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
         let n = argc as i64;

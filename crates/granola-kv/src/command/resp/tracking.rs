@@ -219,7 +219,7 @@ pub fn before(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
         true
     };
     if track {
-        for key in spec.key_args(cmd) {
+        for key in spec.keys_in(cmd) {
             t.tracker.read(t.id, key);
         }
     }
@@ -244,7 +244,7 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
             }
         }
         _ => {
-            for key in spec.key_args(cmd) {
+            for key in spec.keys_in(cmd) {
                 tracker.changed(key, by);
             }
         }
