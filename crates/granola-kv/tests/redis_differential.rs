@@ -1677,6 +1677,102 @@ fn movable_key_and_store_events_are_redis_events() {
     }
 }
 
+/// COMMAND GETKEYS: fixed key positions, keys after a count, after
+/// STORE or STREAMS, and each error, against Redis.
+#[test]
+fn command_getkeys_finds_the_keys_redis_finds() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    for c in [
+        &["COMMAND", "GETKEYS", "GET", "k"][..],
+        &["COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"],
+        &["COMMAND", "GETKEYS", "MGET", "a", "b", "c"],
+        &["COMMAND", "GETKEYS", "RENAME", "a", "b"],
+        &["COMMAND", "GETKEYS", "OBJECT", "ENCODING", "k"],
+        &["COMMAND", "GETKEYS", "LMPOP", "2", "a", "b", "LEFT"],
+        &["COMMAND", "GETKEYS", "BLMPOP", "0", "2", "a", "b", "LEFT"],
+        &["COMMAND", "GETKEYS", "ZMPOP", "1", "z", "MIN", "COUNT", "2"],
+        &[
+            "COMMAND",
+            "GETKEYS",
+            "ZUNIONSTORE",
+            "d",
+            "2",
+            "a",
+            "b",
+            "WEIGHTS",
+            "1",
+            "2",
+        ],
+        &["COMMAND", "GETKEYS", "ZINTER", "2", "a", "b"],
+        &[
+            "COMMAND",
+            "GETKEYS",
+            "SINTERCARD",
+            "2",
+            "a",
+            "b",
+            "LIMIT",
+            "3",
+        ],
+        &[
+            "COMMAND", "GETKEYS", "EVAL", "return 1", "2", "k1", "k2", "arg",
+        ],
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "0"],
+        &[
+            "COMMAND", "GETKEYS", "SORT", "src", "BY", "STORE", "LIMIT", "0", "1", "STORE", "dst",
+        ],
+        &["COMMAND", "GETKEYS", "SORT", "src", "GET", "#"],
+        &[
+            "COMMAND",
+            "GETKEYS",
+            "GEORADIUS",
+            "g",
+            "0",
+            "0",
+            "1",
+            "km",
+            "STOREDIST",
+            "d",
+        ],
+        &[
+            "COMMAND",
+            "GETKEYS",
+            "GEORADIUSBYMEMBER",
+            "g",
+            "m",
+            "1",
+            "km",
+            "STORE",
+            "d",
+        ],
+        &[
+            "COMMAND", "GETKEYS", "XREAD", "COUNT", "2", "STREAMS", "s1", "s2", "0", "0",
+        ],
+        &[
+            "COMMAND",
+            "GETKEYS",
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "STREAMS",
+            "s1",
+            ">",
+        ],
+        &["COMMAND", "GETKEYS", "LMPOP", "0", "a", "LEFT"],
+        &["COMMAND", "GETKEYS", "GET"],
+        &["COMMAND", "GETKEYS", "PING"],
+        &["COMMAND", "GETKEYS", "PING", "x"],
+        &["COMMAND", "GETKEYS", "CONFIG", "GET", "maxmemory"],
+        &["COMMAND", "GETKEYS", "NOSUCHCOMMAND", "x"],
+        &["COMMAND", "GETKEYS"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+}
+
 /// Sets `notify-keyspace-events` to `letters` on a Redis and a granola-kv,
 /// subscribes to every keyspace and keyevent channel of database 0 on
 /// each, runs `steps` against both, and compares the messages each

@@ -232,14 +232,15 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
 /// Sends `keymiss` for each absent key argument of `cmd`, before it
 /// runs, if it only reads and the class is on and heard. Looking a key up
 /// drops it if it has expired, which sends `expired` first, as Redis's
-/// read lookup does.
+/// read lookup does. A read-only script's keys are left to the commands
+/// it runs, which look them up themselves.
 #[inline]
 pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     let notifier = &ctx.shared.notifier;
     if notifier.flags.load(Ordering::Relaxed) & KEYMISS == 0
         || !notifier.active()
         || !spec.flags.contains(&"readonly")
-        || matches!(spec.name, "object" | "memory")
+        || matches!(spec.name, "object" | "memory" | "eval_ro" | "evalsha_ro")
     {
         return;
     }

@@ -454,7 +454,7 @@ fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
 }
 
 /// `COMMAND`, `COMMAND COUNT`, `COMMAND INFO name...`, `COMMAND DOCS
-/// [name...]`, `COMMAND LIST`.
+/// [name...]`, `COMMAND LIST`, `COMMAND GETKEYS command arg...`.
 pub fn command(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = cmd.arg(1).map(<[u8]>::to_ascii_uppercase);
     match sub.as_deref() {
@@ -504,9 +504,54 @@ pub fn command(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 ctx.bytes(spec.group.as_bytes());
             }
         }
+        Some(b"GETKEYS") => getkeys(ctx, cmd),
         Some(_) => {
             ctx.unknown_subcommand("COMMAND", cmd.arg(1).unwrap_or_default(), false);
         }
     }
     Step::Done
+}
+
+/// `COMMAND GETKEYS command arg...`: the keys a command names, as
+/// [`Spec::keys_in`] finds them, with Redis's errors.
+fn getkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+    // Redis's arity for it is -4: a command with no arguments is refused
+    // here, before the command is looked up.
+    if cmd.len() < 4 {
+        ctx.error(b"ERR wrong number of arguments for 'command|getkeys' command");
+        return;
+    }
+    let inner_args: Vec<&[u8]> = cmd.args().skip(2).collect();
+    let mut buf = Vec::new();
+    resp::encode_command(&inner_args, &mut buf);
+    let limits = crate::protocol::Limits {
+        max_args: usize::MAX,
+        max_bulk: usize::MAX,
+        ..crate::protocol::Limits::default()
+    };
+    let crate::protocol::Parsed::Done { cmd: inner, .. } = resp::parse(&buf, &limits) else {
+        ctx.error(b"ERR Invalid command specified");
+        return;
+    };
+    let Some(spec) = table::lookup(inner.name()) else {
+        ctx.error(b"ERR Invalid command specified");
+        return;
+    };
+    if !spec.has_keys() {
+        ctx.error(b"ERR The command has no key arguments");
+        return;
+    }
+    if !spec.arity_ok(inner.len()) {
+        ctx.error(b"ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let keys: Vec<&[u8]> = spec.keys_in(&inner).collect();
+    if keys.is_empty() && !spec.flags.contains(&"no_mandatory_keys") {
+        ctx.error(b"ERR Invalid arguments specified for command");
+        return;
+    }
+    ctx.array(keys.len());
+    for k in keys {
+        ctx.bytes(k);
+    }
 }

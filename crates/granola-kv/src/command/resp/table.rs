@@ -84,16 +84,19 @@ impl Spec {
     ) -> impl Iterator<Item = &'c [u8]> + use<'a, 'c> {
         let moved = self.moved_keys(cmd);
         let fixed = moved.is_none().then(|| self.key_args(cmd));
-        let (range, store) = moved.unwrap_or((0..0, None));
         fixed
             .into_iter()
             .flatten()
-            .chain(range.chain(store).filter_map(move |i| cmd.arg(i)))
+            .chain(moved.into_iter().flatten().filter_map(move |i| cmd.arg(i)))
     }
 
-    /// For a command with movable keys: the positions of its counted keys
-    /// and of its STORE destination.
-    fn moved_keys(&self, cmd: &Command<'_>) -> Option<(std::ops::Range<usize>, Option<usize>)> {
+    /// True if this command names keys (at fixed positions or movable).
+    pub fn has_keys(&self) -> bool {
+        self.keys.0 > 0 || MOVABLE.contains(&self.name)
+    }
+
+    /// For a command with movable keys ([`MOVABLE`]): its keys' positions.
+    fn moved_keys(&self, cmd: &Command<'_>) -> Option<Vec<usize>> {
         let counted = |at: usize| {
             let n = cmd
                 .arg(at)
@@ -111,30 +114,49 @@ impl Spec {
         };
         Some(match self.name {
             "lmpop" | "zmpop" | "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" => {
-                (counted(1), None)
+                counted(1).collect()
             }
-            "blmpop" | "bzmpop" => (counted(2), None),
+            "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
+                counted(2).collect()
+            }
+            "zunionstore" | "zinterstore" | "zdiffstore" => {
+                std::iter::once(1).chain(counted(2)).collect()
+            }
             "sort" => {
                 // LIMIT takes two values, BY and GET one: a STORE among
                 // them is a value, not the option.
                 let mut i = 2;
-                let mut store = None;
+                let mut keys = vec![1];
                 while i < cmd.len() {
                     if is(i, b"LIMIT") {
                         i += 3;
                     } else if is(i, b"BY") || is(i, b"GET") {
                         i += 2;
                     } else if is(i, b"STORE") {
-                        store = (i + 1 < cmd.len()).then_some(i + 1);
+                        keys.extend((i + 1 < cmd.len()).then_some(i + 1));
                         i += 2;
                     } else {
                         i += 1;
                     }
                 }
-                (1..2, store)
+                keys
             }
-            "georadius" => (1..2, after(6, &[b"STORE", b"STOREDIST"])),
-            "georadiusbymember" => (1..2, after(5, &[b"STORE", b"STOREDIST"])),
+            "georadius" => std::iter::once(1)
+                .chain(after(6, &[b"STORE", b"STOREDIST"]))
+                .collect(),
+            "georadiusbymember" => std::iter::once(1)
+                .chain(after(5, &[b"STORE", b"STOREDIST"]))
+                .collect(),
+            "xread" | "xreadgroup" => {
+                // As many keys as IDs after STREAMS.
+                let from = if self.name == "xread" { 1 } else { 4 };
+                match (from..cmd.len()).find(|&i| is(i, b"STREAMS")) {
+                    Some(s) if (cmd.len() - s - 1) % 2 == 0 => {
+                        (s + 1..s + 1 + (cmd.len() - s - 1) / 2).collect()
+                    }
+                    _ => Vec::new(),
+                }
+            }
             _ => return None,
         })
     }
@@ -150,6 +172,32 @@ impl Spec {
         }
     }
 }
+
+/// The commands whose keys move with their arguments (see
+/// [`Spec::keys_in`]).
+const MOVABLE: &[&str] = &[
+    "lmpop",
+    "zmpop",
+    "sintercard",
+    "zintercard",
+    "zinter",
+    "zunion",
+    "zdiff",
+    "blmpop",
+    "bzmpop",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "zunionstore",
+    "zinterstore",
+    "zdiffstore",
+    "sort",
+    "georadius",
+    "georadiusbymember",
+    "xread",
+    "xreadgroup",
+];
 
 const R: &[&str] = &["readonly", "fast"];
 const RS: &[&str] = &["readonly"];
