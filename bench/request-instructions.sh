@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# User-space instructions per pipelined RESP request, granola-kv binaries
+# side by side, counted by callgrind (exact and repeatable, unlike CPU time
+# on a shared machine; kernel time is not counted). For each binary and
+# test: the server (`-t 1`) under callgrind, 2000 warm-up requests, the
+# counters zeroed, N requests of redis-benchmark -P 16 -c 10 -t TEST (one
+# key; MSET sets 10 keys), the counters dumped.
+#
+#   bench/request-instructions.sh N "set get mset" label=path/to/granola-kv [label=...]
+#       -> bench/results/request-instructions-DATE.json and a Markdown table
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=$1 TESTS=$2
+shift 2
+PORT=16498
+OUT=${OUT:-bench/results/request-instructions-$(date -u +%F).json}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+RAW=$TMP/raw.tsv
+
+one() { # label binary test
+    local label=$1 bin=$2 test=$3 out=$TMP/cg.out
+    rm -f "$out"*
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" -t 1 -l 127.0.0.1 \
+        -p 0 --native-port 0 --resp-port $PORT >/dev/null 2>&1 &
+    local pid=$!
+    for _ in $(seq 100); do
+        redis-cli -p $PORT ping >/dev/null 2>&1 && break
+        sleep 0.3
+    done
+    redis-benchmark -p $PORT -t "$test" -P 16 -n 2000 -c 10 -q >/dev/null 2>&1
+    callgrind_control -z $pid >/dev/null 2>&1
+    redis-benchmark -p $PORT -t "$test" -P 16 -n "$N" -c 10 -q >/dev/null 2>&1
+    callgrind_control -d $pid >/dev/null 2>&1
+    sleep 1
+    kill $pid
+    wait $pid 2>/dev/null || true
+    local dump total
+    dump=$(ls -t "$out".* | head -1)
+    total=$(grep -E '^(summary|totals):' "$dump" | head -1 | awk '{print $2}')
+    printf '%s\t%s\t%s\n' "$label" "$test" "$((total / N))" >>"$RAW"
+}
+
+for test in $TESTS; do
+    for v in "$@"; do
+        one "${v%%=*}" "${v#*=}" "$test"
+    done
+done
+
+python3 - "$RAW" "$OUT" "$N" "$*" <<'PY'
+import json, sys, datetime, platform
+raw, out, n, variants = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+rows = [l.rstrip("\n").split("\t") for l in open(raw)]
+labels = list(dict.fromkeys(r[0] for r in rows))
+tests = list(dict.fromkeys(r[1] for r in rows))
+cell = {(r[1], r[0]): int(r[2]) for r in rows}
+json.dump({
+    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "kernel": platform.release(),
+    "requests": n,
+    "variants": variants,
+    "unit": "user-space instructions per request (MSET: per 10-key MSET)",
+    "cells": [{"test": t, "label": l, "instructions": cell[(t, l)]} for t in tests for l in labels],
+}, open(out, "w"), indent=1)
+print("| test | " + " | ".join(labels) + " |")
+print("|---|" + "---|" * len(labels))
+for t in tests:
+    print(f"| {t} | " + " | ".join(str(cell[(t, l)]) for l in labels) + " |")
+print(f"JSON: {out}")
+PY
