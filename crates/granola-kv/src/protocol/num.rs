@@ -69,6 +69,23 @@ pub(crate) fn parse_resp_int(s: &[u8]) -> Option<i64> {
 /// over them for nearly every request header.
 #[inline]
 pub(crate) fn scan_len_crlf(s: &[u8]) -> Option<(u64, usize)> {
+    // One or two digits (argument counts, keys, small values) from one
+    // 4-byte read; longer ones take the loop.
+    if let Some(&[a, b, c, d]) = s.first_chunk::<4>() {
+        let (da, db) = (a.wrapping_sub(b'0'), b.wrapping_sub(b'0'));
+        if da <= 9 && b == b'\r' && c == b'\n' {
+            return Some((u64::from(da), 3));
+        }
+        if (1..=9).contains(&da) && db <= 9 && c == b'\r' && d == b'\n' {
+            return Some((u64::from(da) * 10 + u64::from(db), 4));
+        }
+    }
+    scan_long_len_crlf(s)
+}
+
+/// [`scan_len_crlf`]'s general loop.
+#[inline(never)]
+fn scan_long_len_crlf(s: &[u8]) -> Option<(u64, usize)> {
     let mut v: u64 = 0;
     let mut i = 0;
     while let Some(&b) = s.get(i) {
