@@ -1773,6 +1773,69 @@ fn command_getkeys_finds_the_keys_redis_finds() {
     }
 }
 
+/// SWAPDB: what clients of both databases see after it, inside MULTI,
+/// against a WATCH, its errors; and an expiry in a swapped database,
+/// reported under its new number.
+#[test]
+fn swapdb_swaps_as_redis_does() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let (mut r2, mut g2) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    for c in [
+        &["SET", "a", "in0"][..],
+        &["SELECT", "1"],
+        &["SET", "b", "in1"],
+        &["RPUSH", "l", "x", "y"],
+        &["SWAPDB", "0", "1"],
+        &["GET", "a"],
+        &["GET", "b"],
+        &["DBSIZE"],
+        &["SELECT", "0"],
+        &["GET", "b"],
+        &["LRANGE", "l", "0", "-1"],
+        &["DBSIZE"],
+        &["SWAPDB", "0", "0"],
+        &["GET", "b"],
+        &["SWAPDB", "0", "99"],
+        &["SWAPDB", "x", "1"],
+        &["SWAPDB", "1", "x"],
+        &["SWAPDB", "-1", "0"],
+        &["SWAPDB", "1"],
+        &["MULTI"],
+        &["SWAPDB", "1", "0"],
+        &["GET", "b"],
+        &["SET", "c", "after"],
+        &["EXEC"],
+        &["SELECT", "1"],
+        &["GET", "c"],
+        &["EXISTS", "a", "b", "l", "c"],
+        &["SELECT", "0"],
+        &["WATCH", "a"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    // Another client swaps: the watched key changed under the watcher.
+    same(&mut r2, &mut g2, &cmd(&["SWAPDB", "0", "1"]));
+    for c in [&["MULTI"][..], &["SET", "a", "x"], &["EXEC"], &["GET", "a"]] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    drop((peer, srv));
+    compare_events("KEA", |r, g| {
+        for c in [
+            &["SELECT", "1"][..],
+            &["SET", "t", "v", "PX", "50"],
+            &["SWAPDB", "0", "1"],
+        ] {
+            same(r, g, &cmd(c));
+        }
+        std::thread::sleep(Duration::from_millis(120));
+        for c in [&["SELECT", "0"][..], &["GET", "t"]] {
+            same(r, g, &cmd(c));
+        }
+    });
+}
+
 /// Sets `notify-keyspace-events` to `letters` on a Redis and a granola-kv,
 /// subscribes to every keyspace and keyevent channel of database 0 on
 /// each, runs `steps` against both, and compares the messages each

@@ -3,6 +3,13 @@
 //! database `n > 0` keeps its keys under a 4-byte prefix no text client
 //! types (`0xff 0xfe 'D' n`). Keys a binary client writes with that prefix
 //! land in database `n` — documented, not prevented.
+//!
+//! SWAPDB swaps two databases' contents in O(1) through [`DbMap`]: a RESP
+//! client's database number is looked up there to find the prefix its
+//! keys are stored under, so swapping two entries swaps what every RESP
+//! client of those numbers sees. memcached and native clients keep the
+//! store's own keyspace (no prefix): after `SWAPDB 0 1` it is RESP's
+//! database 1.
 
 use super::storage::StringEdit;
 use super::Storage;
@@ -10,13 +17,55 @@ use crate::store::{
     Access, CasRule, Dict, DictEdit, Growth, Item, Kind, ListEdit, Meta, Remark, SetExtra, SetMode,
     Stamp, Store, StoreError, StoreStats,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 const MAGIC: [u8; 3] = [0xff, 0xfe, b'D'];
 
 /// Set once any database but 0 is written: until then database 0 is the
 /// whole store and DBSIZE/FLUSHDB need no walk.
 static OTHERS_USED: AtomicBool = AtomicBool::new(false);
+
+/// Which stored keyspace (prefix) each RESP database number names, and
+/// back; the identity until a SWAPDB.
+pub struct DbMap {
+    stored: [AtomicU8; 256],
+    number: [AtomicU8; 256],
+}
+
+impl Default for DbMap {
+    fn default() -> DbMap {
+        DbMap {
+            stored: std::array::from_fn(|i| AtomicU8::new(i as u8)),
+            number: std::array::from_fn(|i| AtomicU8::new(i as u8)),
+        }
+    }
+}
+
+impl DbMap {
+    /// Database number `n` of `store`.
+    pub fn db<'a>(&self, store: &'a Store, n: u8) -> Db<'a> {
+        Db::new(store, self.stored[usize::from(n)].load(Ordering::Acquire))
+    }
+
+    /// The database number of keys stored under keyspace `stored` (as
+    /// [`split_stored`] names it).
+    pub fn number(&self, stored: u8) -> u8 {
+        self.number[usize::from(stored)].load(Ordering::Acquire)
+    }
+
+    /// Swaps databases `a` and `b`. The caller keeps every other RESP
+    /// command out meanwhile (the gate, alone).
+    pub fn swap(&self, a: u8, b: u8) {
+        let (sa, sb) = (
+            self.stored[usize::from(a)].load(Ordering::Acquire),
+            self.stored[usize::from(b)].load(Ordering::Acquire),
+        );
+        self.stored[usize::from(a)].store(sb, Ordering::Release);
+        self.stored[usize::from(b)].store(sa, Ordering::Release);
+        self.number[usize::from(sa)].store(b, Ordering::Release);
+        self.number[usize::from(sb)].store(a, Ordering::Release);
+    }
+}
 
 /// The database and the client's key of a key as the store holds it.
 pub fn split_stored(stored: &[u8]) -> (u8, &[u8]) {
@@ -34,7 +83,8 @@ pub struct Db<'a> {
 }
 
 impl<'a> Db<'a> {
-    /// Database `index` (0..=255).
+    /// The keyspace stored under prefix `index` (0..=255; 0: no
+    /// prefix). A client's database number goes through [`DbMap::db`].
     pub fn new(store: &'a Store, index: u8) -> Db<'a> {
         Db { store, index }
     }

@@ -66,6 +66,8 @@ pub struct Shared {
     pub notifier: Arc<crate::command::resp::notify::Notifier>,
     /// Client-side caching: who tracks which keys.
     pub tracker: Arc<crate::command::resp::tracking::Tracker>,
+    /// Which keyspace each RESP database number names (SWAPDB).
+    pub dbs: Arc<crate::command::databases::DbMap>,
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -271,9 +273,11 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         ));
     }
     let tracker: Arc<crate::command::resp::tracking::Tracker> = Default::default();
+    let dbs: Arc<crate::command::databases::DbMap> = Default::default();
     store.watch_removals(Arc::new(crate::command::resp::notify::Removals {
         notifier: notifier.clone(),
         tracker: tracker.clone(),
+        dbs: dbs.clone(),
     }));
     let shared = Arc::new(Shared {
         store,
@@ -291,6 +295,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         scripts: Default::default(),
         notifier,
         tracker,
+        dbs,
     });
     let tx = TxConfig {
         copy_threshold: threshold,

@@ -12,7 +12,6 @@
 //! (but a MULTI/EXEC is); lists are copy-on-write (see
 //! [`crate::store`]), so `RPUSH` on a long list costs O(length).
 
-use crate::command::databases::Db;
 use crate::command::resp::{dispatch, pubsub, Conn, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Parser};
@@ -71,7 +70,7 @@ impl Protocol for Resp {
         if self.conn.waker.is_none() {
             self.conn.waker = Some(out.waker.clone());
         }
-        let db = Db::new(&self.shared.store, self.conn.info.db);
+        let db = self.shared.dbs.db(&self.shared.store, self.conn.info.db);
         let mut ctx = Ctx {
             shared: &self.shared,
             db: &db,

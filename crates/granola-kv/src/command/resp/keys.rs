@@ -5,7 +5,6 @@
 use super::expiry;
 use super::strings::bad_expire;
 use super::{glob, parse_i64, Ctx};
-use crate::command::databases::Db;
 use crate::command::{Step, Storage};
 use crate::protocol::resp::{self, Command};
 use crate::store::{Item, Kind, Meta, SetMode};
@@ -414,12 +413,35 @@ pub fn copy(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.int(0);
         return Step::Done;
     };
-    let to = Db::new(&ctx.shared.store, target);
+    let to = ctx.shared.dbs.db(&ctx.shared.store, target);
     match put_copy(&to, dst, &item, !replace) {
         Ok(()) => ctx.int(1),
         Err(crate::store::StoreError::NotStored) => ctx.int(0),
         Err(e) => ctx.store_error(e),
     }
+    Step::Done
+}
+
+/// `SWAPDB index1 index2`: every RESP client of either database sees the
+/// other's keys from now on, in O(1) (`databases.rs`'s map). It runs
+/// alone in the gate, so no RESP command sees half a swap.
+pub fn swapdb(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let dbs = i64::from(ctx.shared.config.databases);
+    let index = |i: usize| parse_i64(arg(cmd, i)).filter(|n| i32::try_from(*n).is_ok());
+    let Some(a) = index(1) else {
+        ctx.error(b"ERR invalid first DB index");
+        return Step::Done;
+    };
+    let Some(b) = index(2) else {
+        ctx.error(b"ERR invalid second DB index");
+        return Step::Done;
+    };
+    if !(0..dbs).contains(&a) || !(0..dbs).contains(&b) {
+        ctx.error(b"ERR DB index is out of range");
+        return Step::Done;
+    }
+    ctx.shared.dbs.swap(a as u8, b as u8);
+    ctx.ok();
     Step::Done
 }
 
@@ -443,7 +465,7 @@ pub fn move_key(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.int(0);
         return Step::Done;
     };
-    let to = Db::new(&ctx.shared.store, target as u8);
+    let to = ctx.shared.dbs.db(&ctx.shared.store, target as u8);
     match put_copy(&to, key, &item, true) {
         Ok(()) => {
             ctx.db.delete(key);

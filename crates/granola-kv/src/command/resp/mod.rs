@@ -484,7 +484,7 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
         // These enter the gate alone themselves.
         return (spec.run)(ctx, cmd);
     }
-    if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) {
+    if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) || spec.name == "swapdb" {
         // Redis applies a multi-key write at once; here every worker runs
         // commands, so it enters the gate alone, as EXEC does.
         let _alone = ctx.shared.resp_gate.exclusive();
@@ -528,7 +528,7 @@ pub fn dispatch_into(
     out: &mut dyn ReplySink,
     cmd: &Command<'_>,
 ) -> Step {
-    let db = crate::command::databases::Db::new(&shared.store, conn.info.db);
+    let db = shared.dbs.db(&shared.store, conn.info.db);
     let mut inner = Ctx {
         shared,
         db: &db,

@@ -188,11 +188,14 @@ pub struct Removals {
     pub notifier: Arc<Notifier>,
     /// Invalidations.
     pub tracker: Arc<super::tracking::Tracker>,
+    /// The database numbers of stored keyspaces.
+    pub dbs: Arc<crate::command::databases::DbMap>,
 }
 
 impl RemovalWatcher for Removals {
     fn removed(&self, key: &[u8], why: Removal) {
-        let (db, key) = split_stored(key);
+        let (stored, key) = split_stored(key);
+        let db = self.dbs.number(stored);
         if self.notifier.active() {
             match why {
                 Removal::Expired => self.notifier.fire(EXPIRED, "expired", db, key),

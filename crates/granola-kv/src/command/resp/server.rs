@@ -292,7 +292,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         "keyspace" => {
             let _ = write!(t, "# Keyspace\r\n");
             for n in 0..cfg.databases.min(256) {
-                let db = Db::new(&shared.store, n as u8);
+                let db = shared.dbs.db(&shared.store, n as u8);
                 let (keys, expires) = count_keys(&db);
                 if keys > 0 {
                     let _ = write!(t, "db{n}:keys={keys},expires={expires},avg_ttl=0\r\n");

@@ -209,6 +209,7 @@ const RS: &[&str] = &["readonly"];
 const W: &[&str] = &["write", "denyoom", "fast"];
 const WS: &[&str] = &["write", "denyoom"];
 const WD: &[&str] = &["write"];
+const WF: &[&str] = &["write", "fast"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["admin", "loading", "stale"];
 const B: &[&str] = &["write", "blocking"];
@@ -366,6 +367,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "copy", -3, WS, KEY12, keys::copy),
     cmd!("generic", "object", -2, RS, (2, 2, 1), keys::object),
     cmd!("generic", "dump", 2, RS, KEY1, dump::dump),
+    cmd!("server", "swapdb", 3, WF, NOKEY, keys::swapdb),
     cmd!("generic", "restore", -4, WS, KEY1, dump::restore),
     cmd!("server", "memory", -2, RS, (2, 2, 1), memory::memory),
     // lists

@@ -7,7 +7,6 @@
 //! array and apply nothing.
 
 use super::{dispatch_into, Ctx};
-use crate::command::databases::Db;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use crate::protocol::{Limits, Parsed, ReplySink};
@@ -125,7 +124,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     let _alone = shared.resp_gate.exclusive();
     let touched = watched.iter().any(|w| {
         use crate::command::Storage;
-        Db::new(store, w.db).get(&w.key).map(|i| i.cas()) != w.cas
+        shared.dbs.db(store, w.db).get(&w.key).map(|i| i.cas()) != w.cas
     });
     if touched {
         ctx.null_array();
