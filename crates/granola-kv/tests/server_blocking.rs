@@ -232,6 +232,36 @@ fn blmove_and_bzpopmin_wake_on_their_writes() {
     assert_eq!(chained.join().unwrap(), arr(vec![bulk("dst2"), bulk("c")]));
 }
 
+/// A client blocked on a list of database 1 is served when SWAPDB brings
+/// a database where that list has elements, as in Redis; one whose key is
+/// still empty waits on.
+#[test]
+fn swapdb_serves_clients_blocked_in_the_swapped_database() {
+    let srv = Server::default_config();
+    let addr = srv.resp();
+    let waiter = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.resp(&["SELECT", "1"]), Resp::Simple(b"OK".to_vec()));
+        let t0 = Instant::now();
+        let got = c.resp(&["BLPOP", "q", "10"]);
+        (got, t0.elapsed())
+    });
+    let idle = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.resp(&["SELECT", "1"]), Resp::Simple(b"OK".to_vec()));
+        c.resp(&["BLPOP", "empty", "0.5"])
+    });
+    until_blocked(&srv, 2);
+    let mut p = Client::connect(srv.resp());
+    p.resp(&["RPUSH", "q", "x"]);
+    assert_eq!(p.resp(&["SWAPDB", "0", "1"]), Resp::Simple(b"OK".to_vec()));
+    let (got, waited) = waiter.join().unwrap();
+    assert_eq!(got, arr(vec![bulk("q"), bulk("x")]));
+    // Served by the swap, not found when its 10 s ran out.
+    assert!(waited < Duration::from_secs(9), "{waited:?}");
+    assert_eq!(idle.join().unwrap(), Resp::Array(None));
+}
+
 /// A result stored by SORT or GEORADIUS wakes whoever waits on its
 /// destination, as Redis's does: the destination follows a STORE option,
 /// not a fixed position.

@@ -120,6 +120,17 @@ impl Waiters {
         self.lock().wake_first(key);
     }
 
+    /// Every blocked client looks again (SWAPDB: any waited-on key may
+    /// have data now); those that find none wait on.
+    pub fn wake_all(&self) {
+        if self.registered.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for (waker, _) in self.lock().clients.values() {
+            waker.wake();
+        }
+    }
+
     /// `CLIENT UNBLOCK id`: ends client `id`'s wait, if it waits; false
     /// if it does not.
     pub fn unblock(&self, id: u64, how: Unblock) -> bool {

@@ -441,6 +441,7 @@ pub fn swapdb(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     }
     ctx.shared.dbs.swap(a as u8, b as u8);
+    ctx.shared.waiters.wake_all();
     ctx.ok();
     Step::Done
 }
