@@ -73,7 +73,7 @@ fi
 
 if [ -z "${SKIP_FUZZ:-}" ]; then
     for target in decode memcache_parse memcache_binary_parse resp_parse resumable_parse \
-        script_decoders; do
+        script_decoders rdb_decode; do
         step "fuzz smoke: ${target} for ${FUZZ_SECONDS}s"
         (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time="${FUZZ_SECONDS}")
     done
