@@ -16,7 +16,6 @@ use libfuzzer_sys::fuzz_target;
 const BUDGET: usize = 1 << 20;
 
 fn dump(v: &RdbValue) -> Vec<u8> {
-    let pairs = |kind, n| Dump::new(kind, n);
     match v {
         RdbValue::String(s) => Dump::string(s),
         RdbValue::List(l) | RdbValue::Set(l) => {
@@ -24,12 +23,12 @@ fn dump(v: &RdbValue) -> Vec<u8> {
                 RdbValue::List(_) => DumpType::List,
                 _ => DumpType::Set,
             };
-            let mut d = pairs(kind, l.len());
+            let mut d = Dump::new(kind, l.len());
             l.iter().for_each(|e| d.element(e));
             d.finish()
         }
         RdbValue::Hash(h) => {
-            let mut d = pairs(DumpType::Hash, h.len());
+            let mut d = Dump::new(DumpType::Hash, h.len());
             for (f, v) in h {
                 d.element(f);
                 d.element(v);
@@ -37,7 +36,7 @@ fn dump(v: &RdbValue) -> Vec<u8> {
             d.finish()
         }
         RdbValue::ZSet(z) => {
-            let mut d = pairs(DumpType::ZSet, z.len());
+            let mut d = Dump::new(DumpType::ZSet, z.len());
             for (m, s) in z {
                 d.element(m);
                 d.score(*s);

@@ -97,10 +97,29 @@ impl Spec {
 
     /// True if this command names keys (at fixed positions or movable).
     pub fn has_keys(&self) -> bool {
-        self.keys.0 > 0 || MOVABLE.contains(&self.name)
+        self.keys.0 > 0 || self.movable().is_some()
     }
 
-    /// For a command with movable keys ([`MOVABLE`]): its keys' positions.
+    /// Where this command's keys are, if they move with its arguments.
+    fn movable(&self) -> Option<Movable> {
+        Some(match self.name {
+            "lmpop" | "zmpop" | "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" => {
+                Movable::Counted { count_at: 1 }
+            }
+            "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
+                Movable::Counted { count_at: 2 }
+            }
+            "zunionstore" | "zinterstore" | "zdiffstore" => Movable::DestThenCounted,
+            "sort" => Movable::SortStore,
+            "georadius" => Movable::StoreOption { from: 6 },
+            "georadiusbymember" => Movable::StoreOption { from: 5 },
+            "xread" => Movable::Streams { from: 1 },
+            "xreadgroup" => Movable::Streams { from: 4 },
+            _ => return None,
+        })
+    }
+
+    /// For a command with movable keys: its keys' positions in `cmd`.
     fn moved_keys(&self, cmd: &Command<'_>) -> Option<Vec<usize>> {
         let counted = |at: usize| {
             let n = cmd
@@ -111,23 +130,10 @@ impl Spec {
             at + 1..(at + 1).saturating_add(n).min(cmd.len())
         };
         let is = |i: usize, word: &[u8]| cmd.arg(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
-        let after = |from: usize, words: &[&[u8]]| {
-            (from..cmd.len())
-                .find(|&i| words.iter().any(|w| is(i, w)))
-                .map(|i| i + 1)
-                .filter(|&i| i < cmd.len())
-        };
-        Some(match self.name {
-            "lmpop" | "zmpop" | "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" => {
-                counted(1).collect()
-            }
-            "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
-                counted(2).collect()
-            }
-            "zunionstore" | "zinterstore" | "zdiffstore" => {
-                std::iter::once(1).chain(counted(2)).collect()
-            }
-            "sort" => {
+        Some(match self.movable()? {
+            Movable::Counted { count_at } => counted(count_at).collect(),
+            Movable::DestThenCounted => std::iter::once(1).chain(counted(2)).collect(),
+            Movable::SortStore => {
                 // LIMIT takes two values, BY and GET one: a STORE among
                 // them is a value, not the option.
                 let mut i = 2;
@@ -146,15 +152,15 @@ impl Spec {
                 }
                 keys
             }
-            "georadius" => std::iter::once(1)
-                .chain(after(6, &[b"STORE", b"STOREDIST"]))
-                .collect(),
-            "georadiusbymember" => std::iter::once(1)
-                .chain(after(5, &[b"STORE", b"STOREDIST"]))
-                .collect(),
-            "xread" | "xreadgroup" => {
+            Movable::StoreOption { from } => {
+                let store = (from..cmd.len())
+                    .find(|&i| is(i, b"STORE") || is(i, b"STOREDIST"))
+                    .map(|i| i + 1)
+                    .filter(|&i| i < cmd.len());
+                std::iter::once(1).chain(store).collect()
+            }
+            Movable::Streams { from } => {
                 // As many keys as IDs after STREAMS.
-                let from = if self.name == "xread" { 1 } else { 4 };
                 match (from..cmd.len()).find(|&i| is(i, b"STREAMS")) {
                     Some(s) if (cmd.len() - s - 1) % 2 == 0 => {
                         (s + 1..s + 1 + (cmd.len() - s - 1) / 2).collect()
@@ -162,7 +168,6 @@ impl Spec {
                     _ => Vec::new(),
                 }
             }
-            _ => return None,
         })
     }
 
@@ -178,31 +183,20 @@ impl Spec {
     }
 }
 
-/// The commands whose keys move with their arguments (see
-/// [`Spec::keys_in`]).
-const MOVABLE: &[&str] = &[
-    "lmpop",
-    "zmpop",
-    "sintercard",
-    "zintercard",
-    "zinter",
-    "zunion",
-    "zdiff",
-    "blmpop",
-    "bzmpop",
-    "eval",
-    "evalsha",
-    "eval_ro",
-    "evalsha_ro",
-    "zunionstore",
-    "zinterstore",
-    "zdiffstore",
-    "sort",
-    "georadius",
-    "georadiusbymember",
-    "xread",
-    "xreadgroup",
-];
+/// How a command's keys move with its arguments (see [`Spec::keys_in`]).
+enum Movable {
+    /// A count at `count_at`, then that many keys.
+    Counted { count_at: usize },
+    /// A destination at 1, then a count and that many keys.
+    DestThenCounted,
+    /// The key at 1, and a destination after SORT's STORE option.
+    SortStore,
+    /// The key at 1, and a destination after STORE or STOREDIST, looked
+    /// for from `from` on.
+    StoreOption { from: usize },
+    /// After STREAMS (looked for from `from` on), as many keys as IDs.
+    Streams { from: usize },
+}
 
 const R: &[&str] = &["readonly", "fast"];
 const RS: &[&str] = &["readonly"];
