@@ -2283,3 +2283,173 @@ fn crc64_redis(data: &[u8]) -> u64 {
     }
     crc
 }
+
+/// FUNCTION LOAD / LIST / DELETE / FLUSH / STATS and FCALL, FCALL_RO:
+/// replies and errors byte for byte as Redis's, in RESP2 and RESP3, and
+/// libraries loaded on one connection called from another.
+#[test]
+fn functions_answer_as_redis_does() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let lib = "#!lua name=mylib\n\
+        redis.register_function('echo', function(keys, args) return {keys[1], args[1], #keys, #args} end)\n\
+        redis.register_function{function_name='get', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads a key'}\n\
+        redis.register_function('incr', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)\n\
+        redis.register_function('fail', function() return redis.call('incr', 'mylib:text') end)\n\
+        redis.register_function{function_name='sneaky', callback=function(keys) return redis.call('set', keys[1], 'x') end, flags={'no-writes', 'allow-oom'}}\n\
+        redis.register_function('boom', function() error('boom') end)\n\
+        redis.register_function('err', function() return redis.error_reply('MY own') end)";
+    let load = |code: &str| cmd(&["FUNCTION", "LOAD", code]);
+    let mut steps: Vec<Vec<String>> = vec![
+        load(lib),
+        load(lib),
+        cmd(&["FUNCTION", "LOAD", "REPLACE", lib]),
+        cmd(&["FUNCTION", "LOAD", "BOGUS", lib]),
+        cmd(&["FCALL", "echo", "2", "k1", "k2", "a1"]),
+        cmd(&["FCALL", "echo", "0"]),
+        cmd(&["FCALL", "echo", "-1"]),
+        cmd(&["FCALL", "echo", "3", "a"]),
+        cmd(&["FCALL", "echo", "x"]),
+        cmd(&["FCALL", "nosuch", "0"]),
+        cmd(&["FCALL", "incr", "1", "n", "5"]),
+        cmd(&["FCALL", "incr", "1", "n", "5"]),
+        cmd(&["FCALL_RO", "get", "1", "n"]),
+        cmd(&["FCALL_RO", "incr", "1", "n", "1"]),
+        cmd(&["FCALL", "get", "1", "n"]),
+        cmd(&["SET", "mylib:text", "abc"]),
+        cmd(&["FCALL", "fail", "0"]),
+        cmd(&["FCALL", "sneaky", "1", "s"]),
+        cmd(&["FCALL", "boom", "0"]),
+        cmd(&["FCALL", "err", "0"]),
+        cmd(&["EXISTS", "s"]),
+        cmd(&["FUNCTION", "LIST"]),
+        cmd(&["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "my*"]),
+        cmd(&["FUNCTION", "LIST", "LIBRARYNAME", "nomatch*"]),
+        cmd(&["FUNCTION", "LIST", "LIBRARYNAME"]),
+        cmd(&["FUNCTION", "LIST", "WITHCODE", "WITHCODE"]),
+        cmd(&["FUNCTION", "STATS"]),
+        cmd(&["FUNCTION", "DELETE", "nolib"]),
+        cmd(&["FUNCTION", "DELETE"]),
+        cmd(&["FUNCTION", "FLUSH", "BAD"]),
+        cmd(&["FUNCTION", "KILL"]),
+        cmd(&["FUNCTION", "BOGUS"]),
+        cmd(&["FUNCTION", "LOAD"]),
+    ];
+    // Libraries that must be refused, each with Redis's words.
+    for bad in [
+        "return 1",
+        "#!py name=x\nreturn 1",
+        "#!lua\nreturn 1",
+        "#!lua name=bad-name\nreturn 1",
+        "#!lua name=x foo=bar\nreturn 1",
+        "#!lua name=x\nlocal y = 1",
+        "#!lua name=x\nredis.call('ping')",
+        "#!lua name=x\ny = 1",
+        "#!lua name=x\nsyntax error here",
+        "#!lua name=x\nredis.register_function('echo', function() return 1 end)",
+        "#!lua name=x\nredis.register_function('a-b', function() return 1 end)",
+        "#!lua name=x\nredis.register_function('f', function() end)\nredis.register_function('f', function() end)",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags={'foo'}}",
+        "#!lua name=x\nredis.register_function('f')",
+        "#!lua name=x\nredis.register_function('f', 'g')",
+        "#!lua name=x\nredis.register_function('f', function() end, 3)",
+        "#!lua name=x\nredis.register_function()",
+        "#!lua name=x\nredis.register_function{function_name='f'}",
+        "#!lua name=x\nredis.register_function{callback=function() end}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, bogus=1}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags='x'}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags={3}}",
+        "#!lua name=x\nredis.register_function{[1]=3}",
+    ] {
+        steps.push(load(bad));
+    }
+    steps.extend([
+        load("#!lua name=numbers\nredis.register_function{function_name=7, callback=function() return 7 end, description=1.5}"),
+        cmd(&["FCALL", "7", "0"]),
+        cmd(&["FUNCTION", "LIST", "LIBRARYNAME", "numbers"]),
+        load("#!lua name=second\nredis.register_function('two', function() return 2 end)"),
+        cmd(&["FUNCTION", "LIST", "LIBRARYNAME", "second"]),
+        cmd(&["FUNCTION", "STATS"]),
+        // REPLACE drops the functions the new code no longer registers.
+        cmd(&[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=second\nredis.register_function('three', function() return 3 end)",
+        ]),
+        cmd(&["FCALL", "two", "0"]),
+        cmd(&["FCALL", "three", "0"]),
+        cmd(&["FUNCTION", "DELETE", "second"]),
+        cmd(&["FCALL", "three", "0"]),
+    ]);
+    for c in &steps {
+        if c[..2] == cmd(&["FUNCTION", "LIST"])[..] {
+            same_list(&mut r, &mut g, c);
+        } else {
+            same(&mut r, &mut g, c);
+        }
+    }
+    // Another connection (maybe another worker) calls what this one loaded.
+    let (mut r2, mut g2) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    same(&mut r2, &mut g2, &cmd(&["FCALL", "incr", "1", "n", "1"]));
+    same(&mut r2, &mut g2, &cmd(&["FCALL", "echo", "1", "k", "a"]));
+    // RESP3: the maps, the flag sets and the nulls of LIST and STATS.
+    for c in [&mut r2, &mut g2] {
+        c.resp(&cmd(&["HELLO", "3"]));
+    }
+    for c in [
+        cmd(&["FUNCTION", "LIST"]),
+        cmd(&["FUNCTION", "STATS"]),
+        cmd(&["FCALL", "echo", "1", "k", "a"]),
+        cmd(&["FCALL_RO", "get", "1", "n"]),
+        cmd(&["FUNCTION", "FLUSH"]),
+        cmd(&["FUNCTION", "LIST"]),
+        cmd(&["FCALL", "echo", "0"]),
+    ] {
+        if c[..2] == cmd(&["FUNCTION", "LIST"])[..] {
+            same_list(&mut r2, &mut g2, &c);
+        } else {
+            same(&mut r2, &mut g2, &c);
+        }
+    }
+}
+
+/// FUNCTION LIST compared with the libraries and each one's functions
+/// sorted: Redis lists them in its hash tables' order.
+fn same_list(redis: &mut Client, granola: &mut Client, c: &[String]) {
+    fn normal(r: Resp) -> Resp {
+        let Resp::Array(Some(libs)) = r else {
+            return r;
+        };
+        let mut libs: Vec<Resp> = libs
+            .into_iter()
+            .map(|lib| match lib {
+                Resp::Array(Some(mut fields)) => {
+                    sort_functions(&mut fields);
+                    Resp::Array(Some(fields))
+                }
+                Resp::Map(mut fields) => {
+                    sort_functions(&mut fields);
+                    Resp::Map(fields)
+                }
+                other => other,
+            })
+            .collect();
+        libs.sort_by_key(|l| format!("{l:?}"));
+        Resp::Array(Some(libs))
+    }
+    let want = normal(redis.resp(c));
+    let got = normal(granola.resp(c));
+    assert_eq!(got, want, "{c:?}");
+}
+
+/// In a library's fields (names and values in turn), the functions
+/// sorted.
+fn sort_functions(fields: &mut [Resp]) {
+    for i in (1..fields.len()).step_by(2) {
+        if fields[i - 1] == Resp::Bulk(Some(b"functions".to_vec())) {
+            fields[i] = sorted(fields[i].clone());
+        }
+    }
+}

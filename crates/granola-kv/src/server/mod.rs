@@ -62,6 +62,8 @@ pub struct Shared {
     pub bus: Arc<crate::command::resp::pubsub_bus::Bus>,
     /// Lua scripts by SHA1 (`EVALSHA`, `SCRIPT LOAD`).
     pub scripts: crate::command::resp::scripting::Scripts,
+    /// Function libraries (`FUNCTION LOAD`, `FCALL`).
+    pub functions: crate::command::resp::functions::Functions,
     /// Keyspace notifications (`notify-keyspace-events`).
     pub notifier: Arc<crate::command::resp::notify::Notifier>,
     /// Client-side caching: who tracks which keys.
@@ -293,6 +295,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         waiters: Default::default(),
         bus,
         scripts: Default::default(),
+        functions: Default::default(),
         notifier,
         tracker,
         dbs,

@@ -539,8 +539,8 @@ def pubsub(r, port, kw):
 def scripts(r, port, kw):
     """Lua through redis-py's own users of it: `Lock` (SET NX PX to take
     it, scripts to release, extend and reacquire it) with two clients
-    contending, and `register_script` (EVALSHA, falling back to SCRIPT
-    LOAD after a flush)."""
+    contending, `register_script` (EVALSHA, falling back to SCRIPT LOAD
+    after a flush), and functions (`function_load`, `fcall`)."""
     other = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, **kw)
     lock = r.lock("resource", timeout=5)
     check("lock acquired", lock.acquire(blocking=False), True)
@@ -577,6 +577,24 @@ def scripts(r, port, kw):
     check("script exists", r.script_exists(bump.sha), [True])
     expect_error("script error", lambda: r.eval("return redis.call('LPUSH', KEYS[1], 'x')", 1, "sc"),
                  "WRONGTYPE")
+    # Functions: a library loaded once, its functions called by name
+    # from this client and another one (maybe another server thread).
+    lib = ("#!lua name=granola_test\n"
+           "redis.register_function('bump', function(keys, args) "
+           "return redis.call('INCRBY', keys[1], args[1]) end)\n"
+           "redis.register_function{function_name='peek', callback=function(keys) "
+           "return redis.call('GET', keys[1]) end, flags={'no-writes'}}")
+    check("function load", r.function_load(lib), b"granola_test")
+    expect_error("function load again", lambda: r.function_load(lib), "already exists")
+    check("fcall", r.fcall("bump", 1, "fn", 3), 3)
+    check("fcall from another client", other.fcall("bump", 1, "fn", 4), 7)
+    check("fcall_ro", r.fcall_ro("peek", 1, "fn"), b"7")
+    expect_error("fcall_ro of a writer", lambda: r.fcall_ro("bump", 1, "fn", 1), "write flag")
+    listed = r.function_list(library="granola_*")
+    check("function list", len(listed), 1)
+    check("function load replace", r.function_load(lib, replace=True), b"granola_test")
+    check("function delete", r.function_delete("granola_test") in (True, b"OK"), True)
+    expect_error("fcall deleted", lambda: r.fcall("bump", 1, "fn", 1), "Function not found")
 
 
 def wait_blocked(r, n):

@@ -380,6 +380,16 @@ pub enum Resp {
     Bulk(Option<Vec<u8>>),
     /// `*n` (None: `*-1`)
     Array(Option<Vec<Resp>>),
+    /// RESP3 `%n`: keys and values in turn.
+    Map(Vec<Resp>),
+    /// RESP3 `~n`
+    Set(Vec<Resp>),
+    /// RESP3 `_`
+    Null,
+    /// RESP3 `,` (the text as sent)
+    Double(Vec<u8>),
+    /// RESP3 `#t` / `#f`
+    Bool(bool),
 }
 
 /// Encodes a command as a RESP multibulk request.
@@ -434,6 +444,11 @@ impl Client {
                 }
                 Resp::Array(Some((0..n).map(|_| self.read_resp()).collect()))
             }
+            b'%' => Resp::Map((0..2 * num()).map(|_| self.read_resp()).collect()),
+            b'~' => Resp::Set((0..num()).map(|_| self.read_resp()).collect()),
+            b'_' => Resp::Null,
+            b',' => Resp::Double(body.to_vec()),
+            b'#' => Resp::Bool(body == b"t"),
             _ => panic!("not a RESP reply: {}", show(&line)),
         }
     }

@@ -15,6 +15,7 @@ pub mod collections;
 mod connection;
 mod dump;
 mod expiry;
+pub mod functions;
 pub mod gate;
 mod geo;
 mod glob;
@@ -479,7 +480,7 @@ impl ReplySink for Watch<'_> {
 fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -> Step {
     if matches!(
         spec.name,
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"
+        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
     ) {
         // These enter the gate alone themselves.
         return (spec.run)(ctx, cmd);

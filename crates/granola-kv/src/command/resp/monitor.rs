@@ -35,7 +35,10 @@ pub fn monitor(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 /// True if `spec` is shown before it runs: a script, so that its
 /// `redis.call`s follow it, as in Redis.
 pub fn shown_first(spec: &Spec) -> bool {
-    matches!(spec.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro")
+    matches!(
+        spec.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
 }
 
 /// True if a monitoring connection may run `name`.

@@ -243,7 +243,10 @@ pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     if notifier.flags.load(Ordering::Relaxed) & KEYMISS == 0
         || !notifier.active()
         || !spec.flags.contains(&"readonly")
-        || matches!(spec.name, "object" | "memory" | "eval_ro" | "evalsha_ro")
+        || matches!(
+            spec.name,
+            "object" | "memory" | "eval_ro" | "evalsha_ro" | "fcall_ro"
+        )
     {
         return;
     }

@@ -28,8 +28,8 @@
 //!   state for later scripts.
 //!
 //! Scripts also get `cjson`, `cmsgpack` and `bit` ([`super::scripting_libs`]).
-//! Not provided: the `struct` library, `redis.setresp(3)`, FUNCTION and
-//! FCALL.
+//! Not provided: the `struct` library and `redis.setresp(3)`. FUNCTION and
+//! FCALL ([`super::functions`]) run their libraries on the same Lua states.
 
 use super::{dispatch_into, table, Ctx};
 use crate::command::Step;
@@ -53,6 +53,25 @@ pub const CACHE_BYTES: usize = 16 << 20;
 const COMPILED_MAX: usize = 1024;
 /// Nesting of a script's returned tables converted to a reply.
 const MAX_DEPTH: usize = 64;
+
+/// What a Lua chunk is, which names it in error texts and tracebacks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Chunk {
+    /// An EVAL script.
+    Script,
+    /// A FUNCTION library.
+    Function,
+}
+
+impl Chunk {
+    /// The chunk name Redis gives it (`user_script:3: ...`).
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Chunk::Script => "user_script",
+            Chunk::Function => "user_function",
+        }
+    }
+}
 
 /// Scripts by SHA1 (40 lower-case hex digits), shared by every connection.
 #[derive(Default)]
@@ -185,28 +204,71 @@ pub fn script(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// EVAL and its kin: the script (or its SHA1), then numkeys, keys, args.
-fn run_script(ctx: &mut Ctx<'_>, cmd: &Command<'_>, by_sha: bool, read_only: bool) -> Step {
-    let first = cmd.arg(1).unwrap_or_default();
+/// A script's or function's keys and arguments.
+pub(super) type KeysAndArgs<'c> = (Vec<&'c [u8]>, Vec<&'c [u8]>);
+
+/// The keys and arguments after a script's or function's `numkeys`
+/// (argument 2), or `None` with the error replied (`not_a_number` when
+/// numkeys is not an integer: EVAL and FCALL word that differently).
+pub(super) fn keys_and_args<'c>(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command<'c>,
+    not_a_number: &[u8],
+) -> Option<KeysAndArgs<'c>> {
     let argc = cmd.len() - 3;
     let numkeys = match std::str::from_utf8(cmd.arg(2).unwrap_or_default())
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
     {
         None => {
-            ctx.error(b"ERR value is not an integer or out of range");
-            return Step::Done;
+            ctx.error(not_a_number);
+            return None;
         }
         Some(n) if n < 0 => {
             ctx.error(b"ERR Number of keys can't be negative");
-            return Step::Done;
+            return None;
         }
         Some(n) if n as u64 > argc as u64 => {
             ctx.error(b"ERR Number of keys can't be greater than number of args");
-            return Step::Done;
+            return None;
         }
         Some(n) => n as usize,
     };
+    let keys = cmd.args().skip(3).take(numkeys).collect();
+    let args = cmd.args().skip(3 + numkeys).collect();
+    Some((keys, args))
+}
+
+/// Runs `f` on this worker's Lua state with the client alone (it holds
+/// the RESP gate, unless an EXEC running it already does); a failure
+/// becomes the error reply, naming `name` (a script's SHA1, a function).
+pub(super) fn run_alone(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    chunk: Chunk,
+    f: impl FnOnce(&mut Ctx<'_>, &mut Vm) -> mlua::Result<()>,
+) {
+    let gate = &ctx.shared.resp_gate;
+    let took = !ctx.conn.alone;
+    let _alone = took.then(|| gate.exclusive());
+    ctx.conn.alone = true;
+    let outcome = with_vm(&ctx.shared.config, |vm| f(ctx, vm));
+    if took {
+        ctx.conn.alone = false;
+    }
+    if let Err(e) = outcome {
+        ctx.error(run_error(&e, name, chunk).as_bytes());
+    }
+}
+
+/// EVAL and its kin: the script (or its SHA1), then numkeys, keys, args.
+fn run_script(ctx: &mut Ctx<'_>, cmd: &Command<'_>, by_sha: bool, read_only: bool) -> Step {
+    let Some((keys, args)) =
+        keys_and_args(ctx, cmd, b"ERR value is not an integer or out of range")
+    else {
+        return Step::Done;
+    };
+    let first = cmd.arg(1).unwrap_or_default();
     let (sha, body) = if by_sha {
         match ctx.shared.scripts.get(first) {
             Some(body) => (String::from_utf8_lossy(first).to_ascii_lowercase(), body),
@@ -219,31 +281,20 @@ fn run_script(ctx: &mut Ctx<'_>, cmd: &Command<'_>, by_sha: bool, read_only: boo
         let (sha, _) = ctx.shared.scripts.load(first);
         (sha, Arc::from(first))
     };
-    let keys: Vec<&[u8]> = cmd.args().skip(3).take(numkeys).collect();
-    let args: Vec<&[u8]> = cmd.args().skip(3 + numkeys).collect();
-    // Alone, unless an EXEC running it already is.
-    let gate = &ctx.shared.resp_gate;
-    let took = !ctx.conn.alone;
-    let _alone = took.then(|| gate.exclusive());
-    ctx.conn.alone = true;
-    let outcome = with_vm(&ctx.shared.config, |vm| {
+    run_alone(ctx, &sha, Chunk::Script, |ctx, vm| {
         let f = vm.compile(&sha, &body)?;
-        vm.run(ctx, &f, &keys, &args, read_only)
+        vm.run(ctx, &f, &keys, &args, read_only, Chunk::Script)
     });
-    if took {
-        ctx.conn.alone = false;
-    }
-    match outcome {
-        Ok(()) => {}
-        Err(e) => ctx.error(run_error(&e, &sha).as_bytes()),
-    }
     Step::Done
 }
 
 /// A worker thread's Lua state.
-struct Vm {
+pub(super) struct Vm {
     lua: Lua,
     compiled: HashMap<String, Function>,
+    /// Function libraries loaded on this state, by library id: their
+    /// functions by name.
+    libraries: HashMap<u64, HashMap<String, Function>>,
     /// When the running script must stop (the instruction hook checks).
     deadline: Rc<Cell<Option<Instant>>>,
 }
@@ -254,7 +305,10 @@ thread_local! {
 
 /// Runs `f` on this thread's Lua state (made on first use, and made
 /// again when a script left it holding too much).
-fn with_vm<R>(config: &Config, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> mlua::Result<R> {
+pub(super) fn with_vm<R>(
+    config: &Config,
+    f: impl FnOnce(&mut Vm) -> mlua::Result<R>,
+) -> mlua::Result<R> {
     let memory = config.script_memory_limit();
     VM.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -281,8 +335,8 @@ fn with_vm<R>(config: &Config, f: impl FnOnce(&mut Vm) -> mlua::Result<R>) -> ml
 /// error raised in Rust as its text; and `__run`, which runs a script
 /// under the handler that turns `error({err = ...})` into its reply.
 const PRELUDE: &str = r#"
-local rawpcall, rawxpcall, stopped, errtext, on_error, error =
-    pcall, xpcall, __stopped, __errtext, __on_error, error
+local rawpcall, rawxpcall, stopped, errtext, on_error, error, setmetatable, ipairs, tostring =
+    pcall, xpcall, __stopped, __errtext, __on_error, error, setmetatable, ipairs, tostring
 local function checked(ok, ...)
     if stopped() then error("script stopped", 0) end
     if ok then return ok, ... end
@@ -294,6 +348,29 @@ __run = function(f)
     local ok, v = rawxpcall(f, on_error)
     if ok then return v end
     error(v, 0)
+end
+__run_function = function(f, keys, args)
+    local ok, v = rawxpcall(function() return f(keys, args) end, on_error)
+    if ok then return v end
+    error(v, 0)
+end
+-- A function library's globals: `redis` is the load-time API while the
+-- library loads (the caller then removes it, so its functions find the
+-- whole library); every other name is read from the shared globals, and
+-- none can be set, as in Redis.
+local G = _G
+__library_env = function(register)
+    local api = {register_function = register, log = redis.log}
+    for _, k in ipairs({"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"}) do
+        api[k] = redis[k]
+    end
+    setmetatable(api, {__index = function(_, k)
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end})
+    return setmetatable({redis = api}, {
+        __index = function(_, k) return G[k] end,
+        __newindex = function() error("Attempt to modify a readonly table", 2) end,
+    })
 end
 __stopped, __errtext, __on_error = nil, nil, nil
 setmetatable(_G, {
@@ -378,7 +455,9 @@ impl Vm {
                 let line = (1..64)
                     .map_while(|level| {
                         lua.inspect_stack(level, |d| {
-                            let src = d.source().short_src.is_some_and(|s| s == "user_script");
+                            let src = d.source().short_src.is_some_and(|s| {
+                                s == Chunk::Script.name() || s == Chunk::Function.name()
+                            });
                             src.then(|| d.current_line()).flatten()
                         })
                     })
@@ -394,6 +473,7 @@ impl Vm {
         Ok(Vm {
             lua,
             compiled: HashMap::new(),
+            libraries: HashMap::new(),
             deadline,
         })
     }
@@ -409,41 +489,105 @@ impl Vm {
         let f = self
             .lua
             .load(body)
-            .set_name("@user_script")
+            .set_name(format!("@{}", Chunk::Script.name()))
             .into_function()
             .map_err(|e| LuaError::external(Compile(e.to_string())))?;
         self.compiled.insert(sha.to_string(), f.clone());
         Ok(f)
     }
 
-    /// Runs `f` with KEYS and ARGV set and `redis.call` / `redis.pcall`
-    /// bound to `ctx`, and writes its result as the reply.
-    fn run(
+    /// Function `name` of library `id`, loading the library's `code` on
+    /// this state first if it has not been (each worker's state loads a
+    /// library on its first call there). Before loading one, the libraries
+    /// for which `live` is false (deleted, replaced) are dropped.
+    pub(super) fn library_function(
+        &mut self,
+        id: u64,
+        code: &[u8],
+        name: &str,
+        live: impl Fn(u64) -> bool,
+    ) -> mlua::Result<Option<Function>> {
+        if !self.libraries.contains_key(&id) {
+            self.libraries.retain(|&id, _| live(id));
+            let registered = self.load_library(code)?;
+            let functions = registered
+                .into_iter()
+                .map(|r| (r.name, r.callback))
+                .collect();
+            self.libraries.insert(id, functions);
+        }
+        Ok(self.libraries.get(&id).and_then(|l| l.get(name)).cloned())
+    }
+
+    /// Runs a library's code (its `#!lua` line blanked) with the load-time
+    /// `redis` API and returns what it registered, in order. Nothing else
+    /// of the API is there while it loads, and it can set no global.
+    pub(super) fn load_library(&self, code: &[u8]) -> mlua::Result<Vec<Registered>> {
+        let lua = &self.lua;
+        let chunk = lua
+            .load(code)
+            .set_name(format!("@{}", Chunk::Function.name()))
+            .into_function()
+            .map_err(|e| {
+                let text = match &e {
+                    LuaError::SyntaxError { message, .. } => message.clone(),
+                    e => reply_error_text(e),
+                };
+                LuaError::external(Compile(format!(
+                    "ERR Error compiling function: {}",
+                    text.replace(['\r', '\n'], " ")
+                )))
+            })?;
+        let registered = RefCell::new(Vec::<Registered>::new());
+        lua.scope(|scope| {
+            let register = scope.create_function(|_, argv: MultiValue| {
+                let r = Registered::from_args(argv)?;
+                let mut all = registered.borrow_mut();
+                if all.iter().any(|x| x.name == r.name) {
+                    return Err(reply_error("ERR Function already exists in the library"));
+                }
+                all.push(r);
+                Ok(())
+            })?;
+            let env: Table = lua
+                .globals()
+                .raw_get::<Function>("__library_env")?
+                .call(register)?;
+            chunk.set_environment(env.clone())?;
+            chunk.call::<()>(())?;
+            // From now on `redis` is the shared runtime API.
+            env.raw_remove("redis")?;
+            Ok(())
+        })?;
+        Ok(registered.into_inner())
+    }
+
+    /// Runs `f` with `redis.call` / `redis.pcall` bound to `ctx`, and
+    /// writes its result as the reply: a script with KEYS and ARGV set, a
+    /// function called with them as its two arguments.
+    pub(super) fn run(
         &self,
         ctx: &mut Ctx<'_>,
         f: &Function,
         keys: &[&[u8]],
         args: &[&[u8]],
         read_only: bool,
+        chunk: Chunk,
     ) -> mlua::Result<()> {
         let lua = &self.lua;
         let g = lua.globals();
-        g.raw_set(
-            "KEYS",
+        let strings = |l: &[&[u8]]| -> mlua::Result<Table> {
             lua.create_sequence_from(
-                keys.iter()
+                l.iter()
                     .map(|k| lua.create_string(k))
                     .collect::<mlua::Result<Vec<_>>>()?,
-            )?,
-        )?;
-        g.raw_set(
-            "ARGV",
-            lua.create_sequence_from(
-                args.iter()
-                    .map(|a| lua.create_string(a))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )?,
-        )?;
+            )
+        };
+        let (keys, args) = (strings(keys)?, strings(args)?);
+        if chunk == Chunk::Script {
+            g.raw_set("KEYS", keys.clone())?;
+            g.raw_set("ARGV", args.clone())?;
+        }
         let redis: Table = g.raw_get("redis")?;
         // The script's commands see RESP2 and never wait; a SELECT in it
         // lasts until it ends (as in Redis 7).
@@ -472,8 +616,13 @@ impl Vm {
             })?;
             redis.raw_set("call", call)?;
             redis.raw_set("pcall", pcall)?;
-            let run: Function = lua.globals().raw_get("__run")?;
-            let r = run.call::<Value>(f);
+            let r = match chunk {
+                Chunk::Script => lua.globals().raw_get::<Function>("__run")?.call::<Value>(f),
+                Chunk::Function => lua
+                    .globals()
+                    .raw_get::<Function>("__run_function")?
+                    .call::<Value>((f, keys, args)),
+            };
             redis.raw_set("call", Value::Nil)?;
             redis.raw_set("pcall", Value::Nil)?;
             r
@@ -538,6 +687,183 @@ fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.raw_set("err", msg)?;
     Ok(Value::Table(t))
+}
+
+/// A function a library registered with `redis.register_function`.
+pub(super) struct Registered {
+    pub name: String,
+    pub callback: Function,
+    pub description: Option<String>,
+    pub flags: Vec<&'static str>,
+}
+
+/// The flags `redis.register_function` accepts.
+const FUNCTION_FLAGS: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+
+impl Registered {
+    /// `register_function(name, callback)` or `register_function{
+    /// function_name=..., callback=..., flags={...}, description=...}`.
+    fn from_args(argv: MultiValue) -> mlua::Result<Registered> {
+        let mut it = argv.into_iter();
+        let (name, callback, description, flags) = match (it.next(), it.next(), it.next()) {
+            (Some(Value::Table(t)), None, None) => {
+                let (mut name, mut callback, mut description) = (None, None, None);
+                let mut flags = Vec::new();
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    // A key that is not a string is no argument Redis knows.
+                    let key = match &k {
+                        Value::String(k) => k.as_bytes().to_vec(),
+                        _ => Vec::new(),
+                    };
+                    match &key[..] {
+                        b"function_name" => name = Some(v),
+                        b"callback" => callback = Some(v),
+                        b"description" => description = Some(v),
+                        b"flags" => flags = function_flags(v)?,
+                        _ => {
+                            return Err(reply_error(
+                                "ERR unknown argument given to redis.register_function",
+                            ))
+                        }
+                    }
+                }
+                (name, callback, description, flags)
+            }
+            (Some(_), None, None) => {
+                return Err(reply_error(
+                    "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
+                ))
+            }
+            (Some(_), Some(callback), None) if !matches!(callback, Value::Function(_)) => {
+                return Err(reply_error(
+                    "ERR second argument to redis.register_function must be a function",
+                ))
+            }
+            (Some(name), Some(callback), None) => (Some(name), Some(callback), None, Vec::new()),
+            _ => {
+                return Err(reply_error(
+                    "ERR wrong number of arguments to redis.register_function",
+                ))
+            }
+        };
+        // Numbers stand for their text, as Lua's `tostring` gives it.
+        let text = |v: &Value| match v {
+            Value::String(s) => Some(s.to_string_lossy()),
+            Value::Integer(i) => Some(i.to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let name =
+            match name.as_ref().map(&text) {
+                Some(Some(s)) => s,
+                Some(None) => return Err(reply_error(
+                    "ERR function_name argument given to redis.register_function must be a string",
+                )),
+                None => {
+                    return Err(reply_error(
+                        "ERR redis.register_function must get a function name argument",
+                    ))
+                }
+            };
+        if !valid_name(name.as_bytes()) {
+            // Redis 7.0 words a bad function name as a bad library name.
+            return Err(reply_error(INVALID_NAME));
+        }
+        let callback = match callback {
+            Some(Value::Function(f)) => f,
+            Some(_) => {
+                return Err(reply_error(
+                    "ERR callback argument given to redis.register_function must be a function",
+                ))
+            }
+            None => {
+                return Err(reply_error(
+                    "ERR redis.register_function must get a callback argument",
+                ))
+            }
+        };
+        let description = match &description {
+            None | Some(Value::Nil) => None,
+            Some(v) => match text(v) {
+                Some(s) => Some(s),
+                None => return Err(reply_error(
+                    "ERR description argument given to redis.register_function must be a string",
+                )),
+            },
+        };
+        Ok(Registered {
+            name,
+            callback,
+            description,
+            flags,
+        })
+    }
+}
+
+/// The flags table of a `register_function` call.
+fn function_flags(v: Value) -> mlua::Result<Vec<&'static str>> {
+    let Value::Table(t) = v else {
+        return Err(reply_error(
+            "ERR flags argument to redis.register_function must be a table representing function flags",
+        ));
+    };
+    let mut flags = Vec::new();
+    for f in t.sequence_values::<Value>() {
+        let known = match f? {
+            Value::String(f) => FUNCTION_FLAGS
+                .iter()
+                .find(|k| k.as_bytes() == &f.as_bytes()[..]),
+            _ => None,
+        };
+        match known {
+            Some(k) => flags.push(*k),
+            None => return Err(reply_error("ERR unknown flag given")),
+        }
+    }
+    Ok(flags)
+}
+
+/// Redis's error for a library or function name that is not
+/// `[A-Za-z0-9_]+`.
+pub(super) const INVALID_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+/// A library or function name Redis accepts.
+pub(super) fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+fn reply_error(msg: &str) -> LuaError {
+    LuaError::external(ReplyError(msg.to_string()))
+}
+
+/// The error reply of a FUNCTION LOAD whose library failed to compile or
+/// to load, in Redis 7's words.
+pub(super) fn load_error(e: &LuaError) -> String {
+    if let LuaError::ExternalError(x) = cause(e) {
+        if let Some(Compile(text)) = x.downcast_ref::<Compile>() {
+            return text.clone();
+        }
+    }
+    if matches!(cause(e), LuaError::MemoryError(_)) {
+        return "ERR script used more memory than allowed".to_string();
+    }
+    let text = caught_text(e);
+    if text.contains("script stopped") {
+        return "ERR script stopped: it ran past --script-time-limit".to_string();
+    }
+    let text = if text.starts_with("ERR ") {
+        text
+    } else {
+        format!("ERR {text}")
+    };
+    format!("ERR Error registering functions: {text}").replace(['\r', '\n'], " ")
 }
 
 /// A compile error of a script.
@@ -620,13 +946,14 @@ fn caught_text(e: &LuaError) -> String {
 /// The script line an error was raised on: from its text
 /// (`user_script:N: ...`), else from the traceback of the Rust call that
 /// raised it.
-fn script_line(e: &LuaError, text: &str) -> Option<u32> {
-    fn line_in(s: &str) -> Option<u32> {
-        let at = s.find("user_script:")? + "user_script:".len();
+fn script_line(e: &LuaError, text: &str, chunk: Chunk) -> Option<u32> {
+    let prefix = format!("{}:", chunk.name());
+    let line_in = |s: &str| -> Option<u32> {
+        let at = s.find(&prefix)? + prefix.len();
         let digits: String = s[at..].chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()
-    }
-    if text.starts_with("user_script:") {
+    };
+    if text.starts_with(&prefix) {
         return line_in(text);
     }
     let mut e = e;
@@ -647,7 +974,10 @@ fn script_line(e: &LuaError, text: &str) -> Option<u32> {
 /// script: <sha>, on @user_script:<line>.`, the text located
 /// (`user_script:<line>: `) unless a command or the script's own
 /// `error({err = ...})` gave it.
-fn run_error(e: &LuaError, sha: &str) -> String {
+///
+/// A function's error names the function and `@user_function` instead.
+pub(super) fn run_error(e: &LuaError, sha: &str, chunk: Chunk) -> String {
+    let name = chunk.name();
     let inner = cause(e);
     let (text, located) = match inner {
         LuaError::ExternalError(x) if x.downcast_ref::<Compile>().is_some() => {
@@ -660,7 +990,7 @@ fn run_error(e: &LuaError, sha: &str) -> String {
             let line = x.downcast_ref::<TableError>().and_then(|t| t.1);
             let mut out = format!("{} script: {sha}", caught_text(e));
             if let Some(n) = line {
-                out.push_str(&format!(", on @user_script:{n}."));
+                out.push_str(&format!(", on @{name}:{n}."));
             }
             return out.replace(['\r', '\n'], " ");
         }
@@ -678,19 +1008,19 @@ fn run_error(e: &LuaError, sha: &str) -> String {
             (m, false)
         }
     };
-    let line = script_line(e, &text);
+    let line = script_line(e, &text, chunk);
     let mut out = String::new();
     if !located {
         out.push_str("ERR ");
-        if let (Some(n), false) = (line, text.starts_with("user_script:")) {
-            out.push_str(&format!("user_script:{n}: "));
+        if let (Some(n), false) = (line, text.starts_with(&format!("{name}:"))) {
+            out.push_str(&format!("{name}:{n}: "));
         }
     }
     out.push_str(&text);
     out.push_str(" script: ");
     out.push_str(sha);
     if let Some(n) = line {
-        out.push_str(&format!(", on @user_script:{n}."));
+        out.push_str(&format!(", on @{name}:{n}."));
     }
     out.replace(['\r', '\n'], " ")
 }
@@ -757,6 +1087,9 @@ const NOT_IN_SCRIPTS: &[&str] = &[
     "eval_ro",
     "evalsha_ro",
     "script",
+    "fcall",
+    "fcall_ro",
+    "function",
     "hello",
     "auth",
     "quit",

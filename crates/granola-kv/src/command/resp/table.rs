@@ -5,9 +5,9 @@
 
 use super::gate::my_slot;
 use super::{
-    bitmaps, blocking_lists, blocking_zsets, connection, dump, geo, hashes, hyperloglog, keys,
-    lists, memory, monitor, pubsub, scripting, server, sets, sort, stream_groups, streams, strings,
-    transaction, zset_ops, zset_ranges, zsets, Ctx,
+    bitmaps, blocking_lists, blocking_zsets, connection, dump, functions, geo, hashes, hyperloglog,
+    keys, lists, memory, monitor, pubsub, scripting, server, sets, sort, stream_groups, streams,
+    strings, transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -106,9 +106,8 @@ impl Spec {
             "lmpop" | "zmpop" | "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" => {
                 Movable::Counted { count_at: 1 }
             }
-            "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
-                Movable::Counted { count_at: 2 }
-            }
+            "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall"
+            | "fcall_ro" => Movable::Counted { count_at: 2 },
             "zunionstore" | "zinterstore" | "zdiffstore" => Movable::DestThenCounted,
             "sort" => Movable::SortStore,
             "georadius" => Movable::StoreOption { from: 6 },
@@ -679,6 +678,9 @@ pub static COMMANDS: &[Spec] = &[
         scripting::evalsha_ro
     ),
     cmd!("scripting", "script", -2, SC, NOKEY, scripting::script),
+    cmd!("scripting", "fcall", -3, EV, NOKEY, functions::fcall),
+    cmd!("scripting", "fcall_ro", -3, EVR, NOKEY, functions::fcall_ro),
+    cmd!("scripting", "function", -2, SC, NOKEY, functions::function),
     cmd!("transactions", "multi", 1, C, NOKEY, transaction::multi),
     cmd!(
         "transactions",

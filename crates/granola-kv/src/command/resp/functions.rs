@@ -1,0 +1,428 @@
+//! Redis 7 functions: FUNCTION (LOAD, DELETE, FLUSH, LIST, STATS, KILL,
+//! HELP), FCALL and FCALL_RO. A library is Lua code whose first line is
+//! `#!lua name=<library>` and which registers its functions with
+//! `redis.register_function`; FCALL calls one by name with its keys and
+//! arguments as the callback's two parameters. Client libraries load
+//! them once (redis-py's `function_load`) instead of shipping a script's
+//! text or SHA1 with every call.
+//!
+//! The libraries live here, shared by every connection; each worker's Lua
+//! state ([`super::scripting`]) loads a library the first time one of its
+//! functions is called there, and runs it as it runs scripts: alone, with
+//! the same time and memory limits. While a library loads, its `redis`
+//! holds only `register_function`, `log` and the log levels, and it can
+//! set no global (as in Redis).
+//!
+//! Not provided: FUNCTION DUMP and RESTORE (Redis's payload carries its
+//! RDB function opcodes), and persistence (nothing of granola-kv's is
+//! persisted).
+
+use super::scripting::{self, Chunk, INVALID_NAME};
+use super::{glob, Ctx};
+use crate::command::Step;
+use crate::protocol::resp::Command;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+/// Library code held at most, all libraries together (hostile LOADs
+/// cannot grow it past this).
+pub const LIBRARY_BYTES: usize = 16 << 20;
+
+/// The loaded libraries, shared by every connection.
+#[derive(Default)]
+pub struct Functions {
+    inner: Mutex<Libraries>,
+}
+
+#[derive(Default)]
+struct Libraries {
+    /// By library name (listed in name order, as Redis does not promise
+    /// an order).
+    by_name: BTreeMap<String, Arc<Library>>,
+    /// Function name to its library.
+    by_function: HashMap<String, Arc<Library>>,
+    /// Bytes of code of every library.
+    bytes: usize,
+    /// The id the next loaded library gets.
+    next_id: u64,
+}
+
+/// One library as FUNCTION LIST shows it.
+pub struct Library {
+    /// Unique per load: a worker's Lua state keys the compiled library by
+    /// it, so a library loaded again (REPLACE) is compiled afresh.
+    id: u64,
+    name: String,
+    code: Arc<[u8]>,
+    functions: Vec<FunctionInfo>,
+}
+
+/// A function's name, description and flags.
+struct FunctionInfo {
+    name: String,
+    description: Option<String>,
+    flags: Vec<&'static str>,
+}
+
+impl Functions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Libraries> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The library holding function `name`.
+    fn library_of(&self, name: &str) -> Option<Arc<Library>> {
+        self.lock().by_function.get(name).cloned()
+    }
+
+    /// True if a library with this id is loaded.
+    fn live(&self, id: u64) -> bool {
+        self.lock().by_name.values().any(|l| l.id == id)
+    }
+}
+
+/// The library name of `code`'s first line, `#!lua name=<library>`, or
+/// Redis's error.
+fn library_name(code: &[u8]) -> Result<String, String> {
+    let line = code.split(|&c| c == b'\n').next().unwrap_or_default();
+    let Some(meta) = line.strip_prefix(b"#!") else {
+        return Err("ERR Missing library metadata".into());
+    };
+    let meta = String::from_utf8_lossy(meta);
+    let mut parts = meta.trim_end_matches('\r').split(' ');
+    let engine = parts.next().unwrap_or_default();
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(format!("ERR Engine '{engine}' not found"));
+    }
+    let mut name = None;
+    for part in parts.filter(|p| !p.is_empty()) {
+        match part.strip_prefix("name=") {
+            Some(n) => name = Some(n.to_string()),
+            None => return Err(format!("ERR Invalid metadata value given: {part}")),
+        }
+    }
+    let name = name.ok_or("ERR Library name was not given")?;
+    if !scripting::valid_name(name.as_bytes()) {
+        return Err(INVALID_NAME.into());
+    }
+    Ok(name)
+}
+
+/// The code Lua runs: the `#!` line blanked, so that line numbers in
+/// errors count it as Redis's do.
+fn lua_code(code: &[u8]) -> Vec<u8> {
+    let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
+    code[end..].to_vec()
+}
+
+/// `FUNCTION LOAD [REPLACE] code`.
+fn load(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+    let n = cmd.len();
+    let mut replace = false;
+    for opt in cmd.args().take(n - 1).skip(2) {
+        if opt.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else {
+            let opt = String::from_utf8_lossy(opt).into_owned();
+            ctx.error(format!("ERR Unknown option given: {opt}").as_bytes());
+            return;
+        }
+    }
+    let code = cmd.arg(n - 1).unwrap_or_default();
+    let name = match library_name(code) {
+        Ok(n) => n,
+        Err(e) => {
+            ctx.error(e.as_bytes());
+            return;
+        }
+    };
+    let functions = &ctx.shared.functions;
+    if !replace && functions.lock().by_name.contains_key(&name) {
+        ctx.error(format!("ERR Library '{name}' already exists").as_bytes());
+        return;
+    }
+    // Loaded once here to learn its functions (and refuse it if it fails);
+    // each worker then loads it again on its first call there.
+    let lua = lua_code(code);
+    let registered = match scripting::with_vm(&ctx.shared.config, |vm| vm.load_library(&lua)) {
+        Ok(r) => r,
+        Err(e) => {
+            ctx.error(scripting::load_error(&e).as_bytes());
+            return;
+        }
+    };
+    if registered.is_empty() {
+        ctx.error(b"ERR No functions registered");
+        return;
+    }
+    let mut libs = functions.lock();
+    let old = libs.by_name.get(&name).cloned();
+    if let Some(f) = registered.iter().find(|r| {
+        libs.by_function
+            .get(&r.name)
+            .is_some_and(|l| l.name != name)
+    }) {
+        ctx.error(format!("ERR Function {} already exists", f.name).as_bytes());
+        return;
+    }
+    let freed = old.as_ref().map_or(0, |l| l.code.len());
+    if libs.bytes - freed + code.len() > LIBRARY_BYTES {
+        ctx.error(b"ERR function libraries are full: FUNCTION DELETE or FLUSH first");
+        return;
+    }
+    if let Some(old) = old {
+        remove(&mut libs, &old);
+    }
+    let id = libs.next_id;
+    libs.next_id += 1;
+    let library = Arc::new(Library {
+        id,
+        name: name.clone(),
+        code: Arc::from(code),
+        functions: registered
+            .into_iter()
+            .map(|r| FunctionInfo {
+                name: r.name,
+                description: r.description,
+                flags: r.flags,
+            })
+            .collect(),
+    });
+    for f in &library.functions {
+        libs.by_function.insert(f.name.clone(), library.clone());
+    }
+    libs.bytes += code.len();
+    libs.by_name.insert(name.clone(), library);
+    drop(libs);
+    ctx.bytes(name.as_bytes());
+}
+
+fn remove(libs: &mut Libraries, library: &Library) {
+    for f in &library.functions {
+        libs.by_function.remove(&f.name);
+    }
+    libs.bytes -= library.code.len();
+    libs.by_name.remove(&library.name);
+}
+
+/// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`.
+fn list(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+    let (mut pattern, mut with_code) = (None, false);
+    let mut args = cmd.args().skip(2);
+    while let Some(a) = args.next() {
+        if a.eq_ignore_ascii_case(b"withcode") && !with_code {
+            with_code = true;
+        } else if a.eq_ignore_ascii_case(b"libraryname") && pattern.is_none() {
+            match args.next() {
+                Some(p) => pattern = Some(p),
+                None => {
+                    ctx.error(b"ERR library name argument was not given");
+                    return;
+                }
+            }
+        } else {
+            let a = String::from_utf8_lossy(a).into_owned();
+            ctx.error(format!("ERR Unknown argument {a}").as_bytes());
+            return;
+        }
+    }
+    let libs: Vec<Arc<Library>> = ctx
+        .shared
+        .functions
+        .lock()
+        .by_name
+        .values()
+        .filter(|l| pattern.is_none_or(|p| glob::matches(p, l.name.as_bytes(), false)))
+        .cloned()
+        .collect();
+    ctx.array(libs.len());
+    for l in libs {
+        ctx.map(if with_code { 4 } else { 3 });
+        ctx.bytes(b"library_name");
+        ctx.bytes(l.name.as_bytes());
+        ctx.bytes(b"engine");
+        ctx.bytes(b"LUA");
+        ctx.bytes(b"functions");
+        ctx.array(l.functions.len());
+        for f in &l.functions {
+            ctx.map(3);
+            ctx.bytes(b"name");
+            ctx.bytes(f.name.as_bytes());
+            ctx.bytes(b"description");
+            match &f.description {
+                Some(d) => ctx.bytes(d.as_bytes()),
+                None => ctx.null(),
+            }
+            ctx.bytes(b"flags");
+            ctx.set(f.flags.len());
+            for flag in &f.flags {
+                ctx.simple(flag.as_bytes());
+            }
+        }
+        if with_code {
+            ctx.bytes(b"library_code");
+            ctx.bytes(&l.code);
+        }
+    }
+}
+
+/// `FUNCTION STATS`: no function is ever running when a client can ask
+/// (a function runs alone).
+fn stats(ctx: &mut Ctx<'_>) {
+    let (libraries, functions) = {
+        let libs = ctx.shared.functions.lock();
+        (libs.by_name.len(), libs.by_function.len())
+    };
+    ctx.map(2);
+    ctx.bytes(b"running_script");
+    ctx.null();
+    ctx.bytes(b"engines");
+    ctx.map(1);
+    ctx.bytes(b"LUA");
+    ctx.map(2);
+    ctx.bytes(b"libraries_count");
+    ctx.int(libraries as i64);
+    ctx.bytes(b"functions_count");
+    ctx.int(functions as i64);
+}
+
+/// `FUNCTION <subcommand> ...`.
+pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
+    // Redis's arity per subcommand (negative: at least).
+    let arity: i64 = match &sub[..] {
+        b"load" => -3,
+        b"delete" => 3,
+        b"flush" => -2,
+        b"list" => -2,
+        b"stats" | b"kill" | b"help" => 2,
+        _ => {
+            ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default(), false);
+            return Step::Done;
+        }
+    };
+    let n = cmd.len() as i64;
+    if (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
+        let sub = String::from_utf8_lossy(&sub).into_owned();
+        ctx.error(format!("ERR wrong number of arguments for 'function|{sub}' command").as_bytes());
+        return Step::Done;
+    }
+    match (&sub[..], cmd.len()) {
+        (b"load", _) => load(ctx, cmd),
+        (b"delete", _) => {
+            let name = String::from_utf8_lossy(cmd.arg(2).unwrap_or_default()).into_owned();
+            let mut libs = ctx.shared.functions.lock();
+            match libs.by_name.get(&name).cloned() {
+                Some(l) => {
+                    remove(&mut libs, &l);
+                    drop(libs);
+                    ctx.ok();
+                }
+                None => {
+                    drop(libs);
+                    ctx.error(b"ERR Library not found");
+                }
+            }
+        }
+        (b"flush", 2) => flush(ctx),
+        (b"flush", 3) => {
+            let mode = cmd.arg(2).unwrap_or_default();
+            if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") {
+                flush(ctx);
+            } else {
+                ctx.error(b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+            }
+        }
+        (b"list", _) => list(ctx, cmd),
+        (b"stats", 2) => stats(ctx),
+        (b"kill", 2) => ctx.error(b"NOTBUSY No scripts in execution right now."),
+        (b"help", 2) => ctx.help(&[
+            b"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"LOAD [REPLACE] <FUNCTION CODE>",
+            b"    Create a new library with the given library name and code.",
+            b"DELETE <LIBRARY NAME>",
+            b"    Delete the given library.",
+            b"LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            b"    Return general information on all the libraries:",
+            b"    * Library name",
+            b"    * The engine used to run the Library",
+            b"    * Library description",
+            b"    * Functions list",
+            b"    * Library code (if WITHCODE is given)",
+            b"    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            b"STATS",
+            b"    Return information about the current function running:",
+            b"    * Function name",
+            b"    * Command used to run the function",
+            b"    * Duration in MS that the function is running",
+            b"    If no function is running, return nil",
+            b"    In addition, returns a list of available engines.",
+            b"KILL",
+            b"    Kill the current running function.",
+            b"FLUSH [ASYNC|SYNC]",
+            b"    Delete all the libraries.",
+            b"    When called without the optional mode argument, the behavior is determined by the",
+            b"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            b"    * ASYNC: Asynchronously flush the libraries.",
+            b"    * SYNC: Synchronously flush the libraries.",
+            b"HELP",
+            b"    Prints this help.",
+        ]),
+        _ => ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default(), true),
+    }
+    Step::Done
+}
+
+fn flush(ctx: &mut Ctx<'_>) {
+    let mut libs = ctx.shared.functions.lock();
+    // Ids stay unique: workers key their compiled libraries by them.
+    let next_id = libs.next_id;
+    *libs = Libraries {
+        next_id,
+        ..Libraries::default()
+    };
+    drop(libs);
+    ctx.ok();
+}
+
+/// `FCALL function numkeys [key ...] [arg ...]`.
+pub fn fcall(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    call(ctx, cmd, false)
+}
+
+/// `FCALL_RO`: FCALL of a function flagged `no-writes`.
+pub fn fcall_ro(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    call(ctx, cmd, true)
+}
+
+fn call(ctx: &mut Ctx<'_>, cmd: &Command<'_>, ro_command: bool) -> Step {
+    let Some((keys, args)) = scripting::keys_and_args(ctx, cmd, b"ERR Bad number of keys provided")
+    else {
+        return Step::Done;
+    };
+    let name = String::from_utf8_lossy(cmd.arg(1).unwrap_or_default()).into_owned();
+    let Some(library) = ctx.shared.functions.library_of(&name) else {
+        ctx.error(b"ERR Function not found");
+        return Step::Done;
+    };
+    let no_writes = library
+        .functions
+        .iter()
+        .any(|f| f.name == name && f.flags.contains(&"no-writes"));
+    if ro_command && !no_writes {
+        ctx.error(b"ERR Can not execute a script with write flag using *_ro command.");
+        return Step::Done;
+    }
+    let shared = ctx.shared;
+    let code = lua_code(&library.code);
+    scripting::run_alone(ctx, &name, Chunk::Function, |ctx, vm| {
+        let live = |id| shared.functions.live(id);
+        match vm.library_function(library.id, &code, &name, live)? {
+            Some(f) => vm.run(ctx, &f, &keys, &args, no_writes, Chunk::Function),
+            // The library loaded here registered other functions than
+            // where it was first loaded (its code branches on something
+            // that differs): as if the function were not there.
+            None => Err(mlua::Error::runtime("Function not found")),
+        }
+    });
+    Step::Done
+}
