@@ -1,4 +1,5 @@
-//! Fuzzes RESTORE's payload decoder (`protocol::rdb`).
+//! Fuzzes RESTORE's and FUNCTION RESTORE's payload decoders
+//! (`protocol::rdb`).
 //!
 //! The input is decoded as sent (so the footer check runs), then sealed
 //! with a valid version and checksum (so the value decoder is reached on
@@ -7,7 +8,9 @@
 //! `-malloc_limit_mb` catch one):
 //! - what decodes fits the budget it was given;
 //! - what decodes, written again by `Dump` (granola-kv's DUMP), decodes to
-//!   the same value.
+//!   the same value;
+//! - libraries' codes that decode fit the budget and, written again as a
+//!   FUNCTION DUMP payload, decode to the same codes.
 #![no_main]
 
 use granola_kv::protocol::rdb::{self, Dump, DumpType, RdbValue, ELEMENT_COST};
@@ -66,5 +69,15 @@ fuzz_target!(|data: &[u8]| {
         assert!(cost(&v) <= BUDGET, "over budget");
         let again = rdb::decode(&dump(&v), usize::MAX).expect("own dump decodes");
         assert_eq!(again, v);
+    }
+    let _ = rdb::decode_functions(data, BUDGET);
+    if let Ok(codes) = rdb::decode_functions(&payload, BUDGET) {
+        assert!(
+            codes.iter().map(Vec::len).sum::<usize>() <= BUDGET,
+            "over budget"
+        );
+        let payload = rdb::encode_functions(codes.iter().map(Vec::as_slice));
+        let again = rdb::decode_functions(&payload, usize::MAX).expect("own dump decodes");
+        assert_eq!(again, codes);
     }
 });

@@ -154,6 +154,36 @@ impl Dump {
     }
 }
 
+/// The opcode before a function library's code in a FUNCTION DUMP
+/// payload (Redis 7.0 GA on; 246 was its pre-release form).
+const OPCODE_FUNCTION2: u8 = 245;
+
+/// A FUNCTION DUMP payload of libraries' `codes`.
+pub fn encode_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        put_len(&mut out, code.len() as u64);
+        out.extend_from_slice(code);
+    }
+    seal(out, WRITE_VERSION)
+}
+
+/// The libraries' codes in a FUNCTION DUMP payload (LZF-compressed codes
+/// too, as Redis writes long ones), charging them to `budget` bytes.
+pub fn decode_functions(payload: &[u8], budget: usize) -> Result<Vec<Vec<u8>>, RdbError> {
+    let body = check_footer(payload)?;
+    let mut r = Reader { rest: body, budget };
+    let mut codes = Vec::new();
+    while !r.rest.is_empty() {
+        if r.byte()? != OPCODE_FUNCTION2 {
+            return Err(RdbError::Format);
+        }
+        codes.push(r.string()?);
+    }
+    Ok(codes)
+}
+
 /// Appends the footer to a value's bytes: `version`, then the CRC-64 of
 /// both.
 pub fn seal(mut body: Vec<u8>, version: u16) -> Vec<u8> {

@@ -13,13 +13,13 @@
 //! holds only `register_function`, `log` and the log levels, and it can
 //! set no global (as in Redis).
 //!
-//! Not provided: FUNCTION DUMP and RESTORE (Redis's payload carries its
-//! RDB function opcodes), and persistence (nothing of granola-kv's is
-//! persisted).
+//! FUNCTION DUMP and RESTORE move libraries in Redis's payload format,
+//! both ways between granola-kv and Redis 7.
 
 use super::scripting::{self, Chunk, INVALID_NAME};
 use super::{glob, Ctx};
 use crate::command::Step;
+use crate::protocol::rdb::{self, RdbError};
 use crate::protocol::resp::Command;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -114,6 +114,117 @@ fn lua_code(code: &[u8]) -> Vec<u8> {
     code[end..].to_vec()
 }
 
+/// A library compiled and loaded once, not yet installed.
+struct Compiled {
+    name: String,
+    code: Arc<[u8]>,
+    functions: Vec<FunctionInfo>,
+}
+
+/// Runs `code` once on this worker's Lua state to learn what it
+/// registers (each worker loads it again on its first call there), or
+/// Redis's error.
+fn compile(ctx: &Ctx<'_>, code: &[u8]) -> Result<Compiled, String> {
+    let name = library_name(code)?;
+    let lua = lua_code(code);
+    let registered = scripting::with_vm(&ctx.shared.config, |vm| vm.load_library(&lua))
+        .map_err(|e| scripting::load_error(&e))?;
+    if registered.is_empty() {
+        return Err("ERR No functions registered".into());
+    }
+    Ok(Compiled {
+        name,
+        code: Arc::from(code),
+        functions: registered
+            .into_iter()
+            .map(|r| FunctionInfo {
+                name: r.name,
+                description: r.description,
+                flags: r.flags,
+            })
+            .collect(),
+    })
+}
+
+/// Installs `new` all or nothing, after deleting every installed library
+/// if `flush` (only if `new` installs). A library of the same name as an
+/// installed one replaces it if `replace`, else fails with `exists`'s
+/// text; a function name another library (installed and staying, or in
+/// `new`) already has fails.
+fn install(
+    functions: &Functions,
+    new: Vec<Compiled>,
+    replace: bool,
+    flush: bool,
+    exists: impl Fn(&str) -> String,
+) -> Result<(), String> {
+    let mut libs = functions.lock();
+    if !flush {
+        return install_into(&mut libs, new, replace, exists);
+    }
+    // Ids stay unique: workers key their compiled libraries by them.
+    let empty = Libraries {
+        next_id: libs.next_id,
+        ..Libraries::default()
+    };
+    let old = std::mem::replace(&mut *libs, empty);
+    let outcome = install_into(&mut libs, new, replace, exists);
+    if outcome.is_err() {
+        // Nothing was installed: the checks come first.
+        *libs = old;
+    }
+    outcome
+}
+
+fn install_into(
+    libs: &mut Libraries,
+    new: Vec<Compiled>,
+    replace: bool,
+    exists: impl Fn(&str) -> String,
+) -> Result<(), String> {
+    let mut taken: HashMap<&str, &str> = HashMap::new();
+    let mut bytes = libs.bytes;
+    for lib in &new {
+        if let Some(old) = libs.by_name.get(&lib.name) {
+            if !replace {
+                return Err(exists(&lib.name));
+            }
+            bytes -= old.code.len();
+        }
+        bytes += lib.code.len();
+        for f in &lib.functions {
+            let other = libs.by_function.get(&f.name).map(|l| l.name.as_str());
+            let clash = other.is_some_and(|o| !new.iter().any(|n| n.name == o))
+                || taken.insert(&f.name, &lib.name).is_some();
+            if clash {
+                return Err(format!("ERR Function {} already exists", f.name));
+            }
+        }
+    }
+    if bytes > LIBRARY_BYTES {
+        return Err("ERR function libraries are full: FUNCTION DELETE or FLUSH first".into());
+    }
+    for lib in new {
+        if let Some(old) = libs.by_name.get(&lib.name).cloned() {
+            remove(libs, &old);
+        }
+        let id = libs.next_id;
+        libs.next_id += 1;
+        let library = Arc::new(Library {
+            id,
+            name: lib.name,
+            code: lib.code,
+            functions: lib.functions,
+        });
+        for f in &library.functions {
+            libs.by_function.insert(f.name.clone(), library.clone());
+        }
+        libs.bytes += library.code.len();
+        libs.by_name.insert(library.name.clone(), library);
+    }
+    Ok(())
+}
+
 /// `FUNCTION LOAD [REPLACE] code`.
 fn load(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
     let n = cmd.len();
@@ -128,72 +239,76 @@ fn load(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
         }
     }
     let code = cmd.arg(n - 1).unwrap_or_default();
-    let name = match library_name(code) {
-        Ok(n) => n,
+    let exists = |name: &str| format!("ERR Library '{name}' already exists");
+    // Redis reports an existing library before compiling the new one.
+    match library_name(code) {
+        Ok(name) if !replace && ctx.shared.functions.lock().by_name.contains_key(&name) => {
+            ctx.error(exists(&name).as_bytes());
+            return;
+        }
+        Ok(_) => {}
         Err(e) => {
             ctx.error(e.as_bytes());
             return;
         }
-    };
-    let functions = &ctx.shared.functions;
-    if !replace && functions.lock().by_name.contains_key(&name) {
-        ctx.error(format!("ERR Library '{name}' already exists").as_bytes());
-        return;
     }
-    // Loaded once here to learn its functions (and refuse it if it fails);
-    // each worker then loads it again on its first call there.
-    let lua = lua_code(code);
-    let registered = match scripting::with_vm(&ctx.shared.config, |vm| vm.load_library(&lua)) {
-        Ok(r) => r,
-        Err(e) => {
-            ctx.error(scripting::load_error(&e).as_bytes());
+    let outcome = compile(ctx, code).and_then(|lib| {
+        let name = lib.name.clone();
+        install(&ctx.shared.functions, vec![lib], replace, false, exists).map(|()| name)
+    });
+    match outcome {
+        Ok(name) => ctx.bytes(name.as_bytes()),
+        Err(e) => ctx.error(e.as_bytes()),
+    }
+}
+
+/// `FUNCTION DUMP`: every library's code in Redis's payload format, which
+/// FUNCTION RESTORE here or in Redis 7 reads.
+fn dump(ctx: &mut Ctx<'_>) {
+    let payload = {
+        let libs = ctx.shared.functions.lock();
+        rdb::encode_functions(libs.by_name.values().map(|l| &l.code[..]))
+    };
+    ctx.bytes(&payload);
+}
+
+/// `FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]`: the libraries of a
+/// FUNCTION DUMP (ours or Redis 7's), all or nothing.
+fn restore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+    let policy = cmd.arg(3).map(<[u8]>::to_ascii_lowercase);
+    let (flush, replace) = match policy.as_deref() {
+        None | Some(b"append") => (false, false),
+        Some(b"replace") => (false, true),
+        Some(b"flush") => (true, true),
+        Some(_) => {
+            ctx.error(
+                b"ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            );
             return;
         }
     };
-    if registered.is_empty() {
-        ctx.error(b"ERR No functions registered");
-        return;
-    }
-    let mut libs = functions.lock();
-    let old = libs.by_name.get(&name).cloned();
-    if let Some(f) = registered.iter().find(|r| {
-        libs.by_function
-            .get(&r.name)
-            .is_some_and(|l| l.name != name)
-    }) {
-        ctx.error(format!("ERR Function {} already exists", f.name).as_bytes());
-        return;
-    }
-    let freed = old.as_ref().map_or(0, |l| l.code.len());
-    if libs.bytes - freed + code.len() > LIBRARY_BYTES {
-        ctx.error(b"ERR function libraries are full: FUNCTION DELETE or FLUSH first");
-        return;
-    }
-    if let Some(old) = old {
-        remove(&mut libs, &old);
-    }
-    let id = libs.next_id;
-    libs.next_id += 1;
-    let library = Arc::new(Library {
-        id,
-        name: name.clone(),
-        code: Arc::from(code),
-        functions: registered
-            .into_iter()
-            .map(|r| FunctionInfo {
-                name: r.name,
-                description: r.description,
-                flags: r.flags,
-            })
-            .collect(),
+    let payload = cmd.arg(2).unwrap_or_default();
+    let codes = match rdb::decode_functions(payload, LIBRARY_BYTES) {
+        Ok(codes) => codes,
+        Err(RdbError::Footer) => {
+            ctx.error(b"ERR DUMP payload version or checksum are wrong");
+            return;
+        }
+        Err(_) => {
+            ctx.error(b"ERR given type is not a function");
+            return;
+        }
+    };
+    let compiled: Result<Vec<Compiled>, String> = codes.iter().map(|c| compile(ctx, c)).collect();
+    let outcome = compiled.and_then(|new| {
+        install(&ctx.shared.functions, new, replace, flush, |name| {
+            format!("ERR Library {name} already exists")
+        })
     });
-    for f in &library.functions {
-        libs.by_function.insert(f.name.clone(), library.clone());
+    match outcome {
+        Ok(()) => ctx.ok(),
+        Err(e) => ctx.error(e.as_bytes()),
     }
-    libs.bytes += code.len();
-    libs.by_name.insert(name.clone(), library);
-    drop(libs);
-    ctx.bytes(name.as_bytes());
 }
 
 fn remove(libs: &mut Libraries, library: &Library) {
@@ -294,7 +409,8 @@ pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         b"delete" => 3,
         b"flush" => -2,
         b"list" => -2,
-        b"stats" | b"kill" | b"help" => 2,
+        b"stats" | b"kill" | b"help" | b"dump" => 2,
+        b"restore" => -3,
         _ => {
             ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default(), false);
             return Step::Done;
@@ -333,6 +449,8 @@ pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
         }
         (b"list", _) => list(ctx, cmd),
+        (b"dump", _) => dump(ctx),
+        (b"restore", 3 | 4) => restore(ctx, cmd),
         (b"stats", 2) => stats(ctx),
         (b"kill", 2) => ctx.error(b"NOTBUSY No scripts in execution right now."),
         (b"help", 2) => ctx.help(&[
@@ -358,6 +476,16 @@ pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"    In addition, returns a list of available engines.",
             b"KILL",
             b"    Kill the current running function.",
+            b"DUMP",
+            b"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            b"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            b"    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            b"    control how to handle existing libraries (default APPEND):",
+            b"    * FLUSH: delete all existing libraries.",
+            b"    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            b"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            b"      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            b"      in case of functions name collision with another library).",
             b"FLUSH [ASYNC|SYNC]",
             b"    Delete all the libraries.",
             b"    When called without the optional mode argument, the behavior is determined by the",
@@ -373,15 +501,19 @@ pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 fn flush(ctx: &mut Ctx<'_>) {
-    let mut libs = ctx.shared.functions.lock();
+    clear(&ctx.shared.functions);
+    ctx.ok();
+}
+
+/// Deletes every library.
+fn clear(functions: &Functions) {
+    let mut libs = functions.lock();
     // Ids stay unique: workers key their compiled libraries by them.
     let next_id = libs.next_id;
     *libs = Libraries {
         next_id,
         ..Libraries::default()
     };
-    drop(libs);
-    ctx.ok();
 }
 
 /// `FCALL function numkeys [key ...] [arg ...]`.
