@@ -1,5 +1,5 @@
-//! Redis 7 functions: FUNCTION (LOAD, DELETE, FLUSH, LIST, STATS, KILL,
-//! HELP), FCALL and FCALL_RO. A library is Lua code whose first line is
+//! Redis 7 functions: FUNCTION (LOAD, DELETE, FLUSH, LIST, STATS, DUMP,
+//! RESTORE, KILL, HELP), FCALL and FCALL_RO. A library is Lua code whose first line is
 //! `#!lua name=<library>` and which registers its functions with
 //! `redis.register_function`; FCALL calls one by name with its keys and
 //! arguments as the callback's two parameters. Client libraries load
@@ -48,7 +48,7 @@ struct Libraries {
 }
 
 /// One library as FUNCTION LIST shows it.
-pub struct Library {
+struct Library {
     /// Unique per load: a worker's Lua state keys the compiled library by
     /// it, so a library loaded again (REPLACE) is compiled afresh.
     id: u64,

@@ -30,6 +30,7 @@ pub mod pubsub;
 pub mod pubsub_bus;
 pub mod scripting;
 pub mod scripting_libs;
+pub mod scripting_struct;
 mod server;
 mod sets;
 mod sort;

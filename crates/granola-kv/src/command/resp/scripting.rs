@@ -27,8 +27,9 @@
 //!   tables: a script that removes the metatable changes its worker's Lua
 //!   state for later scripts.
 //!
-//! Scripts also get `cjson`, `cmsgpack` and `bit` ([`super::scripting_libs`]).
-//! Not provided: the `struct` library and `redis.setresp(3)`. FUNCTION and
+//! Scripts also get `cjson`, `cmsgpack` and `bit` ([`super::scripting_libs`])
+//! and `struct` ([`super::scripting_struct`]). Not provided:
+//! `redis.setresp(3)`. FUNCTION and
 //! FCALL ([`super::functions`]) run their libraries on the same Lua states.
 
 use super::{dispatch_into, table, Ctx};
@@ -408,6 +409,7 @@ impl Vm {
         }
         g.raw_set("redis", redis_library(&lua)?)?;
         super::scripting_libs::install(&lua, memory)?;
+        super::scripting_struct::install(&lua)?;
         g.raw_set("KEYS", lua.create_table()?)?;
         g.raw_set("ARGV", lua.create_table()?)?;
         let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));

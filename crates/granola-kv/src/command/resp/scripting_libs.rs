@@ -16,8 +16,10 @@
 //! - `bit` (LuaJIT's BitOp: `tobit`, `tohex`, `bnot`, `band`, `bor`,
 //!   `bxor`, `lshift`, `rshift`, `arshift`, `rol`, `ror`, `bswap`).
 //!
+//! `struct` has a file of its own ([`super::scripting_struct`]).
+//!
 //! Differences: the cjson configuration functions (`encode_max_depth`,
-//! ...) and the `struct` library are absent. Output larger than the worker's Lua memory limit
+//! ...) are absent. Output larger than the worker's Lua memory limit
 //! is refused, so a script cannot grow Rust-side buffers past it.
 
 use mlua::{Error as LuaError, LightUserData, Lua, MultiValue, Table, Value};
@@ -44,7 +46,7 @@ pub fn install(lua: &Lua, max_output: usize) -> mlua::Result<()> {
     Ok(())
 }
 
-fn runtime(msg: impl Into<String>) -> LuaError {
+pub(super) fn runtime(msg: impl Into<String>) -> LuaError {
     LuaError::runtime(msg.into())
 }
 
@@ -76,7 +78,7 @@ fn as_number(v: &Value) -> Option<f64> {
 }
 
 /// Argument `i` (1-based) of `name` as a number, or Lua's error text.
-fn number_arg(args: &MultiValue, i: usize, name: &str) -> mlua::Result<f64> {
+pub(super) fn number_arg(args: &MultiValue, i: usize, name: &str) -> mlua::Result<f64> {
     let v = args.get(i - 1);
     v.and_then(as_number).ok_or_else(|| {
         let got = v.map_or("no value", type_name);
@@ -86,7 +88,7 @@ fn number_arg(args: &MultiValue, i: usize, name: &str) -> mlua::Result<f64> {
     })
 }
 
-fn string_arg(args: &MultiValue, i: usize, name: &str) -> mlua::Result<Vec<u8>> {
+pub(super) fn string_arg(args: &MultiValue, i: usize, name: &str) -> mlua::Result<Vec<u8>> {
     match args.get(i - 1) {
         Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
         Some(v @ (Value::Integer(_) | Value::Number(_))) => {
