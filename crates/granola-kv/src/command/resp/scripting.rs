@@ -28,9 +28,10 @@
 //!   state for later scripts.
 //!
 //! Scripts also get `cjson`, `cmsgpack` and `bit` ([`super::scripting_libs`])
-//! and `struct` ([`super::scripting_struct`]). Not provided:
-//! `redis.setresp(3)`. FUNCTION and
-//! FCALL ([`super::functions`]) run their libraries on the same Lua states.
+//! and `struct` ([`super::scripting_struct`]); `redis.setresp(3)` is not
+//! provided. FUNCTION and FCALL ([`super::functions`]) run their libraries
+//! on the same Lua states (the function-specific parts of the state, the
+//! library loading and `register_function`, are here with the rest of it).
 
 use super::{dispatch_into, table, Ctx};
 use crate::command::Step;
