@@ -2442,6 +2442,8 @@ fn functions_answer_as_redis_does() {
         Resp::Bulk(Some(p)) => p,
         other => panic!("DUMP: {other:?}"),
     };
+    // One library twice in one payload.
+    let twice = granola_kv::protocol::rdb::encode_functions([numbers.as_bytes(); 2]);
     let restore = |p: &[u8], policy: &str| -> Vec<Vec<u8>> {
         let mut c = vec![b"FUNCTION".to_vec(), b"RESTORE".to_vec(), p.to_vec()];
         if !policy.is_empty() {
@@ -2459,6 +2461,7 @@ fn functions_answer_as_redis_does() {
         (restore(b"bad", ""), false),
         (restore(&corrupt, ""), false),
         (restore(&string_dump, ""), false),
+        (restore(&twice, "REPLACE"), false),
         (restore(&from_redis, "FLUSH"), true),
         (restore(&from_granola, "FLUSH"), true),
     ] {

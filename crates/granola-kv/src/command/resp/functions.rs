@@ -121,13 +121,22 @@ struct Compiled {
     functions: Vec<FunctionInfo>,
 }
 
-/// Runs `code` once on this worker's Lua state to learn what it
+/// Runs each of `codes` once on this worker's Lua state to learn what it
 /// registers (each worker loads it again on its first call there), or
-/// Redis's error.
-fn compile(ctx: &Ctx<'_>, code: &[u8]) -> Result<Compiled, String> {
+/// Redis's error. All of them run under one time limit, as one script
+/// does: a payload of many libraries cannot hold the worker for longer.
+fn compile(ctx: &Ctx<'_>, codes: &[&[u8]]) -> Result<Vec<Compiled>, String> {
+    scripting::with_vm(&ctx.shared.config, |vm| {
+        Ok(codes.iter().map(|c| compile_on(vm, c)).collect())
+    })
+    .map_err(|e| scripting::load_error(&e))?
+}
+
+fn compile_on(vm: &scripting::Vm, code: &[u8]) -> Result<Compiled, String> {
     let name = library_name(code)?;
     let lua = lua_code(code);
-    let registered = scripting::with_vm(&ctx.shared.config, |vm| vm.load_library(&lua))
+    let registered = vm
+        .load_library(&lua)
         .map_err(|e| scripting::load_error(&e))?;
     if registered.is_empty() {
         return Err("ERR No functions registered".into());
@@ -184,7 +193,12 @@ fn install_into(
 ) -> Result<(), String> {
     let mut taken: HashMap<&str, &str> = HashMap::new();
     let mut bytes = libs.bytes;
-    for lib in &new {
+    for (i, lib) in new.iter().enumerate() {
+        if new[..i].iter().any(|n| n.name == lib.name) {
+            // Twice in one payload: Redis refuses the second as a LOAD
+            // would.
+            return Err(format!("ERR Library '{}' already exists", lib.name));
+        }
         if let Some(old) = libs.by_name.get(&lib.name) {
             if !replace {
                 return Err(exists(&lib.name));
@@ -252,9 +266,9 @@ fn load(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
             return;
         }
     }
-    let outcome = compile(ctx, code).and_then(|lib| {
-        let name = lib.name.clone();
-        install(&ctx.shared.functions, vec![lib], replace, false, exists).map(|()| name)
+    let outcome = compile(ctx, &[code]).and_then(|new| {
+        let name = new.first().map(|l| l.name.clone()).unwrap_or_default();
+        install(&ctx.shared.functions, new, replace, false, exists).map(|()| name)
     });
     match outcome {
         Ok(name) => ctx.bytes(name.as_bytes()),
@@ -299,8 +313,8 @@ fn restore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
             return;
         }
     };
-    let compiled: Result<Vec<Compiled>, String> = codes.iter().map(|c| compile(ctx, c)).collect();
-    let outcome = compiled.and_then(|new| {
+    let codes: Vec<&[u8]> = codes.iter().map(Vec::as_slice).collect();
+    let outcome = compile(ctx, &codes).and_then(|new| {
         install(&ctx.shared.functions, new, replace, flush, |name| {
             format!("ERR Library {name} already exists")
         })
