@@ -210,8 +210,23 @@ fn put_len(out: &mut Vec<u8>, n: u64) {
 }
 
 /// Checks the footer of `payload` and decodes its value, charging what it
-/// takes to `budget` bytes.
+/// takes to `budget` bytes. An empty collection is refused in every
+/// encoding, as Redis refuses it.
 pub fn decode(payload: &[u8], budget: usize) -> Result<RdbValue, RdbError> {
+    let v = decode_value(payload, budget)?;
+    let empty = match &v {
+        RdbValue::String(_) => false,
+        RdbValue::List(l) | RdbValue::Set(l) => l.is_empty(),
+        RdbValue::Hash(h) => h.is_empty(),
+        RdbValue::ZSet(z) => z.is_empty(),
+    };
+    if empty {
+        return Err(RdbError::Format);
+    }
+    Ok(v)
+}
+
+fn decode_value(payload: &[u8], budget: usize) -> Result<RdbValue, RdbError> {
     let body = check_footer(payload)?;
     let mut r = Reader { rest: body, budget };
     let t = r.byte()?;
@@ -631,6 +646,16 @@ mod tests {
 
     fn with_footer(body: &[u8], version: u16) -> Vec<u8> {
         seal(body.to_vec(), version)
+    }
+
+    #[test]
+    fn empty_listpacks_are_refused() {
+        // A hash listpack, a set listpack and a zset listpack of no entries:
+        // total length 7, count 0, the end byte.
+        for t in [TYPE_HASH_LISTPACK, TYPE_SET_LISTPACK, TYPE_ZSET_LISTPACK] {
+            let body = vec![t, 7, 7, 0, 0, 0, 0, 0, 0xff];
+            assert_eq!(decode(&seal(body, 11), usize::MAX), Err(RdbError::Format));
+        }
     }
 
     #[test]
