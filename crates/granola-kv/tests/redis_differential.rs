@@ -2316,9 +2316,10 @@ fn crc64_redis(data: &[u8]) -> u64 {
     crc
 }
 
-/// FUNCTION LOAD / LIST / DELETE / FLUSH / STATS and FCALL, FCALL_RO:
-/// replies and errors byte for byte as Redis's, in RESP2 and RESP3, and
-/// libraries loaded on one connection called from another.
+/// FUNCTION LOAD / LIST / DELETE / FLUSH / STATS / DUMP / RESTORE and
+/// FCALL, FCALL_RO: replies and errors byte for byte as Redis's, in RESP2
+/// and RESP3, payloads read both ways, and libraries loaded on one
+/// connection called from another.
 #[test]
 fn functions_answer_as_redis_does() {
     let Some((peer, srv, mut r, mut g)) = pair() else {
