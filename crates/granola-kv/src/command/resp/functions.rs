@@ -107,11 +107,11 @@ fn library_name(code: &[u8]) -> Result<String, String> {
     Ok(name)
 }
 
-/// The code Lua runs: the `#!` line blanked, so that line numbers in
-/// errors count it as Redis's do.
-fn lua_code(code: &[u8]) -> Vec<u8> {
+/// The code Lua runs: from the end of the `#!` line on, so the first
+/// line is empty and line numbers in errors count it as Redis's do.
+fn lua_code(code: &[u8]) -> &[u8] {
     let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
-    code[end..].to_vec()
+    &code[end..]
 }
 
 /// A library compiled and loaded once, not yet installed.
@@ -136,7 +136,7 @@ fn compile_on(vm: &scripting::Vm, code: &[u8]) -> Result<Compiled, String> {
     let name = library_name(code)?;
     let lua = lua_code(code);
     let registered = vm
-        .load_library(&lua)
+        .load_library(lua)
         .map_err(|e| scripting::load_error(&e))?;
     if registered.is_empty() {
         return Err("ERR No functions registered".into());
@@ -545,8 +545,9 @@ fn call(ctx: &mut Ctx<'_>, cmd: &Command<'_>, ro_command: bool) -> Step {
     else {
         return Step::Done;
     };
-    let name = String::from_utf8_lossy(cmd.arg(1).unwrap_or_default()).into_owned();
-    let Some(library) = ctx.shared.functions.library_of(&name) else {
+    // Function names are ASCII: a name that is not UTF-8 names none.
+    let name = std::str::from_utf8(cmd.arg(1).unwrap_or_default()).unwrap_or_default();
+    let Some(library) = ctx.shared.functions.library_of(name) else {
         ctx.error(b"ERR Function not found");
         return Step::Done;
     };
@@ -559,10 +560,9 @@ fn call(ctx: &mut Ctx<'_>, cmd: &Command<'_>, ro_command: bool) -> Step {
         return Step::Done;
     }
     let shared = ctx.shared;
-    let code = lua_code(&library.code);
-    scripting::run_alone(ctx, &name, Chunk::Function, |ctx, vm| {
+    scripting::run_alone(ctx, name, Chunk::Function, |ctx, vm| {
         let live = |id| shared.functions.live(id);
-        match vm.library_function(library.id, &code, &name, live)? {
+        match vm.library_function(library.id, lua_code(&library.code), name, live)? {
             Some(f) => vm.run(ctx, &f, &keys, &args, no_writes, Chunk::Function),
             // The library loaded here registered other functions than
             // where it was first loaded (its code branches on something

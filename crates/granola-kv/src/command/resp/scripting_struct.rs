@@ -172,18 +172,15 @@ fn pack(lua: &Lua, args: &MultiValue) -> mlua::Result<mlua::String> {
                 let n = number_arg(args, arg, "pack")?;
                 arg += 1;
                 // C's conversions: negative numbers through the signed type.
-                let mut v = if n < 0.0 { n as i64 as u64 } else { n as u64 };
-                let mut bytes = vec![0u8; size];
-                let order: Box<dyn Iterator<Item = usize>> = if h.little {
-                    Box::new(0..size)
+                let v = if n < 0.0 { n as i64 as u64 } else { n as u64 };
+                // Least significant byte first; zeros past the eighth.
+                let le = v.to_le_bytes();
+                let bytes = (0..size).map(|i| le.get(i).copied().unwrap_or(0));
+                if h.little {
+                    out.extend(bytes);
                 } else {
-                    Box::new((0..size).rev())
-                };
-                for i in order {
-                    bytes[i] = v as u8;
-                    v = v.checked_shr(8).unwrap_or(0);
+                    out.extend(bytes.rev());
                 }
-                out.extend_from_slice(&bytes);
             }
             b'x' => out.push(0),
             b'f' => {
@@ -249,15 +246,14 @@ fn unpack(lua: &Lua, args: &MultiValue) -> mlua::Result<MultiValue> {
         match opt {
             _ if is_integer(opt) => {
                 let bytes = &data[pos..pos + size];
-                let mut v: u64 = 0;
-                let order: Box<dyn Iterator<Item = &u8>> = if h.little {
-                    Box::new(bytes.iter().rev())
+                // Most significant byte first; bytes past the eighth push
+                // the first ones out, as C's shifts of a 64-bit integer do.
+                let push = |v: u64, b: &u8| (v << 8) | u64::from(*b);
+                let mut v = if h.little {
+                    bytes.iter().rev().fold(0, push)
                 } else {
-                    Box::new(bytes.iter())
+                    bytes.iter().fold(0, push)
                 };
-                for b in order {
-                    v = v.checked_shl(8).unwrap_or(0) | u64::from(*b);
-                }
                 let n = if opt.is_ascii_lowercase() && (1..=8).contains(&size) {
                     let mask = u64::MAX << (size * 8 - 1);
                     if v & mask != 0 {
