@@ -88,9 +88,13 @@ pub struct RunSpec {
     pub client_cpu: Option<usize>,
     /// Requests in flight.
     pub depth: usize,
-    /// Unmeasured time before the window.
+    /// Unmeasured time before the window. The warm-up also lasts until a
+    /// first full round (`depth` replies) has come back, so a slow start
+    /// (first page faults, a busy machine) is not measured.
     pub warmup: Duration,
-    /// Length of the measured window.
+    /// Length of the measured window. The window also stays open until it
+    /// holds one reply, so a stalled machine gives a long window rather
+    /// than an empty one (the 10 s no-progress guard still bounds it).
     pub measure: Duration,
     /// The window also closes after this many replies.
     pub max_messages: u64,
@@ -409,13 +413,16 @@ fn client_loop(
     let mut last_progress = start;
     loop {
         let now = Instant::now();
-        if !measuring && !draining && now - start >= spec.warmup {
+        if !measuring && !draining && now - start >= spec.warmup && verified_total >= depth as u64 {
             measuring = true;
             window_start = now;
             cpu_start = thread_cpu_ns();
             phase.store(PHASE_MEASURE, Ordering::Relaxed);
         }
-        if measuring && (now - window_start >= spec.measure || msgs >= spec.max_messages) {
+        if measuring
+            && msgs > 0
+            && (now - window_start >= spec.measure || msgs >= spec.max_messages)
+        {
             measuring = false;
             draining = true;
             window_end = now;

@@ -256,7 +256,9 @@ fn client_loop(
     loop {
         let now = Instant::now();
         let tid = meter.tid.load(Ordering::Relaxed);
-        if !measuring && !draining && now - start >= spec.warmup {
+        // As in the TCP harness: the warm-up lasts until a first round of
+        // replies is back, and the window until it holds one reply.
+        if !measuring && !draining && now - start >= spec.warmup && verified_total >= depth as u64 {
             if tid == 0 {
                 return Err("no request reached the server during the warm-up".into());
             }
@@ -265,7 +267,10 @@ fn client_loop(
             cpu_start = task_cpu_ns(tid);
             served_start = meter.served.load(Ordering::Relaxed);
         }
-        if measuring && (now - window_start >= spec.measure || msgs >= spec.max_messages) {
+        if measuring
+            && msgs > 0
+            && (now - window_start >= spec.measure || msgs >= spec.max_messages)
+        {
             measuring = false;
             draining = true;
             window_end = now;
