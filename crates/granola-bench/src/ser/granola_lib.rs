@@ -53,11 +53,10 @@ pub fn libs() -> Vec<Box<dyn SerLib>> {
             DEFAULT_COPY_THRESHOLD,
             Decoder::Owned,
         )),
-        Box::new(GranolaView(Granola::new(
-            "granola-view",
-            DEFAULT_COPY_THRESHOLD,
-            Decoder::View,
-        ))),
+        Box::new(GranolaView(
+            Granola::new("granola-view", DEFAULT_COPY_THRESHOLD, Decoder::View),
+            None,
+        )),
     ]
 }
 
@@ -116,18 +115,9 @@ impl Granola {
     }
 
     /// Decode-and-touch through the read-only views: the root header is
-    /// checked, then each field is read in place. Each message type's
-    /// reader is a function of its own, as each peer's decoder is, so the
-    /// registers the list types need are not saved for every message.
+    /// checked, then each field is read in place.
     fn view_touch(&self, buf: &[u8]) -> u64 {
-        let opts = &self.options;
-        match self.kind.expect("prepared") {
-            MsgKind::StringMsg => view_string(buf, opts),
-            MsgKind::IdPair => view_id_pair(buf, opts),
-            MsgKind::ValueList => view_value_list(buf, opts),
-            MsgKind::KeyValues => view_key_values(buf, opts),
-            MsgKind::Blob => view_blob(buf, opts),
-        }
+        view_reader(self.kind.expect("prepared"))(buf, &self.options)
     }
 
     /// Fused encode into `head` + `iovecs`, holding references in
@@ -283,9 +273,26 @@ impl SerLib for Granola {
     }
 }
 
+/// Decode-and-touch of one message type through its read-only view.
+type ViewReader = fn(&[u8], &DecodeOptions) -> u64;
+
+/// The view reader of a message type. Each is a function of its own, as
+/// each peer's decoder is, so the registers the list types need are not
+/// saved for every message.
+fn view_reader(kind: MsgKind) -> ViewReader {
+    match kind {
+        MsgKind::StringMsg => view_string,
+        MsgKind::IdPair => view_id_pair,
+        MsgKind::ValueList => view_value_list,
+        MsgKind::KeyValues => view_key_values,
+        MsgKind::Blob => view_blob,
+    }
+}
+
 /// The view variant as a type of its own, so that its `decode_touch` is a
-/// function of its own.
-pub struct GranolaView(Granola);
+/// function of its own. The shape's reader is picked once, when the shape
+/// is prepared, as the hand-written floor has no per-message dispatch.
+pub struct GranolaView(Granola, Option<ViewReader>);
 
 impl SerLib for GranolaView {
     fn name(&self) -> &str {
@@ -294,6 +301,7 @@ impl SerLib for GranolaView {
 
     fn prepare(&mut self, set: &ShapeSet) {
         self.0.prepare(set);
+        self.1 = Some(view_reader(set.kind()));
     }
 
     fn serialize(&mut self, set: &ShapeSet, i: usize) -> usize {
@@ -301,7 +309,7 @@ impl SerLib for GranolaView {
     }
 
     fn decode_touch(&mut self, wire_index: usize) -> u64 {
-        self.0.view_touch(&self.0.wire[wire_index])
+        self.1.expect("prepared")(&self.0.wire[wire_index], &self.0.options)
     }
 }
 

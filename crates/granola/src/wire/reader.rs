@@ -7,7 +7,8 @@
 //! [`DecodeCx`] budget before anything is allocated for it.
 
 use super::{
-    header_len, DecodeError, DecodeErrorKind as K, DecodeOptions, WireScalar, ENTRY_LEN, SLOT_LEN,
+    header_len, DecodeError, DecodeErrorKind as K, DecodeOptions, WireScalar, ENTRY_LEN, FIELD_LEN,
+    SLOT_LEN,
 };
 
 /// Decoding state shared by all headers of one message: the input, the
@@ -160,8 +161,9 @@ pub struct HeaderReader<'a> {
     word0: u32,
     bitmap_at: usize,
     words: usize,
-    /// The slots, exactly one per present field (a slice, so that reading
-    /// slot `i` is one bounds check).
+    /// The slots, one per present field, then the kind bytes (the rest of
+    /// the header): a slice, so that reading slot `i` is one bounds check,
+    /// and the one the header's length check already gives.
     slots: &'a [u8],
     len: usize,
     depth: u32,
@@ -238,9 +240,9 @@ impl<'a> HeaderReader<'a> {
         if stated_len != 0 && stated_len != len {
             return Err(DecodeError::new(K::BadHeaderLen, 0));
         }
-        // In bounds: the slots lie inside the header, checked just above.
+        // In bounds: the header was checked just above.
         let slots = obj
-            .get(slots_at..slots_at + present * SLOT_LEN)
+            .get(slots_at..at + len)
             .ok_or(DecodeError::new(K::Truncated, 0))?;
         Ok(HeaderReader {
             obj,
@@ -336,9 +338,10 @@ impl<'a> HeaderReader<'a> {
         }
         // The kinds follow the slots, one byte per present field, in slot
         // order.
-        let kinds_at = self.bitmap_at + 4 * self.words + self.slots.len();
-        let at = kinds_at + self.index_of(number);
-        self.obj.get(at).copied()
+        let present = self.slots.len() / FIELD_LEN;
+        self.slots
+            .get(present * SLOT_LEN + self.index_of(number))
+            .copied()
     }
 
     /// A scalar field's value, if present.
@@ -448,8 +451,7 @@ impl<'a> HeaderReader<'a> {
             let present = word0.count_ones() as usize;
             let len = header_len(1, present);
             if u32::from_le_bytes([w0, w1, w2, w3]) == 1 && opts.max_bitmap_words >= 1 {
-                if let (Some(slots), true) = (obj.get(8..8 + present * SLOT_LEN), len <= obj.len())
-                {
+                if let Some(slots) = obj.get(8..len) {
                     return Ok(HeaderReader {
                         obj,
                         word0,
@@ -462,17 +464,27 @@ impl<'a> HeaderReader<'a> {
                 }
             }
         }
-        HeaderReader::view_root_general(obj, opts)
+        let mut error = DecodeError::new(K::Truncated, 0);
+        match HeaderReader::view_root_general(obj, opts, &mut error) {
+            Some(h) => Ok(h),
+            None => Err(error),
+        }
     }
 
     /// [`view_root`](Self::view_root) for any bitmap, out of line so that
-    /// the one-word path inlined into each view stays short.
+    /// the one-word path inlined into each view stays short. The error
+    /// comes back apart from the header: in a `Result` it would share the
+    /// header's bytes, and the compiler then carries the input's length in
+    /// two halves through every view (5 instructions per message).
     #[inline(never)]
     fn view_root_general(
         obj: &'a [u8],
         opts: &'a DecodeOptions,
-    ) -> Result<HeaderReader<'a>, DecodeError> {
+        error: &mut DecodeError,
+    ) -> Option<HeaderReader<'a>> {
         HeaderReader::check(obj, opts, 0, 0, 0, None)
+            .map_err(|e| *error = e)
+            .ok()
     }
 
     /// For read-only views: a nested message's header, validated (bounds,
