@@ -311,6 +311,7 @@ impl Locked<'_> {
 
     /// Finds `key` (under the lock, so entries change only by us, apart
     /// from REF bits).
+    #[inline]
     pub(crate) fn find(&self, pool: &Pool, h: &Hashed, key: &[u8]) -> Option<Found> {
         let mask = self.shard.buckets() - 1;
         for tag in [h.t1, h.t2] {

@@ -182,6 +182,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl Item {
     /// Interprets `buf` (a slot) as an item, checking every length against
     /// it. `None` if the bytes cannot be an item.
+    #[inline]
     pub(crate) fn parse(buf: Buf) -> Option<Item> {
         if buf.len() < HEADER_LEN {
             return None;
@@ -647,45 +648,57 @@ fn header(kind: u8, key_len: usize, value_len: usize, h: Header) -> [u8; HEADER_
 }
 
 impl Item {
-    /// Writes the string `key` = concatenated `parts` with header `h` over
-    /// this item, in its own slot, when the pool allows it (nothing but the
-    /// index's handle and this item refers to the slot; see
-    /// [`Pool::rewrite_in_place`]) and the new item needs a slot of the
-    /// same size; the slot's access word becomes `word`. `Err(self)`
-    /// unchanged otherwise.
+    /// Writes the string concatenated `parts` with header `h` over this
+    /// item, in its own slot and under its own key, when the pool allows
+    /// it (nothing but the index's handle and this item refers to the
+    /// slot; see [`Pool::rewrite_in_place`]) and the new item needs a slot
+    /// of the same size; the slot's access word becomes `word`. The key's
+    /// bytes are left where they are. `Err(self)` unchanged otherwise.
+    #[inline]
     pub(crate) fn rewrite_str(
         self,
         pool: &Pool,
-        key: &[u8],
         parts: &[&[u8]],
         h: Header,
         word: u32,
-    ) -> Result<Item, Item> {
-        let value_len: usize = parts.iter().map(|p| p.len()).sum();
-        let total = HEADER_LEN + key.len() + value_len;
+    ) -> Result<(), Item> {
+        let new_len: usize = parts.iter().map(|p| p.len()).sum();
+        let value_at = self.value_start();
         if self.kind != Kind::String
             || self.body.is_some()
-            || key.len() > u16::MAX as usize
-            || Pool::slot_size_for(total) != self.buf.len()
+            || Pool::slot_size_for(value_at + new_len) != self.buf.len()
         {
             return Err(self);
         }
+        let head = header(KIND_STRING, self.key_len as usize, new_len, h);
         let write = |bytes: &mut [u8]| {
-            let (head, rest) = bytes.split_at_mut(HEADER_LEN);
-            head.copy_from_slice(&header(KIND_STRING, key.len(), value_len, h));
-            let (k, mut rest) = rest.split_at_mut(key.len());
-            k.copy_from_slice(key);
+            bytes[..HEADER_LEN].copy_from_slice(&head);
+            let mut rest = &mut bytes[value_at..];
             for p in parts {
                 let (v, tail) = rest.split_at_mut(p.len());
                 v.copy_from_slice(p);
                 rest = tail;
             }
         };
-        let mut new = self.with_buf(|buf| pool.rewrite_in_place(buf, Some(word), write))?;
-        new.key_len = key.len() as u16;
-        new.value_len = value_len as u32;
-        new.seen = word;
-        Ok(new)
+        let Item {
+            buf,
+            kind,
+            key_len,
+            value_len,
+            seen,
+            body,
+        } = self;
+        match pool.rewrite_in_place(buf, Some(word), write) {
+            Ok(_) => Ok(()),
+            Err(buf) => Err(Item {
+                buf,
+                kind,
+                key_len,
+                value_len,
+                seen,
+                body,
+            }),
+        }
     }
 
     /// Writes header `h` over this item's own (flags, expiry, CAS and

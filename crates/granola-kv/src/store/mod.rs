@@ -846,7 +846,9 @@ impl Store {
                     cas: self.new_cas(),
                     ..hdr
                 };
-                result = stored(self.put_string(&l, &h, key, &[new], hdr, old.take()));
+                result = self
+                    .put_string(&l, &h, key, &[new], hdr, old.take())
+                    .map(|()| l.count_write());
             };
             f(short.map(|n| &copy[..n]), &mut store);
             return result;
@@ -1493,8 +1495,19 @@ impl Store {
 
     /// The live item for `key`; an expired one is removed and reported
     /// absent.
+    #[inline]
     fn find_live(&self, l: &Locked<'_>, h: &Hashed, key: &[u8]) -> Option<Found> {
-        let mut f = l.find(&self.pool, h, key)?;
+        let f = l.find(&self.pool, h, key)?;
+        if f.item.kind() == Kind::String && f.item.expires_at_ms() == 0 {
+            return Some(f);
+        }
+        self.found_live(l, f, key)
+    }
+
+    /// [`find_live`](Self::find_live) past a string that never expires:
+    /// drops an expired item, attaches a collection's body.
+    #[inline(never)]
+    fn found_live(&self, l: &Locked<'_>, mut f: Found, key: &[u8]) -> Option<Found> {
         if f.item.expires_at_ms() != 0 && f.item.expired(self.clock.now_ms()) {
             self.remove(l, f.pos, &f.item);
             self.removed(key, Removal::Expired);
@@ -1558,6 +1571,7 @@ impl Store {
     /// Stores the string `key` = `parts` over `old` (the key's live item,
     /// if any): in `old`'s own slot when it can be written over, else as a
     /// new item (`put_locked`).
+    #[inline(always)]
     fn put_string(
         &self,
         l: &Locked<'_>,
@@ -1566,13 +1580,16 @@ impl Store {
         parts: &[&[u8]],
         hdr: Header,
         old: Option<Found>,
-    ) -> Result<Item, StoreError> {
-        let old = match old.map(|f| self.overwrite_in_place(l, f, key, parts, hdr)) {
-            Some(Ok(new)) => return Ok(new),
-            Some(Err(f)) => Some(f),
+    ) -> Result<(), StoreError> {
+        let old = match old {
+            Some(f) => match self.overwrite_in_place(l, f, parts, hdr) {
+                Ok(()) => return Ok(()),
+                Err(f) => Some(f),
+            },
             None => None,
         };
         self.put_locked(l, h, key, &Content::Str(parts), hdr, old.as_ref())
+            .map(drop)
     }
 
     /// Writes header `hdr` over `f`'s item's own, in its slot, when
@@ -1585,31 +1602,28 @@ impl Store {
             .map_err(|item| Found { pos, entry, item })
     }
 
-    /// Writes the string `key` = `parts` over `f`'s item in its own slot,
-    /// as a fresh store (access word and CLOCK bit as `put_locked` sets
-    /// them), when `f`'s item is a string that nothing else holds and the
-    /// new one needs a slot of the same size: no allocation, no release,
-    /// no index change and no change to the counters. `Err(f)` unchanged
-    /// otherwise (then `put_locked`).
+    /// Writes the string `parts` over `f`'s item (the key's) in its own
+    /// slot, as a fresh store (access word and CLOCK bit as `put_locked`
+    /// sets them), when `f`'s item is a string that nothing else holds and
+    /// the new one needs a slot of the same size: no allocation, no
+    /// release, no index change and no change to the counters. `Err(f)`
+    /// unchanged otherwise (then `put_locked`).
+    #[inline(always)]
     fn overwrite_in_place(
         &self,
         l: &Locked<'_>,
         f: Found,
-        key: &[u8],
         parts: &[&[u8]],
         hdr: Header,
-    ) -> Result<Item, Found> {
+    ) -> Result<(), Found> {
         let Found { pos, entry, item } = f;
         let word = access::stamp(self.clock.coarse_s(), false);
-        match item.rewrite_str(&self.pool, key, parts, hdr, word) {
-            Ok(new) => {
-                if entry & REF == 0 {
-                    l.cell(pos).fetch_or(REF, Ordering::Relaxed);
-                }
-                Ok(new)
-            }
-            Err(item) => Err(Found { pos, entry, item }),
+        item.rewrite_str(&self.pool, parts, hdr, word)
+            .map_err(|item| Found { pos, entry, item })?;
+        if entry & REF == 0 {
+            l.cell(pos).fetch_or(REF, Ordering::Relaxed);
         }
+        Ok(())
     }
 
     /// Builds the item and swaps it into the index, evicting as needed.
