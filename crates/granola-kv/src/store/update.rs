@@ -5,6 +5,7 @@
 
 use super::dict::Charge;
 use super::element::{placement_bound, Placer};
+use super::index::{Hashed, Locked};
 use super::item::{lock_body, Body};
 use super::{adjust, Dict, DictEdit, Item, Kind, Meta, Store, StoreError};
 use std::sync::atomic::Ordering;
@@ -105,28 +106,87 @@ impl Store {
         self.check_len(key, 0)?;
         let h = self.hash(key);
         let l = self.lock(&h);
-        let old = self.find_live(&l, &h, key);
-        let (id, body, meta) = match &old {
-            Some(found) if found.item.kind() != kind => return Err(StoreError::WrongType),
-            Some(found) => match (found.item.body_id(), found.item.body()) {
-                (Some(id), Some(b)) => (id, b.clone(), meta_of(&found.item)),
-                _ => return Err(StoreError::OutOfMemory),
-            },
-            None => {
-                let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
-                let dict = match kind {
-                    Kind::ZSet => Dict::sorted(),
-                    Kind::Stream => Dict::stream(),
-                    _ => Dict::default(),
-                };
-                let body = Arc::new(Mutex::new(Body::Dict(dict)));
-                (id, body, Meta::default())
-            }
+        let Some(found) = self.find_live(&l, &h, key) else {
+            return self.create_dict(&l, &h, key, kind, growth, f);
         };
-        let mut guard = lock_body(&body);
+        if found.item.kind() != kind {
+            return Err(StoreError::WrongType);
+        }
+        let (Some(id), Some(body)) = (found.item.body_id(), found.item.body()) else {
+            return Err(StoreError::OutOfMemory);
+        };
+        let mut guard = lock_body(body);
         let Body::Dict(d) = &mut *guard else {
             return Err(StoreError::WrongType);
         };
+        let (r, changed) = self.edit_dict(&l, key, id, d, growth, f)?;
+        // An empty stream stays (Redis keeps it, with its last ID).
+        let empty = d.is_empty() && !d.is_stream();
+        drop(guard);
+        if changed {
+            l.count_write();
+            if empty {
+                self.remove(&l, found.pos, &found.item);
+            } else {
+                self.mark_written(&found.item);
+            }
+        }
+        Ok(r)
+    }
+
+    /// [`update_dict`](Self::update_dict) on a missing key: `f` edits a
+    /// fresh table, which is stored only if `f` leaves something in it. A
+    /// removal that misses (SPOP, SREM, HDEL, ZREM on no key) shares and
+    /// allocates nothing.
+    #[inline(never)]
+    fn create_dict<R>(
+        &self,
+        l: &Locked<'_>,
+        h: &Hashed,
+        key: &[u8],
+        kind: Kind,
+        growth: Growth,
+        f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
+    ) -> Result<R, StoreError> {
+        let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+        let mut d = match kind {
+            Kind::ZSet => Dict::sorted(),
+            Kind::Stream => Dict::stream(),
+            _ => Dict::default(),
+        };
+        let (r, changed) = self.edit_dict(l, key, id, &mut d, growth, f)?;
+        if !changed {
+            return Ok(r);
+        }
+        l.count_write();
+        if d.is_empty() && !d.is_stream() {
+            self.settle_dict(d.bytes(), Charge::default(), 0);
+            return Ok(r);
+        }
+        self.publish_body(id, Arc::new(Mutex::new(Body::Dict(d))));
+        if let Err(e) = self.put_head(l, h, key, kind, id, Meta::default(), None) {
+            self.drop_body(id);
+            return Err(e);
+        }
+        Ok(r)
+    }
+
+    /// Runs `f` on table `d` (body `id` of `key`): makes room for `growth`
+    /// first (the body is locked, or not shared yet, while the store makes
+    /// room: eviction skips it), settles the charge after, and gives a
+    /// changed table a new CAS (see `Dict::cas`: a write to a stored hash
+    /// leaves the head item alone). Returns `f`'s result and whether the
+    /// table changed.
+    #[inline(always)]
+    fn edit_dict<R>(
+        &self,
+        l: &Locked<'_>,
+        key: &[u8],
+        id: u64,
+        d: &mut Dict,
+        growth: Growth,
+        f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
+    ) -> Result<(R, bool), StoreError> {
         let min = self.config.pooled_element_min;
         let reserved = match growth {
             Growth {
@@ -138,12 +198,11 @@ impl Store {
             }
             g => d.growth_bound(g.entries, g.bytes),
         };
-        // The body is locked while the store makes room: eviction skips it.
-        if !self.reserve(reserved, Some(&l)) {
+        if !self.reserve(reserved, Some(l)) {
             return Err(StoreError::OutOfMemory);
         }
         let (before, writes) = (d.bytes(), d.writes());
-        let mut alloc = |n: usize| self.alloc_slot(&l, n);
+        let mut alloc = |n: usize| self.alloc_slot(l, n);
         let mut placer = Placer {
             pool: &self.pool,
             key,
@@ -157,33 +216,13 @@ impl Store {
         if after.bytes > before.bytes + reserved {
             // The table grew past the estimate (a rehash after removals):
             // it is charged; evict until the store is under its limit again.
-            self.reserve(0, Some(&l));
+            self.reserve(0, Some(l));
         }
-        // An empty stream stays (Redis keeps it, with its last ID).
-        let (changed, empty) = (d.writes() != writes, d.is_empty() && !d.is_stream());
+        let changed = d.writes() != writes;
         if changed {
-            // The table carries its own CAS (see `Dict::cas`): a write to
-            // a stored hash leaves the head item alone.
             d.set_cas(self.new_cas());
         }
-        drop(guard);
-        if !changed {
-            return Ok(r);
-        }
-        l.count_write();
-        match (&old, empty) {
-            (Some(found), true) => self.remove(&l, found.pos, &found.item),
-            (None, true) => self.settle_dict(after, Charge::default(), 0),
-            (Some(found), false) => self.mark_written(&found.item),
-            (None, false) => {
-                self.publish_body(id, body);
-                if let Err(e) = self.put_head(&l, &h, key, kind, id, meta, None) {
-                    self.drop_body(id);
-                    return Err(e);
-                }
-            }
-        }
-        Ok(r)
+        Ok((r, changed))
     }
 
     /// Replaces whatever `key` holds with a copy of `dict` as a `kind`
