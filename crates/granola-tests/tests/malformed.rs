@@ -3,7 +3,7 @@
 
 use granola::wire::kind;
 use granola::{Decode, DecodeErrorKind as K, DecodeOptions, Message};
-use granola_tests::sample::{Inner, Sample};
+use granola_tests::sample::{Inner, Sample, SampleView};
 
 fn le(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
@@ -84,6 +84,31 @@ fn huge_bitmap_word_count() {
     // Within the limit but longer than the input.
     let e = Sample::decode(&le(&[1000, 1])).unwrap_err();
     assert_eq!(e.kind, K::Truncated);
+}
+
+#[test]
+fn one_bitmap_word_is_always_allowed() {
+    // `max_bitmap_words` 0 acts as 1: fields 1..=32 always decode, in the
+    // struct decoder and in the view alike.
+    let bytes = Sample {
+        id: 7,
+        ..Default::default()
+    }
+    .to_vec()
+    .unwrap();
+    let opts = DecodeOptions {
+        max_bitmap_words: 0,
+        ..DecodeOptions::default()
+    };
+    assert_eq!(Sample::decode_with(&bytes, &opts).unwrap().id, 7);
+    let view = SampleView::new(&bytes, &opts).unwrap();
+    assert_eq!(view.id(), 7);
+    // Two words are over that limit, in both.
+    let two = le(&[2, 0, 0]);
+    let e = Sample::decode_with(&two, &opts).unwrap_err();
+    assert_eq!(e.kind, K::BitmapTooLarge);
+    let e = SampleView::new(&two, &opts).err().unwrap();
+    assert_eq!(e.kind, K::BitmapTooLarge);
 }
 
 #[test]

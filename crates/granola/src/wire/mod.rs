@@ -114,7 +114,9 @@ pub fn present_count(bitmap: &[u32]) -> usize {
 pub struct DecodeOptions {
     /// Deepest nesting of messages (the root is depth 0).
     pub max_depth: u32,
-    /// Largest bitmap (in 32-bit words) of any header.
+    /// Largest bitmap (in 32-bit words) of any header. One word (fields
+    /// 1 to 32) is always allowed: 0 acts as 1, so the readers' one-word
+    /// fast path needs no look at this limit.
     pub max_bitmap_words: u32,
     /// Longest single list.
     pub max_list_len: u32,

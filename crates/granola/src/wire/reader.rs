@@ -214,7 +214,7 @@ impl<'a> HeaderReader<'a> {
                 .checked_sub(1)
                 .ok_or(DecodeError::new(K::TooManyItems, 0))?;
         }
-        if words > opts.max_bitmap_words {
+        if words > opts.max_bitmap_words.max(1) {
             return Err(DecodeError::new(K::BitmapTooLarge, 0));
         }
         let words = words as usize;
@@ -450,7 +450,7 @@ impl<'a> HeaderReader<'a> {
             let word0 = u32::from_le_bytes([b0, b1, b2, b3]);
             let present = word0.count_ones() as usize;
             let len = header_len(1, present);
-            if u32::from_le_bytes([w0, w1, w2, w3]) == 1 && opts.max_bitmap_words >= 1 {
+            if u32::from_le_bytes([w0, w1, w2, w3]) == 1 {
                 if let Some(slots) = obj.get(8..len) {
                     return Ok(HeaderReader {
                         obj,
