@@ -11,7 +11,10 @@
 //! after; the window between the two is microseconds, and a process that
 //! squeezes into it binds a port this server already announced (its log
 //! line), a race the operator can see — no silent split in the normal case
-//! of starting a second instance by mistake.
+//! of starting a second instance by mistake. TCP port 0 skips the probe:
+//! the server's first listener binds it and holds the port the kernel
+//! picked (see `Server::start`), so no client's connect can take it in
+//! between.
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;

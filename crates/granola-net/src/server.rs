@@ -331,8 +331,15 @@ impl Server {
         let mut tcp_addrs = Vec::new();
         let mut udp_addrs = Vec::new();
         for (addr, svc) in &self.tcp {
-            let addr = &crate::listen::claim(*addr, crate::listen::Transport::Tcp)?;
-            let first = tcp_listener(*addr)?;
+            // Port 0: the kernel picks a free port (never one of another
+            // listener's SO_REUSEPORT group) and the first socket holds it
+            // at once. A probe closed first would leave a window in which
+            // a client's connect can take that port as its own.
+            let first = if addr.port() == 0 {
+                tcp_listener(*addr)?
+            } else {
+                tcp_listener(crate::listen::claim(*addr, crate::listen::Transport::Tcp)?)?
+            };
             let bound = first.local_addr()?;
             tcp_addrs.push(bound);
             per_thread_tcp[0].push((first, svc.clone()));

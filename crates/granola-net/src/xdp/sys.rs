@@ -490,14 +490,34 @@ impl Xsk {
             sxdp_queue_id: s.queue,
             sxdp_shared_umem_fd: 0,
         };
-        // SAFETY: `addr` is a valid sockaddr_xdp of the length passed.
-        cvt(unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_xdp).cast(),
-                size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        })?;
+        // A queue whose last socket was just closed stays busy until the
+        // kernel's deferred release of that socket's buffer pool has run
+        // (a work item after the close), so a bind right after a close can
+        // see EBUSY for a few milliseconds: retry for up to a second. A
+        // queue held by a live socket still fails, after that second.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        loop {
+            // SAFETY: `addr` is a valid sockaddr_xdp of the length passed.
+            let bound = cvt(unsafe {
+                libc::bind(
+                    raw,
+                    (&addr as *const libc::sockaddr_xdp).cast(),
+                    size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            });
+            match bound {
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EBUSY)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => {
+                    other?;
+                    break;
+                }
+            }
+        }
         Ok(Xsk {
             fd,
             fill,
