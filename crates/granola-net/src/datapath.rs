@@ -97,7 +97,11 @@ impl Datapath for TcpDatapath {
     }
 
     fn send_gather(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
-        sys::sendmsg(self.stream.as_fd(), iov, 0)
+        match iov {
+            // Most pipelined replies are one copied run: the cheaper call.
+            [one] => sys::send(self.stream.as_fd(), one, 0),
+            _ => sys::sendmsg(self.stream.as_fd(), iov, 0),
+        }
     }
 
     fn send_zerocopy(

@@ -43,6 +43,20 @@ pub fn sendmsg(fd: BorrowedFd<'_>, iov: &[IoSlice<'_>], flags: libc::c_int) -> i
     cvt(unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, flags | libc::MSG_NOSIGNAL) })
 }
 
+/// `send(fd, buf, flags | MSG_NOSIGNAL)`: one contiguous buffer, without the
+/// message header `sendmsg` copies in and the iovec array it imports.
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: buf is valid for reads of buf.len() bytes; fd is live.
+    cvt(unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            flags | libc::MSG_NOSIGNAL,
+        )
+    })
+}
+
 /// `recv(fd, buf, 0)`.
 pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: buf is valid for writes of buf.len() bytes; fd is live.
