@@ -167,6 +167,17 @@ pub fn cpu_share(before: &[CpuTicks], after: &[CpuTicks]) -> Vec<CpuShare> {
         .collect()
 }
 
+/// Seconds one CPU spent on tasks and interrupts between two
+/// [`cpu_ticks`] readings (idle and steal left out): a server's whole cost
+/// when it is pinned alone there, softirq work included, which the kernel
+/// charges to no process.
+pub fn cpu_work_s(before: &[CpuTicks], after: &[CpuTicks], cpu: usize) -> f64 {
+    match (before.get(cpu), after.get(cpu)) {
+        (Some(b), Some(a)) => (a.task + a.irq).saturating_sub(b.task + b.irq) as f64 / TICKS,
+        _ => 0.0,
+    }
+}
+
 /// The current UTC time as `2026-11-21T13:05:00Z`.
 pub fn now_utc() -> String {
     let secs = std::time::SystemTime::now()

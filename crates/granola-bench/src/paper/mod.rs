@@ -81,6 +81,7 @@
 //! `<json-dir>/<name>.md` holds the same table as Markdown with the
 //! machine, date and command; server logs go to `<json-dir>/logs/`.
 
+pub mod cpucap;
 pub mod env;
 pub mod exp;
 pub mod measure;
@@ -135,6 +136,11 @@ pub struct PaperArgs {
     /// CPU the load generator is pinned to.
     #[arg(long, default_value_t = 1)]
     pub client_cpu: usize,
+    /// `redis-benchmark` only: cap each server at this share of its CPU
+    /// (a cgroup CFS quota, e.g. 0.5), so that the servers, not the one
+    /// client process, limit every run. Needs root.
+    #[arg(long)]
+    pub server_cpu_cap: Option<f64>,
     /// Repetitions of every measurement (default 3, quick 1).
     #[arg(long)]
     pub reps: Option<usize>,
@@ -215,6 +221,8 @@ pub struct Settings {
     pub server_cpu: usize,
     /// Client CPU.
     pub client_cpu: usize,
+    /// Share of its CPU each server may use (`redis-benchmark` only).
+    pub server_cpu_cap: Option<f64>,
     /// Closed-loop window.
     pub duration: Duration,
     /// Closed-loop warm-up.
@@ -267,6 +275,7 @@ impl Settings {
             log_dir: a.json_dir.join("logs"),
             server_cpu: a.server_cpu,
             client_cpu: a.client_cpu,
+            server_cpu_cap: a.server_cpu_cap,
             duration,
             warmup: Duration::from_secs_f64((duration.as_secs_f64() / 6.0).clamp(0.1, 0.5)),
             sweep_duration,
