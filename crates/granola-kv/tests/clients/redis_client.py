@@ -193,6 +193,7 @@ def main():
     streams(r)
     blocking(r, port, kw)
     pubsub(r, port, kw)
+    tracking_redirect(r, port, kw)
     scripts(r, port, kw)
     check("flushall", r.flushall(), True)
     check("dbsize after flush", r.dbsize(), 0)
@@ -534,6 +535,42 @@ def pubsub(r, port, kw):
         threading.Event().wait(0.05)
     check("sunsubscribed", r.pubsub_shardnumsub("orders"), [(b"orders", 0)])
     sp.close()
+
+
+def tracking_redirect(r, port, kw):
+    """Client-side caching the RESP2 way: a RESP2 connection subscribed to
+    `__redis__:invalidate` receives, as messages, the invalidations that a
+    tracking connection (of this run's protocol) redirects to it."""
+    target = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10,
+                         protocol=2, client_name="inv-target")
+    p = target.pubsub()
+    p.subscribe("__redis__:invalidate")
+
+    def next_message():
+        for _ in range(200):
+            m = p.get_message(timeout=0.05)
+            if m is not None:
+                return m
+        print("FAIL tracking redirect: no message", file=sys.stderr)
+        sys.exit(1)
+
+    check("redirect target subscribed", next_message()["type"], "subscribe")
+    tid = next(int(c["id"]) for c in r.client_list() if c["name"] == "inv-target")
+    tracker = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10,
+                          single_connection_client=True, **kw)
+    check("tracking on redirect", tracker.client_tracking_on(clientid=tid), b"OK")
+    check("getredir", tracker.client_getredir(), tid)
+    r.set("cached", "1")
+    check("tracked read", tracker.get("cached"), b"1")
+    r.set("cached", "2")
+    m = next_message()
+    check("redirected invalidation",
+          (m["type"], m["channel"], m["data"]),
+          ("message", b"__redis__:invalidate", [b"cached"]))
+    check("tracking off", tracker.client_tracking_off(), b"OK")
+    tracker.close()
+    p.close()
+    target.close()
 
 
 def scripts(r, port, kw):

@@ -59,6 +59,11 @@ pub fn unregister(id: u64) {
     clients().remove(&id);
 }
 
+/// Whether connection `id` is open.
+pub fn exists(id: u64) -> bool {
+    clients().contains_key(&id)
+}
+
 /// Every connection's `CLIENT LIST` line.
 pub fn list() -> String {
     clients().values().map(ClientInfo::line).collect()

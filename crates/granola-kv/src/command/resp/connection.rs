@@ -193,7 +193,10 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         (b"tracking", 3..) => return super::tracking::tracking(ctx, cmd),
         (b"caching", 3) => return super::tracking::caching(ctx, cmd),
         (b"trackinginfo", 2) => return super::tracking::tracking_info(ctx),
-        (b"getredir", 2) => ctx.int(if ctx.conn.tracking.is_some() { 0 } else { -1 }),
+        (b"getredir", 2) => {
+            let r = super::tracking::getredir(ctx);
+            ctx.int(r)
+        }
         (b"unblock", 3 | 4) => {
             let how = match cmd.arg(3) {
                 None => Some(Unblock::Timeout),

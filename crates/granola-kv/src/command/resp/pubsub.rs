@@ -131,6 +131,10 @@ pub fn subscriber<'c>(ctx: &'c mut Ctx<'_>, what: &str) -> Option<&'c mut Subscr
     ctx.conn.sub.as_mut()
 }
 
+/// The channel a RESP2 connection receives client tracking's
+/// invalidations on when another connection redirects them to it.
+pub const TRACKING_CHANNEL: &[u8] = b"__redis__:invalidate";
+
 /// `[word, name, count]` as a push frame (RESP3) or an array (RESP2).
 fn confirm(out: &mut dyn ReplySink, v: Version, word: &[u8], name: Option<&[u8]>, count: usize) {
     resp::write_push_header(out, 3, v);
@@ -238,8 +242,20 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
                 continue;
             }
             Delivery::Invalidate(keys) => {
-                resp::write_push_header(out, 2, v);
-                resp::write_bulk_bytes(out, b"invalidate");
+                if v == Version::Resp3 {
+                    resp::write_push_header(out, 2, v);
+                    resp::write_bulk_bytes(out, b"invalidate");
+                } else if sub.subscribed() {
+                    // A RESP2 redirect target in subscribed mode: a
+                    // message on the tracking channel, as Redis sends it.
+                    resp::write_array_header(out, 3);
+                    resp::write_bulk_bytes(out, b"message");
+                    resp::write_bulk_bytes(out, TRACKING_CHANNEL);
+                } else {
+                    // RESP2 outside subscribed mode cannot carry it: dropped,
+                    // as Redis drops it.
+                    continue;
+                }
                 match keys {
                     None => resp::write_null(out, v),
                     Some(keys) => {
@@ -248,6 +264,14 @@ pub fn deliver(conn: &super::Conn, out: &mut dyn ReplySink) -> Result<(), String
                             resp::write_bulk_bytes(out, k);
                         }
                     }
+                }
+                continue;
+            }
+            Delivery::RedirectBroken(id) => {
+                if v == Version::Resp3 {
+                    resp::write_push_header(out, 2, v);
+                    resp::write_bulk_bytes(out, b"tracking-redir-broken");
+                    resp::write_integer(out, id as i64);
                 }
                 continue;
             }

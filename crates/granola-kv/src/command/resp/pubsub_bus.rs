@@ -22,7 +22,7 @@ use super::glob;
 use granola_net::park::ConnWaker;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Most bytes a subscriber may have waiting undelivered in its mailbox
 /// before it is disconnected: Redis's hard pubsub limit. (What is already
@@ -60,6 +60,9 @@ pub enum Delivery {
     /// Client tracking: these keys changed (`None`: all of them, a
     /// flush).
     Invalidate(Option<Arc<[Vec<u8>]>>),
+    /// Client tracking: the connection this one redirects its
+    /// invalidations to (by id) is gone.
+    RedirectBroken(u64),
 }
 
 impl Delivery {
@@ -75,6 +78,7 @@ impl Delivery {
             Delivery::Invalidate(keys) => keys
                 .as_ref()
                 .map_or(0, |k| k.iter().map(|k| k.len() + 16).sum()),
+            Delivery::RedirectBroken(_) => 0,
         }
     }
 }
@@ -94,6 +98,13 @@ impl Mailbox {
     pub fn invalidate(&self, keys: Option<Arc<[Vec<u8>]>>) {
         if !self.overflow.load(Ordering::Relaxed) {
             self.put(Delivery::Invalidate(keys));
+        }
+    }
+
+    /// Client tracking: the redirect target `id` is gone.
+    pub fn redirect_broken(&self, id: u64) {
+        if !self.overflow.load(Ordering::Relaxed) {
+            self.put(Delivery::RedirectBroken(id));
         }
     }
 
@@ -138,9 +149,18 @@ pub struct Bus {
     monitor_count: AtomicUsize,
     /// Channel and pattern subscriptions, all clients together.
     listeners: AtomicUsize,
+    /// Every subscriber's mailbox by client id: where client tracking's
+    /// `REDIRECT` finds its target.
+    mailboxes: Mutex<HashMap<u64, Weak<Mailbox>>>,
 }
 
 impl Bus {
+    /// The mailbox of client `id`, while that connection has one (it has
+    /// subscribed to something, runs MONITOR or tracks keys).
+    pub fn mailbox_of(&self, id: u64) -> Option<Arc<Mailbox>> {
+        lock(&self.mailboxes).get(&id).and_then(Weak::upgrade)
+    }
+
     fn table(&self, topic: Topic) -> &Table {
         match topic {
             Topic::Channel => &self.channels,
@@ -329,15 +349,17 @@ impl std::fmt::Debug for Subscriber {
 impl Subscriber {
     /// A subscriber with no subscriptions yet, woken through `waker`.
     pub fn new(bus: Arc<Bus>, id: u64, waker: ConnWaker) -> Subscriber {
+        let mailbox = Arc::new(Mailbox {
+            queue: Mutex::new(VecDeque::new()),
+            bytes: AtomicUsize::new(0),
+            overflow: AtomicBool::new(false),
+            waker,
+        });
+        lock(&bus.mailboxes).insert(id, Arc::downgrade(&mailbox));
         Subscriber {
             bus,
             id,
-            mailbox: Arc::new(Mailbox {
-                queue: Mutex::new(VecDeque::new()),
-                bytes: AtomicUsize::new(0),
-                overflow: AtomicBool::new(false),
-                waker,
-            }),
+            mailbox,
             channels: BTreeSet::new(),
             patterns: BTreeSet::new(),
             shard_channels: BTreeSet::new(),
@@ -468,5 +490,6 @@ impl Drop for Subscriber {
         if self.monitoring && lock(&self.bus.monitors).remove(&self.id).is_some() {
             self.bus.monitor_count.fetch_sub(1, Ordering::Relaxed);
         }
+        lock(&self.bus.mailboxes).remove(&self.id);
     }
 }

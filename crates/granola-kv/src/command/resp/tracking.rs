@@ -22,8 +22,15 @@
 //! removes them; FLUSHDB and FLUSHALL tell every tracking client to drop
 //! everything. Keys are names, not per database (as in Redis).
 //!
-//! Unlike Redis: tracking needs RESP3 (`HELLO 3`); `REDIRECT` to a RESP2
-//! connection is not served. Writes over the memcached protocols (text,
+//! `REDIRECT id` sends a client's invalidations to another connection, as
+//! Redis does: to a RESP3 one as `invalidate` push frames, to a RESP2 one in
+//! subscribed mode (it SUBSCRIBEd, usually to `__redis__:invalidate`) as
+//! messages on `__redis__:invalidate`, to a RESP2 one outside subscribed
+//! mode nowhere. Once the target is gone, a RESP3 client hears
+//! `tracking-redir-broken` instead. Unlike Redis: tracking without
+//! `REDIRECT` needs RESP3 (`HELLO 3`), where Redis accepts it on RESP2 and
+//! sends nothing; a RESP3 target hears invalidations only while it has
+//! subscribed to something (Redis pushes them to it anyway). Writes over the memcached protocols (text,
 //! meta, binary) invalidate too; writes over the native protocol do not,
 //! so a tracking client must not cache keys native clients write. The table of tracked keys holds at most
 //! [`MAX_TRACKED_KEYS`]; past that an early-inserted key (the table's
@@ -31,7 +38,7 @@
 //! is invalidated and forgotten, as Redis's `tracking-table-max-keys`
 //! forgets keys.
 
-use super::pubsub_bus::Mailbox;
+use super::pubsub_bus::{Bus, Mailbox};
 use super::table::Spec;
 use super::Ctx;
 use crate::command::Step;
@@ -44,9 +51,41 @@ use std::sync::{Arc, Mutex};
 /// Most keys the default-mode table remembers.
 pub const MAX_TRACKED_KEYS: usize = 1 << 20;
 
+/// Where a tracking client's invalidations go.
+enum Sink {
+    /// Its own connection.
+    Own(Arc<Mailbox>),
+    /// Another connection (`REDIRECT`); `own`, for a RESP3 client, hears
+    /// that the target is gone.
+    Redirect {
+        to: u64,
+        bus: Arc<Bus>,
+        own: Option<Arc<Mailbox>>,
+    },
+}
+
+impl Sink {
+    fn invalidate(&self, keys: Option<Arc<[Vec<u8>]>>) {
+        match self {
+            Sink::Own(m) => m.invalidate(keys),
+            Sink::Redirect { to, bus, own } => match bus.mailbox_of(*to) {
+                Some(m) => m.invalidate(keys),
+                // Connected, but subscribed to nothing: nothing can carry
+                // the message.
+                None if super::clients::exists(*to) => {}
+                None => {
+                    if let Some(own) = own {
+                        own.redirect_broken(*to);
+                    }
+                }
+            },
+        }
+    }
+}
+
 /// One tracking client.
 struct Client {
-    mailbox: Arc<Mailbox>,
+    sink: Sink,
     bcast: bool,
     prefixes: Vec<Vec<u8>>,
     noloop: bool,
@@ -135,7 +174,7 @@ impl Tracker {
         let clients = lock(&self.clients);
         let told = |id: &u64, c: &Client| {
             if !(c.noloop && by == Some(*id)) {
-                c.mailbox.invalidate(Some(keys.clone()));
+                c.sink.invalidate(Some(keys.clone()));
             }
         };
         for id in &readers {
@@ -159,7 +198,7 @@ impl Tracker {
         }
         lock(&self.keys).clear();
         for c in lock(&self.clients).values() {
-            c.mailbox.invalidate(None);
+            c.sink.invalidate(None);
         }
     }
 
@@ -173,6 +212,8 @@ impl Tracker {
 pub struct Tracking {
     tracker: Arc<Tracker>,
     id: u64,
+    /// The `REDIRECT` target's id; 0 for none.
+    redirect: u64,
     bcast: bool,
     prefixes: Vec<Vec<u8>>,
     optin: bool,
@@ -185,6 +226,13 @@ pub struct Tracking {
 impl Drop for Tracking {
     fn drop(&mut self) {
         self.tracker.remove(self.id);
+    }
+}
+
+impl Tracking {
+    /// The `REDIRECT` target's id; 0 for none (`CLIENT GETREDIR`).
+    pub fn redirect(&self) -> u64 {
+        self.redirect
     }
 }
 
@@ -271,6 +319,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let (mut bcast, mut optin, mut optout, mut noloop) = (false, false, false, false);
+    let mut redirect = 0u64;
     let mut prefixes: Vec<Vec<u8>> = Vec::new();
     let mut args = cmd.args().skip(3);
     while let Some(a) = args.next() {
@@ -288,10 +337,28 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 }
             },
             b"REDIRECT" => {
-                ctx.error(
-                    b"ERR granola-kv does not serve REDIRECT: track on a RESP3 connection (HELLO 3)",
-                );
-                return Step::Done;
+                let Some(to) = args.next() else {
+                    ctx.error(b"ERR syntax error");
+                    return Step::Done;
+                };
+                if redirect != 0 {
+                    ctx.error(b"ERR A client can only redirect to a single other client");
+                    return Step::Done;
+                }
+                let Some(to) = std::str::from_utf8(to)
+                    .ok()
+                    .and_then(|t| t.parse::<u64>().ok())
+                else {
+                    ctx.error(b"ERR value is not an integer or out of range");
+                    return Step::Done;
+                };
+                // The target must exist now; it may go later (then the
+                // redirect is broken).
+                if !super::clients::exists(to) {
+                    ctx.error(b"ERR The client ID you want redirect to does not exist");
+                    return Step::Done;
+                }
+                redirect = to;
             }
             _ => {
                 ctx.error(b"ERR syntax error");
@@ -322,15 +389,30 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR OPTIN and OPTOUT are not compatible with BCAST");
         return Step::Done;
     }
-    if ctx.conn.version != Version::Resp3 {
-        ctx.error(b"ERR granola-kv sends invalidations as RESP3 push frames: HELLO 3 first");
+    let resp3 = ctx.conn.version == Version::Resp3;
+    if !resp3 && redirect == 0 {
+        ctx.error(b"ERR granola-kv sends invalidations as RESP3 push frames: HELLO 3 first, or REDIRECT them to a connection subscribed to __redis__:invalidate");
         return Step::Done;
     }
-    let Some(sub) = super::pubsub::subscriber(ctx, "track keys") else {
-        return Step::Done;
+    // A RESP3 connection hears its own invalidations, or that its
+    // redirect broke; a RESP2 one that redirects hears nothing here.
+    let own = if resp3 {
+        let Some(sub) = super::pubsub::subscriber(ctx, "track keys") else {
+            return Step::Done;
+        };
+        sub.set_tracking(true);
+        Some(sub.mailbox())
+    } else {
+        None
     };
-    sub.set_tracking(true);
-    let mailbox = sub.mailbox();
+    let sink = match (redirect, own) {
+        (0, Some(own)) => Sink::Own(own),
+        (to, own) => Sink::Redirect {
+            to,
+            bus: ctx.shared.bus.clone(),
+            own,
+        },
+    };
     let tracker = ctx.shared.tracker.clone();
     let id = ctx.conn.info.id;
     // A new setting replaces the old one (its Drop unregisters first).
@@ -338,7 +420,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     tracker.add(
         id,
         Client {
-            mailbox,
+            sink,
             bcast,
             prefixes: prefixes.clone(),
             noloop,
@@ -347,6 +429,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     ctx.conn.tracking = Some(Tracking {
         tracker,
         id,
+        redirect,
         bcast,
         prefixes,
         optin,
@@ -381,6 +464,12 @@ pub fn caching(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// `CLIENT GETREDIR`'s answer: the redirect target's id, 0 when tracking
+/// without one, -1 when not tracking.
+pub fn getredir(ctx: &Ctx<'_>) -> i64 {
+    ctx.conn.tracking.as_ref().map_or(-1, |t| t.redirect as i64)
+}
+
 /// `CLIENT TRACKINGINFO`: flags, redirect, prefixes.
 pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
     let (flags, prefixes): (Vec<&[u8]>, Vec<Vec<u8>>) = match &ctx.conn.tracking {
@@ -405,6 +494,9 @@ pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
             if t.noloop {
                 f.push(b"noloop");
             }
+            if t.redirect != 0 && !super::clients::exists(t.redirect) {
+                f.push(b"broken_redirect");
+            }
             (f, t.prefixes.clone())
         }
     };
@@ -415,7 +507,7 @@ pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
         ctx.bytes(f);
     }
     ctx.bytes(b"redirect");
-    ctx.int(if ctx.conn.tracking.is_some() { 0 } else { -1 });
+    ctx.int(getredir(ctx));
     ctx.bytes(b"prefixes");
     ctx.array(prefixes.len());
     for p in &prefixes {
