@@ -1482,6 +1482,58 @@ fn sort_answers_as_redis_does() {
     }
 }
 
+/// Integers in arguments and in stored values parse by Redis's rules
+/// (`string2ll`): no `+`, no leading zero, no `-0`, no spaces, the i64
+/// range and its overflow; through INCR, INCRBY, DECRBY, EXPIRE, LRANGE,
+/// GETRANGE, HINCRBY, SETRANGE and LINDEX.
+#[test]
+fn integers_parse_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let values = [
+        "05",
+        "+5",
+        "-0",
+        "0",
+        "-5",
+        " 5",
+        "5 ",
+        "1e3",
+        "0x10",
+        "",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "00",
+        "-",
+        "12a",
+    ];
+    same(&mut r, &mut g, &cmd(&["RPUSH", "l", "a", "b", "c"]));
+    same(&mut r, &mut g, &cmd(&["HSET", "h", "f", "07"]));
+    for v in values {
+        for c in [
+            &["SET", "x", v][..],
+            &["INCR", "x"],
+            &["SET", "x", v],
+            &["DECRBY", "x", "1"],
+            &["SET", "x", "10"],
+            &["INCRBY", "x", v],
+            &["EXPIRE", "x", v],
+            &["LRANGE", "l", v, "1"],
+            &["LINDEX", "l", v],
+            &["GETRANGE", "x", "0", v],
+            &["SETRANGE", "y", v, "z"],
+            &["HINCRBY", "h", "f", v],
+            &["HSET", "h", "g", v],
+            &["HINCRBY", "h", "g", "1"],
+        ] {
+            same(&mut r, &mut g, &cmd(c));
+        }
+    }
+}
+
 #[test]
 fn admin_and_move_answer_as_redis_does() {
     let Some((_peer, _srv, mut r, mut g)) = pair() else {

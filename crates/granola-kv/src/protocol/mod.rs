@@ -36,7 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod memcache;
-mod num;
+pub(crate) mod num;
 pub mod rdb;
 pub mod resp;
 

