@@ -2220,6 +2220,20 @@ fn tracking_redirect_works_as_redis_does() {
         );
         step(&mut t2, &["CLIENT", "GETREDIR"], &mut log);
         step(&mut t2, &["CLIENT", "TRACKINGINFO"], &mut log);
+        // CLIENT INFO's redir field (the rest of the line differs).
+        let redir = |c: &mut Client| match c.resp(&["CLIENT", "INFO"]) {
+            Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+                .split_whitespace()
+                .find(|f| f.starts_with("redir="))
+                .map(|f| f.replace(&rid, "RID"))
+                .expect("a redir field"),
+            other => panic!("CLIENT INFO: {other:?}"),
+        };
+        log.push(format!(
+            "client info {} / {}",
+            redir(&mut t2),
+            redir(&mut w)
+        ));
         step(&mut t2, &["GET", "k"], &mut log);
         step(&mut w, &["SET", "k", "1"], &mut log);
         heard(&mut target, &mut log);

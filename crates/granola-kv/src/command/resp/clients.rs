@@ -21,6 +21,8 @@ pub struct ClientInfo {
     pub lib_ver: Vec<u8>,
     /// RESP version (2 or 3).
     pub resp: u8,
+    /// Client tracking's redirect: -1 not tracking, 0 none, else the id.
+    pub redir: i64,
     /// When it connected.
     pub since: Instant,
 }
@@ -30,12 +32,13 @@ impl ClientInfo {
     /// knows; the others at their idle values).
     pub fn line(&self) -> String {
         format!(
-            "id={} addr={} laddr= fd=-1 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+            "id={} addr={} laddr= fd=-1 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir={} resp={} lib-name={} lib-ver={}\n",
             self.id,
             self.addr,
             String::from_utf8_lossy(&self.name),
             self.since.elapsed().as_secs(),
             self.db,
+            self.redir,
             self.resp,
             String::from_utf8_lossy(&self.lib_name),
             String::from_utf8_lossy(&self.lib_ver),

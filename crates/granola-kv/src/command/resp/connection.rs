@@ -230,6 +230,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.info.db = 0;
     ctx.conn.info.name.clear();
     ctx.conn.info.resp = 2;
+    ctx.conn.info.redir = -1;
     ctx.conn.authed = ctx.shared.config.requirepass.is_none();
     ctx.conn.publish();
     ctx.simple(b"RESET");

@@ -100,6 +100,7 @@ impl Conn {
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
             resp: 2,
+            redir: -1,
             since: std::time::Instant::now(),
         };
         clients::register(&info);

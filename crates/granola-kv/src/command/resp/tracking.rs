@@ -374,6 +374,8 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 ctx.conn.sub = None;
             }
         }
+        ctx.conn.info.redir = -1;
+        ctx.conn.publish();
         ctx.ok();
         return Step::Done;
     }
@@ -437,6 +439,8 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         noloop,
         caching: None,
     });
+    ctx.conn.info.redir = redirect as i64;
+    ctx.conn.publish();
     ctx.ok();
     Step::Done
 }
