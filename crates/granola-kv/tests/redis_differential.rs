@@ -32,6 +32,11 @@ impl Drop for Redis {
 /// skip, said on stdout) when it is not installed, unless the test command
 /// installed it (`GRANOLA_REQUIRE_PEERS`), where that is a failure.
 fn redis() -> Option<Redis> {
+    redis_with(&[])
+}
+
+/// [`redis`] with more `redis-server` arguments.
+fn redis_with(extra: &[&str]) -> Option<Redis> {
     let Some(path) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
@@ -48,6 +53,7 @@ fn redis() -> Option<Redis> {
         let child = Command::new(path)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -61,7 +67,7 @@ fn redis() -> Option<Redis> {
             if let Ok(s) = std::net::TcpStream::connect(r.addr) {
                 drop(s);
                 let mut c = Client::connect(r.addr);
-                if c.resp(&["PING"]) == Resp::Simple(b"PONG".to_vec()) {
+                if matches!(c.resp(&["PING"]), Resp::Simple(_) | Resp::Error(_)) {
                     return Some(r);
                 }
             }
@@ -2291,6 +2297,180 @@ fn tracking_redirect_works_as_redis_does() {
         assert_eq!(g, r, "granola-kv, then Redis");
     }
     assert_eq!(runs[1].len(), runs[0].len());
+}
+
+/// `CLIENT KILL`: its errors, the old `ip:port` form, ID, ADDR, TYPE,
+/// USER and SKIPME; a killed idle connection is closed at once with
+/// nothing sent, a killed subscriber too, and a connection that kills
+/// itself gets its reply first. Replies compared with Redis's, ids and
+/// addresses written as `ID`/`ADDR`.
+#[test]
+fn client_kill_works_as_redis_does() {
+    let Some((peer, srv, _r, _g)) = pair() else {
+        return;
+    };
+    let mut runs = Vec::new();
+    for addr in [peer.addr, srv.resp()] {
+        let mut k = Client::connect(addr);
+        let mut log: Vec<String> = Vec::new();
+        let info = |c: &mut Client, field: &str| match c.resp(&["CLIENT", "INFO"]) {
+            Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix(&format!("{field}=")).map(str::to_owned))
+                .expect("the field"),
+            other => panic!("CLIENT INFO: {other:?}"),
+        };
+        // Hidden: these arguments (quoted in the log, so a reply's digits
+        // are left alone).
+        let step = |k: &mut Client, args: &[&str], log: &mut Vec<String>, hide: &[&str]| {
+            let mut got = format!("{args:?} -> {:?}", k.resp(args));
+            for h in hide {
+                got = got.replace(&format!("\"{h}\""), "HIDDEN");
+            }
+            log.push(got);
+        };
+        for bad in [
+            &["CLIENT", "KILL", "ID", "0"][..],
+            &["CLIENT", "KILL", "ID", "x"],
+            &["CLIENT", "KILL", "TYPE", "bogus"],
+            &["CLIENT", "KILL", "USER", "nobody"],
+            &["CLIENT", "KILL", "SKIPME", "maybe"],
+            &["CLIENT", "KILL", "ID"],
+            &["CLIENT", "KILL", "BOGUS", "1"],
+            &["CLIENT", "KILL", "1.2.3.4:5"],
+            &["CLIENT", "KILL", "ID", "999999"],
+            &["CLIENT", "KILL", "TYPE", "master"],
+        ] {
+            step(&mut k, bad, &mut log, &[]);
+        }
+        // By id: an idle connection that has run a command.
+        let mut v = Client::connect(addr);
+        let vid = info(&mut v, "id");
+        step(&mut k, &["CLIENT", "KILL", "ID", &vid], &mut log, &[&vid]);
+        v.expect_closed();
+        // By address, the old form.
+        let mut v = Client::connect(addr);
+        let vaddr = info(&mut v, "addr");
+        step(&mut k, &["CLIENT", "KILL", &vaddr], &mut log, &[&vaddr]);
+        v.expect_closed();
+        step(
+            &mut k,
+            &["CLIENT", "KILL", "ADDR", &vaddr],
+            &mut log,
+            &[&vaddr],
+        );
+        // Subscribers only.
+        let mut s = Client::connect(addr);
+        let mut n = Client::connect(addr);
+        n.resp(&["PING"]);
+        s.send(&resp_cmd(&["SUBSCRIBE", "ch"]));
+        s.read_until(b":1\r\n");
+        step(&mut k, &["CLIENT", "KILL", "TYPE", "pubsub"], &mut log, &[]);
+        s.expect_closed();
+        step(&mut n, &["PING"], &mut log, &[]);
+        // USER default and SKIPME yes: everyone else.
+        let nid = info(&mut n, "id");
+        step(
+            &mut k,
+            &["CLIENT", "KILL", "USER", "default", "ID", &nid],
+            &mut log,
+            &[&nid],
+        );
+        n.expect_closed();
+        // Itself: the reply, then the close.
+        let kid = info(&mut k, "id");
+        step(
+            &mut k,
+            &["CLIENT", "KILL", "ID", &kid, "SKIPME", "yes"],
+            &mut log,
+            &[&kid],
+        );
+        k.send(&resp_cmd(&["CLIENT", "KILL", "ID", &kid, "SKIPME", "no"]));
+        k.send(&resp_cmd(&["PING"]));
+        log.push(format!("self-kill -> {}", show(&k.read_to_close())));
+        runs.push(log);
+    }
+    for (g, r) in runs[1].iter().zip(&runs[0]) {
+        assert_eq!(g, r, "granola-kv, then Redis");
+    }
+    assert_eq!(runs[1].len(), runs[0].len());
+}
+
+/// `ACL`: the one default user, without a password and with one (the
+/// same SHA-256 in LIST and GETUSER), the categories, DRYRUN, DELUSER,
+/// the ACL file errors, HELP, and the log of failed AUTHs (count, reason,
+/// context, object and user; the other fields are times, the client's
+/// line and Redis 7.2's additions).
+#[test]
+fn acl_answers_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    for c in [
+        &["ACL", "WHOAMI"][..],
+        &["ACL", "USERS"],
+        &["ACL", "LIST"],
+        &["ACL", "CAT"],
+        &["ACL", "CAT", "nosuch"],
+        &["ACL", "GETUSER", "default"],
+        &["ACL", "GETUSER", "x"],
+        &["ACL", "LOG"],
+        &["ACL", "HELP"],
+        &["ACL", "DELUSER", "default"],
+        &["ACL", "DELUSER", "x", "y"],
+        &["ACL", "DRYRUN", "default", "get", "k"],
+        &["ACL", "DRYRUN", "default", "nosuch"],
+        &["ACL", "DRYRUN", "x", "get", "k"],
+        &["ACL", "SAVE"],
+        &["ACL", "LOAD"],
+        &["ACL", "BOGUS"],
+        &["ACL"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    for bits in ["8", "256", "5"] {
+        let (Resp::Bulk(Some(a)), Resp::Bulk(Some(b))) = (
+            r.resp(&["ACL", "GENPASS", bits]),
+            g.resp(&["ACL", "GENPASS", bits]),
+        ) else {
+            panic!("GENPASS {bits}");
+        };
+        assert_eq!(b.len(), a.len(), "GENPASS {bits} length");
+        assert!(b.iter().all(u8::is_ascii_hexdigit));
+    }
+    // With a password.
+    let Some(peer) = redis_with(&["--requirepass", "s3cret"]) else {
+        return;
+    };
+    let mut cfg = config();
+    cfg.requirepass = Some("s3cret".into());
+    let srv = Server::start(cfg);
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    for c in [
+        &["AUTH", "wrong"][..],
+        &["AUTH", "default", "wrong"],
+        &["AUTH", "bob", "wrong"],
+        &["AUTH", "s3cret"],
+        &["ACL", "LIST"],
+        &["ACL", "GETUSER", "default"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    let head = |c: &mut Client| match c.resp(&["ACL", "LOG"]) {
+        Resp::Array(Some(entries)) => entries
+            .into_iter()
+            .map(|e| match e {
+                Resp::Array(Some(f)) => f.into_iter().take(10).collect::<Vec<_>>(),
+                other => panic!("ACL LOG entry: {other:?}"),
+            })
+            .collect::<Vec<_>>(),
+        other => panic!("ACL LOG: {other:?}"),
+    };
+    let logged = head(&mut g);
+    assert_eq!(logged, head(&mut r), "granola-kv's log, then Redis's");
+    assert_eq!(logged.len(), 2, "default (twice, merged) and bob");
+    same(&mut r, &mut g, &cmd(&["ACL", "LOG", "RESET"]));
+    same(&mut r, &mut g, &cmd(&["ACL", "LOG"]));
 }
 
 /// A key's type and whole value, sets and hashes in sorted order.

@@ -305,6 +305,44 @@ fn a_client_that_leaves_while_blocked_takes_nothing() {
     );
 }
 
+/// CLIENT KILL of a client blocked in BLPOP closes it at once and it
+/// takes nothing; one that never sent a request closes at its first.
+#[test]
+fn a_killed_client_closes_while_blocked_and_takes_nothing() {
+    let srv = Server::default_config();
+    let mut victim = Client::connect(srv.resp());
+    let id = match victim.resp(&["CLIENT", "ID"]) {
+        Resp::Int(i) => i.to_string(),
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    victim.send(&resp_cmd(&["BLPOP", "jobs", "0"]));
+    until_blocked(&srv, 1);
+    let mut k = Client::connect(srv.resp());
+    assert_eq!(k.resp(&["CLIENT", "KILL", "ID", &id]), Resp::Int(1));
+    victim.expect_closed();
+    until_blocked(&srv, 0);
+    k.resp(&["RPUSH", "jobs", "j1"]);
+    assert_eq!(
+        k.resp(&["LRANGE", "jobs", "0", "-1"]),
+        arr(vec![bulk("j1")])
+    );
+    // Connected, silent: listed, killed, closed at its first request.
+    let mut silent = Client::connect(srv.resp());
+    let list = |k: &mut Client| match k.resp(&["CLIENT", "LIST"]) {
+        Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b).lines().count(),
+        other => panic!("CLIENT LIST: {other:?}"),
+    };
+    srv.wait_for("the silent client listed", |_| list(&mut k) == 2);
+    assert_eq!(
+        k.resp(&["CLIENT", "KILL", "TYPE", "normal"]),
+        Resp::Int(1),
+        "only the silent client (SKIPME yes)"
+    );
+    silent.send(&resp_cmd(&["PING"]));
+    silent.expect_closed();
+    assert_eq!(k.resp(&["PING"]), Resp::Simple(b"PONG".to_vec()));
+}
+
 #[test]
 fn inside_multi_nothing_waits() {
     let srv = Server::default_config();

@@ -1906,7 +1906,7 @@ fn resp_strings_keys_transcript() {
     rt(
         &mut c,
         &["COMMAND", "INFO", "get"],
-        b"*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n",
+        b"*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n",
     );
     rt(&mut c, &["COMMAND", "INFO", "nosuch"], b"*1\r\n*-1\r\n");
     match c.resp(&["COMMAND", "COUNT"]) {

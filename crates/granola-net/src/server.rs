@@ -36,7 +36,8 @@ use std::time::Instant;
 /// Why a session wants its connection closed.
 #[derive(Debug, Clone)]
 pub struct Close {
-    /// For the log line.
+    /// For the log line; empty for a close that is no fault (one the
+    /// client asked for): no log line then.
     pub reason: String,
 }
 

@@ -70,6 +70,10 @@ pub struct Shared {
     pub tracker: Arc<crate::command::resp::tracking::Tracker>,
     /// Which keyspace each RESP database number names (SWAPDB).
     pub dbs: Arc<crate::command::databases::DbMap>,
+    /// Failed authentications (`ACL LOG`).
+    pub acl_log: crate::command::resp::acl::AclLog,
+    /// The Redis connections (`CLIENT LIST`, `CLIENT KILL`).
+    pub clients: Arc<crate::command::resp::clients::Registry>,
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -298,6 +302,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         functions: Default::default(),
         notifier,
         tracker,
+        acl_log: Default::default(),
+        clients: Default::default(),
         dbs,
     });
     let tx = TxConfig {

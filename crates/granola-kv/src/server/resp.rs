@@ -45,6 +45,7 @@ impl Resp {
             NEXT_ID.fetch_add(1, Ordering::Relaxed),
             peer.to_string(),
             shared.config.requirepass.is_none(),
+            shared.clients.clone(),
         );
         Resp {
             shared,
@@ -69,6 +70,7 @@ impl Protocol for Resp {
         }
         if self.conn.waker.is_none() {
             self.conn.waker = Some(out.waker.clone());
+            self.conn.kill.set_waker(out.waker);
         }
         let db = self.shared.dbs.db(&self.shared.store, self.conn.info.db);
         let mut ctx = Ctx {
@@ -86,6 +88,10 @@ impl Protocol for Resp {
     }
 
     fn park(&self) -> Option<Park> {
+        if self.conn.kill.killed() {
+            // Run once more, to close (see `closing`).
+            return Some(Park { deadline: None });
+        }
         match (&self.conn.blocked, &self.conn.sub) {
             (Some(b), _) => Some(b.park()),
             // Subscribed: runs whenever a publisher wakes it.
@@ -100,5 +106,9 @@ impl Protocol for Resp {
 
     fn has_output(&self) -> bool {
         self.conn.sub.as_ref().is_some_and(|s| s.has_mail())
+    }
+
+    fn killed(&self) -> bool {
+        self.conn.kill.killed()
     }
 }

@@ -71,6 +71,13 @@ pub trait Protocol: Send + 'static {
     fn has_output(&self) -> bool {
         false
     }
+
+    /// True once another connection closed this one (`CLIENT KILL`): the
+    /// driver stops before the next request and closes it, after the
+    /// replies already queued.
+    fn killed(&self) -> bool {
+        false
+    }
 }
 
 /// Where replies go: the connection's TX queue, with its back-pressure
@@ -169,6 +176,9 @@ impl<P: Protocol> Session for Driver<P> {
             mark: io.backpressure,
             waker: io.waker,
         };
+        if self.proto.killed() {
+            return Err(Close::new(String::new()));
+        }
         self.proto.deliver(&mut out).map_err(Close::new)?;
         loop {
             if self.swallow > 0 {
@@ -217,6 +227,9 @@ impl<P: Protocol> Session for Driver<P> {
                     io.rx.consume(n);
                     if let Some(reason) = close {
                         return Err(Close::new(reason));
+                    }
+                    if self.proto.killed() {
+                        return Err(Close::new(String::new()));
                     }
                 }
                 Next::Pause(at) => {

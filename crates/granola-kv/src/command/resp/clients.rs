@@ -1,7 +1,10 @@
-//! Who is connected: the registry `CLIENT LIST` reads.
+//! Who is connected: the registry `CLIENT LIST` reads and `CLIENT KILL`
+//! closes connections through.
 
+use granola_net::park::ConnWaker;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// What `CLIENT LIST` / `CLIENT INFO` show of a connection.
@@ -23,6 +26,8 @@ pub struct ClientInfo {
     pub resp: u8,
     /// Client tracking's redirect: -1 not tracking, 0 none, else the id.
     pub redir: i64,
+    /// In RESP2's subscribed mode (`flags=P`, `CLIENT KILL TYPE pubsub`).
+    pub pubsub: bool,
     /// When it connected.
     pub since: Instant,
 }
@@ -32,11 +37,12 @@ impl ClientInfo {
     /// knows; the others at their idle values).
     pub fn line(&self) -> String {
         format!(
-            "id={} addr={} laddr= fd=-1 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir={} resp={} lib-name={} lib-ver={}\n",
+            "id={} addr={} laddr= fd=-1 name={} age={} idle=0 flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir={} resp={} lib-name={} lib-ver={}\n",
             self.id,
             self.addr,
             String::from_utf8_lossy(&self.name),
             self.since.elapsed().as_secs(),
+            if self.pubsub { "P" } else { "N" },
             self.db,
             self.redir,
             self.resp,
@@ -46,28 +52,139 @@ impl ClientInfo {
     }
 }
 
-static CLIENTS: Mutex<BTreeMap<u64, ClientInfo>> = Mutex::new(BTreeMap::new());
-
-fn clients() -> std::sync::MutexGuard<'static, BTreeMap<u64, ClientInfo>> {
-    CLIENTS.lock().unwrap_or_else(|e| e.into_inner())
+/// How another connection closes this one (`CLIENT KILL`): a flag its
+/// session checks between requests, and its waker, so an idle connection
+/// runs to see it.
+#[derive(Default)]
+pub struct Kill {
+    killed: AtomicBool,
+    waker: OnceLock<ConnWaker>,
 }
 
-/// Records (or updates) a connection.
-pub fn register(info: &ClientInfo) {
-    clients().insert(info.id, info.clone());
+impl std::fmt::Debug for Kill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kill")
+            .field("killed", &self.killed())
+            .finish()
+    }
 }
 
-/// Forgets a connection.
-pub fn unregister(id: u64) {
-    clients().remove(&id);
+impl Kill {
+    /// True once a `CLIENT KILL` chose this connection.
+    #[inline]
+    pub fn killed(&self) -> bool {
+        self.killed.load(Ordering::Relaxed)
+    }
+
+    /// The connection's waker, known from its first request on (a
+    /// connection killed before it sent anything closes at its first
+    /// request).
+    pub fn set_waker(&self, waker: &ConnWaker) {
+        if self.waker.get().is_none() {
+            let _ = self.waker.set(waker.clone());
+        }
+    }
+
+    fn kill(&self) {
+        self.killed.store(true, Ordering::Relaxed);
+        if let Some(w) = self.waker.get() {
+            w.wake();
+        }
+    }
 }
 
-/// Whether connection `id` is open.
-pub fn exists(id: u64) -> bool {
-    clients().contains_key(&id)
+struct Entry {
+    info: ClientInfo,
+    kill: Arc<Kill>,
 }
 
-/// Every connection's `CLIENT LIST` line.
-pub fn list() -> String {
-    clients().values().map(ClientInfo::line).collect()
+/// One server's connections by id.
+#[derive(Default)]
+pub struct Registry {
+    map: Mutex<BTreeMap<u64, Entry>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("clients", &self.lock().len())
+            .finish()
+    }
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records (or updates) a connection.
+    pub fn register(&self, info: &ClientInfo, kill: &Arc<Kill>) {
+        self.lock().insert(
+            info.id,
+            Entry {
+                info: info.clone(),
+                kill: kill.clone(),
+            },
+        );
+    }
+
+    /// Forgets a connection.
+    pub fn unregister(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// Whether connection `id` is open.
+    pub fn exists(&self, id: u64) -> bool {
+        self.lock().contains_key(&id)
+    }
+
+    /// Every connection's `CLIENT LIST` line.
+    pub fn list(&self) -> String {
+        self.lock().values().map(|e| e.info.line()).collect()
+    }
+
+    /// Closes every connection `filter` matches; how many.
+    pub fn kill(&self, filter: &KillFilter) -> usize {
+        let list = self.lock();
+        let mut n = 0;
+        for (id, e) in list.iter() {
+            if filter.matches(*id, &e.info) {
+                e.kill.kill();
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// Which connections a `CLIENT KILL` closes.
+#[derive(Debug, Default)]
+pub struct KillFilter {
+    /// `ID`.
+    pub id: Option<u64>,
+    /// `ADDR ip:port`.
+    pub addr: Option<String>,
+    /// `TYPE normal | pubsub` (`Some(true)`: pubsub); `master`, `replica`
+    /// and `slave` match no one here (`Some(None)`).
+    pub pubsub: Option<Option<bool>>,
+    /// `USER`: `default` is every connection's user; another name matches
+    /// none.
+    pub user_default: Option<bool>,
+    /// `MAXAGE`: connected for more than this many seconds.
+    pub max_age: Option<u64>,
+    /// `SKIPME no` clears it: the killing connection itself may match.
+    pub skip: Option<u64>,
+}
+
+impl KillFilter {
+    fn matches(&self, id: u64, info: &ClientInfo) -> bool {
+        self.id.is_none_or(|x| x == id)
+            && self.addr.as_ref().is_none_or(|a| *a == info.addr)
+            && self.pubsub.is_none_or(|t| t == Some(info.pubsub))
+            && self.user_default.is_none_or(|d| d)
+            && self
+                .max_age
+                .is_none_or(|m| info.since.elapsed().as_secs() > m)
+            && self.skip != Some(id)
+    }
 }

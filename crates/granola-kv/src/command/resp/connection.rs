@@ -21,6 +21,9 @@ fn check_password(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
         Some(p) => user == b"default" && p.as_bytes() == pass,
     };
     if !ok {
+        let context = if ctx.conn.exec { "multi" } else { "toplevel" };
+        let info = ctx.conn.info.line();
+        ctx.shared.acl_log.denied_auth(user, info, context);
         ctx.error(b"WRONGPASS invalid username-password pair or user is disabled.");
     }
     ok
@@ -136,7 +139,7 @@ pub fn select(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | NO-EVICT |
+/// `CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | KILL | NO-EVICT |
 /// NO-TOUCH | UNBLOCK | TRACKING | CACHING | TRACKINGINFO | GETREDIR`.
 pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = arg(cmd, 1).to_ascii_lowercase();
@@ -182,7 +185,7 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             ctx.ok();
         }
         (b"list", _) => {
-            let text = clients::list();
+            let text = ctx.shared.clients.list();
             ctx.verbatim(text.as_bytes());
         }
         (b"info", 2) => {
@@ -190,6 +193,7 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             ctx.verbatim(text.as_bytes());
         }
         (b"no-evict" | b"no-touch", 3) => ctx.ok(),
+        (b"kill", 3..) => kill(ctx, cmd),
         (b"tracking", 3..) => return super::tracking::tracking(ctx, cmd),
         (b"caching", 3) => return super::tracking::caching(ctx, cmd),
         (b"trackinginfo", 2) => return super::tracking::tracking_info(ctx),
@@ -220,6 +224,96 @@ pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// `CLIENT KILL ip:port` (OK, or an error if no such client), or `CLIENT
+/// KILL filter value ...` with ID, ADDR, TYPE, USER, MAXAGE and SKIPME
+/// (how many were closed). A killed connection closes after the replies
+/// already queued for it, before its next request; the killing one
+/// itself (`SKIPME no`) after this reply.
+fn kill(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+    let mut filter = clients::KillFilter {
+        skip: Some(ctx.conn.info.id),
+        ..Default::default()
+    };
+    if cmd.len() == 3 {
+        filter.addr = Some(String::from_utf8_lossy(arg(cmd, 2)).into_owned());
+        filter.skip = None;
+        if ctx.shared.clients.kill(&filter) == 0 {
+            ctx.error(b"ERR No such client");
+        } else {
+            ctx.ok();
+        }
+        return;
+    }
+    if cmd.len() % 2 != 0 {
+        ctx.error(b"ERR syntax error");
+        return;
+    }
+    let mut args = cmd.args().skip(2);
+    while let (Some(name), Some(value)) = (args.next(), args.next()) {
+        let name = name.to_ascii_lowercase();
+        match &name[..] {
+            b"id" => match parse_i64(value).filter(|&id| id > 0) {
+                Some(id) => filter.id = Some(id as u64),
+                None => {
+                    ctx.error(b"ERR client-id should be greater than 0");
+                    return;
+                }
+            },
+            b"addr" => filter.addr = Some(String::from_utf8_lossy(value).into_owned()),
+            b"type" => {
+                let t = value.to_ascii_lowercase();
+                filter.pubsub = Some(match &t[..] {
+                    b"normal" => Some(false),
+                    b"pubsub" => Some(true),
+                    b"master" | b"replica" | b"slave" => None,
+                    _ => {
+                        ctx.error(
+                            format!(
+                                "ERR Unknown client type '{}'",
+                                String::from_utf8_lossy(value)
+                            )
+                            .as_bytes(),
+                        );
+                        return;
+                    }
+                });
+            }
+            b"user" => {
+                if value != b"default" {
+                    ctx.error(
+                        format!("ERR No such user '{}'", String::from_utf8_lossy(value)).as_bytes(),
+                    );
+                    return;
+                }
+                filter.user_default = Some(true);
+            }
+            b"maxage" => match parse_i64(value).filter(|&s| s >= 0) {
+                Some(s) => filter.max_age = Some(s as u64),
+                None => {
+                    ctx.raw(resp::ERR_NOT_INTEGER);
+                    return;
+                }
+            },
+            b"skipme" => {
+                if value.eq_ignore_ascii_case(b"yes") {
+                    filter.skip = Some(ctx.conn.info.id);
+                } else if value.eq_ignore_ascii_case(b"no") {
+                    filter.skip = None;
+                } else {
+                    ctx.error(b"ERR syntax error");
+                    return;
+                }
+            }
+            _ => {
+                ctx.error(b"ERR syntax error");
+                return;
+            }
+        }
+    }
+    let n = ctx.shared.clients.kill(&filter);
+    ctx.int(n as i64);
+}
+
 /// `RESET`: back to a fresh connection's state.
 pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.multi = None;
@@ -231,6 +325,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.info.name.clear();
     ctx.conn.info.resp = 2;
     ctx.conn.info.redir = -1;
+    ctx.conn.info.pubsub = false;
     ctx.conn.authed = ctx.shared.config.requirepass.is_none();
     ctx.conn.publish();
     ctx.simple(b"RESET");

@@ -5,6 +5,7 @@
 //! arguments come from the parser, the reply goes through the `Ctx`
 //! helpers (which speak RESP2 or RESP3, whichever the connection chose).
 
+pub mod acl;
 mod bitmaps;
 pub mod blocking;
 mod blocking_lists;
@@ -86,12 +87,21 @@ pub struct Conn {
     pub script: bool,
     /// Client tracking (`CLIENT TRACKING ON`).
     pub tracking: Option<tracking::Tracking>,
+    /// Set by another connection's `CLIENT KILL`.
+    pub kill: std::sync::Arc<clients::Kill>,
+    /// The server's connections, where this one is listed.
+    registry: std::sync::Arc<clients::Registry>,
 }
 
 impl Conn {
-    /// A new connection's state; registered for `CLIENT LIST` until
-    /// dropped.
-    pub fn new(id: u64, addr: String, authed: bool) -> Conn {
+    /// A new connection's state; registered in `registry` (`CLIENT LIST`)
+    /// until dropped.
+    pub fn new(
+        id: u64,
+        addr: String,
+        authed: bool,
+        registry: std::sync::Arc<clients::Registry>,
+    ) -> Conn {
         let info = clients::ClientInfo {
             id,
             addr,
@@ -101,9 +111,11 @@ impl Conn {
             lib_ver: Vec::new(),
             resp: 2,
             redir: -1,
+            pubsub: false,
             since: std::time::Instant::now(),
         };
-        clients::register(&info);
+        let kill = std::sync::Arc::default();
+        registry.register(&info, &kill);
         Conn {
             info,
             version: Version::Resp2,
@@ -119,18 +131,20 @@ impl Conn {
             exec: false,
             script: false,
             tracking: None,
+            kill,
+            registry,
         }
     }
 
     /// Publishes a change of `info` to `CLIENT LIST`.
     pub fn publish(&self) {
-        clients::register(&self.info);
+        self.registry.register(&self.info, &self.kill);
     }
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        clients::unregister(self.info.id);
+        self.registry.unregister(self.info.id);
     }
 }
 

@@ -83,6 +83,7 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, topic: Topic, add: bool) -> Step
             sub.add(name, topic);
             confirm(ctx.out, version, word, Some(name), sub.count(topic));
         }
+        show_mode(ctx);
         return Step::Done;
     }
     let Some(sub) = ctx.conn.sub.as_mut() else {
@@ -110,7 +111,18 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, topic: Topic, add: bool) -> Step
     if sub.total() == 0 {
         ctx.conn.sub = None; // leaves subscribed mode
     }
+    show_mode(ctx);
     Step::Done
+}
+
+/// Tells `CLIENT LIST` (and `CLIENT KILL TYPE`) whether the connection is
+/// in subscribed mode now.
+fn show_mode(ctx: &mut Ctx<'_>) {
+    let subscribed = ctx.conn.sub.as_ref().is_some_and(|s| s.subscribed());
+    if subscribed != ctx.conn.info.pubsub {
+        ctx.conn.info.pubsub = subscribed;
+        ctx.conn.publish();
+    }
 }
 
 /// The connection's mailbox owner, made on first use (SUBSCRIBE, MONITOR,

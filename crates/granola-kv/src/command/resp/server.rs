@@ -447,7 +447,11 @@ fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
     ctx.int(i64::from(spec.keys.0));
     ctx.int(i64::from(spec.keys.1));
     ctx.int(i64::from(spec.keys.2));
-    ctx.set(0);
+    let categories = super::acl::categories(spec);
+    ctx.set(categories.len());
+    for c in categories {
+        ctx.simple(format!("@{c}").as_bytes());
+    }
     ctx.set(0);
     ctx.array(0);
     ctx.array(0);

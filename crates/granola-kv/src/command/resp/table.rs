@@ -5,9 +5,9 @@
 
 use super::gate::my_slot;
 use super::{
-    bitmaps, blocking_lists, blocking_zsets, connection, dump, functions, geo, hashes, hyperloglog,
-    keys, lists, memory, monitor, pubsub, scripting, server, sets, sort, stream_groups, streams,
-    strings, transaction, zset_ops, zset_ranges, zsets, Ctx,
+    acl, bitmaps, blocking_lists, blocking_zsets, connection, dump, functions, geo, hashes,
+    hyperloglog, keys, lists, memory, monitor, pubsub, scripting, server, sets, sort,
+    stream_groups, streams, strings, transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -657,6 +657,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("server", "info", -1, A, NOKEY, server::info),
     cmd!("server", "config", -2, A, NOKEY, server::config),
     cmd!("server", "command", -1, A, NOKEY, server::command),
+    cmd!("server", "acl", -2, A, NOKEY, acl::acl),
     // connection
     cmd!("connection", "select", 2, C, NOKEY, connection::select),
     cmd!("connection", "client", -2, A, NOKEY, connection::client),

@@ -38,6 +38,7 @@
 //! is invalidated and forgotten, as Redis's `tracking-table-max-keys`
 //! forgets keys.
 
+use super::clients::Registry;
 use super::pubsub_bus::{Bus, Mailbox};
 use super::table::Spec;
 use super::Ctx;
@@ -60,6 +61,7 @@ enum Sink {
     Redirect {
         to: u64,
         bus: Arc<Bus>,
+        clients: Arc<Registry>,
         own: Option<Arc<Mailbox>>,
     },
 }
@@ -68,11 +70,16 @@ impl Sink {
     fn invalidate(&self, keys: Option<Arc<[Vec<u8>]>>) {
         match self {
             Sink::Own(m) => m.invalidate(keys),
-            Sink::Redirect { to, bus, own } => match bus.mailbox_of(*to) {
+            Sink::Redirect {
+                to,
+                bus,
+                clients,
+                own,
+            } => match bus.mailbox_of(*to) {
                 Some(m) => m.invalidate(keys),
                 // Connected, but subscribed to nothing: nothing can carry
                 // the message.
-                None if super::clients::exists(*to) => {}
+                None if clients.exists(*to) => {}
                 None => {
                     if let Some(own) = own {
                         own.redirect_broken(*to);
@@ -354,7 +361,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 };
                 // The target must exist now; it may go later (then the
                 // redirect is broken).
-                if !super::clients::exists(to) {
+                if !ctx.shared.clients.exists(to) {
                     ctx.error(b"ERR The client ID you want redirect to does not exist");
                     return Step::Done;
                 }
@@ -412,6 +419,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         (to, own) => Sink::Redirect {
             to,
             bus: ctx.shared.bus.clone(),
+            clients: ctx.shared.clients.clone(),
             own,
         },
     };
@@ -498,7 +506,7 @@ pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
             if t.noloop {
                 f.push(b"noloop");
             }
-            if t.redirect != 0 && !super::clients::exists(t.redirect) {
+            if t.redirect != 0 && !ctx.shared.clients.exists(t.redirect) {
                 f.push(b"broken_redirect");
             }
             (f, t.prefixes.clone())
