@@ -2473,6 +2473,53 @@ fn acl_answers_as_redis_does() {
     same(&mut r, &mut g, &cmd(&["ACL", "LOG"]));
 }
 
+/// A standalone server's answers to cluster, replication and shutdown
+/// commands, as Redis 7 gives them without cluster mode or replicas; and
+/// granola-kv's refusals where Redis would save to disk, replicate or
+/// stop (no Redis reply to compare with there).
+#[test]
+fn standalone_answers_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    for c in [
+        &["CLUSTER", "INFO"][..],
+        &["CLUSTER", "SLOTS"],
+        &["CLUSTER", "SHARDS"],
+        &["CLUSTER", "KEYSLOT", "foo"],
+        &["CLUSTER"],
+        &["READONLY"],
+        &["READWRITE"],
+        &["ASKING"],
+        &["FAILOVER"],
+        &["REPLICAOF", "NO", "ONE"],
+        &["SLAVEOF", "no", "one"],
+        &["SHUTDOWN", "ABORT"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    let refused = |g: &mut Client, c: &[&str], text: &str| match g.resp(c) {
+        Resp::Error(e) => assert!(
+            String::from_utf8_lossy(&e).contains(text),
+            "{c:?}: {}",
+            String::from_utf8_lossy(&e)
+        ),
+        other => panic!("{c:?}: {other:?}"),
+    };
+    refused(&mut g, &["SAVE"], "no data on disk");
+    refused(&mut g, &["BGSAVE"], "no data on disk");
+    refused(&mut g, &["BGREWRITEAOF"], "no data on disk");
+    refused(&mut g, &["REPLICAOF", "127.0.0.1", "1"], "does not replicate");
+    refused(&mut g, &["SHUTDOWN"], "SIGTERM");
+    refused(&mut g, &["SHUTDOWN", "NOSAVE"], "SIGTERM");
+    refused(&mut g, &["WAITAOF", "1", "0", "0"], "appendonly is disabled");
+    assert_eq!(
+        g.resp(&["WAITAOF", "0", "0", "0"]),
+        Resp::Array(Some(vec![Resp::Int(0), Resp::Int(0)]))
+    );
+    assert_eq!(g.resp(&["PING"]), Resp::Simple(b"PONG".to_vec()), "still up");
+}
+
 /// A key's type and whole value, sets and hashes in sorted order.
 fn content(c: &mut Client, key: &str) -> (Resp, Resp) {
     let t = c.resp(&["TYPE", key]);

@@ -35,6 +35,7 @@ pub mod scripting_struct;
 mod server;
 mod sets;
 mod sort;
+mod standalone;
 mod stream_groups;
 mod streams;
 mod strings;

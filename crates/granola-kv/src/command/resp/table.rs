@@ -6,7 +6,7 @@
 use super::gate::my_slot;
 use super::{
     acl, bitmaps, blocking_lists, blocking_zsets, connection, dump, functions, geo, hashes,
-    hyperloglog, keys, lists, memory, monitor, pubsub, scripting, server, sets, sort,
+    hyperloglog, keys, lists, memory, monitor, pubsub, scripting, server, sets, sort, standalone,
     stream_groups, streams, strings, transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
@@ -303,6 +303,25 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "wait", 3, C, NOKEY, server::wait),
     cmd!("server", "role", 1, C, NOKEY, server::role),
     cmd!("server", "lastsave", 1, C, NOKEY, server::lastsave),
+    cmd!("cluster", "cluster", -2, A, NOKEY, standalone::cluster),
+    cmd!("cluster", "readonly", 1, C, NOKEY, standalone::cluster_mode),
+    cmd!(
+        "cluster",
+        "readwrite",
+        1,
+        C,
+        NOKEY,
+        standalone::cluster_mode
+    ),
+    cmd!("cluster", "asking", 1, C, NOKEY, standalone::cluster_mode),
+    cmd!("server", "replicaof", 3, A, NOKEY, standalone::replicaof),
+    cmd!("server", "slaveof", 3, A, NOKEY, standalone::replicaof),
+    cmd!("server", "failover", -1, A, NOKEY, standalone::failover),
+    cmd!("server", "save", 1, A, NOKEY, standalone::save),
+    cmd!("server", "bgsave", -1, A, NOKEY, standalone::save),
+    cmd!("server", "bgrewriteaof", 1, A, NOKEY, standalone::save),
+    cmd!("server", "shutdown", -1, A, NOKEY, standalone::shutdown),
+    cmd!("generic", "waitaof", 4, SC, NOKEY, standalone::waitaof),
     cmd!("server", "monitor", 1, A, NOKEY, monitor::monitor),
     cmd!("server", "slowlog", -2, C, NOKEY, server::slowlog),
     cmd!("server", "latency", -2, C, NOKEY, server::latency),
