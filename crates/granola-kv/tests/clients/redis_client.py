@@ -463,6 +463,16 @@ def blocking(r, port, kw):
     check("xread block timeout", bool(r.xread({"S9": "$"}, block=50)), False)
 
 
+def wait_message(p, what):
+    """The next message of PubSub `p`, waiting up to 10 s."""
+    for _ in range(200):
+        m = p.get_message(timeout=0.05)
+        if m is not None:
+            return m
+    print(f"FAIL {what}: no message", file=sys.stderr)
+    sys.exit(1)
+
+
 def pubsub(r, port, kw):
     """Pub/Sub through redis-py's PubSub object with the connection's
     protocol: channels and patterns, messages from another client, the
@@ -472,12 +482,7 @@ def pubsub(r, port, kw):
     p.psubscribe("log.*")
 
     def next_message():
-        for _ in range(200):
-            m = p.get_message(timeout=0.05)
-            if m is not None:
-                return m
-        print("FAIL pubsub: no message", file=sys.stderr)
-        sys.exit(1)
+        return wait_message(p, "pubsub")
 
     # redis-py does not wait for the subscriptions' confirmations; the
     # counts are read on another connection once the server has them.
@@ -547,12 +552,7 @@ def tracking_redirect(r, port, kw):
     p.subscribe("__redis__:invalidate")
 
     def next_message():
-        for _ in range(200):
-            m = p.get_message(timeout=0.05)
-            if m is not None:
-                return m
-        print("FAIL tracking redirect: no message", file=sys.stderr)
-        sys.exit(1)
+        return wait_message(p, "tracking redirect")
 
     check("redirect target subscribed", next_message()["type"], "subscribe")
     tid = next(int(c["id"]) for c in r.client_list() if c["name"] == "inv-target")
