@@ -89,7 +89,7 @@ impl Protocol for Resp {
 
     fn park(&self) -> Option<Park> {
         if self.conn.kill.killed() {
-            // Run once more, to close (see `closing`).
+            // Run once more, to close (see `killed`).
             return Some(Park { deadline: None });
         }
         match (&self.conn.blocked, &self.conn.sub) {
