@@ -2509,15 +2509,27 @@ fn standalone_answers_as_redis_does() {
     refused(&mut g, &["SAVE"], "no data on disk");
     refused(&mut g, &["BGSAVE"], "no data on disk");
     refused(&mut g, &["BGREWRITEAOF"], "no data on disk");
-    refused(&mut g, &["REPLICAOF", "127.0.0.1", "1"], "does not replicate");
+    refused(
+        &mut g,
+        &["REPLICAOF", "127.0.0.1", "1"],
+        "does not replicate",
+    );
     refused(&mut g, &["SHUTDOWN"], "SIGTERM");
     refused(&mut g, &["SHUTDOWN", "NOSAVE"], "SIGTERM");
-    refused(&mut g, &["WAITAOF", "1", "0", "0"], "appendonly is disabled");
+    refused(
+        &mut g,
+        &["WAITAOF", "1", "0", "0"],
+        "appendonly is disabled",
+    );
     assert_eq!(
         g.resp(&["WAITAOF", "0", "0", "0"]),
         Resp::Array(Some(vec![Resp::Int(0), Resp::Int(0)]))
     );
-    assert_eq!(g.resp(&["PING"]), Resp::Simple(b"PONG".to_vec()), "still up");
+    assert_eq!(
+        g.resp(&["PING"]),
+        Resp::Simple(b"PONG".to_vec()),
+        "still up"
+    );
 }
 
 /// A key's type and whole value, sets and hashes in sorted order.
