@@ -2473,6 +2473,59 @@ fn acl_answers_as_redis_does() {
     same(&mut r, &mut g, &cmd(&["ACL", "LOG"]));
 }
 
+/// Every command's ACL categories (`COMMAND INFO`'s seventh field, what
+/// `ACL CAT category` lists by) are Redis's, as sets; commands Redis 7.0
+/// lacks are skipped (WAITAOF). (`ACL CAT category` itself differs: Redis
+/// lists subcommands and commands granola-kv lacks, in hash order.)
+#[test]
+fn acl_categories_are_redis_categories() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let names: Vec<Vec<u8>> = match g.resp(&["COMMAND", "LIST"]) {
+        Resp::Array(Some(v)) => v
+            .into_iter()
+            .map(|n| match n {
+                Resp::Bulk(Some(b)) => b,
+                other => panic!("COMMAND LIST entry: {other:?}"),
+            })
+            .collect(),
+        other => panic!("COMMAND LIST: {other:?}"),
+    };
+    let categories = |c: &mut Client, name: &[u8]| -> Option<Vec<Vec<u8>>> {
+        match c.resp(&[&b"COMMAND"[..], b"INFO", name]) {
+            Resp::Array(Some(mut v)) => match v.pop() {
+                Some(Resp::Array(Some(info))) => match info.get(6) {
+                    Some(Resp::Array(Some(cats))) => {
+                        let mut cats: Vec<Vec<u8>> = cats
+                            .iter()
+                            .map(|c| match c {
+                                Resp::Simple(s) => s.clone(),
+                                other => panic!("category {other:?}"),
+                            })
+                            .collect();
+                        cats.sort();
+                        Some(cats)
+                    }
+                    other => panic!("COMMAND INFO field 7: {other:?}"),
+                },
+                _ => None,
+            },
+            other => panic!("COMMAND INFO: {other:?}"),
+        }
+    };
+    let mut compared = 0;
+    for name in &names {
+        let Some(want) = categories(&mut r, name) else {
+            continue;
+        };
+        let got = categories(&mut g, name).expect("granola-kv knows its own command");
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(name));
+        compared += 1;
+    }
+    assert!(compared > 200, "compared only {compared} commands");
+}
+
 /// A standalone server's answers to cluster, replication and shutdown
 /// commands, as Redis 7 gives them without cluster mode or replicas; and
 /// granola-kv's refusals where Redis would save to disk, replicate or
