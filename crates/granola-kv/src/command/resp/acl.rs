@@ -103,7 +103,7 @@ const REDIS_CATEGORIES: &[(&str, &[&str])] = &[
 ];
 
 /// A command's ACL categories, as Redis 7 gives them (`COMMAND INFO`
-/// shows them too): [`REDIS_CATEGORIES`] where Redis departs from the
+/// shows them too): a table of the commands where Redis departs from the
 /// rule, else derived from its group and flags — the data-type group
 /// (`generic` is `keyspace`), `read`/`write`, `fast` or else `slow`,
 /// `blocking`, and `admin` with `dangerous`. A differential test checks
