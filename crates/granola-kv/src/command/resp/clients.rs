@@ -167,9 +167,6 @@ pub struct KillFilter {
     /// `TYPE normal | pubsub` (`Some(true)`: pubsub); `master`, `replica`
     /// and `slave` match no one here (`Some(None)`).
     pub pubsub: Option<Option<bool>>,
-    /// `USER`: `default` is every connection's user; another name matches
-    /// none.
-    pub user_default: Option<bool>,
     /// `MAXAGE`: connected for more than this many seconds.
     pub max_age: Option<u64>,
     /// `SKIPME no` clears it: the killing connection itself may match.
@@ -181,7 +178,6 @@ impl KillFilter {
         self.id.is_none_or(|x| x == id)
             && self.addr.as_ref().is_none_or(|a| *a == info.addr)
             && self.pubsub.is_none_or(|t| t == Some(info.pubsub))
-            && self.user_default.is_none_or(|d| d)
             && self
                 .max_age
                 .is_none_or(|m| info.since.elapsed().as_secs() > m)

@@ -285,7 +285,7 @@ fn kill(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
                     );
                     return;
                 }
-                filter.user_default = Some(true);
+                // `default` is every connection's user: no narrowing.
             }
             b"maxage" => match parse_i64(value).filter(|&s| s >= 0) {
                 Some(s) => filter.max_age = Some(s as u64),

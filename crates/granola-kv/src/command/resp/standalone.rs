@@ -11,14 +11,9 @@ use crate::protocol::resp::Command;
 
 const NO_CLUSTER: &[u8] = b"ERR This instance has cluster support disabled";
 
-/// `CLUSTER subcommand ...`.
+/// `CLUSTER subcommand ...`, and the cluster connection modes `READONLY`,
+/// `READWRITE`, `ASKING`.
 pub fn cluster(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
-    ctx.error(NO_CLUSTER);
-    Step::Done
-}
-
-/// `READONLY`, `READWRITE`, `ASKING`: cluster connection modes.
-pub fn cluster_mode(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.error(NO_CLUSTER);
     Step::Done
 }
