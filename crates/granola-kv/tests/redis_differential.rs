@@ -3052,3 +3052,256 @@ fn sort_functions(fields: &mut [Resp]) {
         }
     }
 }
+
+/// The names `COMMAND LIST` gives.
+fn command_list(c: &mut Client) -> Vec<Vec<u8>> {
+    match c.resp(&["COMMAND", "LIST"]) {
+        Resp::Array(Some(v)) => v
+            .into_iter()
+            .map(|n| match n {
+                Resp::Bulk(Some(b)) => b,
+                other => panic!("COMMAND LIST entry: {other:?}"),
+            })
+            .collect(),
+        other => panic!("COMMAND LIST: {other:?}"),
+    }
+}
+
+/// `COMMAND INFO name`'s one entry.
+fn command_info(c: &mut Client, name: &[u8]) -> Vec<Resp> {
+    match c.resp(&[&b"COMMAND"[..], b"INFO", name]) {
+        Resp::Array(Some(mut v)) if v.len() == 1 => match v.pop() {
+            Some(Resp::Array(Some(info))) => info,
+            other => panic!("COMMAND INFO {}: {other:?}", show(name)),
+        },
+        other => panic!("COMMAND INFO {}: {other:?}", show(name)),
+    }
+}
+
+/// A `COMMAND INFO` flags field as a sorted list.
+fn flag_set(r: &Resp) -> Vec<Vec<u8>> {
+    let (Resp::Array(Some(v)) | Resp::Set(v)) = r else {
+        panic!("flags: {r:?}")
+    };
+    let mut flags: Vec<Vec<u8>> = v
+        .iter()
+        .map(|f| match f {
+            Resp::Simple(s) => s.clone(),
+            other => panic!("flag {other:?}"),
+        })
+        .collect();
+    flags.sort();
+    flags
+}
+
+/// Every Redis 7 subcommand (`client|kill`, `object|encoding`...) is a
+/// command of its own here as there: listed by COMMAND LIST, with the same
+/// arity, flags and key positions in COMMAND INFO, nested in its
+/// container's entry, and with the same errors for too few arguments. A
+/// container alone and an unknown subcommand get Redis's errors too.
+#[test]
+fn subcommands_are_redis_subcommands() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let ours = command_list(&mut g);
+    let subs: Vec<Vec<u8>> = command_list(&mut r)
+        .into_iter()
+        .filter(|n| n.contains(&b'|'))
+        .collect();
+    assert!(subs.len() > 100, "Redis lists {} subcommands", subs.len());
+    let mut arity_errors = 0;
+    for name in &subs {
+        let what = String::from_utf8_lossy(name).into_owned();
+        assert!(ours.contains(name), "COMMAND LIST lacks {what}");
+        let (want, got) = (command_info(&mut r, name), command_info(&mut g, name));
+        assert_eq!(got[0], want[0], "name of {what}");
+        assert_eq!(got[1], want[1], "arity of {what}");
+        assert_eq!(flag_set(&got[2]), flag_set(&want[2]), "flags of {what}");
+        assert_eq!(got[3..6], want[3..6], "key positions of {what}");
+        // Too few arguments: the subcommand's own arity error. (Only where
+        // the name alone is too few: anything else would run it.)
+        let Resp::Int(arity) = want[1] else {
+            panic!("arity of {what}: {:?}", want[1])
+        };
+        if !(-2..=2).contains(&arity) {
+            let (container, sub) = what.split_once('|').unwrap();
+            same(&mut r, &mut g, &cmd(&[container, sub]));
+            arity_errors += 1;
+        }
+    }
+    assert!(arity_errors > 50, "compared {arity_errors} arity errors");
+    // Each container's entry nests its subcommands.
+    for container in ["client", "object", "memory", "config", "xinfo"] {
+        let (want, got) = (
+            command_info(&mut r, container.as_bytes()),
+            command_info(&mut g, container.as_bytes()),
+        );
+        assert_eq!(got[1], want[1], "arity of {container}");
+        assert_eq!(
+            flag_set(&got[2]),
+            flag_set(&want[2]),
+            "flags of {container}"
+        );
+        let names = |info: &[Resp]| -> Vec<Resp> {
+            let Some(Resp::Array(Some(subs))) = info.get(9) else {
+                panic!("{container}'s subcommands: {:?}", info.get(9))
+            };
+            let mut names: Vec<Resp> = subs
+                .iter()
+                .map(|s| match s {
+                    Resp::Array(Some(e)) => e[0].clone(),
+                    other => panic!("subcommand entry {other:?}"),
+                })
+                .collect();
+            names.sort_by_key(|n| format!("{n:?}"));
+            names
+        };
+        let (mut want_names, got_names) = (names(&want), names(&got));
+        // Redis 7.0 predates CLIENT SETINFO and NO-TOUCH (7.2).
+        if container == "client" {
+            for extra in ["client|no-touch", "client|setinfo"] {
+                want_names.push(Resp::Bulk(Some(extra.as_bytes().to_vec())));
+            }
+            want_names.sort_by_key(|n| format!("{n:?}"));
+        }
+        assert_eq!(got_names, want_names, "{container}'s subcommands");
+    }
+    // Redis lists in its hash order.
+    let sorted = |c: &mut Client, filter: &[&str]| {
+        let mut v = match c.resp(&[&["COMMAND", "LIST", "FILTERBY"][..], filter].concat()) {
+            Resp::Array(Some(v)) => v,
+            other => panic!("COMMAND LIST FILTERBY {filter:?}: {other:?}"),
+        };
+        v.sort_by_key(|n| format!("{n:?}"));
+        v
+    };
+    for filter in [&["PATTERN", "xinfo*"][..], &["ACLCAT", "list"]] {
+        assert_eq!(sorted(&mut g, filter), sorted(&mut r, filter), "{filter:?}");
+    }
+    for c in [
+        &["CLIENT"][..],
+        &["CLIENT", "NOSUCH"],
+        &["client", "nosuch", "x", "y"],
+        &["OBJECT", "encodingx", "k"],
+        &["CONFIG", "Foo"],
+        &["XINFO"],
+        &["COMMAND", "FOO"],
+        &["MEMORY", "USAGE"],
+        &["CLIENT", "KILL"],
+        &["COMMAND", "GETKEYS"],
+        &["COMMAND", "GETKEYS", "memory", "usage", "k"],
+        &["COMMAND", "GETKEYS", "object", "encoding", "k"],
+        &["COMMAND", "GETKEYS", "client", "id"],
+        &["COMMAND", "INFO", "client|nosuch"],
+        &["COMMAND", "LIST", "FILTERBY", "MODULE", "x"],
+        &["CLIENT", "NO-EVICT", "maybe"],
+        &["CLIENT", "REPLY", "maybe"],
+        &["CLIENT", "PAUSE", "x"],
+        &["CLIENT", "PAUSE", "-1"],
+        &["CLIENT", "PAUSE", "10", "SOME"],
+        &["CLIENT", "LIST", "TYPE", "nosuch"],
+        &["CLIENT", "LIST", "ID", "x"],
+        &["CLIENT", "LIST", "ID", "123456"],
+        &["CLIENT", "LIST", "TYPE", "pubsub"],
+        &["CONFIG", "SET", "maxmemory"],
+        &["CONFIG", "SET", "a", "b", "c"],
+        &["CONFIG", "REWRITE"],
+        &["LATENCY", "GRAPH", "command"],
+        &["LATENCY", "HISTORY", "command"],
+        &["LATENCY", "LATEST"],
+        &["MODULE", "LIST"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+}
+
+/// `CLIENT REPLY OFF` silences replies until `ON` (whose OK is sent);
+/// `SKIP` silences the next command's. The bytes match Redis's.
+#[test]
+fn client_reply_works_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let script: Vec<u8> = [
+        &["CLIENT", "REPLY", "OFF"][..],
+        &["SET", "k", "1"],
+        &["GET", "k"],
+        &["NOSUCHCOMMAND"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["CLIENT", "REPLY", "ON"],
+        &["GET", "k"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["INCR", "k"],
+        &["GET", "k"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["PING", "skipped"],
+        &["PING", "last"],
+    ]
+    .iter()
+    .flat_map(|c| resp_cmd(c))
+    .collect();
+    let mut replies = Vec::new();
+    for c in [&mut r, &mut g] {
+        c.send(&script);
+        replies.push(c.read_until(b"last\r\n"));
+    }
+    assert_bytes(&replies[1], &replies[0], "replies under CLIENT REPLY");
+    assert_bytes(
+        &replies[0],
+        b"+OK\r\n$1\r\n1\r\n$1\r\n2\r\n$4\r\nlast\r\n",
+        "Redis",
+    );
+}
+
+/// `CLIENT PAUSE`: WRITE holds back writes (reads go on) till `CLIENT
+/// UNPAUSE`; ALL holds back everything till the time passes. Run the same
+/// against Redis 7 and granola-kv.
+#[test]
+fn client_pause_holds_back_as_redis_does() {
+    let Some((peer, srv, _r, _g)) = pair() else {
+        return;
+    };
+    for addr in [peer.addr, srv.resp()] {
+        let (mut admin, mut user) = (Client::connect(addr), Client::connect(addr));
+        assert_eq!(user.resp(&["SET", "k", "1"]), Resp::Simple(b"OK".to_vec()));
+        assert_eq!(
+            admin.resp(&["CLIENT", "PAUSE", "60000", "WRITE"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        assert_eq!(user.resp(&["GET", "k"]), Resp::Bulk(Some(b"1".to_vec())));
+        user.send(&resp_cmd(&["SET", "k", "2"]));
+        user.s
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let held = std::io::Read::read(&mut user.s, &mut byte);
+        assert!(
+            held.as_ref().is_err_and(|e| matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )),
+            "{addr}: a write was answered during CLIENT PAUSE WRITE: {held:?}"
+        );
+        user.s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        assert_eq!(
+            admin.resp(&["CLIENT", "UNPAUSE"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        assert_eq!(user.read_resp(), Resp::Simple(b"OK".to_vec()), "{addr}");
+        assert_eq!(user.resp(&["GET", "k"]), Resp::Bulk(Some(b"2".to_vec())));
+        // ALL, ended by its timeout: even a read waits for it.
+        assert_eq!(
+            admin.resp(&["CLIENT", "PAUSE", "300", "ALL"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        let t0 = Instant::now();
+        assert_eq!(user.resp(&["GET", "k"]), Resp::Bulk(Some(b"2".to_vec())));
+        assert!(
+            t0.elapsed() >= Duration::from_millis(200),
+            "{addr}: a read was answered {:?} into CLIENT PAUSE 300 ALL",
+            t0.elapsed()
+        );
+    }
+}

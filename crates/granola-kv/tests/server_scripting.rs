@@ -150,10 +150,27 @@ fn errors_follow_redis() {
         Resp::Error(b"ERR value is not an integer or out of range".to_vec())
     );
     // What a script may not run, and what a read-only one may not.
-    for cmd in ["SUBSCRIBE", "MULTI", "EVAL", "CLIENT"] {
-        let e = error_text(c.resp(&["EVAL", &format!("return redis.call('{cmd}', 'a')"), "0"]));
+    for cmd in [
+        "'SUBSCRIBE', 'a'",
+        "'MULTI'",
+        "'EVAL', 'return 1', '0'",
+        "'CLIENT', 'ID'",
+    ] {
+        let e = error_text(c.resp(&["EVAL", &format!("return redis.call({cmd})"), "0"]));
         assert!(e.contains("not allowed from script"), "{cmd}: {e}");
     }
+    // A container's unknown subcommand is an unknown command; too few
+    // arguments, its own error.
+    let e = error_text(c.resp(&["EVAL", "return redis.call('CLIENT', 'a')", "0"]));
+    assert!(
+        e.contains("Unknown Redis command called from script"),
+        "{e}"
+    );
+    let e = error_text(c.resp(&["EVAL", "return redis.call('CLIENT')", "0"]));
+    assert!(
+        e.contains("Wrong number of args calling Redis command from script"),
+        "{e}"
+    );
     let e = error_text(c.resp(&["EVAL", "return redis.call('NOSUCH')", "0"]));
     assert!(
         e.contains("Unknown Redis command called from script"),

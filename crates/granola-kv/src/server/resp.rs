@@ -12,7 +12,7 @@
 //! (but a MULTI/EXEC is); lists are copy-on-write (see
 //! [`crate::store`]), so `RPUSH` on a long list costs O(length).
 
-use crate::command::resp::{dispatch, pubsub, Conn, Ctx};
+use crate::command::resp::{dispatch, pubsub, Conn, Ctx, Silenced};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Parser};
 use crate::protocol::{Limits, Parsed};
@@ -70,17 +70,25 @@ impl Protocol for Resp {
         }
         if self.conn.waker.is_none() {
             self.conn.waker = Some(out.waker.clone());
-            self.conn.kill.set_waker(out.waker);
+            self.conn.handle.set_waker(out.waker);
         }
         let db = self.shared.dbs.db(&self.shared.store, self.conn.info.db);
+        // `CLIENT REPLY OFF` or `SKIP`: answered into nothing, but for
+        // `CLIENT REPLY ON`, which answers.
+        let silent = self.conn.replies.silent() && !is_reply_on(&cmd);
+        let mut silenced = Silenced;
         let mut ctx = Ctx {
             shared: &self.shared,
             db: &db,
             conn: &mut self.conn,
-            out,
+            out: if silent { &mut silenced } else { out },
             resume,
         };
-        dispatch(&mut ctx, &cmd)
+        let step = dispatch(&mut ctx, &cmd);
+        if matches!(step, Step::Done | Step::Close(_)) {
+            self.conn.replies = self.conn.replies.after_command();
+        }
+        step
     }
 
     fn write_too_large(&self, out: &mut Out<'_>) {
@@ -88,9 +96,16 @@ impl Protocol for Resp {
     }
 
     fn park(&self) -> Option<Park> {
-        if self.conn.kill.killed() {
+        if self.conn.handle.killed() {
             // Run once more, to close (see `killed`).
             return Some(Park { deadline: None });
+        }
+        if let Some(until) = self.conn.paused_until {
+            // Held back by `CLIENT PAUSE`: runs again when it ends, or
+            // when `CLIENT UNPAUSE` wakes it.
+            return Some(Park {
+                deadline: Some(until),
+            });
         }
         match (&self.conn.blocked, &self.conn.sub) {
             (Some(b), _) => Some(b.park()),
@@ -109,6 +124,14 @@ impl Protocol for Resp {
     }
 
     fn killed(&self) -> bool {
-        self.conn.kill.killed()
+        self.conn.handle.killed()
     }
+}
+
+/// True for `CLIENT REPLY ON`.
+fn is_reply_on(cmd: &Command<'_>) -> bool {
+    cmd.len() == 3
+        && cmd.name().eq_ignore_ascii_case(b"CLIENT")
+        && cmd.arg(1).is_some_and(|a| a.eq_ignore_ascii_case(b"REPLY"))
+        && cmd.arg(2).is_some_and(|a| a.eq_ignore_ascii_case(b"ON"))
 }

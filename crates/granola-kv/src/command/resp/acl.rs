@@ -87,12 +87,20 @@ const REDIS_CATEGORIES: &[(&str, &[&str])] = &[
     ("xgroup", &["slow"]),
     ("xreadgroup", &["write", "stream", "slow", "blocking"]),
     ("pubsub", &["slow"]),
+    ("pubsub|help", &["slow"]),
     ("dbsize", &["keyspace", "read", "fast"]),
     ("flushall", &["keyspace", "write", "slow", "dangerous"]),
     ("flushdb", &["keyspace", "write", "slow", "dangerous"]),
     ("info", &["slow", "dangerous"]),
     ("config", &["slow"]),
     ("command", &["slow", "connection"]),
+    ("command|count", &["slow", "connection"]),
+    ("command|docs", &["slow", "connection"]),
+    ("command|getkeys", &["slow", "connection"]),
+    ("command|getkeysandflags", &["slow", "connection"]),
+    ("command|help", &["slow", "connection"]),
+    ("command|info", &["slow", "connection"]),
+    ("command|list", &["slow", "connection"]),
     ("acl", &["slow"]),
     ("client", &["slow"]),
     ("eval_ro", &["slow", "scripting"]),
@@ -338,7 +346,7 @@ pub fn acl(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 ctx.simple(line.as_bytes());
             }
         }
-        _ => ctx.unknown_subcommand("ACL", cmd.arg(1).unwrap_or_default(), false),
+        _ => ctx.unknown_subcommand("ACL", cmd.arg(1).unwrap_or_default()),
     }
     Step::Done
 }

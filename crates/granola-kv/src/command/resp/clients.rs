@@ -3,7 +3,7 @@
 
 use granola_net::park::ConnWaker;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -34,14 +34,27 @@ pub struct ClientInfo {
 
 impl ClientInfo {
     /// One `CLIENT LIST` line (Redis' field order, the fields granola-kv
-    /// knows; the others at their idle values).
-    pub fn line(&self) -> String {
+    /// knows; the others at their idle values), with what `handle` says
+    /// it last did as of `now_s`.
+    pub fn line(&self, handle: &Handle, now_s: u64) -> String {
+        let age = self.since.elapsed().as_secs();
+        let last = handle.last_active_s.load(Ordering::Relaxed);
+        let idle = if last == 0 {
+            age
+        } else {
+            now_s.saturating_sub(last)
+        };
+        let command = match handle.last_command.load(Ordering::Relaxed) {
+            0 => "NULL",
+            row => super::table::all()
+                .nth(row as usize - 1)
+                .map_or("NULL", |s| s.name),
+        };
         format!(
-            "id={} addr={} laddr= fd=-1 name={} age={} idle=0 flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client user=default redir={} resp={} lib-name={} lib-ver={}\n",
+            "id={} addr={} laddr= fd=-1 name={} age={age} idle={idle} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir={} resp={} lib-name={} lib-ver={}\n",
             self.id,
             self.addr,
             String::from_utf8_lossy(&self.name),
-            self.since.elapsed().as_secs(),
             if self.pubsub { "P" } else { "N" },
             self.db,
             self.redir,
@@ -52,24 +65,40 @@ impl ClientInfo {
     }
 }
 
-/// How another connection closes this one (`CLIENT KILL`): a flag its
-/// session checks between requests, and its waker, so an idle connection
-/// runs to see it.
+/// What other connections reach this one by: how `CLIENT KILL` closes
+/// it (a flag its session checks between requests, and its waker, so an
+/// idle connection runs to see it), and what `CLIENT LIST` shows of what
+/// it last did (written by its own session at every command: relaxed
+/// atomics, no lock on the command path).
 #[derive(Default)]
-pub struct Kill {
+pub struct Handle {
     killed: AtomicBool,
     waker: OnceLock<ConnWaker>,
+    /// The last command's row in the command table, plus one (0: none
+    /// yet).
+    last_command: AtomicU32,
+    /// When it last ran a command (coarse Unix seconds; 0: never).
+    last_active_s: AtomicU64,
 }
 
-impl std::fmt::Debug for Kill {
+impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kill")
+        f.debug_struct("Handle")
             .field("killed", &self.killed())
             .finish()
     }
 }
 
-impl Kill {
+impl Handle {
+    /// Notes a command (its row in the command table) run at `now_s`.
+    #[inline]
+    pub fn ran(&self, row: Option<usize>, now_s: u64) {
+        if let Some(row) = row {
+            self.last_command.store(row as u32 + 1, Ordering::Relaxed);
+        }
+        self.last_active_s.store(now_s, Ordering::Relaxed);
+    }
+
     /// True once a `CLIENT KILL` chose this connection.
     #[inline]
     pub fn killed(&self) -> bool {
@@ -87,21 +116,39 @@ impl Kill {
 
     fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
+        self.wake();
+    }
+
+    /// Runs the connection's session (to see a kill, or a pause's end).
+    fn wake(&self) {
         if let Some(w) = self.waker.get() {
             w.wake();
         }
     }
 }
 
+/// What `CLIENT PAUSE` holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PauseMode {
+    /// Commands that write (or may: scripts, PUBLISH, a writing EXEC).
+    Write,
+    /// Every command.
+    All,
+}
+
 struct Entry {
     info: ClientInfo,
-    kill: Arc<Kill>,
+    handle: Arc<Handle>,
 }
 
 /// One server's connections by id.
 #[derive(Default)]
 pub struct Registry {
     map: Mutex<BTreeMap<u64, Entry>>,
+    /// `CLIENT PAUSE`: until when, and what. `pausing` lets every command
+    /// check for a pause with one load.
+    pause: Mutex<Option<(Instant, PauseMode)>>,
+    pausing: AtomicBool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -118,12 +165,12 @@ impl Registry {
     }
 
     /// Records (or updates) a connection.
-    pub fn register(&self, info: &ClientInfo, kill: &Arc<Kill>) {
+    pub fn register(&self, info: &ClientInfo, handle: &Arc<Handle>) {
         self.lock().insert(
             info.id,
             Entry {
                 info: info.clone(),
-                kill: kill.clone(),
+                handle: handle.clone(),
             },
         );
     }
@@ -138,9 +185,58 @@ impl Registry {
         self.lock().contains_key(&id)
     }
 
-    /// Every connection's `CLIENT LIST` line.
-    pub fn list(&self) -> String {
-        self.lock().values().map(|e| e.info.line()).collect()
+    /// The `CLIENT LIST` lines of the connections `keep` chooses.
+    pub fn list(&self, now_s: u64, keep: impl Fn(u64, &ClientInfo) -> bool) -> String {
+        self.lock()
+            .iter()
+            // A killed connection is gone to its clients (it closes
+            // before it runs another command).
+            .filter(|(id, e)| !e.handle.killed() && keep(**id, &e.info))
+            .map(|(_, e)| e.info.line(&e.handle, now_s))
+            .collect()
+    }
+
+    /// `CLIENT PAUSE`: holds back `mode`'s commands until `until`. A pause
+    /// already running keeps the later end and the wider mode, as Redis's
+    /// does.
+    pub fn pause(&self, until: Instant, mode: PauseMode) {
+        let mut p = self.pause.lock().unwrap_or_else(|e| e.into_inner());
+        *p = Some(match *p {
+            Some((end, m)) => (end.max(until), m.max(mode)),
+            None => (until, mode),
+        });
+        self.pausing.store(true, Ordering::Release);
+    }
+
+    /// `CLIENT UNPAUSE`: ends a pause and runs every connection, so those
+    /// held back go on at once.
+    pub fn unpause(&self) {
+        *self.pause.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.pausing.store(false, Ordering::Release);
+        for e in self.lock().values() {
+            e.handle.wake();
+        }
+    }
+
+    /// When a command may run: `None` now, else the end of the pause
+    /// holding it back. `writes` (asked only during a pause) tells if it
+    /// writes.
+    #[inline]
+    pub fn paused(&self, writes: impl FnOnce() -> bool) -> Option<Instant> {
+        if !self.pausing.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut p = self.pause.lock().unwrap_or_else(|e| e.into_inner());
+        match *p {
+            Some((end, _)) if end <= Instant::now() => {
+                *p = None;
+                self.pausing.store(false, Ordering::Release);
+                None
+            }
+            Some((end, PauseMode::All)) => Some(end),
+            Some((end, PauseMode::Write)) if writes() => Some(end),
+            _ => None,
+        }
     }
 
     /// Closes every connection `filter` matches; how many.
@@ -148,8 +244,8 @@ impl Registry {
         let list = self.lock();
         let mut n = 0;
         for (id, e) in list.iter() {
-            if filter.matches(*id, &e.info) {
-                e.kill.kill();
+            if !e.handle.killed() && filter.matches(*id, &e.info) {
+                e.handle.kill();
                 n += 1;
             }
         }

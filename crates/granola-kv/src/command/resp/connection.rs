@@ -1,7 +1,6 @@
-//! Connection commands: HELLO AUTH SELECT CLIENT RESET QUIT.
+//! Connection commands: HELLO AUTH SELECT RESET QUIT (CLIENT is `client`).
 
-use super::blocking::Unblock;
-use super::{clients, parse_i64, Ctx};
+use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Version};
 
@@ -22,7 +21,8 @@ fn check_password(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
     };
     if !ok {
         let context = if ctx.conn.exec { "multi" } else { "toplevel" };
-        let info = ctx.conn.info.line();
+        let now_s = ctx.shared.store.clock().coarse_s();
+        let info = ctx.conn.info.line(&ctx.conn.handle, now_s);
         ctx.shared.acl_log.denied_auth(user, info, context);
         ctx.error(b"WRONGPASS invalid username-password pair or user is disabled.");
     }
@@ -121,7 +121,9 @@ pub fn hello(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-fn valid_name(n: &[u8]) -> bool {
+/// A name `CLIENT SETNAME` (or HELLO's SETNAME) accepts: printable, no
+/// spaces.
+pub(super) fn valid_name(n: &[u8]) -> bool {
     n.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
@@ -137,181 +139,6 @@ pub fn select(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         None => ctx.raw(resp::ERR_NOT_INTEGER),
     }
     Step::Done
-}
-
-/// `CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | KILL | NO-EVICT |
-/// NO-TOUCH | UNBLOCK | TRACKING | CACHING | TRACKINGINFO | GETREDIR`.
-pub fn client(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let sub = arg(cmd, 1).to_ascii_lowercase();
-    let n = cmd.len();
-    match (&sub[..], n) {
-        (b"id", 2) => ctx.int(ctx.conn.info.id as i64),
-        (b"getname", 2) => {
-            if ctx.conn.info.name.is_empty() {
-                ctx.null();
-            } else {
-                let name = ctx.conn.info.name.clone();
-                ctx.bytes(&name);
-            }
-        }
-        (b"setname", 3) => {
-            let name = arg(cmd, 2);
-            if valid_name(name) {
-                ctx.conn.info.name = name.to_vec();
-                ctx.conn.publish();
-                ctx.ok();
-            } else {
-                ctx.error(
-                    b"ERR Client names cannot contain spaces, newlines or special characters.",
-                );
-            }
-        }
-        (b"setinfo", 4) => {
-            let attr = arg(cmd, 2).to_ascii_lowercase();
-            let value = arg(cmd, 3);
-            if !valid_name(value) && !value.is_empty() {
-                ctx.error(b"ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.");
-                return Step::Done;
-            }
-            match &attr[..] {
-                b"lib-name" => ctx.conn.info.lib_name = value.to_vec(),
-                b"lib-ver" => ctx.conn.info.lib_ver = value.to_vec(),
-                _ => {
-                    ctx.error(b"ERR Unrecognized option");
-                    return Step::Done;
-                }
-            }
-            ctx.conn.publish();
-            ctx.ok();
-        }
-        (b"list", _) => {
-            let text = ctx.shared.clients.list();
-            ctx.verbatim(text.as_bytes());
-        }
-        (b"info", 2) => {
-            let text = ctx.conn.info.line();
-            ctx.verbatim(text.as_bytes());
-        }
-        (b"no-evict" | b"no-touch", 3) => ctx.ok(),
-        (b"kill", 3..) => kill(ctx, cmd),
-        (b"tracking", 3..) => return super::tracking::tracking(ctx, cmd),
-        (b"caching", 3) => return super::tracking::caching(ctx, cmd),
-        (b"trackinginfo", 2) => return super::tracking::tracking_info(ctx),
-        (b"getredir", 2) => {
-            let r = super::tracking::getredir(ctx);
-            ctx.int(r)
-        }
-        (b"unblock", 3 | 4) => {
-            let how = match cmd.arg(3) {
-                None => Some(Unblock::Timeout),
-                Some(w) if w.eq_ignore_ascii_case(b"TIMEOUT") => Some(Unblock::Timeout),
-                Some(w) if w.eq_ignore_ascii_case(b"ERROR") => Some(Unblock::Error),
-                Some(_) => None,
-            };
-            match (parse_i64(arg(cmd, 2)), how) {
-                (Some(id), Some(how)) if id >= 0 => {
-                    let done = ctx.shared.waiters.unblock(id as u64, how);
-                    ctx.int(i64::from(done));
-                }
-                (None, _) => ctx.raw(resp::ERR_NOT_INTEGER),
-                _ => ctx.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
-            }
-        }
-        _ => {
-            ctx.unknown_subcommand("CLIENT", arg(cmd, 1), true);
-        }
-    }
-    Step::Done
-}
-
-/// `CLIENT KILL ip:port` (OK, or an error if no such client), or `CLIENT
-/// KILL filter value ...` with ID, ADDR, TYPE, USER, MAXAGE and SKIPME
-/// (how many were closed). A killed connection closes after the replies
-/// already queued for it, before its next request; the killing one
-/// itself (`SKIPME no`) after this reply.
-fn kill(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
-    let mut filter = clients::KillFilter {
-        skip: Some(ctx.conn.info.id),
-        ..Default::default()
-    };
-    if cmd.len() == 3 {
-        filter.addr = Some(String::from_utf8_lossy(arg(cmd, 2)).into_owned());
-        filter.skip = None;
-        if ctx.shared.clients.kill(&filter) == 0 {
-            ctx.error(b"ERR No such client");
-        } else {
-            ctx.ok();
-        }
-        return;
-    }
-    if cmd.len() % 2 != 0 {
-        ctx.error(b"ERR syntax error");
-        return;
-    }
-    let mut args = cmd.args().skip(2);
-    while let (Some(name), Some(value)) = (args.next(), args.next()) {
-        let name = name.to_ascii_lowercase();
-        match &name[..] {
-            b"id" => match parse_i64(value).filter(|&id| id > 0) {
-                Some(id) => filter.id = Some(id as u64),
-                None => {
-                    ctx.error(b"ERR client-id should be greater than 0");
-                    return;
-                }
-            },
-            b"addr" => filter.addr = Some(String::from_utf8_lossy(value).into_owned()),
-            b"type" => {
-                let t = value.to_ascii_lowercase();
-                filter.pubsub = Some(match &t[..] {
-                    b"normal" => Some(false),
-                    b"pubsub" => Some(true),
-                    b"master" | b"replica" | b"slave" => None,
-                    _ => {
-                        ctx.error(
-                            format!(
-                                "ERR Unknown client type '{}'",
-                                String::from_utf8_lossy(value)
-                            )
-                            .as_bytes(),
-                        );
-                        return;
-                    }
-                });
-            }
-            b"user" => {
-                if value != b"default" {
-                    ctx.error(
-                        format!("ERR No such user '{}'", String::from_utf8_lossy(value)).as_bytes(),
-                    );
-                    return;
-                }
-                // `default` is every connection's user: no narrowing.
-            }
-            b"maxage" => match parse_i64(value).filter(|&s| s >= 0) {
-                Some(s) => filter.max_age = Some(s as u64),
-                None => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return;
-                }
-            },
-            b"skipme" => {
-                if value.eq_ignore_ascii_case(b"yes") {
-                    filter.skip = Some(ctx.conn.info.id);
-                } else if value.eq_ignore_ascii_case(b"no") {
-                    filter.skip = None;
-                } else {
-                    ctx.error(b"ERR syntax error");
-                    return;
-                }
-            }
-            _ => {
-                ctx.error(b"ERR syntax error");
-                return;
-            }
-        }
-    }
-    let n = ctx.shared.clients.kill(&filter);
-    ctx.int(n as i64);
 }
 
 /// `RESET`: back to a fresh connection's state.

@@ -426,7 +426,7 @@ pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         b"stats" | b"kill" | b"help" | b"dump" => 2,
         b"restore" => -3,
         _ => {
-            ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default(), false);
+            ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default());
             return Step::Done;
         }
     };
@@ -509,7 +509,7 @@ pub fn function(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"HELP",
             b"    Prints this help.",
         ]),
-        _ => ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default(), true),
+        _ => ctx.unknown_subcommand("FUNCTION", cmd.arg(1).unwrap_or_default()),
     }
     Step::Done
 }

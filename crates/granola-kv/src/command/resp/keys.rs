@@ -492,7 +492,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     }
     if cmd.len() != 3 {
-        ctx.unknown_subcommand("OBJECT", arg(cmd, 1), true);
+        ctx.unknown_subcommand("OBJECT", arg(cmd, 1));
         return Step::Done;
     }
     // As Redis: looking at a key does not count as using it.
@@ -526,7 +526,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ),
         b"REFCOUNT" => ctx.int(1),
         _ => {
-            ctx.unknown_subcommand("OBJECT", arg(cmd, 1), false);
+            ctx.unknown_subcommand("OBJECT", arg(cmd, 1));
         }
     }
     Step::Done

@@ -10,6 +10,7 @@ mod bitmaps;
 pub mod blocking;
 mod blocking_lists;
 mod blocking_zsets;
+mod client;
 pub mod clients;
 mod collection_scan;
 pub mod collections;
@@ -23,8 +24,10 @@ mod glob;
 mod hashes;
 mod hyperloglog;
 mod keys;
+mod latency;
 mod lists;
 mod memory;
+mod modules;
 pub mod monitor;
 pub mod notify;
 pub mod pubsub;
@@ -88,10 +91,55 @@ pub struct Conn {
     pub script: bool,
     /// Client tracking (`CLIENT TRACKING ON`).
     pub tracking: Option<tracking::Tracking>,
-    /// Set by another connection's `CLIENT KILL`.
-    pub kill: std::sync::Arc<clients::Kill>,
+    /// How other connections reach this one (`CLIENT KILL`), and what it
+    /// last did (`CLIENT LIST`).
+    pub handle: std::sync::Arc<clients::Handle>,
+    /// `CLIENT REPLY`: whether replies are sent.
+    pub replies: Replies,
+    /// Held back by `CLIENT PAUSE` until then (the session parks till
+    /// then, or till `CLIENT UNPAUSE` wakes it).
+    pub paused_until: Option<std::time::Instant>,
     /// The server's connections, where this one is listed.
     registry: std::sync::Arc<clients::Registry>,
+}
+
+/// `CLIENT REPLY`'s state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replies {
+    /// Replies are sent.
+    On,
+    /// None is sent until `CLIENT REPLY ON`.
+    Off,
+    /// `CLIENT REPLY SKIP` just ran: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
+}
+
+impl Replies {
+    /// True if the command about to run (not `CLIENT REPLY ON`, which
+    /// answers even when replies are off) is answered into nothing.
+    pub fn silent(self) -> bool {
+        matches!(self, Replies::Off | Replies::Skip)
+    }
+
+    /// The state for the next command, once one has finished.
+    #[must_use]
+    pub fn after_command(self) -> Replies {
+        match self {
+            Replies::Skip => Replies::On,
+            Replies::SkipNext => Replies::Skip,
+            other => other,
+        }
+    }
+}
+
+/// Where the replies of a connection with `CLIENT REPLY OFF` (or SKIP) go.
+pub struct Silenced;
+
+impl ReplySink for Silenced {
+    fn copy(&mut self, _: &[u8]) {}
+    fn value(&mut self, _: &granola::Buf) {}
 }
 
 impl Conn {
@@ -115,9 +163,11 @@ impl Conn {
             pubsub: false,
             since: std::time::Instant::now(),
         };
-        let kill = std::sync::Arc::default();
-        registry.register(&info, &kill);
+        let handle = std::sync::Arc::default();
+        registry.register(&info, &handle);
         Conn {
+            replies: Replies::On,
+            paused_until: None,
             info,
             version: Version::Resp2,
             authed,
@@ -132,14 +182,14 @@ impl Conn {
             exec: false,
             script: false,
             tracking: None,
-            kill,
+            handle,
             registry,
         }
     }
 
     /// Publishes a change of `info` to `CLIENT LIST`.
     pub fn publish(&self) {
-        self.registry.register(&self.info, &self.kill);
+        self.registry.register(&self.info, &self.handle);
     }
 }
 
@@ -226,16 +276,11 @@ impl Ctx<'_> {
             self.simple(l);
         }
     }
-    /// Redis's error for an unknown subcommand `sub` of `command` (or, when
-    /// `or_arity`, one given the wrong number of arguments: Redis words
-    /// the two cases alike for most commands).
-    pub fn unknown_subcommand(&mut self, command: &str, sub: &[u8], or_arity: bool) {
-        let sub = String::from_utf8_lossy(sub);
-        let text = if or_arity {
-            format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {command} HELP.")
-        } else {
-            format!("ERR unknown subcommand '{sub}'. Try {command} HELP.")
-        };
+    /// Redis's error for an unknown subcommand `sub` of `command` (upper
+    /// case), `sub` cut to 128 bytes as Redis cuts it.
+    pub fn unknown_subcommand(&mut self, command: &str, sub: &[u8]) {
+        let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]);
+        let text = format!("ERR unknown subcommand '{sub}'. Try {command} HELP.");
         self.error(text.as_bytes());
     }
     /// The null reply (a missing value).
@@ -339,21 +384,37 @@ fn outside_queue(name: &str) -> bool {
 /// authentication, queues it inside MULTI, else executes it (inside the
 /// transaction gate, except EXEC, which takes the gate alone).
 pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(spec) = table::lookup(cmd.name()) else {
-        transaction::refuse(ctx);
-        resp::write_unknown_command(ctx.out, cmd);
-        return Step::Done;
+    let (spec, arity_ok) = match table::resolve(cmd) {
+        Ok(spec) => (spec, true),
+        Err(table::Miss::Arity(spec)) => (spec, false),
+        Err(table::Miss::Unknown) => {
+            transaction::refuse(ctx);
+            resp::write_unknown_command(ctx.out, cmd);
+            return Step::Done;
+        }
+        Err(table::Miss::UnknownSub(container)) => {
+            transaction::refuse(ctx);
+            ctx.unknown_subcommand(
+                &container.name.to_ascii_uppercase(),
+                cmd.arg(1).unwrap_or_default(),
+            );
+            return Step::Done;
+        }
     };
     if !ctx.conn.authed && !before_auth(spec.name) {
         table::reject(spec);
         ctx.error(b"NOAUTH Authentication required.");
         return Step::Done;
     }
-    if !spec.arity_ok(cmd.len()) {
+    if !arity_ok {
         table::reject(spec);
         transaction::refuse(ctx);
-        resp::write_wrong_arity(ctx.out, cmd.name());
+        resp::write_wrong_arity(ctx.out, spec.name.as_bytes());
         return Step::Done;
+    }
+    if ctx.resume == 0 {
+        let now_s = ctx.shared.store.clock().coarse_s();
+        ctx.conn.handle.ran(table::row(spec), now_s);
     }
     if ctx
         .conn
@@ -379,8 +440,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         );
         return Step::Done;
     }
+    if held_back(ctx, spec) {
+        return Step::Block;
+    }
     if ctx.conn.multi.is_some() && !outside_queue(spec.name) {
-        transaction::queue(ctx, cmd);
+        transaction::queue(ctx, cmd, spec);
         return Step::Done;
     }
     // A blocked command's later looks are the same call.
@@ -397,6 +461,19 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
         step
     })
+}
+
+/// True if `CLIENT PAUSE` holds `spec` back now: the connection then
+/// waits (unread) till the pause ends. Under `PAUSE WRITE`, what Redis
+/// holds back: commands that write or may (scripts), PUBLISH, and an EXEC
+/// with a write queued.
+fn held_back(ctx: &mut Ctx<'_>, spec: &table::Spec) -> bool {
+    let writes = || {
+        spec.may_write()
+            || (spec.name == "exec" && ctx.conn.multi.as_ref().is_some_and(|m| m.writes))
+    };
+    ctx.conn.paused_until = ctx.shared.clients.paused(writes);
+    ctx.conn.paused_until.is_some()
 }
 
 /// Runs `spec` (through `run`) with what watches commands around it:
@@ -562,8 +639,8 @@ pub fn dispatch_into(
 
 /// Runs a command queued by MULTI (EXEC holds the gate).
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    match table::lookup(cmd.name()) {
-        Some(spec) if spec.arity_ok(cmd.len()) => {
+    match table::resolve(cmd) {
+        Ok(spec) => {
             let start = table::count(spec).then(std::time::Instant::now);
             observed(ctx, spec, cmd, true, |ctx| {
                 let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));

@@ -244,7 +244,7 @@ pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
         || !notifier.active()
         || !spec.flags.contains(&"readonly")
         || matches!(
-            spec.name,
+            spec.container(),
             "object" | "memory" | "eval_ro" | "evalsha_ro" | "fcall_ro"
         )
     {
@@ -416,17 +416,11 @@ fn event_of(spec: &Spec, cmd: &Command<'_>, i: usize) -> Option<(&'static str, u
         "blmpop" => side_after_keys(2, b"LEFT", "lpop", "rpop"),
         "zmpop" => side_after_keys(1, b"MIN", "zpopmin", "zpopmax"),
         "bzmpop" => side_after_keys(2, b"MIN", "zpopmin", "zpopmax"),
-        "xgroup" => {
-            let sub = cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
-            match &sub[..] {
-                b"create" => "xgroup-create",
-                b"setid" => "xgroup-setid",
-                b"destroy" => "xgroup-destroy",
-                b"createconsumer" => "xgroup-createconsumer",
-                b"delconsumer" => "xgroup-delconsumer",
-                _ => return None,
-            }
-        }
+        "xgroup|create" => "xgroup-create",
+        "xgroup|setid" => "xgroup-setid",
+        "xgroup|destroy" => "xgroup-destroy",
+        "xgroup|createconsumer" => "xgroup-createconsumer",
+        "xgroup|delconsumer" => "xgroup-delconsumer",
         // The rest send their own name: append, setrange, incrbyfloat,
         // lpush, linsert, lset, lrem, ltrim, hset, hdel, hincrby, sadd,
         // srem, spop, sinterstore, zadd, zrem, zpopmin, zunionstore,

@@ -221,7 +221,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"HELP",
             b"    Prints this help.",
         ]),
-        _ => ctx.unknown_subcommand("PUBSUB", cmd.arg(1).unwrap_or_default(), true),
+        _ => ctx.unknown_subcommand("PUBSUB", cmd.arg(1).unwrap_or_default()),
     }
     Step::Done
 }

@@ -201,7 +201,7 @@ pub fn script(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"HELP",
             b"    Prints this help.",
         ]),
-        _ => ctx.unknown_subcommand("SCRIPT", cmd.arg(1).unwrap_or_default(), true),
+        _ => ctx.unknown_subcommand("SCRIPT", cmd.arg(1).unwrap_or_default()),
     }
     Step::Done
 }
@@ -1063,10 +1063,14 @@ fn command(ctx: &mut Ctx<'_>, argv: &MultiValue, read_only: bool) -> mlua::Resul
         return Err(LuaError::runtime("command could not be encoded"));
     };
     let refuse = |msg: &str| Ok(format!("-{msg}\r\n").into_bytes());
-    let Some(spec) = table::lookup(cmd.name()) else {
-        return refuse("ERR Unknown Redis command called from script");
+    let spec = match table::resolve(&cmd) {
+        Ok(spec) => spec,
+        Err(table::Miss::Arity(_)) => {
+            return refuse("ERR Wrong number of args calling Redis command from script")
+        }
+        Err(_) => return refuse("ERR Unknown Redis command called from script"),
     };
-    if spec.flags.contains(&"noscript") || NOT_IN_SCRIPTS.contains(&spec.name) {
+    if spec.flags.contains(&"noscript") || NOT_IN_SCRIPTS.contains(&spec.container()) {
         return refuse("ERR This Redis command is not allowed from script");
     }
     if read_only && spec.flags.contains(&"write") {

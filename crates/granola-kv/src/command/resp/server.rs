@@ -91,21 +91,7 @@ pub fn slowlog(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"HELP",
             b"    Prints this help.",
         ]),
-        _ => ctx.unknown_subcommand("SLOWLOG", cmd.arg(1).unwrap_or_default(), false),
-    }
-    Step::Done
-}
-
-/// `LATENCY LATEST | HISTORY event | RESET [event ...] | HELP`: no latency
-/// monitor, so no events.
-pub fn latency(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    match (
-        &cmd.arg(1).unwrap_or_default().to_ascii_uppercase()[..],
-        cmd.len(),
-    ) {
-        (b"LATEST", 2) | (b"HISTORY", 3) => ctx.array(0),
-        (b"RESET", _) => ctx.int(0),
-        _ => ctx.unknown_subcommand("LATENCY", cmd.arg(1).unwrap_or_default(), false),
+        _ => ctx.unknown_subcommand("SLOWLOG", cmd.arg(1).unwrap_or_default()),
     }
     Step::Done
 }
@@ -360,7 +346,7 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = cmd.arg(1).unwrap_or_default().to_ascii_uppercase();
     let params = parameters(ctx);
     match &sub[..] {
-        b"GET" if cmd.len() >= 3 => {
+        b"GET" => {
             let hits: Vec<&(&str, String)> = params
                 .iter()
                 .filter(|(k, _)| {
@@ -375,7 +361,8 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 ctx.bytes(v.as_bytes());
             }
         }
-        b"SET" if cmd.len() >= 4 && cmd.len() % 2 == 0 => {
+        b"SET" if cmd.len() % 2 != 0 => ctx.error(b"ERR syntax error"),
+        b"SET" => {
             let mut args = cmd.args().skip(2);
             while let (Some(k), Some(v)) = (args.next(), args.next()) {
                 let name = String::from_utf8_lossy(k).to_ascii_lowercase();
@@ -426,16 +413,31 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
             ctx.ok();
         }
-        b"RESETSTAT" if cmd.len() == 2 => ctx.ok(),
+        b"RESETSTAT" => ctx.ok(),
+        // Settings come from the command line only.
+        b"REWRITE" => ctx.error(b"ERR The server is running without a config file"),
+        b"HELP" => ctx.help(&[
+            b"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            b"GET <pattern>",
+            b"    Return parameters matching the glob-like <pattern> and their values.",
+            b"SET <directive> <value>",
+            b"    Set the configuration <directive> to <value>.",
+            b"RESETSTAT",
+            b"    Reset statistics reported by the INFO command.",
+            b"REWRITE",
+            b"    Rewrite the configuration file.",
+            b"HELP",
+            b"    Prints this help.",
+        ]),
         _ => {
-            ctx.unknown_subcommand("CONFIG", cmd.arg(1).unwrap_or_default(), true);
+            ctx.unknown_subcommand("CONFIG", cmd.arg(1).unwrap_or_default());
         }
     }
     Step::Done
 }
 
 /// One `COMMAND INFO` entry: name, arity, flags, first/last key, step,
-/// ACL categories, tips, key specs, subcommands.
+/// ACL categories, tips, key specs, subcommands (each an entry).
 fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
     ctx.array(10);
     ctx.bytes(spec.name.as_bytes());
@@ -454,77 +456,156 @@ fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
     }
     ctx.set(0);
     ctx.array(0);
-    ctx.array(0);
+    ctx.array(spec.subs.len());
+    for sub in spec.subs {
+        command_entry(ctx, sub);
+    }
 }
 
-/// `COMMAND`, `COMMAND COUNT`, `COMMAND INFO name...`, `COMMAND DOCS
-/// [name...]`, `COMMAND LIST`, `COMMAND GETKEYS command arg...`.
-pub fn command(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let sub = cmd.arg(1).map(<[u8]>::to_ascii_uppercase);
-    match sub.as_deref() {
-        None => {
-            ctx.array(COMMANDS.len());
-            for spec in COMMANDS {
-                command_entry(ctx, spec);
-            }
+/// One `COMMAND DOCS` entry's value: its group, and its subcommands'.
+fn docs_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
+    ctx.map(if spec.subs.is_empty() { 2 } else { 3 });
+    ctx.bytes(b"since");
+    ctx.bytes(b"1.0.0");
+    ctx.bytes(b"group");
+    ctx.bytes(spec.group.as_bytes());
+    if !spec.subs.is_empty() {
+        ctx.bytes(b"subcommands");
+        ctx.map(spec.subs.len());
+        for sub in spec.subs {
+            ctx.bytes(sub.name.as_bytes());
+            docs_entry(ctx, sub);
         }
-        Some(b"COUNT") => ctx.int(COMMANDS.len() as i64),
-        Some(b"LIST") => {
-            ctx.array(COMMANDS.len());
-            for spec in COMMANDS {
-                ctx.bytes(spec.name.as_bytes());
-            }
-        }
-        Some(b"INFO") => {
-            let names: Vec<&[u8]> = cmd.args().skip(2).collect();
-            if names.is_empty() {
-                ctx.array(COMMANDS.len());
-                for spec in COMMANDS {
-                    command_entry(ctx, spec);
+    }
+}
+
+/// `COMMAND`: every command's `COMMAND INFO` entry.
+pub fn command(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.array(COMMANDS.len());
+    for spec in COMMANDS {
+        command_entry(ctx, spec);
+    }
+    Step::Done
+}
+
+/// `COMMAND COUNT`: the commands, not counting subcommands (as Redis).
+pub fn command_count(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.int(COMMANDS.len() as i64);
+    Step::Done
+}
+
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN
+/// pattern]`: commands and subcommands (`client|kill`).
+pub fn command_list(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let filter = match cmd.len() {
+        2 => None,
+        5 if cmd
+            .arg(2)
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"FILTERBY")) =>
+        {
+            let how = cmd.arg(3).unwrap_or_default().to_ascii_uppercase();
+            let value = cmd.arg(4).unwrap_or_default();
+            match &how[..] {
+                b"MODULE" | b"ACLCAT" | b"PATTERN" => Some((how, value)),
+                _ => {
+                    ctx.error(b"ERR syntax error");
+                    return Step::Done;
                 }
-            } else {
-                ctx.array(names.len());
-                for n in names {
-                    match table::lookup(n) {
-                        Some(spec) => command_entry(ctx, spec),
-                        None => ctx.null_array(),
-                    }
-                }
             }
         }
-        Some(b"DOCS") => {
-            let names: Vec<&'static Spec> = if cmd.len() == 2 {
-                COMMANDS.iter().collect()
-            } else {
-                cmd.args().skip(2).filter_map(table::lookup).collect()
-            };
-            ctx.map(names.len());
-            for spec in names {
-                ctx.bytes(spec.name.as_bytes());
-                ctx.map(2);
-                ctx.bytes(b"since");
-                ctx.bytes(b"1.0.0");
-                ctx.bytes(b"group");
-                ctx.bytes(spec.group.as_bytes());
-            }
+        _ => {
+            ctx.error(b"ERR syntax error");
+            return Step::Done;
         }
-        Some(b"GETKEYS") => getkeys(ctx, cmd),
-        Some(_) => {
-            ctx.unknown_subcommand("COMMAND", cmd.arg(1).unwrap_or_default(), false);
+    };
+    let chosen: Vec<&Spec> = table::all()
+        .filter(|spec| match &filter {
+            None => true,
+            // No modules are loaded.
+            Some((how, _)) if how == b"MODULE" => false,
+            Some((how, cat)) if how == b"ACLCAT" => super::acl::categories(spec)
+                .iter()
+                .any(|c| c.as_bytes().eq_ignore_ascii_case(cat)),
+            Some((_, pattern)) => glob::matches(pattern, spec.name.as_bytes(), true),
+        })
+        .collect();
+    ctx.array(chosen.len());
+    for spec in chosen {
+        ctx.bytes(spec.name.as_bytes());
+    }
+    Step::Done
+}
+
+/// `COMMAND INFO [name ...]`: each named command or subcommand
+/// (`client|kill`), null for an unknown one; every command without names.
+pub fn command_info(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if cmd.len() == 2 {
+        return command(ctx, cmd);
+    }
+    ctx.array(cmd.len() - 2);
+    for n in cmd.args().skip(2) {
+        match table::lookup_full(n) {
+            Some(spec) => command_entry(ctx, spec),
+            None => ctx.null(),
         }
     }
     Step::Done
 }
 
+/// `COMMAND DOCS [name ...]`: a map of the named commands (unknown ones
+/// left out), or of every command.
+pub fn command_docs(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let names: Vec<&'static Spec> = if cmd.len() == 2 {
+        COMMANDS.iter().collect()
+    } else {
+        cmd.args().skip(2).filter_map(table::lookup_full).collect()
+    };
+    ctx.map(names.len());
+    for spec in names {
+        ctx.bytes(spec.name.as_bytes());
+        docs_entry(ctx, spec);
+    }
+    Step::Done
+}
+
+/// `COMMAND GETKEYSANDFLAGS`: granola-kv's table has key positions but
+/// not Redis's key specs, whose access flags this reports.
+pub fn command_getkeysandflags(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.error(
+        b"ERR granola-kv keeps key positions, not key specs with access flags: use COMMAND GETKEYS",
+    );
+    Step::Done
+}
+
+/// `COMMAND HELP`.
+pub fn command_help(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.help(&[
+        b"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        b"(no subcommand)",
+        b"    Return details about all Redis commands.",
+        b"COUNT",
+        b"    Return the total number of commands in this Redis server.",
+        b"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+        b"    Return a list of all commands in this Redis server.",
+        b"INFO [<command-name> ...]",
+        b"    Return details about multiple Redis commands.",
+        b"    If no command names are given, documentation details for all",
+        b"    commands are returned.",
+        b"DOCS [<command-name> ...]",
+        b"    Return documentation details about multiple Redis commands.",
+        b"    If no command names are given, documentation details for all",
+        b"    commands are returned.",
+        b"GETKEYS <full-command>",
+        b"    Return the keys from a full Redis command.",
+        b"HELP",
+        b"    Prints this help.",
+    ]);
+    Step::Done
+}
+
 /// `COMMAND GETKEYS command arg...`: the keys a command names, as
 /// [`Spec::keys_in`] finds them, with Redis's errors.
-fn getkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
-    // Redis's arity for it is -4: a command with no arguments is refused
-    // here, before the command is looked up.
-    if cmd.len() < 4 {
-        ctx.error(b"ERR wrong number of arguments for 'command|getkeys' command");
-        return;
-    }
+pub fn command_getkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let inner_args: Vec<&[u8]> = cmd.args().skip(2).collect();
     let mut buf = Vec::new();
     resp::encode_command(&inner_args, &mut buf);
@@ -535,27 +616,35 @@ fn getkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
     };
     let crate::protocol::Parsed::Done { cmd: inner, .. } = resp::parse(&buf, &limits) else {
         ctx.error(b"ERR Invalid command specified");
-        return;
+        return Step::Done;
     };
-    let Some(spec) = table::lookup(inner.name()) else {
-        ctx.error(b"ERR Invalid command specified");
-        return;
+    let spec = match table::resolve(&inner) {
+        Ok(spec) => spec,
+        Err(table::Miss::Arity(spec)) if spec.has_keys() => {
+            ctx.error(b"ERR Invalid number of arguments specified for command");
+            return Step::Done;
+        }
+        Err(table::Miss::Arity(_)) => {
+            ctx.error(b"ERR The command has no key arguments");
+            return Step::Done;
+        }
+        Err(_) => {
+            ctx.error(b"ERR Invalid command specified");
+            return Step::Done;
+        }
     };
     if !spec.has_keys() {
         ctx.error(b"ERR The command has no key arguments");
-        return;
-    }
-    if !spec.arity_ok(inner.len()) {
-        ctx.error(b"ERR Invalid number of arguments specified for command");
-        return;
+        return Step::Done;
     }
     let keys: Vec<&[u8]> = spec.keys_in(&inner).collect();
     if keys.is_empty() && !spec.flags.contains(&"no_mandatory_keys") {
         ctx.error(b"ERR Invalid arguments specified for command");
-        return;
+        return Step::Done;
     }
     ctx.array(keys.len());
     for k in keys {
         ctx.bytes(k);
     }
+    Step::Done
 }

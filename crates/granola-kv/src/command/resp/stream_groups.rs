@@ -143,7 +143,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         (b"SETID", n) if n >= 5 => {}
         (b"DESTROY", 4) | (b"CREATECONSUMER", 5) | (b"DELCONSUMER", 5) => {}
         _ => {
-            ctx.unknown_subcommand("XGROUP", arg(cmd, 1), true);
+            ctx.unknown_subcommand("XGROUP", arg(cmd, 1));
             return Step::Done;
         }
     }

@@ -736,7 +736,7 @@ pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 Some(s) => super::stream_groups::info_consumers(ctx, s, key, group, now_ms),
             });
         }
-        _ => ctx.unknown_subcommand("XINFO", arg(cmd, 1), true),
+        _ => ctx.unknown_subcommand("XINFO", arg(cmd, 1)),
     }
     Step::Done
 }

@@ -2,12 +2,15 @@
 //! `n` exactly n arguments with the name, `-n` at least n), flags and key
 //! positions (what `COMMAND INFO` reports), its group, and the function
 //! that runs it. Adding a command: write its function, add one line here.
+//! A container's subcommands (`CLIENT KILL`, `OBJECT ENCODING`...) are
+//! rows of their own, in the container's list below `COMMANDS`.
 
 use super::gate::my_slot;
 use super::{
-    acl, bitmaps, blocking_lists, blocking_zsets, connection, dump, functions, geo, hashes,
-    hyperloglog, keys, lists, memory, monitor, pubsub, scripting, server, sets, sort, standalone,
-    stream_groups, streams, strings, transaction, zset_ops, zset_ranges, zsets, Ctx,
+    acl, bitmaps, blocking_lists, blocking_zsets, client, connection, dump, functions, geo, hashes,
+    hyperloglog, keys, latency, lists, memory, modules, monitor, pubsub, scripting, server, sets,
+    sort, standalone, stream_groups, streams, strings, tracking, transaction, zset_ops,
+    zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -29,6 +32,12 @@ pub struct Spec {
     pub group: &'static str,
     /// Runs it.
     pub run: fn(&mut Ctx<'_>, &Command<'_>) -> Step,
+    /// A container's subcommands (`CLIENT`, `CONFIG`, `OBJECT`, ...),
+    /// each a whole command of its own named `container|sub`, as in Redis
+    /// 7: its own arity, flags, keys, ACL categories and statistics.
+    /// [`resolve`] picks one by the second argument; the container's own
+    /// `run` is never called.
+    pub subs: &'static [Spec],
 }
 
 impl Spec {
@@ -170,6 +179,33 @@ impl Spec {
         })
     }
 
+    /// True if this command writes, or may (a script, PUBLISH): what
+    /// `CLIENT PAUSE WRITE` holds back.
+    pub fn may_write(&self) -> bool {
+        self.flags
+            .iter()
+            .any(|f| matches!(*f, "write" | "may_replicate"))
+            || matches!(self.name, "publish" | "spublish")
+    }
+
+    /// A subcommand's own name (`kill` of `client|kill`); a command's name.
+    pub fn sub_name(&self) -> &'static str {
+        self.name.split_once('|').map_or(self.name, |(_, sub)| sub)
+    }
+
+    /// The command a subcommand belongs to (`client` of `client|kill`); a
+    /// command's own name.
+    pub fn container(&self) -> &'static str {
+        self.name.split_once('|').map_or(self.name, |(c, _)| c)
+    }
+
+    /// This container's subcommand `name` (any case).
+    pub fn find_sub(&self, name: &[u8]) -> Option<&'static Spec> {
+        self.subs
+            .iter()
+            .find(|s| s.sub_name().as_bytes().eq_ignore_ascii_case(name))
+    }
+
     /// True if `argc` arguments (with the name) fit the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
         let n = argc as i64;
@@ -228,6 +264,10 @@ const PF: &[&str] = &["pubsub", "loading", "stale", "fast"];
 const BS: &[&str] = &["write", "denyoom", "blocking"];
 const BM: &[&str] = &["write", "blocking", "movablekeys"];
 const LM: &[&str] = &["write", "movablekeys"];
+/// Subcommands' usual flags: administrative, ordinary, and `HELP`.
+const SUB_ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
+const SUB_CONN: &[&str] = &["noscript", "loading", "stale"];
+const SUB_HELP: &[&str] = &["loading", "stale"];
 
 macro_rules! cmd {
     ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $run:expr) => {
@@ -238,8 +278,42 @@ macro_rules! cmd {
             keys: $keys,
             group: $group,
             run: $run,
+            subs: &[],
         }
     };
+}
+
+/// A subcommand: `$name` is `container|sub`.
+macro_rules! sub {
+    ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $run:expr) => {
+        cmd!($group, $name, $arity, $flags, $keys, $run)
+    };
+}
+
+/// A container of subcommands: Redis gives it arity -2, no flags and no
+/// keys.
+macro_rules! container {
+    ($group:literal, $name:literal, $subs:expr) => {
+        Spec {
+            name: $name,
+            arity: -2,
+            flags: &[],
+            keys: NOKEY,
+            group: $group,
+            run: no_subcommand,
+            subs: $subs,
+        }
+    };
+}
+
+/// A container's `run`: [`resolve`] runs a subcommand instead, so this
+/// only answers a caller that skipped it.
+fn no_subcommand(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    ctx.unknown_subcommand(
+        &String::from_utf8_lossy(cmd.name()).to_ascii_uppercase(),
+        cmd.arg(1).unwrap_or_default(),
+    );
+    Step::Done
 }
 
 const NOKEY: (i32, i32, i32) = (0, 0, 0);
@@ -303,7 +377,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "wait", 3, C, NOKEY, server::wait),
     cmd!("server", "role", 1, C, NOKEY, server::role),
     cmd!("server", "lastsave", 1, C, NOKEY, server::lastsave),
-    cmd!("cluster", "cluster", -2, A, NOKEY, standalone::cluster),
+    container!("cluster", "cluster", CLUSTER_SUBS),
     cmd!("cluster", "readonly", 1, C, NOKEY, standalone::cluster),
     cmd!("cluster", "readwrite", 1, C, NOKEY, standalone::cluster),
     cmd!("cluster", "asking", 1, C, NOKEY, standalone::cluster),
@@ -316,8 +390,8 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("server", "shutdown", -1, A, NOKEY, standalone::shutdown),
     cmd!("generic", "waitaof", 4, SC, NOKEY, standalone::waitaof),
     cmd!("server", "monitor", 1, A, NOKEY, monitor::monitor),
-    cmd!("server", "slowlog", -2, C, NOKEY, server::slowlog),
-    cmd!("server", "latency", -2, C, NOKEY, server::latency),
+    container!("server", "slowlog", SLOWLOG_SUBS),
+    container!("server", "latency", LATENCY_SUBS),
     // HyperLogLog
     cmd!("hyperloglog", "pfadd", -2, W, KEY1, hyperloglog::pfadd),
     cmd!(
@@ -370,11 +444,12 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "rename", 3, WD, KEY12, keys::rename),
     cmd!("generic", "renamenx", 3, W, KEY12, keys::renamenx),
     cmd!("generic", "copy", -3, WS, KEY12, keys::copy),
-    cmd!("generic", "object", -2, RS, (2, 2, 1), keys::object),
+    container!("generic", "object", OBJECT_SUBS),
     cmd!("generic", "dump", 2, RS, KEY1, dump::dump),
     cmd!("server", "swapdb", 3, WF, NOKEY, keys::swapdb),
     cmd!("generic", "restore", -4, WS, KEY1, dump::restore),
-    cmd!("server", "memory", -2, RS, (2, 2, 1), memory::memory),
+    container!("server", "memory", MEMORY_SUBS),
+    container!("server", "module", MODULE_SUBS),
     // lists
     cmd!("list", "rpush", -3, W, KEY1, lists::rpush),
     cmd!("list", "lpush", -3, W, KEY1, lists::lpush),
@@ -612,8 +687,8 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("stream", "xtrim", -4, WD, KEY1, streams::xtrim),
     cmd!("stream", "xread", -4, RS, NOKEY, streams::xread),
     cmd!("stream", "xsetid", -3, W, KEY1, streams::xsetid),
-    cmd!("stream", "xinfo", -2, RS, (2, 2, 1), streams::xinfo),
-    cmd!("stream", "xgroup", -2, WS, (2, 2, 1), stream_groups::xgroup),
+    container!("stream", "xinfo", XINFO_SUBS),
+    container!("stream", "xgroup", XGROUP_SUBS),
     cmd!(
         "stream",
         "xreadgroup",
@@ -660,19 +735,24 @@ pub static COMMANDS: &[Spec] = &[
         pubsub::sunsubscribe
     ),
     cmd!("pubsub", "spublish", 3, PF, KEY1, pubsub::spublish),
-    cmd!("pubsub", "pubsub", -2, PS, NOKEY, pubsub::pubsub),
+    container!("pubsub", "pubsub", PUBSUB_SUBS),
     cmd!("connection", "echo", 2, C, NOKEY, server::echo),
     cmd!("server", "time", 1, C, NOKEY, server::time),
     cmd!("server", "dbsize", 1, R, NOKEY, server::dbsize),
     cmd!("server", "flushall", -1, WD, NOKEY, server::flushall),
     cmd!("server", "flushdb", -1, WD, NOKEY, server::flushdb),
     cmd!("server", "info", -1, A, NOKEY, server::info),
-    cmd!("server", "config", -2, A, NOKEY, server::config),
-    cmd!("server", "command", -1, A, NOKEY, server::command),
-    cmd!("server", "acl", -2, A, NOKEY, acl::acl),
+    container!("server", "config", CONFIG_SUBS),
+    // `COMMAND` alone lists every command; with an argument, it is a
+    // container.
+    Spec {
+        subs: COMMAND_SUBS,
+        ..cmd!("server", "command", -1, SUB_HELP, NOKEY, server::command)
+    },
+    container!("server", "acl", ACL_SUBS),
     // connection
     cmd!("connection", "select", 2, C, NOKEY, connection::select),
-    cmd!("connection", "client", -2, A, NOKEY, connection::client),
+    container!("connection", "client", CLIENT_SUBS),
     cmd!("connection", "quit", -1, C, NOKEY, connection::quit),
     cmd!("connection", "hello", -1, C, NOKEY, connection::hello),
     cmd!("connection", "auth", -2, C, NOKEY, connection::auth),
@@ -690,10 +770,10 @@ pub static COMMANDS: &[Spec] = &[
         NOKEY,
         scripting::evalsha_ro
     ),
-    cmd!("scripting", "script", -2, SC, NOKEY, scripting::script),
+    container!("scripting", "script", SCRIPT_SUBS),
     cmd!("scripting", "fcall", -3, EV, NOKEY, functions::fcall),
     cmd!("scripting", "fcall_ro", -3, EVR, NOKEY, functions::fcall_ro),
-    cmd!("scripting", "function", -2, SC, NOKEY, functions::function),
+    container!("scripting", "function", FUNCTION_SUBS),
     cmd!("transactions", "multi", 1, C, NOKEY, transaction::multi),
     cmd!(
         "transactions",
@@ -706,6 +786,859 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("transactions", "discard", 1, C, NOKEY, transaction::discard),
     cmd!("transactions", "watch", -2, C, ALLKEYS, transaction::watch),
     cmd!("transactions", "unwatch", 1, C, NOKEY, transaction::unwatch),
+];
+
+/// `ACL`'s subcommands.
+static ACL_SUBS: &[Spec] = &[
+    sub!("server", "acl|cat", -2, SUB_CONN, NOKEY, acl::acl),
+    sub!("server", "acl|deluser", -3, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|dryrun", -4, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|genpass", -2, SUB_CONN, NOKEY, acl::acl),
+    sub!("server", "acl|getuser", 3, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|help", 2, SUB_HELP, NOKEY, acl::acl),
+    sub!("server", "acl|list", 2, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|load", 2, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|log", -2, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|save", 2, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|setuser", -3, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|users", 2, SUB_ADMIN, NOKEY, acl::acl),
+    sub!("server", "acl|whoami", 2, SUB_CONN, NOKEY, acl::acl),
+];
+
+/// `CLIENT`'s subcommands.
+static CLIENT_SUBS: &[Spec] = &[
+    sub!(
+        "connection",
+        "client|caching",
+        3,
+        SUB_CONN,
+        NOKEY,
+        tracking::caching
+    ),
+    sub!(
+        "connection",
+        "client|getname",
+        2,
+        SUB_CONN,
+        NOKEY,
+        client::getname
+    ),
+    sub!(
+        "connection",
+        "client|getredir",
+        2,
+        SUB_CONN,
+        NOKEY,
+        tracking::getredir
+    ),
+    sub!(
+        "connection",
+        "client|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        client::help
+    ),
+    sub!("connection", "client|id", 2, SUB_CONN, NOKEY, client::id),
+    sub!(
+        "connection",
+        "client|info",
+        2,
+        SUB_CONN,
+        NOKEY,
+        client::info
+    ),
+    sub!(
+        "connection",
+        "client|kill",
+        -3,
+        SUB_ADMIN,
+        NOKEY,
+        client::kill
+    ),
+    sub!(
+        "connection",
+        "client|list",
+        -2,
+        SUB_ADMIN,
+        NOKEY,
+        client::list
+    ),
+    sub!(
+        "connection",
+        "client|no-evict",
+        3,
+        SUB_ADMIN,
+        NOKEY,
+        client::no_evict
+    ),
+    sub!(
+        "connection",
+        "client|no-touch",
+        3,
+        SUB_CONN,
+        NOKEY,
+        client::no_touch
+    ),
+    sub!(
+        "connection",
+        "client|pause",
+        -3,
+        SUB_ADMIN,
+        NOKEY,
+        client::pause
+    ),
+    sub!(
+        "connection",
+        "client|reply",
+        3,
+        SUB_CONN,
+        NOKEY,
+        client::reply
+    ),
+    sub!(
+        "connection",
+        "client|setinfo",
+        4,
+        SUB_CONN,
+        NOKEY,
+        client::setinfo
+    ),
+    sub!(
+        "connection",
+        "client|setname",
+        3,
+        SUB_CONN,
+        NOKEY,
+        client::setname
+    ),
+    sub!(
+        "connection",
+        "client|tracking",
+        -3,
+        SUB_CONN,
+        NOKEY,
+        tracking::tracking
+    ),
+    sub!(
+        "connection",
+        "client|trackinginfo",
+        2,
+        SUB_CONN,
+        NOKEY,
+        tracking::tracking_info
+    ),
+    sub!(
+        "connection",
+        "client|unblock",
+        -3,
+        SUB_ADMIN,
+        NOKEY,
+        client::unblock
+    ),
+    sub!(
+        "connection",
+        "client|unpause",
+        2,
+        SUB_ADMIN,
+        NOKEY,
+        client::unpause
+    ),
+];
+
+/// `CLUSTER`'s subcommands.
+static CLUSTER_SUBS: &[Spec] = &[
+    sub!(
+        "cluster",
+        "cluster|addslots",
+        -3,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|addslotsrange",
+        -4,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|bumpepoch",
+        2,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|count-failure-reports",
+        3,
+        &["admin", "stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|countkeysinslot",
+        3,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|delslots",
+        -3,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|delslotsrange",
+        -4,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|failover",
+        -2,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|flushslots",
+        2,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|forget",
+        3,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|getkeysinslot",
+        4,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|info",
+        2,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|keyslot",
+        3,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|links",
+        2,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|meet",
+        -4,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|myid",
+        2,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|nodes",
+        2,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|replicas",
+        3,
+        &["admin", "stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|replicate",
+        3,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|reset",
+        -2,
+        &["admin", "noscript", "stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|saveconfig",
+        2,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|set-config-epoch",
+        3,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|setslot",
+        -4,
+        &["admin", "stale", "no_async_loading"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|shards",
+        2,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|slaves",
+        3,
+        &["admin", "stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+    sub!(
+        "cluster",
+        "cluster|slots",
+        2,
+        &["stale"],
+        NOKEY,
+        standalone::cluster
+    ),
+];
+
+/// `COMMAND`'s subcommands.
+static COMMAND_SUBS: &[Spec] = &[
+    sub!(
+        "server",
+        "command|count",
+        2,
+        SUB_HELP,
+        NOKEY,
+        server::command_count
+    ),
+    sub!(
+        "server",
+        "command|docs",
+        -2,
+        SUB_HELP,
+        NOKEY,
+        server::command_docs
+    ),
+    sub!(
+        "server",
+        "command|getkeys",
+        -4,
+        SUB_HELP,
+        NOKEY,
+        server::command_getkeys
+    ),
+    sub!(
+        "server",
+        "command|getkeysandflags",
+        -4,
+        SUB_HELP,
+        NOKEY,
+        server::command_getkeysandflags
+    ),
+    sub!(
+        "server",
+        "command|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        server::command_help
+    ),
+    sub!(
+        "server",
+        "command|info",
+        -2,
+        SUB_HELP,
+        NOKEY,
+        server::command_info
+    ),
+    sub!(
+        "server",
+        "command|list",
+        -2,
+        SUB_HELP,
+        NOKEY,
+        server::command_list
+    ),
+];
+
+/// `CONFIG`'s subcommands.
+static CONFIG_SUBS: &[Spec] = &[
+    sub!("server", "config|get", -3, SUB_ADMIN, NOKEY, server::config),
+    sub!("server", "config|help", 2, SUB_HELP, NOKEY, server::config),
+    sub!(
+        "server",
+        "config|resetstat",
+        2,
+        SUB_ADMIN,
+        NOKEY,
+        server::config
+    ),
+    sub!(
+        "server",
+        "config|rewrite",
+        2,
+        SUB_ADMIN,
+        NOKEY,
+        server::config
+    ),
+    sub!("server", "config|set", -4, SUB_ADMIN, NOKEY, server::config),
+];
+
+/// `FUNCTION`'s subcommands.
+static FUNCTION_SUBS: &[Spec] = &[
+    sub!(
+        "scripting",
+        "function|delete",
+        3,
+        &["write", "noscript"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|dump",
+        2,
+        &["noscript"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|flush",
+        -2,
+        &["write", "noscript"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|kill",
+        2,
+        &["noscript", "allow_busy"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|list",
+        -2,
+        &["noscript"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|load",
+        -3,
+        &["write", "denyoom", "noscript"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|restore",
+        -3,
+        &["write", "denyoom", "noscript"],
+        NOKEY,
+        functions::function
+    ),
+    sub!(
+        "scripting",
+        "function|stats",
+        2,
+        &["noscript", "allow_busy"],
+        NOKEY,
+        functions::function
+    ),
+];
+
+/// `LATENCY`'s subcommands.
+static LATENCY_SUBS: &[Spec] = &[
+    sub!(
+        "server",
+        "latency|doctor",
+        2,
+        SUB_ADMIN,
+        NOKEY,
+        latency::doctor
+    ),
+    sub!(
+        "server",
+        "latency|graph",
+        3,
+        SUB_ADMIN,
+        NOKEY,
+        latency::graph
+    ),
+    sub!("server", "latency|help", 2, SUB_HELP, NOKEY, latency::help),
+    sub!(
+        "server",
+        "latency|histogram",
+        -2,
+        SUB_ADMIN,
+        NOKEY,
+        latency::histogram
+    ),
+    sub!(
+        "server",
+        "latency|history",
+        3,
+        SUB_ADMIN,
+        NOKEY,
+        latency::history
+    ),
+    sub!(
+        "server",
+        "latency|latest",
+        2,
+        SUB_ADMIN,
+        NOKEY,
+        latency::latest
+    ),
+    sub!(
+        "server",
+        "latency|reset",
+        -2,
+        SUB_ADMIN,
+        NOKEY,
+        latency::reset
+    ),
+];
+
+/// `MEMORY`'s subcommands.
+static MEMORY_SUBS: &[Spec] = &[
+    sub!("server", "memory|doctor", 2, &[], NOKEY, memory::doctor),
+    sub!("server", "memory|help", 2, SUB_HELP, NOKEY, memory::help),
+    sub!(
+        "server",
+        "memory|malloc-stats",
+        2,
+        &[],
+        NOKEY,
+        memory::malloc_stats
+    ),
+    sub!("server", "memory|purge", 2, &[], NOKEY, memory::purge),
+    sub!("server", "memory|stats", 2, &[], NOKEY, memory::stats),
+    sub!("server", "memory|usage", -3, RS, (2, 2, 1), memory::usage),
+];
+
+/// `MODULE`'s subcommands.
+static MODULE_SUBS: &[Spec] = &[
+    sub!("server", "module|help", 2, SUB_HELP, NOKEY, modules::help),
+    sub!(
+        "server",
+        "module|list",
+        2,
+        &["admin", "noscript"],
+        NOKEY,
+        modules::list
+    ),
+    sub!(
+        "server",
+        "module|load",
+        -3,
+        &["admin", "noscript", "no_async_loading"],
+        NOKEY,
+        modules::load
+    ),
+    sub!(
+        "server",
+        "module|loadex",
+        -3,
+        &["admin", "noscript", "no_async_loading"],
+        NOKEY,
+        modules::load
+    ),
+    sub!(
+        "server",
+        "module|unload",
+        3,
+        &["admin", "noscript", "no_async_loading"],
+        NOKEY,
+        modules::unload
+    ),
+];
+
+/// `OBJECT`'s subcommands.
+static OBJECT_SUBS: &[Spec] = &[
+    sub!("generic", "object|encoding", 3, RS, (2, 2, 1), keys::object),
+    sub!("generic", "object|freq", 3, RS, (2, 2, 1), keys::object),
+    sub!("generic", "object|help", 2, SUB_HELP, NOKEY, keys::object),
+    sub!("generic", "object|idletime", 3, RS, (2, 2, 1), keys::object),
+    sub!("generic", "object|refcount", 3, RS, (2, 2, 1), keys::object),
+];
+
+/// `PUBSUB`'s subcommands.
+static PUBSUB_SUBS: &[Spec] = &[
+    sub!(
+        "pubsub",
+        "pubsub|channels",
+        -2,
+        &["pubsub", "loading", "stale"],
+        NOKEY,
+        pubsub::pubsub
+    ),
+    sub!("pubsub", "pubsub|help", 2, SUB_HELP, NOKEY, pubsub::pubsub),
+    sub!(
+        "pubsub",
+        "pubsub|numpat",
+        2,
+        &["pubsub", "loading", "stale"],
+        NOKEY,
+        pubsub::pubsub
+    ),
+    sub!(
+        "pubsub",
+        "pubsub|numsub",
+        -2,
+        &["pubsub", "loading", "stale"],
+        NOKEY,
+        pubsub::pubsub
+    ),
+    sub!(
+        "pubsub",
+        "pubsub|shardchannels",
+        -2,
+        &["pubsub", "loading", "stale"],
+        NOKEY,
+        pubsub::pubsub
+    ),
+    sub!(
+        "pubsub",
+        "pubsub|shardnumsub",
+        -2,
+        &["pubsub", "loading", "stale"],
+        NOKEY,
+        pubsub::pubsub
+    ),
+];
+
+/// `SCRIPT`'s subcommands.
+static SCRIPT_SUBS: &[Spec] = &[
+    sub!(
+        "scripting",
+        "script|debug",
+        3,
+        &["noscript"],
+        NOKEY,
+        scripting::script
+    ),
+    sub!(
+        "scripting",
+        "script|exists",
+        -3,
+        &["noscript"],
+        NOKEY,
+        scripting::script
+    ),
+    sub!(
+        "scripting",
+        "script|flush",
+        -2,
+        &["noscript"],
+        NOKEY,
+        scripting::script
+    ),
+    sub!(
+        "scripting",
+        "script|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        scripting::script
+    ),
+    sub!(
+        "scripting",
+        "script|kill",
+        2,
+        &["noscript", "allow_busy"],
+        NOKEY,
+        scripting::script
+    ),
+    sub!(
+        "scripting",
+        "script|load",
+        3,
+        &["noscript", "stale"],
+        NOKEY,
+        scripting::script
+    ),
+];
+
+/// `SLOWLOG`'s subcommands.
+static SLOWLOG_SUBS: &[Spec] = &[
+    sub!(
+        "server",
+        "slowlog|get",
+        -2,
+        &["admin", "loading", "stale"],
+        NOKEY,
+        server::slowlog
+    ),
+    sub!(
+        "server",
+        "slowlog|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        server::slowlog
+    ),
+    sub!(
+        "server",
+        "slowlog|len",
+        2,
+        &["admin", "loading", "stale"],
+        NOKEY,
+        server::slowlog
+    ),
+    sub!(
+        "server",
+        "slowlog|reset",
+        2,
+        &["admin", "loading", "stale"],
+        NOKEY,
+        server::slowlog
+    ),
+];
+
+/// `XGROUP`'s subcommands.
+static XGROUP_SUBS: &[Spec] = &[
+    sub!(
+        "stream",
+        "xgroup|create",
+        -5,
+        &["write", "denyoom"],
+        (2, 2, 1),
+        stream_groups::xgroup
+    ),
+    sub!(
+        "stream",
+        "xgroup|createconsumer",
+        5,
+        &["write", "denyoom"],
+        (2, 2, 1),
+        stream_groups::xgroup
+    ),
+    sub!(
+        "stream",
+        "xgroup|delconsumer",
+        5,
+        &["write"],
+        (2, 2, 1),
+        stream_groups::xgroup
+    ),
+    sub!(
+        "stream",
+        "xgroup|destroy",
+        4,
+        &["write"],
+        (2, 2, 1),
+        stream_groups::xgroup
+    ),
+    sub!(
+        "stream",
+        "xgroup|help",
+        2,
+        SUB_HELP,
+        NOKEY,
+        stream_groups::xgroup
+    ),
+    sub!(
+        "stream",
+        "xgroup|setid",
+        -5,
+        &["write"],
+        (2, 2, 1),
+        stream_groups::xgroup
+    ),
+];
+
+/// `XINFO`'s subcommands.
+static XINFO_SUBS: &[Spec] = &[
+    sub!(
+        "stream",
+        "xinfo|consumers",
+        4,
+        RS,
+        (2, 2, 1),
+        streams::xinfo
+    ),
+    sub!("stream", "xinfo|groups", 3, RS, (2, 2, 1), streams::xinfo),
+    sub!("stream", "xinfo|help", 2, SUB_HELP, NOKEY, streams::xinfo),
+    sub!("stream", "xinfo|stream", -3, RS, (2, 2, 1), streams::xinfo),
 ];
 
 /// Call counters and sampled times (INFO commandstats), one row per
@@ -732,12 +1665,41 @@ struct Stripe {
 
 fn calls_table() -> &'static Calls {
     static CALLS: OnceLock<Calls> = OnceLock::new();
-    CALLS.get_or_init(|| Calls(COMMANDS.iter().map(|_| Default::default()).collect()))
+    CALLS.get_or_init(|| Calls(all().map(|_| Default::default()).collect()))
+}
+
+/// `spec`'s row in the calls table (and `CLIENT LIST`'s `cmd`): rows
+/// follow [`all`]. A command's row
+/// is found from its place in `COMMANDS` and a table of where each
+/// command's rows start (the hot path: no search); a subcommand's by its
+/// place in its container's list.
+pub fn row(spec: &'static Spec) -> Option<usize> {
+    static STARTS: OnceLock<Vec<usize>> = OnceLock::new();
+    let starts = STARTS.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .scan(0, |at, c| {
+                let start = *at;
+                *at += 1 + c.subs.len();
+                Some(start)
+            })
+            .collect()
+    });
+    let place = |spec: &Spec, list: &'static [Spec]| {
+        let offset = (spec as *const Spec as usize).wrapping_sub(list.as_ptr() as usize);
+        let i = offset / std::mem::size_of::<Spec>();
+        (offset % std::mem::size_of::<Spec>() == 0 && i < list.len()).then_some(i)
+    };
+    if let Some(i) = place(spec, COMMANDS) {
+        return starts.get(i).copied();
+    }
+    let container = lookup(spec.container().as_bytes())?;
+    let i = place(spec, container.subs)?;
+    Some(starts.get(place(container, COMMANDS)?)? + 1 + i)
 }
 
 fn stripe(spec: &'static Spec) -> Option<&'static Stripe> {
-    let i =
-        (spec as *const Spec as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Spec>();
+    let i = row(spec)?;
     calls_table().0.get(i).map(|row| &row[my_slot() % STRIPES])
 }
 
@@ -786,8 +1748,7 @@ pub struct CallStats {
 
 /// Commands called at least once, with their statistics.
 pub fn calls() -> impl Iterator<Item = (&'static Spec, CallStats)> {
-    COMMANDS
-        .iter()
+    all()
         .zip(&calls_table().0)
         .map(|(s, row)| {
             let sum = |f: fn(&Stripe) -> &AtomicU64| -> u64 {
@@ -822,6 +1783,50 @@ pub fn total_calls() -> u64 {
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     static INDEX: OnceLock<Index> = OnceLock::new();
     INDEX.get_or_init(Index::build).find(name)
+}
+
+/// Why a request names nothing to run.
+#[derive(Clone, Copy)]
+pub enum Miss {
+    /// No such command.
+    Unknown,
+    /// A container given a subcommand it lacks.
+    UnknownSub(&'static Spec),
+    /// The command (or subcommand) given the wrong number of arguments.
+    Arity(&'static Spec),
+}
+
+/// What `cmd` runs: its command, or for a container the subcommand its
+/// second argument names, with the arity checked. A container without a
+/// second argument is itself checked (an arity error, but for `COMMAND`).
+#[inline]
+pub fn resolve(cmd: &Command<'_>) -> Result<&'static Spec, Miss> {
+    let spec = lookup(cmd.name()).ok_or(Miss::Unknown)?;
+    let spec = match cmd.arg(1) {
+        Some(name) if !spec.subs.is_empty() => spec.find_sub(name).ok_or(Miss::UnknownSub(spec))?,
+        _ => spec,
+    };
+    if spec.arity_ok(cmd.len()) {
+        Ok(spec)
+    } else {
+        Err(Miss::Arity(spec))
+    }
+}
+
+/// The command or subcommand (`client|kill`) called `name`, any case,
+/// as `COMMAND INFO` and `COMMAND DOCS` name them.
+pub fn lookup_full(name: &[u8]) -> Option<&'static Spec> {
+    match name.iter().position(|&b| b == b'|') {
+        Some(bar) => lookup(&name[..bar])?.find_sub(&name[bar + 1..]),
+        None => lookup(name),
+    }
+}
+
+/// Every command, each followed by its subcommands.
+pub fn all() -> impl Iterator<Item = &'static Spec> {
+    COMMANDS
+        .iter()
+        .flat_map(|c| std::iter::once(c).chain(c.subs.iter()))
 }
 
 /// An open-addressing table of the command names, probed with a hash

@@ -259,7 +259,7 @@ pub fn before(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
         return;
     };
     // CLIENT CACHING itself leaves the choice for the next command.
-    if spec.name == "client" {
+    if spec.container() == "client" {
         return;
     }
     let caching = t.caching.take();
@@ -476,14 +476,20 @@ pub fn caching(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `CLIENT GETREDIR`'s answer: the redirect target's id, 0 when tracking
-/// without one, -1 when not tracking.
-pub fn getredir(ctx: &Ctx<'_>) -> i64 {
+/// The redirect target's id, 0 when tracking without one, -1 when not
+/// tracking.
+fn redirect(ctx: &Ctx<'_>) -> i64 {
     ctx.conn.tracking.as_ref().map_or(-1, |t| t.redirect as i64)
 }
 
+/// `CLIENT GETREDIR`.
+pub fn getredir(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
+    ctx.int(redirect(ctx));
+    Step::Done
+}
+
 /// `CLIENT TRACKINGINFO`: flags, redirect, prefixes.
-pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
+pub fn tracking_info(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     let (flags, prefixes): (Vec<&[u8]>, Vec<Vec<u8>>) = match &ctx.conn.tracking {
         None => (vec![b"off"], Vec::new()),
         Some(t) => {
@@ -519,7 +525,7 @@ pub fn tracking_info(ctx: &mut Ctx<'_>) -> Step {
         ctx.bytes(f);
     }
     ctx.bytes(b"redirect");
-    ctx.int(getredir(ctx));
+    ctx.int(redirect(ctx));
     ctx.bytes(b"prefixes");
     ctx.array(prefixes.len());
     for p in &prefixes {

@@ -6,6 +6,7 @@
 //! modified (or created, or deleted) since WATCH makes EXEC answer a null
 //! array and apply nothing.
 
+use super::table::Spec;
 use super::{dispatch_into, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
@@ -21,6 +22,9 @@ pub struct Multi {
     pub count: usize,
     /// A command was refused while queuing: EXEC aborts.
     pub aborted: bool,
+    /// A queued command writes (or may): `CLIENT PAUSE WRITE` holds the
+    /// EXEC back.
+    pub writes: bool,
 }
 
 /// A WATCHed key: its database, name, and CAS unique when watched (None =
@@ -79,9 +83,10 @@ pub fn unwatch(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// Queues a command inside MULTI.
-pub fn queue(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
+/// Queues a command (`spec`) inside MULTI.
+pub fn queue(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &Spec) {
     if let Some(m) = ctx.conn.multi.as_mut() {
+        m.writes |= spec.may_write();
         let args: Vec<&[u8]> = cmd.args().collect();
         resp::encode_command(&args, &mut m.queued);
         m.count += 1;
