@@ -2359,6 +2359,25 @@ fn client_kill_works_as_redis_does() {
             &mut log,
             &[&vaddr],
         );
+        // By the local address: every other connection to this server
+        // (this one, and the one `pair` made).
+        let mut v = Client::connect(addr);
+        v.resp(&["PING"]);
+        let laddr = info(&mut v, "laddr");
+        assert_eq!(laddr, addr.to_string());
+        step(
+            &mut k,
+            &["CLIENT", "KILL", "LADDR", &laddr, "SKIPME", "yes"],
+            &mut log,
+            &[&laddr],
+        );
+        v.expect_closed();
+        step(
+            &mut k,
+            &["CLIENT", "KILL", "LADDR", "1.2.3.4:5"],
+            &mut log,
+            &[],
+        );
         // Subscribers only.
         let mut s = Client::connect(addr);
         let mut n = Client::connect(addr);

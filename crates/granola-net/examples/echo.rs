@@ -13,12 +13,12 @@
 //! [`granola_net::frame`]: 12-byte header, then the granola object.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use granola::{Decode, Message, Pool, DEFAULT_COPY_THRESHOLD};
-use granola_net::server::{Close, ConnIo, Server, ServerConfig, Service, Session};
+use granola_net::server::{Accepted, Close, ConnIo, Server, ServerConfig, Service, Session};
 use granola_net::{FrameHeader, FLAG_RESPONSE, FRAME_HEADER_LEN};
 use granola_tests::sample::Sample;
 
@@ -30,7 +30,7 @@ impl Service for EchoService {
         "echo"
     }
 
-    fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
+    fn session(&self, _conn: &Accepted) -> Box<dyn Session> {
         Box::new(EchoSession { frames: Vec::new() })
     }
 }

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use granola::{Buf, Pool};
-use granola_net::server::{Close, ConnIo, Server, ServerConfig, Service, Session};
+use granola_net::server::{Accepted, Close, ConnIo, Server, ServerConfig, Service, Session};
 use granola_net::DatapathKind;
 
 struct Noop {
@@ -29,7 +29,7 @@ impl Service for Noop {
     fn name(&self) -> &str {
         "noop"
     }
-    fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
+    fn session(&self, _conn: &Accepted) -> Box<dyn Session> {
         Box::new(NoopSession {
             value: self.value.clone(),
             resp_head: self.resp_head.clone(),

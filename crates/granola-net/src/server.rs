@@ -101,12 +101,37 @@ pub trait Session: Send {
     }
 }
 
+/// A new connection, as [`Service::session`] is told of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Accepted {
+    /// The peer's address.
+    pub peer: SocketAddr,
+    /// The local address it connected to (`None` if the kernel would not
+    /// say).
+    pub local: Option<SocketAddr>,
+    /// Its socket's file descriptor, to name it (Redis's `CLIENT LIST`
+    /// shows it); the datapath owns the socket.
+    pub fd: i32,
+}
+
+impl Accepted {
+    /// What `stream`, accepted from `peer`, is.
+    pub fn of(stream: &std::net::TcpStream, peer: SocketAddr) -> Accepted {
+        use std::os::fd::AsRawFd;
+        Accepted {
+            peer,
+            local: stream.local_addr().ok(),
+            fd: stream.as_raw_fd(),
+        }
+    }
+}
+
 /// A TCP protocol: makes a session per accepted connection.
 pub trait Service: Send + Sync {
     /// Name for log lines ("memcached", "resp", ...).
     fn name(&self) -> &str;
-    /// A session for a new connection from `peer`.
-    fn session(&self, peer: SocketAddr) -> Box<dyn Session>;
+    /// A session for a new connection.
+    fn session(&self, conn: &Accepted) -> Box<dyn Session>;
     /// The line a connection over the connection limit gets before it is
     /// closed (memcached: `ERROR Too many open connections`); `None` closes
     /// it silently.
@@ -893,6 +918,7 @@ impl Worker {
             else {
                 continue;
             };
+            let accepted = Accepted::of(&stream, peer);
             let mut dp = match TcpDatapath::new(stream) {
                 Ok(dp) => dp,
                 Err(e) => {
@@ -907,7 +933,7 @@ impl Worker {
                     tx.disable_zerocopy();
                 }
             }
-            let session = self.tcp[li].1.session(peer);
+            let session = self.tcp[li].1.session(&accepted);
             let idx = match self.free.pop() {
                 Some(i) => i,
                 None => {

@@ -9,9 +9,9 @@
 
 use granola::Pool;
 use granola_net::limits;
-use granola_net::server::{Close, ConnIo, Server, ServerConfig, Service, Session};
+use granola_net::server::{Accepted, Close, ConnIo, Server, ServerConfig, Service, Session};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +51,7 @@ impl Service for EchoService {
     fn name(&self) -> &str {
         "echo"
     }
-    fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
+    fn session(&self, _conn: &Accepted) -> Box<dyn Session> {
         Box::new(Echo)
     }
 }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use granola::Pool;
 use granola_net::frame::DEFAULT_MAX_FRAME;
 use granola_net::os::Epoll;
-use granola_net::server::{Close, ConnIo, Server, ServerConfig, Service, Session};
+use granola_net::server::{Accepted, Close, ConnIo, Server, ServerConfig, Service, Session};
 use granola_net::{
     Flushed, Frame, FrameHeader, Prefetch, RxBuffer, TcpDatapath, TxConfig, TxQueue, FLAG_RESPONSE,
     FRAME_HEADER_LEN,
@@ -199,7 +199,7 @@ impl Service for EchoService {
         "echo"
     }
 
-    fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
+    fn session(&self, _conn: &Accepted) -> Box<dyn Session> {
         // Called on the worker thread at accept: the place to pin it.
         pin(self.cpu);
         Box::new(EchoSession {

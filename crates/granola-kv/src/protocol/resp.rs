@@ -95,6 +95,7 @@ impl<'a> Command<'a> {
 
     /// Argument `i` (0 is the name). O(1) below [`INLINE_ARGS`], a walk over
     /// the request after that: use [`args`](Self::args) to visit many.
+    #[inline]
     pub fn arg(&self, i: usize) -> Option<&'a [u8]> {
         if i >= self.argc {
             return None;

@@ -24,8 +24,8 @@ use crate::store::{Store, StoreConfig};
 use config::Config;
 use granola::{Pool, PoolConfig};
 use granola_net::server::{
-    DatagramHandler, DatagramService, Server, ServerConfig, ServerHandle, ServerStats, Service,
-    Session,
+    Accepted, DatagramHandler, DatagramService, Server, ServerConfig, ServerHandle, ServerStats,
+    Service, Session,
 };
 use granola_net::{Prefetch, TxConfig};
 use session::Driver;
@@ -154,19 +154,19 @@ impl Shared {
     }
 }
 
-struct Svc<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> {
+struct Svc<F: Fn(&Accepted) -> Box<dyn Session> + Send + Sync> {
     name: &'static str,
     make: F,
     /// What a connection over `-c` is told before it is closed.
     refusal: Option<&'static [u8]>,
 }
 
-impl<F: Fn(SocketAddr) -> Box<dyn Session> + Send + Sync> Service for Svc<F> {
+impl<F: Fn(&Accepted) -> Box<dyn Session> + Send + Sync> Service for Svc<F> {
     fn name(&self) -> &str {
         self.name
     }
-    fn session(&self, peer: SocketAddr) -> Box<dyn Session> {
-        (self.make)(peer)
+    fn session(&self, conn: &Accepted) -> Box<dyn Session> {
+        (self.make)(conn)
     }
     fn refusal(&self) -> Option<&[u8]> {
         self.refusal
@@ -343,8 +343,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "memcached",
                 refusal: Some(b"ERROR Too many open connections\r\n"),
-                make: move |peer| {
-                    Box::new(Driver::new(memcache::Memcache::new(s.clone(), peer)))
+                make: move |conn: &Accepted| {
+                    Box::new(Driver::new(memcache::Memcache::new(s.clone(), conn.peer)))
                         as Box<dyn Session>
                 },
             }),
@@ -358,8 +358,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             Arc::new(Svc {
                 name: "resp",
                 refusal: Some(b"-ERR max number of clients reached\r\n"),
-                make: move |peer| {
-                    Box::new(Driver::new(resp::Resp::new(s.clone(), peer))) as Box<dyn Session>
+                make: move |conn: &Accepted| {
+                    Box::new(Driver::new(resp::Resp::new(s.clone(), conn))) as Box<dyn Session>
                 },
             }),
         );
@@ -373,7 +373,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
                 name: "native",
                 refusal: None,
                 // `--serializer`: native itself or a baseline codec.
-                make: move |_| baselines::session(s.clone()),
+                make: move |_: &Accepted| baselines::session(s.clone()),
             }),
         );
         order.push("native");

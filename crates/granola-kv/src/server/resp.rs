@@ -3,8 +3,8 @@
 //! [`crate::command::resp`].
 //!
 //! A bulk string's `$<len>\r\n` is copied into the TX chunk; the value is
-//! handed to [`ReplySink::value`](crate::protocol::ReplySink::value), so a
-//! stored value at or above the copy threshold leaves by reference
+//! handed to [`ReplySink::value`], so a stored value at or above the copy
+//! threshold leaves by reference
 //! (Cornflakes' Redis integration, seed 000 §6.2). Pipelined commands are
 //! all answered before the flush.
 //!
@@ -12,13 +12,14 @@
 //! (but a MULTI/EXEC is); lists are copy-on-write (see
 //! [`crate::store`]), so `RPUSH` on a long list costs O(length).
 
-use crate::command::resp::{dispatch, pubsub, Conn, Ctx, Silenced};
+use crate::command::resp::{dispatch, pubsub, Conn, Ctx, Replies, Silenced};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Parser};
-use crate::protocol::{Limits, Parsed};
+use crate::protocol::{Limits, Parsed, ReplySink};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
 use granola_net::park::Park;
+use granola_net::server::Accepted;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -34,8 +35,8 @@ pub struct Resp {
 }
 
 impl Resp {
-    /// A connection from `peer` over the shared state.
-    pub fn new(shared: Arc<Shared>, peer: std::net::SocketAddr) -> Resp {
+    /// A new connection over the shared state.
+    pub fn new(shared: Arc<Shared>, accepted: &Accepted) -> Resp {
         let limits = Limits {
             max_bulk: shared.config.max_bulk(),
             max_value_len: shared.config.max_bulk(),
@@ -43,7 +44,7 @@ impl Resp {
         };
         let conn = Conn::new(
             NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            peer.to_string(),
+            accepted,
             shared.config.requirepass.is_none(),
             shared.clients.clone(),
         );
@@ -75,17 +76,23 @@ impl Protocol for Resp {
         let db = self.shared.dbs.db(&self.shared.store, self.conn.info.db);
         // `CLIENT REPLY OFF` or `SKIP`: answered into nothing, but for
         // `CLIENT REPLY ON`, which answers.
-        let silent = self.conn.replies.silent() && !is_reply_on(&cmd);
+        let replies = self.conn.replies;
         let mut silenced = Silenced;
+        let out: &mut dyn ReplySink =
+            if replies != Replies::On && replies.silent() && !is_reply_on(&cmd) {
+                &mut silenced
+            } else {
+                out
+            };
         let mut ctx = Ctx {
             shared: &self.shared,
             db: &db,
             conn: &mut self.conn,
-            out: if silent { &mut silenced } else { out },
+            out,
             resume,
         };
         let step = dispatch(&mut ctx, &cmd);
-        if matches!(step, Step::Done | Step::Close(_)) {
+        if self.conn.replies != Replies::On && matches!(step, Step::Done | Step::Close(_)) {
             self.conn.replies = self.conn.replies.after_command();
         }
         step

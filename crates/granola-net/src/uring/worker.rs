@@ -445,11 +445,12 @@ impl Worker {
             self.free.push(idx);
             return;
         }
+        let accepted = crate::server::Accepted::of(&stream, peer);
         let conn = Conn {
             stream,
             rx: RxBuffer::new(self.pool.clone(), self.cfg.rx_chunk, self.cfg.rx_max),
             tx: TxQueue::new(self.pool.clone(), self.cfg.tx),
-            session: self.tcp[li].1.session(peer),
+            session: self.tcp[li].1.session(&accepted),
             peer,
             service: li,
             gen,

@@ -3,11 +3,11 @@
 
 use granola::{Buf, Decode, Pool};
 use granola_net::datapath::Datapath;
-use granola_net::server::{Close, ConnIo, Service, Session};
+use granola_net::server::{Accepted, Close, ConnIo, Service, Session};
 use granola_net::{Flushed, Frame, FrameHeader, RxBuffer, TxQueue, FLAG_RESPONSE};
 use granola_tests::sample::{Inner, Sample};
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 
 /// The copy threshold the tests' TX queues and encoders use.
 pub const THRESHOLD: usize = 512;
@@ -275,7 +275,7 @@ impl Service for Echo {
     fn name(&self) -> &str {
         "echo-test"
     }
-    fn session(&self, _peer: SocketAddr) -> Box<dyn Session> {
+    fn session(&self, _conn: &Accepted) -> Box<dyn Session> {
         Box::new(EchoSession {
             frames: Vec::new(),
             max_frame: self.max_frame,

@@ -243,8 +243,8 @@ pub fn unblock(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 /// `CLIENT KILL ip:port` (OK, or an error if no such client), or `CLIENT
-/// KILL filter value ...` with ID, ADDR, TYPE, USER, MAXAGE and SKIPME
-/// (how many were closed). A killed connection closes after the replies
+/// KILL filter value ...` with ID, ADDR, LADDR, TYPE, USER, MAXAGE and
+/// SKIPME (how many were closed). A killed connection closes after the replies
 /// already queued for it, before its next request; the killing one
 /// itself (`SKIPME no`) after this reply.
 pub fn kill(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
@@ -278,6 +278,7 @@ pub fn kill(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                 }
             },
             b"addr" => filter.addr = Some(String::from_utf8_lossy(value).into_owned()),
+            b"laddr" => filter.laddr = Some(String::from_utf8_lossy(value).into_owned()),
             b"type" => match client_type(value) {
                 Some(t) => filter.pubsub = Some(t),
                 None => {
@@ -342,6 +343,8 @@ pub fn help(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         b"    Kill connections. Options are:",
         b"    * ADDR <ip:port>",
         b"      Kill connections made from the specified address",
+        b"    * LADDR <ip:port>",
+        b"      Kill connections made to specified local address",
         b"    * ID <client-id>",
         b"      Kill the connection with this ID.",
         b"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",

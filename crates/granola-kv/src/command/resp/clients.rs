@@ -1,9 +1,10 @@
 //! Who is connected: the registry `CLIENT LIST` reads and `CLIENT KILL`
 //! closes connections through.
 
+use super::table::Spec;
 use granola_net::park::ConnWaker;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -14,6 +15,10 @@ pub struct ClientInfo {
     pub id: u64,
     /// Peer address.
     pub addr: String,
+    /// The local address the peer connected to (empty if unknown).
+    pub laddr: String,
+    /// The socket's file descriptor.
+    pub fd: i32,
     /// `CLIENT SETNAME`.
     pub name: Vec<u8>,
     /// Selected database.
@@ -44,16 +49,13 @@ impl ClientInfo {
         } else {
             now_s.saturating_sub(last)
         };
-        let command = match handle.last_command.load(Ordering::Relaxed) {
-            0 => "NULL",
-            row => super::table::all()
-                .nth(row as usize - 1)
-                .map_or("NULL", |s| s.name),
-        };
+        let command = handle.last_command();
         format!(
-            "id={} addr={} laddr= fd=-1 name={} age={age} idle={idle} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir={} resp={} lib-name={} lib-ver={}\n",
+            "id={} addr={} laddr={} fd={} name={} age={age} idle={idle} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir={} resp={} lib-name={} lib-ver={}\n",
             self.id,
             self.addr,
+            self.laddr,
+            self.fd,
             String::from_utf8_lossy(&self.name),
             if self.pubsub { "P" } else { "N" },
             self.db,
@@ -74,9 +76,8 @@ impl ClientInfo {
 pub struct Handle {
     killed: AtomicBool,
     waker: OnceLock<ConnWaker>,
-    /// The last command's row in the command table, plus one (0: none
-    /// yet).
-    last_command: AtomicU32,
+    /// The last command's table entry, by address (0: none yet).
+    last_command: AtomicUsize,
     /// When it last ran a command (coarse Unix seconds; 0: never).
     last_active_s: AtomicU64,
 }
@@ -90,13 +91,20 @@ impl std::fmt::Debug for Handle {
 }
 
 impl Handle {
-    /// Notes a command (its row in the command table) run at `now_s`.
+    /// Notes that `spec` ran at `now_s`.
     #[inline]
-    pub fn ran(&self, row: Option<usize>, now_s: u64) {
-        if let Some(row) = row {
-            self.last_command.store(row as u32 + 1, Ordering::Relaxed);
-        }
+    pub fn ran(&self, spec: &'static Spec, now_s: u64) {
+        self.last_command
+            .store(spec as *const Spec as usize, Ordering::Relaxed);
         self.last_active_s.store(now_s, Ordering::Relaxed);
+    }
+
+    /// The last command's name (`NULL` before the first, as Redis shows).
+    fn last_command(&self) -> &'static str {
+        let at = self.last_command.load(Ordering::Relaxed);
+        super::table::all()
+            .find(|s| std::ptr::eq(*s, at as *const Spec))
+            .map_or("NULL", |s| s.name)
     }
 
     /// True once a `CLIENT KILL` chose this connection.
@@ -260,6 +268,8 @@ pub struct KillFilter {
     pub id: Option<u64>,
     /// `ADDR ip:port`.
     pub addr: Option<String>,
+    /// `LADDR ip:port`: the local address connected to.
+    pub laddr: Option<String>,
     /// `TYPE normal | pubsub` (`Some(true)`: pubsub); `master`, `replica`
     /// and `slave` match no one here (`Some(None)`).
     pub pubsub: Option<Option<bool>>,
@@ -273,6 +283,7 @@ impl KillFilter {
     fn matches(&self, id: u64, info: &ClientInfo) -> bool {
         self.id.is_none_or(|x| x == id)
             && self.addr.as_ref().is_none_or(|a| *a == info.addr)
+            && self.laddr.as_ref().is_none_or(|a| *a == info.laddr)
             && self.pubsub.is_none_or(|t| t == Some(info.pubsub))
             && self
                 .max_age

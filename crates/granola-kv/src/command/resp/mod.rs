@@ -147,13 +147,15 @@ impl Conn {
     /// until dropped.
     pub fn new(
         id: u64,
-        addr: String,
+        accepted: &granola_net::server::Accepted,
         authed: bool,
         registry: std::sync::Arc<clients::Registry>,
     ) -> Conn {
         let info = clients::ClientInfo {
             id,
-            addr,
+            addr: accepted.peer.to_string(),
+            laddr: accepted.local.map(|a| a.to_string()).unwrap_or_default(),
+            fd: accepted.fd,
             name: Vec::new(),
             db: 0,
             lib_name: Vec::new(),
@@ -414,7 +416,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     if ctx.resume == 0 {
         let now_s = ctx.shared.store.clock().coarse_s();
-        ctx.conn.handle.ran(table::row(spec), now_s);
+        ctx.conn.handle.ran(spec, now_s);
     }
     if ctx
         .conn

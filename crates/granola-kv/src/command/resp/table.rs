@@ -1668,36 +1668,41 @@ fn calls_table() -> &'static Calls {
     CALLS.get_or_init(|| Calls(all().map(|_| Default::default()).collect()))
 }
 
-/// `spec`'s row in the calls table (and `CLIENT LIST`'s `cmd`): rows
-/// follow [`all`]. A command's row
-/// is found from its place in `COMMANDS` and a table of where each
-/// command's rows start (the hot path: no search); a subcommand's by its
-/// place in its container's list.
-pub fn row(spec: &'static Spec) -> Option<usize> {
+/// `spec`'s row in the calls table: rows
+/// follow [`all`], the commands first, so a command's row is its place in
+/// `COMMANDS` (the hot path: pointer arithmetic, no search); a
+/// subcommand's is found from where its container's rows start.
+#[inline]
+fn row(spec: &'static Spec) -> Option<usize> {
+    place(spec, COMMANDS).or_else(|| sub_row(spec))
+}
+
+/// `spec`'s index in `list`, if it is one of its elements (every `Spec`
+/// is an element of `COMMANDS` or of a container's list).
+#[inline]
+fn place(spec: &Spec, list: &'static [Spec]) -> Option<usize> {
+    let offset = (spec as *const Spec as usize).wrapping_sub(list.as_ptr() as usize);
+    (offset < std::mem::size_of_val(list)).then(|| offset / std::mem::size_of::<Spec>())
+}
+
+#[cold]
+fn sub_row(spec: &'static Spec) -> Option<usize> {
     static STARTS: OnceLock<Vec<usize>> = OnceLock::new();
     let starts = STARTS.get_or_init(|| {
         COMMANDS
             .iter()
-            .scan(0, |at, c| {
+            .scan(COMMANDS.len(), |at, c| {
                 let start = *at;
-                *at += 1 + c.subs.len();
+                *at += c.subs.len();
                 Some(start)
             })
             .collect()
     });
-    let place = |spec: &Spec, list: &'static [Spec]| {
-        let offset = (spec as *const Spec as usize).wrapping_sub(list.as_ptr() as usize);
-        let i = offset / std::mem::size_of::<Spec>();
-        (offset % std::mem::size_of::<Spec>() == 0 && i < list.len()).then_some(i)
-    };
-    if let Some(i) = place(spec, COMMANDS) {
-        return starts.get(i).copied();
-    }
     let container = lookup(spec.container().as_bytes())?;
-    let i = place(spec, container.subs)?;
-    Some(starts.get(place(container, COMMANDS)?)? + 1 + i)
+    Some(starts.get(place(container, COMMANDS)?)? + place(spec, container.subs)?)
 }
 
+#[inline]
 fn stripe(spec: &'static Spec) -> Option<&'static Stripe> {
     let i = row(spec)?;
     calls_table().0.get(i).map(|row| &row[my_slot() % STRIPES])
@@ -1705,6 +1710,7 @@ fn stripe(spec: &'static Spec) -> Option<&'static Stripe> {
 
 /// Counts one call of `spec`; true if this call should be timed
 /// ([`record`]).
+#[inline]
 pub fn count(spec: &'static Spec) -> bool {
     stripe(spec).is_some_and(|s| s.calls.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY == 0)
 }
@@ -1822,11 +1828,11 @@ pub fn lookup_full(name: &[u8]) -> Option<&'static Spec> {
     }
 }
 
-/// Every command, each followed by its subcommands.
+/// Every command, then every subcommand.
 pub fn all() -> impl Iterator<Item = &'static Spec> {
     COMMANDS
         .iter()
-        .flat_map(|c| std::iter::once(c).chain(c.subs.iter()))
+        .chain(COMMANDS.iter().flat_map(|c| c.subs.iter()))
 }
 
 /// An open-addressing table of the command names, probed with a hash
