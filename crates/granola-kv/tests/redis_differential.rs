@@ -3324,3 +3324,73 @@ fn client_pause_holds_back_as_redis_does() {
         );
     }
 }
+
+/// LCS: the subsequence, its length and its match ranges (with
+/// MINMATCHLEN and WITHMATCHLEN) as Redis 7 gives them, for random strings
+/// over a small alphabet (so many ties in the walk back), in RESP2 and
+/// RESP3; and its errors.
+#[test]
+fn lcs_answers_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let option_sets: [&[&str]; 6] = [
+        &[],
+        &["LEN"],
+        &["IDX"],
+        &["IDX", "WITHMATCHLEN"],
+        &["IDX", "MINMATCHLEN", "2", "WITHMATCHLEN"],
+        &["WITHMATCHLEN", "MINMATCHLEN", "-3", "IDX"],
+    ];
+    for round in 0..300 {
+        let mut text = |alphabet: u64| -> String {
+            let n = next() % 40;
+            (0..n)
+                .map(|_| (b'a' + (next() % alphabet) as u8) as char)
+                .collect()
+        };
+        let alphabet = 2 + round % 5;
+        let (a, b) = (text(alphabet), text(alphabet));
+        for c in [&mut r, &mut g] {
+            assert_eq!(
+                c.resp(&["MSET", "a", &a, "b", &b]),
+                Resp::Simple(b"OK".to_vec())
+            );
+        }
+        for opts in option_sets {
+            same(&mut r, &mut g, &cmd(&[&["LCS", "a", "b"][..], opts].concat()));
+        }
+    }
+    // Two 20 kB strings: a 1.6 GB table, over the 512 MB default
+    // proto-max-bulk-len, refused before it is built.
+    let big = "ab".repeat(10_000);
+    for c in [&mut r, &mut g] {
+        c.resp(&["RPUSH", "list", "x"]);
+        c.resp(&["MSET", "big1", &big, "big2", &big]);
+    }
+    for c in [
+        &["LCS", "big1", "big2"][..],
+        &["LCS", "a", "nosuch"],
+        &["LCS", "nosuch", "nosuch2", "IDX"],
+        &["LCS", "a", "b", "LEN", "IDX"],
+        &["LCS", "a", "b", "MINMATCHLEN", "x"],
+        &["LCS", "a", "b", "MINMATCHLEN"],
+        &["LCS", "a", "b", "FOO"],
+        &["LCS", "list", "a"],
+        &["LCS", "a"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    // RESP3: IDX is a map.
+    for c in [&mut r, &mut g] {
+        assert!(matches!(c.resp(&["HELLO", "3"]), Resp::Map(_)));
+    }
+    same(&mut r, &mut g, &cmd(&["LCS", "a", "b", "IDX", "WITHMATCHLEN"]));
+}

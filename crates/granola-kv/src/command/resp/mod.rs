@@ -25,6 +25,7 @@ mod hashes;
 mod hyperloglog;
 mod keys;
 mod latency;
+mod lcs;
 mod lists;
 mod memory;
 mod modules;

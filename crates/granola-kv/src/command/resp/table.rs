@@ -8,8 +8,8 @@
 use super::gate::my_slot;
 use super::{
     acl, bitmaps, blocking_lists, blocking_zsets, client, connection, dump, functions, geo, hashes,
-    hyperloglog, keys, latency, lists, memory, modules, monitor, pubsub, scripting, server, sets,
-    sort, standalone, stream_groups, streams, strings, tracking, transaction, zset_ops,
+    hyperloglog, keys, latency, lcs, lists, memory, modules, monitor, pubsub, scripting, server,
+    sets, sort, standalone, stream_groups, streams, strings, tracking, transaction, zset_ops,
     zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
@@ -345,6 +345,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("string", "getrange", 4, RS, KEY1, strings::getrange),
     cmd!("string", "substr", 4, RS, KEY1, strings::getrange),
     cmd!("string", "setrange", 4, WS, KEY1, strings::setrange),
+    cmd!("string", "lcs", -3, RS, KEY12, lcs::lcs),
     // geospatial
     cmd!("geo", "geoadd", -5, W, KEY1, geo::geoadd),
     cmd!("geo", "geopos", -2, RS, KEY1, geo::geopos),
