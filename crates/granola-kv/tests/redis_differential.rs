@@ -3365,7 +3365,11 @@ fn lcs_answers_as_redis_does() {
             );
         }
         for opts in option_sets {
-            same(&mut r, &mut g, &cmd(&[&["LCS", "a", "b"][..], opts].concat()));
+            same(
+                &mut r,
+                &mut g,
+                &cmd(&[&["LCS", "a", "b"][..], opts].concat()),
+            );
         }
     }
     // Two 20 kB strings: a 1.6 GB table, over the 512 MB default
@@ -3392,5 +3396,9 @@ fn lcs_answers_as_redis_does() {
     for c in [&mut r, &mut g] {
         assert!(matches!(c.resp(&["HELLO", "3"]), Resp::Map(_)));
     }
-    same(&mut r, &mut g, &cmd(&["LCS", "a", "b", "IDX", "WITHMATCHLEN"]));
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["LCS", "a", "b", "IDX", "WITHMATCHLEN"]),
+    );
 }
