@@ -3350,8 +3350,15 @@ fn lcs_answers_as_redis_does() {
         &["WITHMATCHLEN", "MINMATCHLEN", "-3", "IDX"],
     ];
     for round in 0..300 {
+        // Mostly short strings, every tenth round long ones (many of the
+        // walk's blocks).
+        let long = round % 10 == 0;
         let mut text = |alphabet: u64| -> String {
-            let n = next() % 40;
+            let n = if long {
+                300 + next() % 500
+            } else {
+                next() % 40
+            };
             (0..n)
                 .map(|_| (b'a' + (next() % alphabet) as u8) as char)
                 .collect()
