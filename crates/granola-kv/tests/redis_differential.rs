@@ -3409,3 +3409,68 @@ fn lcs_answers_as_redis_does() {
         &cmd(&["LCS", "a", "b", "IDX", "WITHMATCHLEN"]),
     );
 }
+
+/// CLIENT LIST's fields for another connection as it goes through a
+/// write, WATCH (a repeated key counted once), MULTI with queued
+/// commands, EXEC, and subscriptions of each kind: flags, sub, psub, ssub,
+/// multi, watch and the last command, as Redis 7 shows them.
+#[test]
+fn client_list_fields_are_redis_fields() {
+    let Some((peer, srv, _r, _g)) = pair() else {
+        return;
+    };
+    // Redis 7.0 has no `watch=` (7.4 added it): granola-kv's is checked
+    // on its own.
+    let fields = [
+        "flags", "db", "sub", "psub", "ssub", "multi", "cmd", "name", "resp", "redir",
+    ];
+    let mut runs = Vec::new();
+    for addr in [peer.addr, srv.resp()] {
+        let (mut a, mut b) = (Client::connect(addr), Client::connect(addr));
+        let id = match a.resp(&["CLIENT", "ID"]) {
+            Resp::Int(id) => id.to_string(),
+            other => panic!("CLIENT ID: {other:?}"),
+        };
+        let mut log = Vec::new();
+        let mut look = |b: &mut Client, what: &str| {
+            let line = match b.resp(&["CLIENT", "LIST", "ID", &id]) {
+                Resp::Bulk(Some(l)) => String::from_utf8_lossy(&l).into_owned(),
+                other => panic!("CLIENT LIST: {other:?}"),
+            };
+            let picked: Vec<&str> = line
+                .split_whitespace()
+                .filter(|f| fields.iter().any(|n| f.starts_with(&format!("{n}="))))
+                .collect();
+            log.push(format!("{what}: {}", picked.join(" ")));
+            line
+        };
+        let ours = addr == srv.resp();
+        look(&mut b, "fresh");
+        a.resp(&["SET", "k", "v"]);
+        look(&mut b, "after SET");
+        a.resp(&["WATCH", "k", "k2", "k"]);
+        let line = look(&mut b, "watching");
+        assert!(!ours || line.contains(" watch=2 "), "{line}");
+        a.resp(&["MULTI"]);
+        a.resp(&["SET", "k", "1"]);
+        a.resp(&["INCR", "n"]);
+        let line = look(&mut b, "in MULTI");
+        assert!(!ours || line.contains(" watch=2 "), "{line}");
+        a.resp(&["EXEC"]);
+        let line = look(&mut b, "after EXEC");
+        assert!(!ours || line.contains(" watch=0 "), "{line}");
+        a.send(&resp_cmd(&["SUBSCRIBE", "c1", "c2"]));
+        a.read_resp();
+        a.read_resp();
+        a.send(&resp_cmd(&["PSUBSCRIBE", "p*"]));
+        a.read_resp();
+        a.send(&resp_cmd(&["SSUBSCRIBE", "s1"]));
+        a.read_resp();
+        look(&mut b, "subscribed");
+        a.send(&resp_cmd(&["UNSUBSCRIBE", "c1"]));
+        a.read_resp();
+        look(&mut b, "one channel left");
+        runs.push(log);
+    }
+    assert_eq!(runs[1], runs[0], "granola-kv, then Redis");
+}

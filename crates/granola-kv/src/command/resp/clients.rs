@@ -33,6 +33,8 @@ pub struct ClientInfo {
     pub redir: i64,
     /// In RESP2's subscribed mode (`flags=P`, `CLIENT KILL TYPE pubsub`).
     pub pubsub: bool,
+    /// Channels, patterns and shard channels subscribed to.
+    pub subscriptions: [usize; 3],
     /// When it connected.
     pub since: Instant,
 }
@@ -50,14 +52,22 @@ impl ClientInfo {
             now_s.saturating_sub(last)
         };
         let command = handle.last_command();
+        let multi = handle.multi.load(Ordering::Relaxed) as i64 - 1;
+        let watch = handle.watch.load(Ordering::Relaxed);
+        let [sub, psub, ssub] = self.subscriptions;
+        let flags = match (self.pubsub, multi >= 0) {
+            (true, true) => "Px",
+            (true, false) => "P",
+            (false, true) => "x",
+            (false, false) => "N",
+        };
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={age} idle={idle} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir={} resp={} lib-name={} lib-ver={}\n",
+            "id={} addr={} laddr={} fd={} name={} age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} watch={watch} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir={} resp={} lib-name={} lib-ver={}\n",
             self.id,
             self.addr,
             self.laddr,
             self.fd,
             String::from_utf8_lossy(&self.name),
-            if self.pubsub { "P" } else { "N" },
             self.db,
             self.redir,
             self.resp,
@@ -80,6 +90,10 @@ pub struct Handle {
     last_command: AtomicUsize,
     /// When it last ran a command (coarse Unix seconds; 0: never).
     last_active_s: AtomicU64,
+    /// Commands queued in its MULTI, plus one (0: not in MULTI).
+    multi: AtomicU64,
+    /// Keys it WATCHes.
+    watch: AtomicU64,
 }
 
 impl std::fmt::Debug for Handle {
@@ -97,6 +111,14 @@ impl Handle {
         self.last_command
             .store(spec as *const Spec as usize, Ordering::Relaxed);
         self.last_active_s.store(now_s, Ordering::Relaxed);
+    }
+
+    /// Notes its transaction's state: commands queued (`None`: not in
+    /// MULTI) and keys watched.
+    pub fn transaction(&self, queued: Option<usize>, watched: usize) {
+        self.multi
+            .store(queued.map_or(0, |n| n as u64 + 1), Ordering::Relaxed);
+        self.watch.store(watched as u64, Ordering::Relaxed);
     }
 
     /// The last command's name (`NULL` before the first, as Redis shows).

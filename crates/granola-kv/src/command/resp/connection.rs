@@ -145,6 +145,7 @@ pub fn select(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.multi = None;
     ctx.conn.watched.clear();
+    super::transaction::note(ctx);
     ctx.conn.tracking = None;
     ctx.conn.sub = None;
     ctx.conn.version = Version::Resp2;

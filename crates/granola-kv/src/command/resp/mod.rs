@@ -164,6 +164,7 @@ impl Conn {
             resp: 2,
             redir: -1,
             pubsub: false,
+            subscriptions: [0; 3],
             since: std::time::Instant::now(),
         };
         let handle = std::sync::Arc::default();

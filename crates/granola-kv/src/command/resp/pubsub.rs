@@ -116,11 +116,14 @@ fn change(ctx: &mut Ctx<'_>, cmd: &Command<'_>, topic: Topic, add: bool) -> Step
 }
 
 /// Tells `CLIENT LIST` (and `CLIENT KILL TYPE`) whether the connection is
-/// in subscribed mode now.
+/// in subscribed mode now, and to how many channels, patterns and shard
+/// channels.
 fn show_mode(ctx: &mut Ctx<'_>) {
     let subscribed = ctx.conn.sub.as_ref().is_some_and(|s| s.subscribed());
-    if subscribed != ctx.conn.info.pubsub {
+    let counts = ctx.conn.sub.as_ref().map_or([0; 3], |s| s.subscriptions());
+    if subscribed != ctx.conn.info.pubsub || counts != ctx.conn.info.subscriptions {
         ctx.conn.info.pubsub = subscribed;
+        ctx.conn.info.subscriptions = counts;
         ctx.conn.publish();
     }
 }

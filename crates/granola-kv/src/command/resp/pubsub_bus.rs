@@ -402,6 +402,16 @@ impl Subscriber {
         }
     }
 
+    /// Channels, patterns and shard channels subscribed to (`CLIENT
+    /// LIST`'s `sub`, `psub`, `ssub`).
+    pub fn subscriptions(&self) -> [usize; 3] {
+        [
+            self.channels.len(),
+            self.patterns.len(),
+            self.shard_channels.len(),
+        ]
+    }
+
     /// Subscriptions of every kind (MONITOR and client tracking count as
     /// one each): none left ends subscribed mode.
     pub fn total(&self) -> usize {

@@ -36,12 +36,19 @@ pub struct Watched {
     cas: Option<u64>,
 }
 
+/// Shows the transaction's state in `CLIENT LIST` (`multi=`, `watch=`).
+pub(super) fn note(ctx: &Ctx<'_>) {
+    let queued = ctx.conn.multi.as_ref().map(|m| m.count);
+    ctx.conn.handle.transaction(queued, ctx.conn.watched.len());
+}
+
 /// `MULTI`.
 pub fn multi(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     if ctx.conn.multi.is_some() {
         ctx.error(b"ERR MULTI calls can not be nested");
     } else {
         ctx.conn.multi = Some(Multi::default());
+        note(ctx);
         ctx.ok();
     }
     Step::Done
@@ -51,6 +58,7 @@ pub fn multi(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 pub fn discard(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     if ctx.conn.multi.take().is_some() {
         ctx.conn.watched.clear();
+        note(ctx);
         ctx.ok();
     } else {
         ctx.error(b"ERR DISCARD without MULTI");
@@ -64,14 +72,27 @@ pub fn watch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR WATCH inside MULTI is not allowed");
         return Step::Done;
     }
+    let db = ctx.conn.info.db;
+    // A key already watched keeps its first watch, as in Redis (a set, so
+    // a WATCH of many keys stays linear).
+    let mut seen: std::collections::HashSet<(u8, Vec<u8>)> = ctx
+        .conn
+        .watched
+        .iter()
+        .map(|w| (w.db, w.key.clone()))
+        .collect();
     for key in cmd.args().skip(1) {
+        if !seen.insert((db, key.to_vec())) {
+            continue;
+        }
         let cas = ctx.db.get(key).map(|i| i.cas());
         ctx.conn.watched.push(Watched {
-            db: ctx.conn.info.db,
+            db,
             key: key.to_vec(),
             cas,
         });
     }
+    note(ctx);
     ctx.ok();
     Step::Done
 }
@@ -79,6 +100,7 @@ pub fn watch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// `UNWATCH`.
 pub fn unwatch(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.watched.clear();
+    note(ctx);
     ctx.ok();
     Step::Done
 }
@@ -90,6 +112,7 @@ pub fn queue(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &Spec) {
         let args: Vec<&[u8]> = cmd.args().collect();
         resp::encode_command(&args, &mut m.queued);
         m.count += 1;
+        note(ctx);
         ctx.out.copy(b"+QUEUED\r\n");
     }
 }
@@ -120,6 +143,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     let watched = std::mem::take(&mut ctx.conn.watched);
+    note(ctx);
     if m.aborted {
         ctx.error(b"EXECABORT Transaction discarded because of previous errors.");
         return Step::Done;
