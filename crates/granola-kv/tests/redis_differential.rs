@@ -2359,6 +2359,16 @@ fn client_kill_works_as_redis_does() {
             &mut log,
             &[&vaddr],
         );
+        // A connection that has sent nothing yet: closed at once too.
+        let mut v = Client::connect(addr);
+        let vaddr = v.s.local_addr().unwrap().to_string();
+        step(
+            &mut k,
+            &["CLIENT", "KILL", "ADDR", &vaddr],
+            &mut log,
+            &[&vaddr],
+        );
+        v.expect_closed();
         // By the local address: every other connection to this server
         // (this one, and the one `pair` made).
         let mut v = Client::connect(addr);

@@ -102,7 +102,7 @@ pub trait Session: Send {
 }
 
 /// A new connection, as [`Service::session`] is told of it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Accepted {
     /// The peer's address.
     pub peer: SocketAddr,
@@ -112,16 +112,20 @@ pub struct Accepted {
     /// Its socket's file descriptor, to name it (Redis's `CLIENT LIST`
     /// shows it); the datapath owns the socket.
     pub fd: i32,
+    /// Runs its session (see [`park`](crate::park)), from the start: another
+    /// connection may need to wake it before it has sent anything.
+    pub waker: ConnWaker,
 }
 
 impl Accepted {
-    /// What `stream`, accepted from `peer`, is.
-    pub fn of(stream: &std::net::TcpStream, peer: SocketAddr) -> Accepted {
+    /// What `stream`, accepted from `peer`, is; `waker` runs its session.
+    pub(crate) fn of(stream: &std::net::TcpStream, peer: SocketAddr, waker: ConnWaker) -> Accepted {
         use std::os::fd::AsRawFd;
         Accepted {
             peer,
             local: stream.local_addr().ok(),
             fd: stream.as_raw_fd(),
+            waker,
         }
     }
 }
@@ -918,7 +922,8 @@ impl Worker {
             else {
                 continue;
             };
-            let accepted = Accepted::of(&stream, peer);
+            let local = stream.local_addr().ok();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
             let mut dp = match TcpDatapath::new(stream) {
                 Ok(dp) => dp,
                 Err(e) => {
@@ -933,7 +938,6 @@ impl Worker {
                     tx.disable_zerocopy();
                 }
             }
-            let session = self.tcp[li].1.session(&accepted);
             let idx = match self.free.pop() {
                 Some(i) => i,
                 None => {
@@ -942,6 +946,13 @@ impl Worker {
                 }
             };
             self.next_stamp += 1;
+            let waker = ConnWaker::new(self.wakeups.clone(), idx, self.next_stamp);
+            let session = self.tcp[li].1.session(&Accepted {
+                peer,
+                local,
+                fd,
+                waker: waker.clone(),
+            });
             let conn = Conn {
                 dp,
                 rx: RxBuffer::new(self.pool.clone(), self.cfg.rx_chunk, self.cfg.rx_max),
@@ -957,7 +968,7 @@ impl Worker {
                 closing_since: None,
                 timer: ConnTimer::new(self.now),
                 stamp: self.next_stamp,
-                waker: ConnWaker::new(self.wakeups.clone(), idx, self.next_stamp),
+                waker,
                 deadline_queued: None,
             };
             if let Err(e) = self.epoll.add(

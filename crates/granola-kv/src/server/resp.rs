@@ -69,10 +69,6 @@ impl Protocol for Resp {
         if cmd.is_empty() {
             return Step::Done;
         }
-        if self.conn.waker.is_none() {
-            self.conn.waker = Some(out.waker.clone());
-            self.conn.handle.set_waker(out.waker);
-        }
         let db = self.shared.dbs.db(&self.shared.store, self.conn.info.db);
         // `CLIENT REPLY OFF` or `SKIP`: answered into nothing, but for
         // `CLIENT REPLY ON`, which answers.

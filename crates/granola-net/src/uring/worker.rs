@@ -445,7 +445,8 @@ impl Worker {
             self.free.push(idx);
             return;
         }
-        let accepted = crate::server::Accepted::of(&stream, peer);
+        let waker = ConnWaker::new(self.wakeups.clone(), idx, u64::from(gen));
+        let accepted = crate::server::Accepted::of(&stream, peer, waker.clone());
         let conn = Conn {
             stream,
             rx: RxBuffer::new(self.pool.clone(), self.cfg.rx_chunk, self.cfg.rx_max),
@@ -461,7 +462,7 @@ impl Worker {
             dead: false,
             paused: false,
             timer: ConnTimer::new(self.now),
-            waker: ConnWaker::new(self.wakeups.clone(), idx, u64::from(gen)),
+            waker,
             deadline_queued: None,
         };
         self.conns[idx] = Some(conn);

@@ -135,9 +135,7 @@ impl Handle {
         self.killed.load(Ordering::Relaxed)
     }
 
-    /// The connection's waker, known from its first request on (a
-    /// connection killed before it sent anything closes at its first
-    /// request).
+    /// The connection's waker (set when it is accepted).
     pub fn set_waker(&self, waker: &ConnWaker) {
         if self.waker.get().is_none() {
             let _ = self.waker.set(waker.clone());

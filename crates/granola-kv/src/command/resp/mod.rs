@@ -80,8 +80,8 @@ pub struct Conn {
     pub wants_alone: bool,
     /// A blocking command waiting for another client (`BLPOP`...).
     pub blocked: Option<blocking::Blocked>,
-    /// Wakes this connection's session while it waits (set by the server
-    /// on the first request).
+    /// Wakes this connection's session while it waits (given when it is
+    /// accepted).
     pub waker: Option<granola_net::park::ConnWaker>,
     /// Pub/Sub subscriptions (subscribed mode while `Some`).
     pub sub: Option<pubsub_bus::Subscriber>,
@@ -167,7 +167,10 @@ impl Conn {
             subscriptions: [0; 3],
             since: std::time::Instant::now(),
         };
-        let handle = std::sync::Arc::default();
+        let handle: std::sync::Arc<clients::Handle> = std::sync::Arc::default();
+        // From the start, so that a CLIENT KILL or UNPAUSE reaches a
+        // connection that has not sent anything yet.
+        handle.set_waker(&accepted.waker);
         registry.register(&info, &handle);
         Conn {
             replies: Replies::On,
@@ -181,7 +184,7 @@ impl Conn {
             alone: false,
             wants_alone: false,
             blocked: None,
-            waker: None,
+            waker: Some(accepted.waker.clone()),
             sub: None,
             exec: false,
             script: false,
