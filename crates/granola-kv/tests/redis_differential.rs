@@ -2359,9 +2359,20 @@ fn client_kill_works_as_redis_does() {
             &mut log,
             &[&vaddr],
         );
-        // A connection that has sent nothing yet: closed at once too.
+        // A connection that has sent nothing yet: closed at once too. (The
+        // server lists it once it has accepted it: another worker may
+        // accept it after `connect` returns here.)
         let mut v = Client::connect(addr);
         let vaddr = v.s.local_addr().unwrap().to_string();
+        let t0 = Instant::now();
+        while !matches!(k.resp(&["CLIENT", "LIST"]), Resp::Bulk(Some(l)) if find(&l, format!("addr={vaddr} ").as_bytes()).is_some())
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "{vaddr} never listed"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         step(
             &mut k,
             &["CLIENT", "KILL", "ADDR", &vaddr],
