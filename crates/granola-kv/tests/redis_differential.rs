@@ -1652,8 +1652,9 @@ fn keyspace_notifications_are_redis_notifications() {
 
 /// `keymiss` events: reads of absent keys (one key, several, repeated, in
 /// a transaction, in a script), a read of an expired key (`expired`
-/// first), reads that hit, writes of absent keys, and OBJECT (which sends
-/// none), compared with Redis's.
+/// first), reads that hit, writes of absent keys (those that read a key
+/// first send it, the others none), and OBJECT (which sends none),
+/// compared with Redis's.
 #[test]
 fn keymiss_events_are_redis_events() {
     compare_events("KEAm", |r, g| {
@@ -1676,6 +1677,40 @@ fn keymiss_events_are_redis_events() {
             &["GET", "inmulti"],
             &["EXEC"],
             &["EVAL", "return redis.call('GET', KEYS[1])", "1", "inscript"],
+            // Writes that read a key first: a miss there too.
+            &["GETDEL", "w1"],
+            &["GETEX", "w2"],
+            &["SET", "w3", "v", "GET"],
+            &["GETSET", "w4", "v"],
+            &["SINTERSTORE", "d", "w5", "w6"],
+            &["SUNIONSTORE", "d", "w7"],
+            &["SDIFFSTORE", "d", "w8", "w5"],
+            &["COPY", "w9", "d2"],
+            &["SORT", "w10", "STORE", "d3"],
+            &["SORT", "w10b"],
+            &["BITOP", "AND", "d4", "w11", "w12"],
+            &["PFMERGE", "w13", "w14"],
+            &["ZUNIONSTORE", "d5", "2", "w15", "w15b"],
+            &["ZDIFFSTORE", "d6", "1", "w17"],
+            &["ZRANGESTORE", "d7", "w18", "0", "-1"],
+            &[
+                "GEOSEARCHSTORE",
+                "d8",
+                "w19",
+                "FROMLONLAT",
+                "0",
+                "0",
+                "BYRADIUS",
+                "1",
+                "km",
+            ],
+            &["GEORADIUS", "w20", "0", "0", "1", "km"],
+            // Writes that do not (Redis looks these up to write).
+            &["SMOVE", "w21", "d9", "x"],
+            &["LMOVE", "w22", "d10", "LEFT", "LEFT"],
+            &["APPEND", "w23", "v"],
+            &["HINCRBY", "w24", "f", "1"],
+            &["SET", "w25", "v"],
             &["SET", "t", "v", "PX", "1"],
         ];
         for c in script {

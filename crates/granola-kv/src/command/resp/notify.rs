@@ -232,30 +232,54 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
     Some(Before(keys))
 }
 
-/// Sends `keymiss` for each absent key argument of `cmd`, before it
-/// runs, if it only reads and the class is on and heard. Looking a key up
-/// drops it if it has expired, which sends `expired` first, as Redis's
-/// read lookup does. A read-only script's keys are left to the commands
-/// it runs, which look them up themselves.
+/// Sends `keymiss` for each absent key `cmd` reads, before it runs, if
+/// the class is on and heard: every key of a read-only command, and the
+/// keys a write only reads ([`read_keys`]). Looking a key up drops it if
+/// it has expired, which sends `expired` first, as Redis's read lookup
+/// does. A read-only script's keys are left to the commands it runs,
+/// which look them up themselves.
 #[inline]
 pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     let notifier = &ctx.shared.notifier;
-    if notifier.flags.load(Ordering::Relaxed) & KEYMISS == 0
-        || !notifier.active()
-        || !spec.flags.contains(&"readonly")
-        || matches!(
-            spec.container(),
-            "object" | "memory" | "eval_ro" | "evalsha_ro" | "fcall_ro"
-        )
-    {
+    if notifier.flags.load(Ordering::Relaxed) & KEYMISS == 0 || !notifier.active() {
         return;
     }
     let db = ctx.conn.info.db;
-    for key in spec.keys_in(cmd).take(MAX_NOTED_KEYS) {
+    for key in read_keys(spec, cmd).take(MAX_NOTED_KEYS) {
         if state(ctx, key).is_none() {
             notifier.fire(KEYMISS, "keymiss", db, key);
         }
     }
+}
+
+/// The keys `cmd` looks up to read, in order, where Redis's read lookup
+/// (which sends `keymiss`) finds them: all of a read-only command's (but
+/// OBJECT's and MEMORY's, which peek, and a read-only script's); of a
+/// write, those it only reads — GETDEL's, GETEX's, GETSET's and SET
+/// GET's key, the sources of the *STORE commands, BITOP and COPY, SORT's
+/// and GEORADIUS's key, and PFMERGE's destination and sources.
+fn read_keys<'a, 'c: 'a>(
+    spec: &Spec,
+    cmd: &'a Command<'c>,
+) -> impl Iterator<Item = &'c [u8]> + use<'a, 'c> {
+    let (skip, take) = if spec.flags.contains(&"readonly") {
+        match spec.container() {
+            "object" | "memory" | "eval_ro" | "evalsha_ro" | "fcall_ro" => (0, 0),
+            _ => (0, usize::MAX),
+        }
+    } else {
+        match spec.name {
+            "getdel" | "getex" | "getset" | "copy" | "sort" | "georadius" | "georadiusbymember" => {
+                (0, 1)
+            }
+            "set" if cmd.args().skip(3).any(|a| a.eq_ignore_ascii_case(b"GET")) => (0, 1),
+            "sinterstore" | "sunionstore" | "sdiffstore" | "zunionstore" | "zinterstore"
+            | "zdiffstore" | "zrangestore" | "geosearchstore" | "bitop" => (1, usize::MAX),
+            "pfmerge" => (0, usize::MAX),
+            _ => (0, 0),
+        }
+    };
+    spec.keys_in(cmd).skip(skip).take(take)
 }
 
 /// Sends the events of `cmd`, which ran after [`before`] noted its keys.
