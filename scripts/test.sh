@@ -56,7 +56,8 @@ GRANOLA_DATAPATH=uring cargo test --locked -p granola-kv --features baselines \
     --test server_concurrency --test server_memory --test server_transcripts \
     --test server_udp --test server_timeouts --test server_memory_drift \
     --test server_memory_hashes --test server_eviction --test server_limits \
-    --test server_memcache_binary --test server_blocking --test server_pubsub
+    --test server_memcache_binary --test server_blocking --test server_pubsub \
+    --test redis_differential
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
