@@ -3378,6 +3378,17 @@ fn client_pause_holds_back_as_redis_does() {
             "{addr}: a read was answered {:?} into CLIENT PAUSE 300 ALL",
             t0.elapsed()
         );
+        // A WRITE pause after that ALL pause ended is a WRITE pause: reads
+        // go on.
+        assert_eq!(
+            admin.resp(&["CLIENT", "PAUSE", "60000", "WRITE"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        assert_eq!(user.resp(&["GET", "k"]), Resp::Bulk(Some(b"2".to_vec())));
+        assert_eq!(
+            admin.resp(&["CLIENT", "UNPAUSE"]),
+            Resp::Simple(b"OK".to_vec())
+        );
     }
 }
 

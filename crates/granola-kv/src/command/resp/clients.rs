@@ -230,8 +230,9 @@ impl Registry {
     pub fn pause(&self, until: Instant, mode: PauseMode) {
         let mut p = self.pause.lock().unwrap_or_else(|e| e.into_inner());
         *p = Some(match *p {
-            Some((end, m)) => (end.max(until), m.max(mode)),
-            None => (until, mode),
+            Some((end, m)) if end > Instant::now() => (end.max(until), m.max(mode)),
+            // None, or one that has ended (cleared lazily by `paused`).
+            _ => (until, mode),
         });
         self.pausing.store(true, Ordering::Release);
     }
