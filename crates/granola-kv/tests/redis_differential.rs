@@ -3541,3 +3541,59 @@ fn client_list_fields_are_redis_fields() {
     }
     assert_eq!(runs[1], runs[0], "granola-kv, then Redis");
 }
+
+/// INFO errorstats and `total_error_replies`: refused requests (unknown
+/// command or subcommand, wrong arity), commands' own errors (WRONGTYPE,
+/// not an integer, a bad stream ID), an aborted transaction and an error
+/// inside an EXEC, counted by code as Redis 7 counts them; and INFO's
+/// `cluster_enabled:0`, which cluster-aware clients read.
+#[test]
+fn error_stats_are_redis_error_stats() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let script: &[&[&str]] = &[
+        &["NOSUCH"],
+        &["GET"],
+        &["RPUSH", "l", "a"],
+        &["GET", "l"],
+        &["CLIENT", "NOSUCH"],
+        &["INCR", "l"],
+        &["SET", "n", "x"],
+        &["INCR", "n"],
+        &["MULTI"],
+        &["GET"],
+        &["EXEC"],
+        &["MULTI"],
+        &["INCR", "n"],
+        &["SET", "m", "1"],
+        &["EXEC"],
+        &["XADD", "s", "0-0", "a", "b"],
+        &["SELECT", "99"],
+        &["MEMORY", "USAGE"],
+    ];
+    for c in script {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    let lines = |c: &mut Client, section: &str, prefix: &str| -> Vec<String> {
+        match c.resp(&["INFO", section]) {
+            Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+                .lines()
+                .filter(|l| l.starts_with(prefix))
+                .map(str::to_owned)
+                .collect(),
+            other => panic!("INFO {section}: {other:?}"),
+        }
+    };
+    let want = lines(&mut r, "errorstats", "errorstat_");
+    assert!(want.len() >= 2, "Redis counted {want:?}");
+    assert_eq!(lines(&mut g, "errorstats", "errorstat_"), want);
+    assert_eq!(
+        lines(&mut g, "stats", "total_error_replies"),
+        lines(&mut r, "stats", "total_error_replies")
+    );
+    assert_eq!(
+        lines(&mut g, "cluster", "cluster_enabled"),
+        lines(&mut r, "cluster", "cluster_enabled")
+    );
+}

@@ -72,6 +72,8 @@ pub struct Shared {
     pub dbs: Arc<crate::command::databases::DbMap>,
     /// Failed authentications (`ACL LOG`).
     pub acl_log: crate::command::resp::acl::AclLog,
+    /// Error replies by code (INFO errorstats).
+    pub errors: crate::command::resp::errorstats::ErrorStats,
     /// The Redis connections (`CLIENT LIST`, `CLIENT KILL`).
     pub clients: Arc<crate::command::resp::clients::Registry>,
 }
@@ -303,6 +305,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         notifier,
         tracker,
         acl_log: Default::default(),
+        errors: Default::default(),
         clients: Default::default(),
         dbs,
     });

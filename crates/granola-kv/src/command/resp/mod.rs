@@ -16,6 +16,7 @@ mod collection_scan;
 pub mod collections;
 mod connection;
 mod dump;
+pub mod errorstats;
 mod expiry;
 pub mod functions;
 pub mod gate;
@@ -396,11 +397,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         Err(table::Miss::Arity(spec)) => (spec, false),
         Err(table::Miss::Unknown) => {
             transaction::refuse(ctx);
+            refused(ctx, "ERR");
             resp::write_unknown_command(ctx.out, cmd);
             return Step::Done;
         }
         Err(table::Miss::UnknownSub(container)) => {
             transaction::refuse(ctx);
+            refused(ctx, "ERR");
             ctx.unknown_subcommand(
                 &container.name.to_ascii_uppercase(),
                 cmd.arg(1).unwrap_or_default(),
@@ -410,11 +413,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     if !ctx.conn.authed && !before_auth(spec.name) {
         table::reject(spec);
+        refused(ctx, "NOAUTH");
         ctx.error(b"NOAUTH Authentication required.");
         return Step::Done;
     }
     if !arity_ok {
         table::reject(spec);
+        refused(ctx, "ERR");
         transaction::refuse(ctx);
         resp::write_wrong_arity(ctx.out, spec.name.as_bytes());
         return Step::Done;
@@ -430,6 +435,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         .is_some_and(|s| s.monitoring() && !monitor::allowed_while_monitoring(spec.name))
     {
         table::reject(spec);
+        refused(ctx, "ERR");
         ctx.error(b"ERR Replica can't interact with the keyspace");
         return Step::Done;
     }
@@ -438,6 +444,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         && !pubsub::allowed_while_subscribed(spec.name)
     {
         table::reject(spec);
+        refused(ctx, "ERR");
         ctx.error(
             format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
@@ -468,6 +475,14 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
         step
     })
+}
+
+/// Counts a request refused before it ran (INFO errorstats), but inside
+/// a script, whose own reply is counted.
+fn refused(ctx: &Ctx<'_>, code: &str) {
+    if !ctx.conn.script {
+        ctx.shared.errors.add(errorstats::ErrorCode::named(code));
+    }
 }
 
 /// True if `CLIENT PAUSE` holds `spec` back now: the connection then
@@ -535,6 +550,7 @@ fn watch_errors(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Ctx<'_>) -> Step) -> (Ste
     let mut watch = Watch {
         inner: &mut *ctx.out,
         first: None,
+        error: None,
     };
     let mut inner = Ctx {
         shared: ctx.shared,
@@ -544,19 +560,29 @@ fn watch_errors(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Ctx<'_>) -> Step) -> (Ste
         resume: ctx.resume,
     };
     let step = f(&mut inner);
+    if let Some(code) = watch.error {
+        // A script's `redis.call` errors are counted by the script's own
+        // reply (Redis counts such an error once).
+        if !ctx.conn.script {
+            ctx.shared.errors.add(code);
+        }
+    }
     (step, watch.first == Some(b'-'))
 }
 
-/// A reply sink that remembers the first byte written through it.
+/// A reply sink that remembers the first byte written through it, and the
+/// code of an error reply.
 struct Watch<'s> {
     inner: &'s mut dyn ReplySink,
     first: Option<u8>,
+    error: Option<errorstats::ErrorCode>,
 }
 
 impl ReplySink for Watch<'_> {
     fn copy(&mut self, bytes: &[u8]) {
         if self.first.is_none() {
             self.first = bytes.first().copied();
+            self.error = errorstats::ErrorCode::of(bytes);
         }
         self.inner.copy(bytes);
     }

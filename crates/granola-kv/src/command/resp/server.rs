@@ -137,7 +137,10 @@ const SECTIONS: &[(&str, bool)] = &[
     ("stats", true),
     ("replication", true),
     ("cpu", true),
+    ("modules", true),
     ("commandstats", false),
+    ("errorstats", true),
+    ("cluster", true),
     ("keyspace", true),
 ];
 
@@ -224,7 +227,8 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
                  keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
                  reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
-                 mget_snapshots_alone:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n",
+                 mget_snapshots_alone:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\
+                 total_error_replies:{}\r\n",
                 load(|n| &n.conns_total),
                 table::total_calls(),
                 load(|n| &n.conns_refused),
@@ -242,6 +246,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                     .load(std::sync::atomic::Ordering::Relaxed),
                 shared.bus.num_channels(),
                 shared.bus.numpat(),
+                shared.errors.total(),
             );
             // What the network layer runs on (epoll, io_uring, AF_XDP).
             for (name, value) in shared.datapath_parts() {
@@ -275,6 +280,15 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             }
             Ok(())
         }
+        // No modules are loaded.
+        "modules" => write!(t, "# Modules\r\n"),
+        "errorstats" => {
+            let _ = write!(t, "# Errorstats\r\n");
+            shared.errors.write_section(t);
+            Ok(())
+        }
+        // Cluster-aware clients read this to see a standalone server.
+        "cluster" => write!(t, "# Cluster\r\ncluster_enabled:0\r\n"),
         "keyspace" => {
             let _ = write!(t, "# Keyspace\r\n");
             for n in 0..cfg.databases.min(256) {
