@@ -234,7 +234,7 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
 
 /// Sends `keymiss` for each absent key `cmd` reads, before it runs, if
 /// the class is on and heard: every key of a read-only command, and the
-/// keys a write only reads ([`read_keys`]). Looking a key up drops it if
+/// keys a write only reads (`read_keys`). Looking a key up drops it if
 /// it has expired, which sends `expired` first, as Redis's read lookup
 /// does. A read-only script's keys are left to the commands it runs,
 /// which look them up themselves.
