@@ -74,12 +74,11 @@ impl Protocol for Resp {
         // `CLIENT REPLY ON`, which answers.
         let replies = self.conn.replies;
         let mut silenced = Silenced;
-        let out: &mut dyn ReplySink =
-            if replies != Replies::On && replies.silent() && !is_reply_on(&cmd) {
-                &mut silenced
-            } else {
-                out
-            };
+        let out: &mut dyn ReplySink = if replies.silent() && !is_reply_on(&cmd) {
+            &mut silenced
+        } else {
+            out
+        };
         let mut ctx = Ctx {
             shared: &self.shared,
             db: &db,

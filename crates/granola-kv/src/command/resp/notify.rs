@@ -279,7 +279,14 @@ fn read_keys<'a, 'c: 'a>(
             _ => (0, 0),
         }
     };
-    spec.keys_in(cmd).skip(skip).take(take)
+    // A write that reads no key looks at none (for a command with movable
+    // keys, finding them allocates).
+    (take > 0)
+        .then(|| spec.keys_in(cmd))
+        .into_iter()
+        .flatten()
+        .skip(skip)
+        .take(take)
 }
 
 /// Sends the events of `cmd`, which ran after [`before`] noted its keys.
