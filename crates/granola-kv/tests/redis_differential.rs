@@ -3597,3 +3597,232 @@ fn error_stats_are_redis_error_stats() {
         lines(&mut r, "cluster", "cluster_enabled")
     );
 }
+
+/// The lines of INFO `section` that start with `prefix`.
+fn info_lines(c: &mut Client, section: &str, prefix: &str) -> Vec<String> {
+    match c.resp(&["INFO", section]) {
+        Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_owned)
+            .collect(),
+        other => panic!("INFO {section}: {other:?}"),
+    }
+}
+
+/// One command's `LATENCY HISTOGRAM` entry: (command, calls, [(µs,
+/// cumulative calls)]).
+type LatencyEntry = (String, i64, Vec<(i64, i64)>);
+
+/// `LATENCY HISTOGRAM ...` (RESP2), each entry checked to be a cumulative
+/// distribution that ends at its `calls`.
+fn latency_histograms(c: &mut Client, args: &[&str]) -> Vec<LatencyEntry> {
+    let mut words = vec!["LATENCY", "HISTOGRAM"];
+    words.extend_from_slice(args);
+    let Resp::Array(Some(top)) = c.resp(&words) else {
+        panic!("LATENCY HISTOGRAM {args:?}")
+    };
+    top.chunks(2)
+        .map(|kv| {
+            let name = String::from_utf8(bulk(kv[0].clone())).unwrap();
+            let Resp::Array(Some(fields)) = &kv[1] else {
+                panic!("{name}: {:?}", kv[1])
+            };
+            assert_eq!(fields.len(), 4, "{name}: {fields:?}");
+            assert_eq!(bulk(fields[0].clone()), b"calls");
+            assert_eq!(bulk(fields[2].clone()), b"histogram_usec");
+            let Resp::Int(calls) = fields[1] else {
+                panic!("{name} calls: {:?}", fields[1])
+            };
+            let Resp::Array(Some(b)) = &fields[3] else {
+                panic!("{name} histogram: {:?}", fields[3])
+            };
+            let buckets: Vec<(i64, i64)> = b
+                .chunks(2)
+                .map(|p| match p {
+                    [Resp::Int(us), Resp::Int(n)] => (*us, *n),
+                    other => panic!("{name} bucket {other:?}"),
+                })
+                .collect();
+            // Power-of-two buckets from 1 µs, named by the highest value
+            // HdrHistogram's 2 significant digits let them stand for.
+            // (1024 · 2^k ns is held to 2^(k+3) ns.)
+            let names: Vec<i64> = (0..20u32)
+                .map(|k| ((1024i64 << k) + (1i64 << (k + 3)) - 1) / 1000)
+                .collect();
+            assert!(!buckets.is_empty(), "{name}");
+            for w in buckets.windows(2) {
+                assert!(w[0].0 < w[1].0 && w[0].1 < w[1].1, "{name}: {buckets:?}");
+            }
+            for (us, _) in &buckets {
+                assert!(names.contains(us), "{name}: bucket {us} not in {names:?}");
+            }
+            assert_eq!(buckets.last().unwrap().1, calls, "{name}: {buckets:?}");
+            (name, calls, buckets)
+        })
+        .collect()
+}
+
+#[test]
+fn latency_stats_are_redis_latency_stats() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    for c in [&mut r, &mut g] {
+        for i in 0..40 {
+            c.resp(&["SET", &format!("k{i}"), "v"]);
+        }
+        for i in 0..20 {
+            c.resp(&["GET", &format!("k{i}")]);
+        }
+        c.resp(&["CLIENT", "ID"]);
+        c.resp(&["GET"]); // refused: no call, no latency
+    }
+    // Not in the default INFO; in `all` and by name.
+    for c in [&mut r, &mut g] {
+        assert!(info_lines(c, "default", "latency_percentiles").is_empty());
+        assert!(!info_lines(c, "all", "latency_percentiles_usec_set:").is_empty());
+    }
+    let names = |c: &mut Client| -> Vec<String> {
+        let mut v: Vec<String> = info_lines(c, "latencystats", "latency_percentiles_usec_")
+            .iter()
+            // The test's harness pinged Redis to see it start.
+            .filter(|l| !l.starts_with("latency_percentiles_usec_ping:"))
+            .map(|l| {
+                let (name, values) = l.split_once(':').unwrap();
+                let keys: Vec<&str> = values
+                    .split(',')
+                    .map(|kv| {
+                        let (k, v) = kv.split_once('=').unwrap();
+                        let (whole, frac) = v.split_once('.').unwrap();
+                        assert!(whole.parse::<u64>().is_ok() && frac.len() == 3, "{l}");
+                        k
+                    })
+                    .collect();
+                assert_eq!(keys, ["p50", "p99", "p99.9"], "{l}");
+                name.to_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let want = names(&mut r);
+    for n in ["set", "get", "client|id"] {
+        assert!(
+            want.contains(&format!("latency_percentiles_usec_{n}")),
+            "{want:?}"
+        );
+    }
+    assert_eq!(names(&mut g), want);
+
+    // LATENCY HISTOGRAM: the same commands, each a distribution (Redis
+    // times every call, granola-kv one in 16: `calls` differ).
+    let hist_names = |c: &mut Client, args: &[&str]| -> Vec<String> {
+        latency_histograms(c, args)
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .collect()
+    };
+    for args in [
+        &["set", "nosuch", "CLIENT"][..],
+        &["get", "GET"],
+        &["client|id"],
+        &["nosuch"],
+    ] {
+        assert_eq!(
+            hist_names(&mut g, args),
+            hist_names(&mut r, args),
+            "{args:?}"
+        );
+    }
+    let mut all_r = hist_names(&mut r, &[]);
+    all_r.retain(|n| n != "ping");
+    let mut all_g = hist_names(&mut g, &[]);
+    all_r.sort();
+    all_g.sort();
+    assert_eq!(all_g, all_r);
+    let set_g = &latency_histograms(&mut g, &["set"])[0];
+    assert!(set_g.1 >= 3 && set_g.1 <= 40, "{set_g:?}");
+
+    // The settings and their errors.
+    for c in [
+        &["CONFIG", "GET", "latency-tracking*"][..],
+        &["CONFIG", "SET", "latency-tracking-info-percentiles", "abc"],
+        &["CONFIG", "SET", "latency-tracking-info-percentiles", "101"],
+        &["CONFIG", "SET", "latency-tracking-info-percentiles", "-1"],
+        &["CONFIG", "SET", "latency-tracking", "maybe"],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "99.99 50.5 0",
+        ],
+        &["CONFIG", "GET", "latency-tracking-info-percentiles"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    let keys = |c: &mut Client| -> Vec<String> {
+        let l = info_lines(c, "latencystats", "latency_percentiles_usec_get:");
+        l[0].split_once(':')
+            .unwrap()
+            .1
+            .split(',')
+            .map(|kv| kv.split_once('=').unwrap().0.to_owned())
+            .collect()
+    };
+    assert_eq!(keys(&mut r), ["p99.99", "p50.5", "p0"]);
+    assert_eq!(keys(&mut g), ["p99.99", "p50.5", "p0"]);
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["CONFIG", "SET", "latency-tracking-info-percentiles", ""]),
+    );
+    assert_eq!(
+        info_lines(&mut g, "latencystats", "latency_percentiles_usec_get:"),
+        info_lines(&mut r, "latencystats", "latency_percentiles_usec_get:"),
+    );
+
+    // Off: a new command gets no histogram.
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["CONFIG", "SET", "latency-tracking", "no"]),
+    );
+    for c in [&mut r, &mut g] {
+        c.resp(&["DBSIZE"]);
+        assert!(latency_histograms(c, &["dbsize"]).is_empty());
+    }
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["CONFIG", "SET", "latency-tracking", "yes"]),
+    );
+
+    // CONFIG RESETSTAT: commandstats, latencystats, errorstats and the
+    // stats counters start again (the RESETSTAT itself is counted).
+    same(&mut r, &mut g, &cmd(&["CONFIG", "RESETSTAT"]));
+    for (section, prefix) in [
+        ("commandstats", "cmdstat_"),
+        ("errorstats", "errorstat_"),
+        ("stats", "keyspace_"),
+        ("stats", "total_error_replies"),
+        ("stats", "expired_keys"),
+        ("stats", "evicted_keys"),
+    ] {
+        let want = info_lines(&mut r, section, prefix);
+        let got = info_lines(&mut g, section, prefix);
+        let calls_only = |v: Vec<String>| -> Vec<String> {
+            // usec differs between servers; the names and calls do not.
+            v.into_iter()
+                .map(|l| l.split(",usec=").next().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(calls_only(got), calls_only(want), "{section} {prefix}");
+    }
+    let mut after_r = hist_names(&mut r, &[]);
+    let mut after_g = hist_names(&mut g, &[]);
+    after_r.sort();
+    after_g.sort();
+    assert_eq!(after_g, after_r);
+    assert_eq!(after_g, ["config|resetstat", "info"]);
+}

@@ -74,6 +74,11 @@ pub struct Shared {
     pub acl_log: crate::command::resp::acl::AclLog,
     /// Error replies by code (INFO errorstats).
     pub errors: crate::command::resp::errorstats::ErrorStats,
+    /// Calls, time and latency per command (INFO commandstats and
+    /// latencystats).
+    pub commandstats: crate::command::resp::commandstats::CommandStats,
+    /// INFO stats' counters at the last `CONFIG RESETSTAT`.
+    pub stats_base: crate::command::resp::resetstat::StatsBase,
     /// The Redis connections (`CLIENT LIST`, `CLIENT KILL`).
     pub clients: Arc<crate::command::resp::clients::Registry>,
 }
@@ -306,6 +311,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         tracker,
         acl_log: Default::default(),
         errors: Default::default(),
+        commandstats: Default::default(),
+        stats_base: Default::default(),
         clients: Default::default(),
         dbs,
     });

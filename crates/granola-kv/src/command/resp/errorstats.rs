@@ -66,6 +66,15 @@ impl ErrorStats {
         }
     }
 
+    /// `CONFIG RESETSTAT`: no errors so far.
+    pub fn reset(&self) {
+        self.by_code
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.total.store(0, Ordering::Relaxed);
+    }
+
     /// Error replies so far.
     pub fn total(&self) -> u64 {
         self.total.load(Ordering::Relaxed)

@@ -1,7 +1,7 @@
 //! `LATENCY` and its subcommands. granola-kv keeps no latency monitor
-//! (no events are sampled, as in Redis with `latency-monitor-threshold 0`)
-//! and no per-command histograms: INFO commandstats has each command's
-//! calls and time.
+//! (no events are sampled, as in Redis with `latency-monitor-threshold 0`);
+//! it keeps per-command histograms of the timed calls (see
+//! [`commandstats`](super::commandstats)).
 
 use super::Ctx;
 use crate::command::Step;
@@ -32,10 +32,24 @@ pub fn graph(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `LATENCY HISTOGRAM [command ...]`: no histograms are kept, so none is
-/// reported.
-pub fn histogram(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
-    ctx.map(0);
+/// `LATENCY HISTOGRAM [command ...]`: per command, its timed calls and
+/// their cumulative distribution over power-of-two microsecond buckets.
+pub fn histogram(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    let names: Vec<&[u8]> = cmd.args().skip(2).collect();
+    let entries = ctx.shared.commandstats.latency_histograms(&names);
+    ctx.map(entries.len());
+    for (spec, cdf) in entries {
+        ctx.bytes(spec.name.as_bytes());
+        ctx.map(2);
+        ctx.bytes(b"calls");
+        ctx.int(cdf.calls as i64);
+        ctx.bytes(b"histogram_usec");
+        ctx.map(cdf.buckets.len());
+        for (usec, count) in cdf.buckets {
+            ctx.int(usec as i64);
+            ctx.int(count as i64);
+        }
+    }
     Step::Done
 }
 
@@ -43,7 +57,8 @@ pub fn histogram(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 pub fn doctor(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.verbatim(
         b"granola-kv keeps no latency monitor, so there are no latency events to analyse. \
-          INFO commandstats reports each command's calls and time.\n",
+          INFO commandstats and latencystats, and LATENCY HISTOGRAM, report each command's \
+          calls and times.\n",
     );
     Step::Done
 }

@@ -14,6 +14,7 @@ mod client;
 pub mod clients;
 mod collection_scan;
 pub mod collections;
+pub mod commandstats;
 mod connection;
 mod dump;
 pub mod errorstats;
@@ -34,6 +35,7 @@ pub mod monitor;
 pub mod notify;
 pub mod pubsub;
 pub mod pubsub_bus;
+pub mod resetstat;
 pub mod scripting;
 pub mod scripting_libs;
 pub mod scripting_struct;
@@ -412,13 +414,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
     };
     if !ctx.conn.authed && !before_auth(spec.name) {
-        table::reject(spec);
+        ctx.shared.commandstats.reject(spec);
         refused(ctx, "NOAUTH");
         ctx.error(b"NOAUTH Authentication required.");
         return Step::Done;
     }
     if !arity_ok {
-        table::reject(spec);
+        ctx.shared.commandstats.reject(spec);
         refused(ctx, "ERR");
         transaction::refuse(ctx);
         resp::write_wrong_arity(ctx.out, spec.name.as_bytes());
@@ -434,7 +436,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         .as_ref()
         .is_some_and(|s| s.monitoring() && !monitor::allowed_while_monitoring(spec.name))
     {
-        table::reject(spec);
+        ctx.shared.commandstats.reject(spec);
         refused(ctx, "ERR");
         ctx.error(b"ERR Replica can't interact with the keyspace");
         return Step::Done;
@@ -443,7 +445,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         && ctx.conn.version == Version::Resp2
         && !pubsub::allowed_while_subscribed(spec.name)
     {
-        table::reject(spec);
+        ctx.shared.commandstats.reject(spec);
         refused(ctx, "ERR");
         ctx.error(
             format!(
@@ -463,15 +465,12 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     // A blocked command's later looks are the same call.
     let first_call = ctx.resume == 0 && ctx.conn.blocked.is_none();
-    let timed = first_call && table::count(spec);
-    let start = timed.then(std::time::Instant::now);
+    let stats = &ctx.shared.commandstats;
+    let call = first_call.then(|| stats.start(spec));
     observed(ctx, spec, cmd, first_call, |ctx| {
         let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
-        if let Some(start) = start {
-            table::record(spec, start.elapsed().as_nanos() as u64);
-        }
-        if first_call && failed {
-            table::fail(spec);
+        if let Some(call) = call {
+            stats.finish(spec, call, failed);
         }
         step
     })
@@ -674,15 +673,11 @@ pub fn dispatch_into(
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::resolve(cmd) {
         Ok(spec) => {
-            let start = table::count(spec).then(std::time::Instant::now);
+            let stats = &ctx.shared.commandstats;
+            let call = stats.start(spec);
             observed(ctx, spec, cmd, true, |ctx| {
                 let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
-                if let Some(start) = start {
-                    table::record(spec, start.elapsed().as_nanos() as u64);
-                }
-                if failed {
-                    table::fail(spec);
-                }
+                stats.finish(spec, call, failed);
                 step
             })
         }

@@ -2,12 +2,14 @@
 //! COMMAND.
 
 use super::connection::REDIS_VERSION;
+use super::resetstat::Counters;
 use super::table::{self, Spec, COMMANDS};
 use super::{glob, Ctx};
 use crate::command::databases::Db;
 use crate::command::{Step, Storage};
 use crate::protocol::resp::{self, Command};
 use crate::server::config::EvictionPolicy;
+use crate::server::Shared;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
@@ -140,6 +142,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("modules", true),
     ("commandstats", false),
     ("errorstats", true),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -222,6 +225,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
              aof_enabled:0\r\naof_rewrite_in_progress:0\r\n"
         ),
         "stats" => {
+            let c = shared.stats_base.since(counters(shared));
             let _ = write!(
                 t,
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
@@ -229,16 +233,16 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                  reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
                  mget_snapshots_alone:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\
                  total_error_replies:{}\r\n",
-                load(|n| &n.conns_total),
-                table::total_calls(),
-                load(|n| &n.conns_refused),
-                s.hits,
-                s.misses,
-                s.evictions,
-                s.expired,
-                load(|n| &n.bytes_copied),
-                load(|n| &n.bytes_referenced),
-                load(|n| &n.send_calls),
+                c.conns_total,
+                shared.commandstats.total_calls(),
+                c.conns_refused,
+                c.hits,
+                c.misses,
+                c.evictions,
+                c.expired,
+                c.bytes_copied,
+                c.bytes_referenced,
+                c.send_calls,
                 shared.copy_threshold,
                 shared
                     .resp_gate
@@ -264,9 +268,9 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         }
         "commandstats" => {
             let _ = write!(t, "# Commandstats\r\n");
-            for (spec, st) in table::calls() {
+            for (spec, st) in shared.commandstats.calls() {
                 // `usec` is estimated from one call in 16 (see
-                // `table::SAMPLE_EVERY`).
+                // `commandstats`).
                 let per_call = if st.calls == 0 {
                     0.0
                 } else {
@@ -287,6 +291,11 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             shared.errors.write_section(t);
             Ok(())
         }
+        "latencystats" => {
+            let _ = write!(t, "# Latencystats\r\n");
+            shared.commandstats.write_latency_section(t);
+            Ok(())
+        }
         // Cluster-aware clients read this to see a standalone server.
         "cluster" => write!(t, "# Cluster\r\ncluster_enabled:0\r\n"),
         "keyspace" => {
@@ -305,6 +314,34 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         }
         _ => Ok(()),
     };
+}
+
+/// INFO stats' counters kept by the store and the network layer, as
+/// they stand.
+fn counters(shared: &Shared) -> Counters {
+    let s = shared.store.stats();
+    let load = |f: fn(&granola_net::server::ServerStats) -> &std::sync::atomic::AtomicU64| {
+        shared.net.get().map_or(0, |n| f(n).load(Ordering::Relaxed))
+    };
+    Counters {
+        conns_total: load(|n| &n.conns_total),
+        conns_refused: load(|n| &n.conns_refused),
+        hits: s.hits,
+        misses: s.misses,
+        evictions: s.evictions,
+        expired: s.expired,
+        bytes_copied: load(|n| &n.bytes_copied),
+        bytes_referenced: load(|n| &n.bytes_referenced),
+        send_calls: load(|n| &n.send_calls),
+    }
+}
+
+/// `CONFIG RESETSTAT`: INFO's counters, commandstats, latencystats and
+/// errorstats from zero.
+fn reset_stats(shared: &Shared) {
+    shared.stats_base.reset(counters(shared));
+    shared.commandstats.reset();
+    shared.errors.reset();
 }
 
 /// Keys and keys with an expiry in `db` (a walk over the index).
@@ -330,6 +367,24 @@ fn policy(evicts: bool) -> EvictionPolicy {
     }
 }
 
+fn yes_no(on: bool) -> &'static str {
+    if on {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn yes_no_arg(v: &[u8]) -> Option<bool> {
+    if v.eq_ignore_ascii_case(b"yes") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case(b"no") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// The configuration parameters CONFIG GET answers, with their values.
 fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let cfg = &ctx.shared.config;
@@ -351,6 +406,20 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("timeout", "0".into()),
         ("tcp-keepalive", "0".into()),
         ("io-threads", ctx.shared.threads.to_string()),
+        (
+            "latency-tracking",
+            yes_no(ctx.shared.commandstats.tracking()).into(),
+        ),
+        (
+            "latency-tracking-info-percentiles",
+            ctx.shared
+                .commandstats
+                .percentiles()
+                .iter()
+                .map(f64::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
     ]
 }
 
@@ -396,6 +465,19 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                             return Step::Done;
                         }
                     }
+                    Some(_) if name == "latency-tracking" => match yes_no_arg(v) {
+                        Some(on) => ctx.shared.commandstats.set_tracking(on),
+                        None => {
+                            ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be 'yes' or 'no'").as_bytes());
+                            return Step::Done;
+                        }
+                    },
+                    Some(_) if name == "latency-tracking-info-percentiles" => {
+                        if let Err(why) = ctx.shared.commandstats.set_percentiles(v) {
+                            ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes());
+                            return Step::Done;
+                        }
+                    }
                     Some(_) if name == "maxmemory-policy" => match EvictionPolicy::from_name(v) {
                         Some(p) => ctx
                             .shared
@@ -427,7 +509,10 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
             ctx.ok();
         }
-        b"RESETSTAT" => ctx.ok(),
+        b"RESETSTAT" => {
+            reset_stats(ctx.shared);
+            ctx.ok();
+        }
         // Settings come from the command line only.
         b"REWRITE" => ctx.error(b"ERR The server is running without a config file"),
         b"HELP" => ctx.help(&[

@@ -5,7 +5,6 @@
 //! A container's subcommands (`CLIENT KILL`, `OBJECT ENCODING`...) are
 //! rows of their own, in the container's list in `table/subcommands.rs`.
 
-use super::gate::my_slot;
 use super::{
     acl, bitmaps, blocking_lists, blocking_zsets, client, connection, dump, functions, geo, hashes,
     hyperloglog, keys, latency, lcs, lists, memory, modules, monitor, pubsub, scripting, server,
@@ -14,7 +13,6 @@ use super::{
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// One command.
@@ -800,39 +798,12 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("transactions", "unwatch", 1, C, NOKEY, transaction::unwatch),
 ];
 
-/// Call counters and sampled times (INFO commandstats), one row per
-/// command, striped over threads so concurrent calls do not share a cache
-/// line.
-struct Calls(Vec<[Stripe; STRIPES]>);
-
-const STRIPES: usize = 8;
-
-/// One call in this many is timed: two clock reads on every command would
-/// cost the pipelined hot path several percent, and the sampled mean
-/// converges within a few thousand calls.
-const SAMPLE_EVERY: u64 = 16;
-
-#[repr(align(64))]
-#[derive(Default)]
-struct Stripe {
-    calls: AtomicU64,
-    timed: AtomicU64,
-    timed_ns: AtomicU64,
-    rejected: AtomicU64,
-    failed: AtomicU64,
-}
-
-fn calls_table() -> &'static Calls {
-    static CALLS: OnceLock<Calls> = OnceLock::new();
-    CALLS.get_or_init(|| Calls(all().map(|_| Default::default()).collect()))
-}
-
-/// `spec`'s row in the calls table: rows
+/// `spec`'s row in per-command tables (the statistics): rows
 /// follow [`all`], the commands first, so a command's row is its place in
 /// `COMMANDS` (the hot path: pointer arithmetic, no search); a
 /// subcommand's is found from where its container's rows start.
 #[inline]
-fn row(spec: &'static Spec) -> Option<usize> {
+pub fn row(spec: &'static Spec) -> Option<usize> {
     place(spec, COMMANDS).or_else(|| sub_row(spec))
 }
 
@@ -859,89 +830,6 @@ fn sub_row(spec: &'static Spec) -> Option<usize> {
     });
     let container = lookup(spec.container().as_bytes())?;
     Some(starts.get(place(container, COMMANDS)?)? + place(spec, container.subs)?)
-}
-
-#[inline]
-fn stripe(spec: &'static Spec) -> Option<&'static Stripe> {
-    let i = row(spec)?;
-    calls_table().0.get(i).map(|row| &row[my_slot() % STRIPES])
-}
-
-/// Counts one call of `spec`; true if this call should be timed
-/// ([`record`]).
-#[inline]
-pub fn count(spec: &'static Spec) -> bool {
-    stripe(spec).is_some_and(|s| s.calls.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY == 0)
-}
-
-/// Adds a timed call of `spec` that took `ns` nanoseconds.
-pub fn record(spec: &'static Spec, ns: u64) {
-    if let Some(s) = stripe(spec) {
-        s.timed.fetch_add(1, Ordering::Relaxed);
-        s.timed_ns.fetch_add(ns, Ordering::Relaxed);
-    }
-}
-
-/// Counts a call of `spec` refused before it ran (wrong arity, not
-/// authenticated, or queued with such an error inside MULTI); it is not a
-/// call (as in Redis).
-pub fn reject(spec: &'static Spec) {
-    if let Some(s) = stripe(spec) {
-        s.rejected.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Counts a call of `spec` that ran and answered with an error.
-pub fn fail(spec: &'static Spec) {
-    if let Some(s) = stripe(spec) {
-        s.failed.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// One command's statistics.
-pub struct CallStats {
-    /// Calls so far.
-    pub calls: u64,
-    /// Estimated microseconds spent in them: the timed calls' mean times
-    /// every call.
-    pub usec: u64,
-    /// Refused before running ([`reject`]).
-    pub rejected: u64,
-    /// Ran and answered with an error ([`fail`]).
-    pub failed: u64,
-}
-
-/// Commands called at least once, with their statistics.
-pub fn calls() -> impl Iterator<Item = (&'static Spec, CallStats)> {
-    all()
-        .zip(&calls_table().0)
-        .map(|(s, row)| {
-            let sum = |f: fn(&Stripe) -> &AtomicU64| -> u64 {
-                row.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
-            };
-            let (calls, timed, ns) = (sum(|c| &c.calls), sum(|c| &c.timed), sum(|c| &c.timed_ns));
-            let usec = if timed == 0 {
-                0
-            } else {
-                (u128::from(ns) * u128::from(calls) / u128::from(timed) / 1000) as u64
-            };
-            let (rejected, failed) = (sum(|c| &c.rejected), sum(|c| &c.failed));
-            (
-                s,
-                CallStats {
-                    calls,
-                    usec,
-                    rejected,
-                    failed,
-                },
-            )
-        })
-        .filter(|(_, st)| st.calls + st.rejected > 0)
-}
-
-/// Every command call so far.
-pub fn total_calls() -> u64 {
-    calls().map(|(_, st)| st.calls).sum()
 }
 
 /// The command called `name` (any case).
