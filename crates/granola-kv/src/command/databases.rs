@@ -80,13 +80,26 @@ pub fn split_stored(stored: &[u8]) -> (u8, &[u8]) {
 pub struct Db<'a> {
     store: &'a Store,
     index: u8,
+    /// Reads mark what they read as used (access time, recency for
+    /// eviction); not for a `CLIENT NO-TOUCH` client.
+    touch: bool,
 }
 
 impl<'a> Db<'a> {
     /// The keyspace stored under prefix `index` (0..=255; 0: no
     /// prefix). A client's database number goes through [`DbMap::db`].
     pub fn new(store: &'a Store, index: u8) -> Db<'a> {
-        Db { store, index }
+        Db {
+            store,
+            index,
+            touch: true,
+        }
+    }
+
+    /// This database, read as `CLIENT NO-TOUCH` reads if `touch` is
+    /// false: without moving an item's access time or eviction recency.
+    pub fn touching(self, touch: bool) -> Db<'a> {
+        Db { touch, ..self }
     }
 
     /// The store key of `key`, handed to `f`.
@@ -135,10 +148,13 @@ impl<'a> Db<'a> {
 
 impl Storage for Db<'_> {
     fn get(&self, key: &[u8]) -> Option<Item> {
+        if !self.touch {
+            return self.peek(key);
+        }
         self.with_key(key, |k| self.store.get(k))
     }
     fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
-        self.with_key(key, |k| self.store.get_stamped(k))
+        self.with_key(key, |k| self.store.read_stamped(k, self.touch))
     }
     fn peek(&self, key: &[u8]) -> Option<Item> {
         self.with_key(key, |k| self.store.peek(k))

@@ -12,7 +12,7 @@
 //! (but a MULTI/EXEC is); lists are copy-on-write (see
 //! [`crate::store`]), so `RPUSH` on a long list costs O(length).
 
-use crate::command::resp::{dispatch, pubsub, Conn, Ctx, Replies, Silenced};
+use crate::command::resp::{dispatch, pubsub, touches, Conn, Ctx, Replies, Silenced};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command, Parser};
 use crate::protocol::{Limits, Parsed, ReplySink};
@@ -69,7 +69,11 @@ impl Protocol for Resp {
         if cmd.is_empty() {
             return Step::Done;
         }
-        let db = self.shared.dbs.db(&self.shared.store, self.conn.info.db);
+        let db = self
+            .shared
+            .dbs
+            .db(&self.shared.store, self.conn.info.db)
+            .touching(touches(&self.conn, &cmd));
         // `CLIENT REPLY OFF` or `SKIP`: answered into nothing, but for
         // `CLIENT REPLY ON`, which answers.
         let replies = self.conn.replies;

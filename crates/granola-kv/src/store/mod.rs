@@ -556,8 +556,15 @@ impl Store {
     /// (the caller only looks at strings).
     #[inline]
     pub fn get_stamped(&self, key: &[u8]) -> (Option<Item>, Stamp) {
+        self.read_stamped(key, true)
+    }
+
+    /// [`get_stamped`](Self::get_stamped), or if not `track` one that
+    /// leaves the item's use marks alone, as [`peek`](Self::peek) does.
+    #[inline]
+    pub fn read_stamped(&self, key: &[u8], track: bool) -> (Option<Item>, Stamp) {
         let h = self.hash(key);
-        let (item, at) = self.get_hashed(&h, key, true);
+        let (item, at) = self.get_hashed(&h, key, track);
         (item, Stamp { h, at })
     }
 

@@ -141,25 +141,39 @@ pub fn info(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 }
 
 /// `CLIENT NO-EVICT ON|OFF`: connections are never evicted here (their
-/// buffers have their own share of `-m`), so either is already so.
+/// buffers have their own share of `-m`), so it only shows in `CLIENT
+/// LIST` (`flags=e`).
 pub fn no_evict(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    on_off(ctx, cmd);
-    Step::Done
-}
-
-/// `CLIENT NO-TOUCH ON|OFF`: accepted; reads here do not move a key's
-/// recency by a client's choice.
-pub fn no_touch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    on_off(ctx, cmd);
-    Step::Done
-}
-
-fn on_off(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
-    let a = arg(cmd, 2);
-    if a.eq_ignore_ascii_case(b"ON") || a.eq_ignore_ascii_case(b"OFF") {
+    if let Some(on) = on_off(ctx, cmd) {
+        ctx.conn.info.no_evict = on;
+        ctx.conn.publish();
         ctx.ok();
+    }
+    Step::Done
+}
+
+/// `CLIENT NO-TOUCH ON|OFF`: while on, the client's reads leave the
+/// items they read as they were (access time, `OBJECT IDLETIME`, recency
+/// for eviction), but for TOUCH's.
+pub fn no_touch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if let Some(on) = on_off(ctx, cmd) {
+        ctx.conn.info.no_touch = on;
+        ctx.conn.publish();
+        ctx.ok();
+    }
+    Step::Done
+}
+
+/// ON (true) or OFF (false); Redis's error otherwise.
+fn on_off(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Option<bool> {
+    let a = arg(cmd, 2);
+    if a.eq_ignore_ascii_case(b"ON") {
+        Some(true)
+    } else if a.eq_ignore_ascii_case(b"OFF") {
+        Some(false)
     } else {
         ctx.error(b"ERR syntax error");
+        None
     }
 }
 

@@ -33,6 +33,13 @@ pub struct ClientInfo {
     pub redir: i64,
     /// In RESP2's subscribed mode (`flags=P`, `CLIENT KILL TYPE pubsub`).
     pub pubsub: bool,
+    /// Tracking in broadcasting mode (`flags=B`).
+    pub bcast: bool,
+    /// `CLIENT NO-EVICT ON` (`flags=e`).
+    pub no_evict: bool,
+    /// `CLIENT NO-TOUCH ON` (`flags=T`): its reads leave items' use marks
+    /// alone, but for TOUCH.
+    pub no_touch: bool,
     /// Channels, patterns and shard channels subscribed to.
     pub subscriptions: [usize; 3],
     /// When it connected.
@@ -55,12 +62,23 @@ impl ClientInfo {
         let multi = handle.multi.load(Ordering::Relaxed) as i64 - 1;
         let watch = handle.watch.load(Ordering::Relaxed);
         let [sub, psub, ssub] = self.subscriptions;
-        let flags = match (self.pubsub, multi >= 0) {
-            (true, true) => "Px",
-            (true, false) => "P",
-            (false, true) => "x",
-            (false, false) => "N",
-        };
+        // Redis's letters, in its order.
+        let mut flags = String::new();
+        for (on, letter) in [
+            (self.pubsub, 'P'),
+            (multi >= 0, 'x'),
+            (self.redir >= 0, 't'),
+            (self.bcast, 'B'),
+            (self.no_evict, 'e'),
+            (self.no_touch, 'T'),
+        ] {
+            if on {
+                flags.push(letter);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
             "id={} addr={} laddr={} fd={} name={} age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={multi} watch={watch} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir={} resp={} lib-name={} lib-ver={}\n",
             self.id,

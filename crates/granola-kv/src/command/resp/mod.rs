@@ -167,6 +167,9 @@ impl Conn {
             resp: 2,
             redir: -1,
             pubsub: false,
+            bcast: false,
+            no_evict: false,
+            no_touch: false,
             subscriptions: [0; 3],
             since: std::time::Instant::now(),
         };
@@ -649,6 +652,13 @@ pub(super) fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
                 .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))
 }
 
+/// Whether `cmd`'s reads mark what they read as used: always, but for a
+/// `CLIENT NO-TOUCH` client, whose TOUCH alone does.
+#[inline]
+pub fn touches(conn: &Conn, cmd: &Command<'_>) -> bool {
+    !conn.info.no_touch || cmd.name().eq_ignore_ascii_case(b"touch")
+}
+
 /// Runs `cmd` for connection `conn` in its selected database, replying to
 /// `out`, as [`dispatch_queued`] does: for EXEC's queued commands and a
 /// script's `redis.call` (each holds the gate).
@@ -658,7 +668,10 @@ pub fn dispatch_into(
     out: &mut dyn ReplySink,
     cmd: &Command<'_>,
 ) -> Step {
-    let db = shared.dbs.db(&shared.store, conn.info.db);
+    let db = shared
+        .dbs
+        .db(&shared.store, conn.info.db)
+        .touching(touches(conn, cmd));
     let mut inner = Ctx {
         shared,
         db: &db,

@@ -382,6 +382,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             }
         }
         ctx.conn.info.redir = -1;
+        ctx.conn.info.bcast = false;
         ctx.conn.publish();
         ctx.ok();
         return Step::Done;
@@ -448,6 +449,7 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         caching: None,
     });
     ctx.conn.info.redir = redirect as i64;
+    ctx.conn.info.bcast = bcast;
     ctx.conn.publish();
     ctx.ok();
     Step::Done
