@@ -3946,3 +3946,98 @@ fn client_no_touch_works_as_valkey_does() {
         runs[0]
     );
 }
+
+/// Keys with a TTL that nobody reads go on their own, as in Redis (its
+/// background expire cycle, granola-kv's active expiry): the `expired`
+/// events come, DBSIZE and INFO keyspace drop them, `expired_keys` counts
+/// them. `DEBUG SET-ACTIVE-EXPIRE 0` would stop it, in both.
+#[test]
+fn unread_keys_expire_as_in_redis() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut subs = Vec::new();
+    for (c, addr) in [(&mut r, peer.addr), (&mut g, srv.resp())] {
+        assert_eq!(
+            c.resp(&["CONFIG", "SET", "notify-keyspace-events", "Ex"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        let mut sub = Client::connect(addr);
+        sub.send(&resp_cmd(&["SUBSCRIBE", "__keyevent@0__:expired"]));
+        assert!(matches!(sub.read_resp(), Resp::Array(Some(_))));
+        subs.push(sub);
+    }
+    let mut want = Vec::new();
+    for c in [&mut r, &mut g] {
+        want.clear();
+        c.resp(&["SET", "kept", "v"]);
+        c.resp(&["SET", "far", "v", "EX", "1000"]);
+        for i in 0..40 {
+            let key = format!("s{i}");
+            c.resp(&["SET", &key, "v", "PX", "150"]);
+            want.push(key);
+        }
+        for (key, fill) in [
+            ("h", &["HSET", "h", "f", "v"][..]),
+            ("l", &["RPUSH", "l", "a", "b"]),
+            ("z", &["ZADD", "z", "1", "m"]),
+            ("set", &["SADD", "set", "m"]),
+        ] {
+            c.resp(fill);
+            c.resp(&["PEXPIRE", key, "150"]);
+            want.push(key.to_owned());
+        }
+        // Into database 3, whose events name it.
+        c.resp(&["SELECT", "3"]);
+        c.resp(&["SET", "other", "v", "PX", "150"]);
+        c.resp(&["SELECT", "0"]);
+    }
+    want.sort();
+    for (sub, who) in subs.iter_mut().zip(["Redis", "granola-kv"]) {
+        // Nothing reads the keys: the events come from the server alone.
+        let mut got = Vec::new();
+        while got.len() < want.len() {
+            match sub.read_resp() {
+                Resp::Array(Some(m)) if m.len() == 3 => {
+                    got.push(String::from_utf8(bulk(m[2].clone())).unwrap())
+                }
+                other => panic!("{who}: {other:?}"),
+            }
+        }
+        got.sort();
+        assert_eq!(got, want, "{who}'s expired events");
+    }
+    // Database 3's key is gone too, and nothing else is. avg_ttl is
+    // Redis's estimate from its samples (still weighed by the short TTLs
+    // it saw), granola-kv's exact mean.
+    let keyspace = |c: &mut Client| -> Vec<(String, u64)> {
+        info_lines(c, "keyspace", "db")
+            .into_iter()
+            .map(|l| {
+                let (head, ttl) = l.split_once(",avg_ttl=").unwrap();
+                (head.to_owned(), ttl.parse().unwrap())
+            })
+            .collect()
+    };
+    let heads = |v: Vec<(String, u64)>| -> Vec<String> { v.into_iter().map(|(h, _)| h).collect() };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5)
+        && heads(keyspace(&mut g)) != heads(keyspace(&mut r))
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(heads(keyspace(&mut g)), heads(keyspace(&mut r)));
+    let ours = keyspace(&mut g);
+    assert_eq!(heads(ours.clone()), ["db0:keys=2,expires=1"]);
+    assert!(ours[0].1 > 900_000 && ours[0].1 <= 1_000_000, "{ours:?}");
+    same(&mut r, &mut g, &cmd(&["DBSIZE"]));
+    assert_eq!(g.resp(&["DBSIZE"]), Resp::Int(2));
+    assert_eq!(
+        info_lines(&mut g, "stats", "expired_keys"),
+        info_lines(&mut r, "stats", "expired_keys")
+    );
+    assert_eq!(
+        info_lines(&mut g, "stats", "expired_keys"),
+        ["expired_keys:45"]
+    );
+}

@@ -888,3 +888,54 @@ fn more_classes_than_segments_keep_the_store_filled() {
     }
     assert!(present >= 80, "{present} of the newest 100");
 }
+
+#[test]
+fn active_expiry_removes_unread_expired_items_only() {
+    use granola_kv::store::ExpireCycle;
+    use std::time::Duration;
+    let (s, clock) = store();
+    let forever = Duration::from_secs(10);
+    // No item ever had an expiry: the walk does not even start.
+    for i in 0..100u32 {
+        s.set(
+            format!("plain{i}").as_bytes(),
+            b"v",
+            meta(0, 0),
+            SetMode::Set,
+        )
+        .unwrap();
+    }
+    assert_eq!(s.expire_cycle(forever), ExpireCycle::default());
+    for i in 0..300u32 {
+        let at = if i % 3 == 0 { T0 + 100 } else { T0 + 10_000 };
+        s.set(
+            format!("ttl{i}").as_bytes(),
+            b"v",
+            meta(0, at),
+            SetMode::Set,
+        )
+        .unwrap();
+    }
+    // A rewrite that drops the expiry, and an EXPIRE that adds one: the
+    // index entry follows the item.
+    s.set(b"ttl0", b"v", meta(0, 0), SetMode::Set).unwrap();
+    assert!(s.expire(b"plain0", T0 + 100).is_some());
+    // Nothing has expired yet: one whole turn, nothing removed.
+    let c = s.expire_cycle(forever);
+    assert!(c.buckets > 0 && c.removed == 0, "{c:?}");
+    clock.advance_ms(100);
+    // Off: nothing goes.
+    s.set_active_expiry(false);
+    assert_eq!(s.expire_cycle(forever), ExpireCycle::default());
+    assert_eq!(s.len(), 400);
+    s.set_active_expiry(true);
+    // On: one turn removes the 99 expired ttl items and plain0, nothing
+    // read them.
+    let c = s.expire_cycle(forever);
+    assert_eq!(c.removed, 100, "{c:?}");
+    assert_eq!(s.len(), 300);
+    assert_eq!(s.stats().expired, 100);
+    assert!(s.get(b"ttl0").is_some() && s.get(b"plain0").is_none());
+    assert!(s.get(b"ttl3").is_none() && s.get(b"ttl1").is_some());
+    assert_eq!(s.expire_cycle(forever).removed, 0);
+}

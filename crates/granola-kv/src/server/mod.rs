@@ -12,6 +12,7 @@
 //!   resp     RESP2/RESP3 (Redis)
 //! ```
 
+pub mod active_expiry;
 pub mod baselines;
 pub mod config;
 pub mod extended;
@@ -292,6 +293,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         tracker: tracker.clone(),
         dbs: dbs.clone(),
     }));
+    active_expiry::spawn(&store)?;
     let shared = Arc::new(Shared {
         store,
         copy_threshold: threshold,

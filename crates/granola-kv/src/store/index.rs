@@ -2,8 +2,8 @@
 //!
 //! ```text
 //!  entry (AtomicU64, 0 = empty)
-//!   63         62     61 .. 32             31 .. 0
-//!   | OCCUPIED | REF | tag (30 hash bits) | slot handle (granola::Pool) |
+//!   63         62     61        60 .. 32             31 .. 0
+//!   | OCCUPIED | REF | EXPIRES | tag (29 hash bits) | slot handle (granola::Pool) |
 //!
 //!  shard s (of `shards`, picked by the hash's top bits)
 //!   lock: Mutex       writers of this shard only; readers never take it
@@ -15,7 +15,7 @@
 //! ```
 //!
 //! **Two choices.** A key may live in bucket `t1 & (2^level - 1)` or
-//! `t2 & (2^level - 1)` (`t1`, `t2`: two independent 30-bit hashes). Writers
+//! `t2 & (2^level - 1)` (`t1`, `t2`: two independent 29-bit hashes). Writers
 //! put a new key in the first bucket with a free entry; the entry's tag is
 //! the hash that chose its bucket, so a reader compares `t1` in the first
 //! bucket and `t2` in the second, and growth knows where every entry goes.
@@ -61,8 +61,11 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub(crate) const OCCUPIED: u64 = 1 << 63;
 pub(crate) const REF: u64 = 1 << 62;
+/// The item has an expiry time: active expiry reads only these items,
+/// and the rest of an index walk touches nothing but the buckets.
+pub(crate) const EXPIRES: u64 = 1 << 61;
 const TAG_SHIFT: u32 = 32;
-const TAG_BITS: u32 = 30;
+const TAG_BITS: u32 = 29;
 const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
 /// Entries per bucket (one cache line).
 pub(crate) const WAYS: usize = 8;
@@ -395,8 +398,10 @@ impl Locked<'_> {
                 let v = sh.version.load(Ordering::Relaxed);
                 sh.version.store(v.wrapping_add(1), Ordering::Relaxed);
                 fence(Ordering::Release);
-                sh.bucket(ab).0[free]
-                    .store(make_entry(entry_handle(e), alt) | REF, Ordering::Release);
+                sh.bucket(ab).0[free].store(
+                    make_entry(entry_handle(e), alt) | (e & EXPIRES) | REF,
+                    Ordering::Release,
+                );
                 cell.store(0, Ordering::Release);
                 sh.version.store(v.wrapping_add(2), Ordering::Release);
                 return Some((Pos { bucket: b, way }, tag));

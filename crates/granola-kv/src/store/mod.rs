@@ -64,8 +64,9 @@
 //!   design and why it was chosen. Give the pool the same capacity as the
 //!   limit: the limit bounds the stored items, the capacity everything.
 //! - **Expiry** is absolute Unix milliseconds (0 = never), checked on read
-//!   (an expired item is a miss and is dropped if its shard is free) and by
-//!   the sweep. Converting memcached exptimes / Redis EX/PX is the caller's
+//!   (an expired item is a miss and is dropped if its shard is free), by
+//!   the sweep, and by active expiry's walk (`expiry.rs`), which the server
+//!   runs in the background. Converting memcached exptimes / Redis EX/PX is the caller's
 //!   job, with [`Store::now_ms`].
 //! - **CAS** uniques come from one global counter, new on every
 //!   modification (set, append, incr, list push...); `touch` keeps it.
@@ -82,6 +83,7 @@ mod access;
 mod clock;
 mod dict;
 mod element;
+mod expiry;
 mod index;
 mod item;
 mod list;
@@ -94,6 +96,7 @@ pub use access::Access;
 pub use clock::{now_ms, Clock};
 pub use dict::{Dict, DictEdit, Member};
 pub use element::Element;
+pub use expiry::ExpireCycle;
 pub use item::{Item, Kind, Marks};
 pub use list::ListElem;
 pub use stream::{encode_fields, field_ranges, StreamEntry, StreamId, StreamMeta};
@@ -101,7 +104,9 @@ pub use stream_groups::{Consumer, Group, GroupEdit, Groups, Pending};
 pub use update::{Growth, ListEdit};
 
 use granola::Pool;
-use index::{entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, OCCUPIED, REF};
+use index::{
+    entry_handle, make_entry, Found, Hashed, Locked, Pos, Probe, Shard, EXPIRES, OCCUPIED, REF,
+};
 use item::{lock_body, Body, Content, Header, SharedBody, HEADER_LEN};
 use list::ListBody;
 use std::collections::HashMap;
@@ -383,6 +388,13 @@ pub struct Store {
     dict_bytes: AtomicUsize,
     next_cas: AtomicU64,
     hand: Mutex<Hand>,
+    /// Where active expiry's walk goes on ([`Store::expire_cycle`]).
+    expire_hand: Mutex<Hand>,
+    /// Active expiry runs (Redis's `DEBUG SET-ACTIVE-EXPIRE`).
+    active_expiry: AtomicBool,
+    /// An item with an expiry was stored once: until then active expiry
+    /// has nothing to look for.
+    ever_expiring: AtomicBool,
     stripes: [Stripe; STRIPES],
     evictions: AtomicU64,
     segment_evictions: AtomicU64,
@@ -475,6 +487,9 @@ impl Store {
             dict_bytes: AtomicUsize::new(0),
             next_cas: AtomicU64::new(1),
             hand: Mutex::new(Hand::default()),
+            expire_hand: Mutex::new(Hand::default()),
+            active_expiry: AtomicBool::new(true),
+            ever_expiring: AtomicBool::new(false),
             stripes: Default::default(),
             evictions: AtomicU64::new(0),
             segment_evictions: AtomicU64::new(0),
@@ -945,7 +960,7 @@ impl Store {
             cas,
             marks: f.item.marks(),
         };
-        let f = match self.rewrite_header(f, hdr) {
+        let f = match self.rewrite_header(&l, f, hdr) {
             Ok(item) => return Some(item),
             Err(f) => f,
         };
@@ -978,7 +993,7 @@ impl Store {
             cas: r.cas.unwrap_or_else(|| self.new_cas()),
             marks: r.marks,
         };
-        let found = match self.rewrite_header(found, hdr) {
+        let found = match self.rewrite_header(&l, found, hdr) {
             Ok(item) => return Some(item),
             Err(f) => f,
         };
@@ -1610,10 +1625,27 @@ impl Store {
     /// nothing else holds the item (see [`Item::rewrite_header`]): a new
     /// expiry, CAS or marks without copying the item. The entry, the access
     /// word and a collection's body stay. `Err(f)` unchanged otherwise.
-    fn rewrite_header(&self, f: Found, hdr: Header) -> Result<Item, Found> {
+    fn rewrite_header(&self, l: &Locked<'_>, f: Found, hdr: Header) -> Result<Item, Found> {
         let Found { pos, entry, item } = f;
-        item.rewrite_header(&self.pool, hdr)
-            .map_err(|item| Found { pos, entry, item })
+        let item =
+            item.rewrite_header(&self.pool, hdr)
+                .map_err(|item| Found { pos, entry, item })?;
+        self.note_expiry(l, pos, entry, hdr.expires_at_ms);
+        Ok(item)
+    }
+
+    /// Keeps the entry's [`EXPIRES`] bit with its item's expiry after the
+    /// item was rewritten in its slot (the entry itself stays).
+    #[inline]
+    fn note_expiry(&self, l: &Locked<'_>, pos: Pos, entry: u64, expires_at_ms: u64) {
+        if expires_at_ms != 0 && entry & EXPIRES == 0 {
+            if !self.ever_expiring.load(Ordering::Relaxed) {
+                self.ever_expiring.store(true, Ordering::Relaxed);
+            }
+            l.cell(pos).fetch_or(EXPIRES, Ordering::Release);
+        } else if expires_at_ms == 0 && entry & EXPIRES != 0 {
+            l.cell(pos).fetch_and(!EXPIRES, Ordering::Release);
+        }
     }
 
     /// Writes the string `parts` over `f`'s item (the key's) in its own
@@ -1637,6 +1669,7 @@ impl Store {
         if entry & REF == 0 {
             l.cell(pos).fetch_or(REF, Ordering::Relaxed);
         }
+        self.note_expiry(l, pos, entry, hdr.expires_at_ms);
         Ok(())
     }
 
@@ -1718,9 +1751,17 @@ impl Store {
         // New items start referenced: the CLOCK hand gives them one pass of
         // grace, so a key written a moment ago is not the next victim just
         // because the hand happens to be next to its bucket.
+        let expires = if new.expires_at_ms() != 0 {
+            if !self.ever_expiring.load(Ordering::Relaxed) {
+                self.ever_expiring.store(true, Ordering::Relaxed);
+            }
+            EXPIRES
+        } else {
+            0
+        };
         let e = l
             .cell(pos)
-            .swap(make_entry(handle, tag) | REF, Ordering::AcqRel);
+            .swap(make_entry(handle, tag) | expires | REF, Ordering::AcqRel);
         let count = |kind: Kind| match kind {
             Kind::String => &self.strings,
             _ => &self.lists,
@@ -1882,7 +1923,7 @@ impl Store {
         // Under the shard lock only readers touch the entry, and they only
         // set REF, which is already set.
         let e = l.cell(f.pos).swap(
-            make_entry(handle, index::entry_tag(f.entry)) | REF,
+            make_entry(handle, index::entry_tag(f.entry)) | (f.entry & EXPIRES) | REF,
             Ordering::AcqRel,
         );
         debug_assert!(index::same(e, f.entry));

@@ -12,8 +12,8 @@
 //! key the write created and followed by `del` for a collection it
 //! emptied. A write that changed nothing (SETNX on a present key, SREM of
 //! an absent member) sends nothing, as in Redis. The store reports the
-//! keys it removes itself: `expired` (found on a read or a write, or by
-//! the CLOCK sweep) and `evicted`.
+//! keys it removes itself: `expired` (found on a read or a write, by
+//! active expiry's background walk, or by the CLOCK sweep) and `evicted`.
 //!
 //! `keymiss` (`m`) goes out for each key argument of a read-only command
 //! that is absent when the command starts (after the `expired` of a key

@@ -302,9 +302,12 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             let _ = write!(t, "# Keyspace\r\n");
             for n in 0..cfg.databases.min(256) {
                 let db = shared.dbs.db(&shared.store, n as u8);
-                let (keys, expires) = count_keys(&db);
+                let (keys, expires, avg_ttl) = count_keys(&db);
                 if keys > 0 {
-                    let _ = write!(t, "db{n}:keys={keys},expires={expires},avg_ttl=0\r\n");
+                    let _ = write!(
+                        t,
+                        "db{n}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"
+                    );
                 }
                 if n == 0 && keys == s.items {
                     break; // everything is in db0
@@ -344,17 +347,28 @@ fn reset_stats(shared: &Shared) {
     shared.errors.reset();
 }
 
-/// Keys and keys with an expiry in `db` (a walk over the index).
-fn count_keys(db: &Db<'_>) -> (usize, usize) {
-    let (mut keys, mut expires) = (0, 0);
+/// Keys, keys with an expiry, and those keys' mean time to live in ms
+/// (exact: Redis estimates it from its expire cycle's samples) in `db`,
+/// by a walk over the index.
+fn count_keys(db: &Db<'_>) -> (usize, usize, u64) {
+    let (mut keys, mut expires, mut ttl_sum) = (0, 0, 0u128);
+    let now = db.now_ms();
     let mut cursor = 0;
     loop {
         cursor = db.scan(cursor, 4096, &mut |_, item| {
             keys += 1;
-            expires += usize::from(item.expires_at_ms() != 0);
+            if item.expires_at_ms() != 0 {
+                expires += 1;
+                ttl_sum += u128::from(item.expires_at_ms().saturating_sub(now));
+            }
         });
         if cursor == 0 {
-            return (keys, expires);
+            let avg_ttl = if expires == 0 {
+                0
+            } else {
+                (ttl_sum / expires as u128) as u64
+            };
+            return (keys, expires, avg_ttl);
         }
     }
 }
