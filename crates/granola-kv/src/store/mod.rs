@@ -1636,14 +1636,19 @@ impl Store {
 
     /// Keeps the entry's [`EXPIRES`] bit with its item's expiry after the
     /// item was rewritten in its slot (the entry itself stays).
-    #[inline]
+    #[inline(always)]
     fn note_expiry(&self, l: &Locked<'_>, pos: Pos, entry: u64, expires_at_ms: u64) {
-        if expires_at_ms != 0 && entry & EXPIRES == 0 {
-            if !self.ever_expiring.load(Ordering::Relaxed) {
-                self.ever_expiring.store(true, Ordering::Relaxed);
-            }
+        if (entry & EXPIRES != 0) != (expires_at_ms != 0) {
+            self.flip_expiry(l, pos, expires_at_ms != 0);
+        }
+    }
+
+    #[cold]
+    fn flip_expiry(&self, l: &Locked<'_>, pos: Pos, expires: bool) {
+        if expires {
+            self.ever_expiring.store(true, Ordering::Relaxed);
             l.cell(pos).fetch_or(EXPIRES, Ordering::Release);
-        } else if expires_at_ms == 0 && entry & EXPIRES != 0 {
+        } else {
             l.cell(pos).fetch_and(!EXPIRES, Ordering::Release);
         }
     }

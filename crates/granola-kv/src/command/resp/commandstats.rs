@@ -20,7 +20,6 @@ use hdrhistogram::Histogram;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
 
 const STRIPES: usize = 8;
 
@@ -59,12 +58,6 @@ impl Stripe {
 
 /// A histogram of one command's timed calls, made at its first.
 type Latency = OnceLock<Mutex<Histogram<u64>>>;
-
-/// A call being counted ([`CommandStats::start`]).
-pub struct Call<'a> {
-    stripe: Option<&'a Stripe>,
-    timer: Option<Instant>,
-}
 
 /// One server's command statistics, a row per [`table::all`] entry.
 pub struct CommandStats {
@@ -107,38 +100,31 @@ impl CommandStats {
         Some(&row[my_slot() % STRIPES])
     }
 
-    /// A call of `spec` begins: timed if it is one in 16.
-    /// [`finish`](Self::finish) counts it once it has run, so a command
-    /// does not see itself (INFO commandstats), as in Redis.
+    /// Counts a call of `spec` as it begins; true if it is one to time
+    /// ([`record`](Self::record)): one atomic add on the command path.
+    /// Redis counts a call once it has run, so a command does not see
+    /// itself: INFO and `CONFIG RESETSTAT` make up for that
+    /// ([`calls`](Self::calls), [`reset`](Self::reset)).
     #[inline]
-    pub fn start(&self, spec: &'static Spec) -> Call<'_> {
-        let stripe = self.stripe(spec);
-        let timer = match stripe {
-            Some(s) if s.calls.load(Ordering::Relaxed) % SAMPLE_EVERY == 0 => Some(Instant::now()),
-            _ => None,
-        };
-        Call { stripe, timer }
+    pub fn count(&self, spec: &'static Spec) -> bool {
+        self.stripe(spec)
+            .is_some_and(|s| s.calls.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY == 0)
     }
 
-    /// Counts the call `call` of `spec`, which answered with an error if
-    /// `failed`.
-    #[inline]
-    pub fn finish(&self, spec: &'static Spec, call: Call<'_>, failed: bool) {
-        let Some(s) = call.stripe else { return };
-        s.calls.fetch_add(1, Ordering::Relaxed);
-        if failed {
+    /// Counts a call of `spec` that ran and answered with an error.
+    pub fn fail(&self, spec: &'static Spec) {
+        if let Some(s) = self.stripe(spec) {
             s.failed.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(t) = call.timer {
-            self.record(spec, s, t.elapsed().as_nanos() as u64);
         }
     }
 
     /// Adds a timed call of `spec` that took `ns` nanoseconds.
     #[cold]
-    fn record(&self, spec: &'static Spec, s: &Stripe, ns: u64) {
-        s.timed.fetch_add(1, Ordering::Relaxed);
-        s.timed_ns.fetch_add(ns, Ordering::Relaxed);
+    pub fn record(&self, spec: &'static Spec, ns: u64) {
+        if let Some(s) = self.stripe(spec) {
+            s.timed.fetch_add(1, Ordering::Relaxed);
+            s.timed_ns.fetch_add(ns, Ordering::Relaxed);
+        }
         if !self.tracking.load(Ordering::Relaxed) {
             return;
         }
@@ -158,16 +144,25 @@ impl CommandStats {
         }
     }
 
-    /// Commands called (or refused) at least once, with their statistics.
-    pub fn calls(&self) -> impl Iterator<Item = (&'static Spec, CallStats)> + '_ {
+    /// Commands called (or refused) at least once, with their statistics,
+    /// as the command `running` sees them: without its own call, which
+    /// Redis counts once it has run.
+    pub fn calls(
+        &self,
+        running: Option<&'static Spec>,
+    ) -> impl Iterator<Item = (&'static Spec, CallStats)> + '_ {
         table::all()
             .zip(self.rows.iter())
-            .map(|(s, row)| {
+            .map(move |(s, row)| {
                 let sum = |f: fn(&Stripe) -> &AtomicU64| -> u64 {
                     row.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
                 };
-                let (calls, timed, ns) =
-                    (sum(|c| &c.calls), sum(|c| &c.timed), sum(|c| &c.timed_ns));
+                let own = u64::from(running.is_some_and(|r| std::ptr::eq(s, r)));
+                let (calls, timed, ns) = (
+                    sum(|c| &c.calls).saturating_sub(own),
+                    sum(|c| &c.timed),
+                    sum(|c| &c.timed_ns),
+                );
                 let usec = if timed == 0 {
                     0
                 } else {
@@ -187,9 +182,10 @@ impl CommandStats {
             .filter(|(_, st)| st.calls + st.rejected > 0)
     }
 
-    /// Every command call so far.
-    pub fn total_calls(&self) -> u64 {
-        self.calls().map(|(_, st)| st.calls).sum()
+    /// Every command call so far, as `running` sees them (see
+    /// [`calls`](Self::calls)).
+    pub fn total_calls(&self, running: Option<&'static Spec>) -> u64 {
+        self.calls(running).map(|(_, st)| st.calls).sum()
     }
 
     /// A copy of `spec`'s histogram, if a call of it was timed.
@@ -282,12 +278,17 @@ impl CommandStats {
         Ok(())
     }
 
-    /// `CONFIG RESETSTAT`: every counter and histogram back to zero.
-    pub fn reset(&self) {
+    /// `CONFIG RESETSTAT`, run as `running`: every counter and histogram
+    /// back to zero, but for the running call itself, which Redis counts
+    /// once it has run.
+    pub fn reset(&self, running: Option<&'static Spec>) {
         for stripe in self.rows.iter().flatten() {
             for c in stripe.counters() {
                 c.store(0, Ordering::Relaxed);
             }
+        }
+        if let Some(s) = running.and_then(|r| self.stripe(r)) {
+            s.calls.fetch_add(1, Ordering::Relaxed);
         }
         for h in self.latency.iter().filter_map(OnceLock::get) {
             h.lock().unwrap_or_else(|e| e.into_inner()).reset();

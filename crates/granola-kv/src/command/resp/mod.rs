@@ -468,12 +468,17 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     // A blocked command's later looks are the same call.
     let first_call = ctx.resume == 0 && ctx.conn.blocked.is_none();
-    let stats = &ctx.shared.commandstats;
-    let call = first_call.then(|| stats.start(spec));
+    let timed = first_call && ctx.shared.commandstats.count(spec);
+    let start = timed.then(std::time::Instant::now);
     observed(ctx, spec, cmd, first_call, |ctx| {
         let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
-        if let Some(call) = call {
-            stats.finish(spec, call, failed);
+        if let Some(start) = start {
+            ctx.shared
+                .commandstats
+                .record(spec, start.elapsed().as_nanos() as u64);
+        }
+        if first_call && failed {
+            ctx.shared.commandstats.fail(spec);
         }
         step
     })
@@ -686,11 +691,21 @@ pub fn dispatch_into(
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::resolve(cmd) {
         Ok(spec) => {
-            let stats = &ctx.shared.commandstats;
-            let call = stats.start(spec);
+            let start = ctx
+                .shared
+                .commandstats
+                .count(spec)
+                .then(std::time::Instant::now);
             observed(ctx, spec, cmd, true, |ctx| {
                 let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
-                stats.finish(spec, call, failed);
+                if let Some(start) = start {
+                    ctx.shared
+                        .commandstats
+                        .record(spec, start.elapsed().as_nanos() as u64);
+                }
+                if failed {
+                    ctx.shared.commandstats.fail(spec);
+                }
                 step
             })
         }

@@ -234,7 +234,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                  mget_snapshots_alone:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\
                  total_error_replies:{}\r\n",
                 c.conns_total,
-                shared.commandstats.total_calls(),
+                shared.commandstats.total_calls(table::lookup(b"info")),
                 c.conns_refused,
                 c.hits,
                 c.misses,
@@ -268,7 +268,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         }
         "commandstats" => {
             let _ = write!(t, "# Commandstats\r\n");
-            for (spec, st) in shared.commandstats.calls() {
+            for (spec, st) in shared.commandstats.calls(table::lookup(b"info")) {
                 // `usec` is estimated from one call in 16 (see
                 // `commandstats`).
                 let per_call = if st.calls == 0 {
@@ -343,7 +343,9 @@ fn counters(shared: &Shared) -> Counters {
 /// errorstats from zero.
 fn reset_stats(shared: &Shared) {
     shared.stats_base.reset(counters(shared));
-    shared.commandstats.reset();
+    shared
+        .commandstats
+        .reset(table::lookup_full(b"config|resetstat"));
     shared.errors.reset();
 }
 
