@@ -4043,3 +4043,125 @@ fn unread_keys_expire_as_in_redis() {
         ["expired_keys:45"]
     );
 }
+
+#[test]
+fn debug_answers_as_redis_does() {
+    // Refused by default, with Redis's text.
+    {
+        let Some((_peer, _srv, mut r, mut g)) = pair() else {
+            return;
+        };
+        same(&mut r, &mut g, &cmd(&["DEBUG", "SLEEP", "0"]));
+        same(
+            &mut r,
+            &mut g,
+            &cmd(&["CONFIG", "GET", "enable-debug-command"]),
+        );
+    }
+    let Some(peer) = redis_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let mut cfg = config();
+    cfg.enable_debug_command = granola_kv::server::config::DebugCommand::Local;
+    let srv = Server::start(cfg);
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    for version in ["2", "3"] {
+        r.resp(&["HELLO", version]);
+        g.resp(&["HELLO", version]);
+        for t in [
+            "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib",
+            "push", "verbatim", "true", "false", "nosuch", "MAP",
+        ] {
+            same(&mut r, &mut g, &cmd(&["DEBUG", "PROTOCOL", t]));
+            if t == "push" && version == "3" {
+                // The push, then the reply.
+                assert_eq!(g.read_resp(), r.read_resp());
+            }
+        }
+    }
+    r.resp(&["HELLO", "2"]);
+    g.resp(&["HELLO", "2"]);
+    for c in [
+        &["DEBUG", "ERROR", "MYERR something failed"][..],
+        &["DEBUG", "ERROR"],
+        &["DEBUG", "SLEEP"],
+        &["DEBUG", "OBJECT"],
+        &["DEBUG", "NOSUCH", "x"],
+        &["DEBUG", "OBJECT", "nosuch"],
+        &["DEBUG", "LOG", "from the differential test"],
+        &["DEBUG", "POPULATE", "-1"],
+        &["DEBUG", "POPULATE", "5"],
+        &["DEBUG", "POPULATE", "3", "p", "12"],
+        &["DEBUG", "POPULATE", "3", "q", "3"],
+        &["DEBUG", "POPULATE", "2", "p", "-1"],
+        &["SET", "key:7", "mine"],
+        &["DEBUG", "POPULATE", "10"],
+        &["GET", "key:7"],
+        &["GET", "key:9"],
+        &["GET", "p:2"],
+        &["GET", "q:1"],
+        &["DBSIZE"],
+        &["LOLWUT", "VERSION", "x"],
+        &["DEBUG", "SLEEP", "0"],
+        &["DEBUG", "SLEEP", "abc"],
+    ] {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    // DEBUG OBJECT: the same encoding and serialized length for what
+    // both store alike.
+    for key in ["key:1", "p:0", "q:2"] {
+        let fields = |c: &mut Client| -> Vec<String> {
+            let Resp::Simple(line) = c.resp(&["DEBUG", "OBJECT", key]) else {
+                panic!("DEBUG OBJECT {key}")
+            };
+            String::from_utf8(line)
+                .unwrap()
+                .split(' ')
+                .filter(|f| {
+                    f.starts_with("encoding:")
+                        || f.starts_with("serializedlength:")
+                        || f.starts_with("refcount:")
+                })
+                .map(str::to_owned)
+                .collect()
+        };
+        let want = fields(&mut r);
+        assert_eq!(want.len(), 3, "{want:?}");
+        assert_eq!(fields(&mut g), want, "{key}");
+    }
+    // SLEEP delays the reply (Redis's whole server, granola-kv's caller).
+    for c in [&mut r, &mut g] {
+        let t0 = Instant::now();
+        assert_eq!(
+            c.resp(&["DEBUG", "SLEEP", "0.3"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+        assert!(
+            t0.elapsed() >= Duration::from_millis(290),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
+    // SET-ACTIVE-EXPIRE 0: an unread expired key stays until turned back
+    // on (nothing counts it as expired meanwhile).
+    same(&mut r, &mut g, &cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]));
+    for c in [&mut r, &mut g] {
+        c.resp(&["SET", "brief", "v", "PX", "20"]);
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    for c in [&mut r, &mut g] {
+        assert_eq!(info_lines(c, "stats", "expired_keys"), ["expired_keys:0"]);
+    }
+    same(&mut r, &mut g, &cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]));
+    for c in [&mut r, &mut g] {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5)
+            && info_lines(c, "stats", "expired_keys") != ["expired_keys:1"]
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(info_lines(c, "stats", "expired_keys"), ["expired_keys:1"]);
+    }
+    same(&mut r, &mut g, &cmd(&["DBSIZE"]));
+    assert_eq!(g.resp(&["DBSIZE"]), Resp::Int(16));
+}

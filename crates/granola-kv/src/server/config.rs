@@ -36,6 +36,28 @@ impl EvictionPolicy {
     }
 }
 
+/// Who may run `DEBUG`: Redis's `enable-debug-command`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugCommand {
+    /// Nobody (Redis's default).
+    No,
+    /// Every client.
+    Yes,
+    /// Clients connected over loopback.
+    Local,
+}
+
+impl DebugCommand {
+    /// Redis's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DebugCommand::No => "no",
+            DebugCommand::Yes => "yes",
+            DebugCommand::Local => "local",
+        }
+    }
+}
+
 /// granola-kv: a cache server (memcached, Redis RESP2/RESP3 and native granola
 /// protocols) whose replies reference stored values instead of copying them.
 #[derive(Parser, Clone, Debug)]
@@ -225,6 +247,11 @@ pub struct Config {
     /// (`KEA` for all; empty = off; `CONFIG SET` changes it at run time).
     #[arg(long = "notify-keyspace-events", default_value = "")]
     pub notify_keyspace_events: String,
+
+    /// RESP: who may run `DEBUG` (Redis's `enable-debug-command`): `no`
+    /// (Redis's default), `yes`, or `local` (loopback clients only).
+    #[arg(long = "enable-debug-command", value_enum, default_value_t = DebugCommand::No)]
+    pub enable_debug_command: DebugCommand,
 
     /// RESP: number of databases (`SELECT 0..n-1`), as Redis' `databases`.
     #[arg(long = "databases", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]

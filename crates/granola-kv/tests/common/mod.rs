@@ -390,6 +390,15 @@ pub enum Resp {
     Double(Vec<u8>),
     /// RESP3 `#t` / `#f`
     Bool(bool),
+    /// RESP3 `(` (the digits as sent)
+    BigNum(Vec<u8>),
+    /// RESP3 `=`: the format and the text (`txt:...`)
+    Verbatim(Vec<u8>),
+    /// RESP3 `>`
+    Push(Vec<Resp>),
+    /// RESP3 `|`: the attribute map's keys and values in turn, then the
+    /// reply it comes with
+    Attributed(Vec<Resp>, Box<Resp>),
 }
 
 /// Encodes a command as a RESP multibulk request.
@@ -449,6 +458,19 @@ impl Client {
             b'_' => Resp::Null,
             b',' => Resp::Double(body.to_vec()),
             b'#' => Resp::Bool(body == b"t"),
+            b'(' => Resp::BigNum(body.to_vec()),
+            b'=' => {
+                let n = num() as usize;
+                let mut v = self.read_n(n + 2);
+                assert_eq!(&v[n..], b"\r\n", "verbatim string not followed by CRLF");
+                v.truncate(n);
+                Resp::Verbatim(v)
+            }
+            b'>' => Resp::Push((0..num()).map(|_| self.read_resp()).collect()),
+            b'|' => {
+                let attributes = (0..2 * num()).map(|_| self.read_resp()).collect();
+                Resp::Attributed(attributes, Box::new(self.read_resp()))
+            }
             _ => panic!("not a RESP reply: {}", show(&line)),
         }
     }

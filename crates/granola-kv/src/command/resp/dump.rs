@@ -33,6 +33,13 @@ pub fn dump(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// The length of `item`'s value in the RDB format DUMP writes (the
+/// payload without its type byte, version and checksum; `None` for a
+/// stream): `DEBUG OBJECT`'s `serializedlength`.
+pub(super) fn serialized_len(item: &Item) -> Option<usize> {
+    serialize(item).map(|p| p.len().saturating_sub(11))
+}
+
 /// `item`'s DUMP payload (`None` for a stream).
 fn serialize(item: &Item) -> Option<Vec<u8>> {
     match item.kind() {

@@ -478,6 +478,22 @@ pub fn move_key(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// What `OBJECT ENCODING` names `item`'s encoding.
+pub(super) fn encoding(item: &Item) -> &'static [u8] {
+    match item.kind() {
+        // As Redis 7: one listpack while small, a quicklist of nodes
+        // (here: chunks) beyond.
+        Kind::List if item.is_inline_list() => b"listpack",
+        Kind::List => b"quicklist",
+        Kind::Hash | Kind::Set => b"hashtable",
+        Kind::ZSet => b"skiplist",
+        Kind::Stream => b"stream",
+        Kind::String if parse_i64(item.value_bytes()).is_some() => b"int",
+        Kind::String if item.value_len() <= 44 => b"embstr",
+        Kind::String => b"raw",
+    }
+}
+
 /// `OBJECT ENCODING | FREQ | IDLETIME | REFCOUNT key`, `OBJECT HELP`.
 pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let sub = arg(cmd, 1).to_ascii_uppercase();
@@ -501,21 +517,7 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     };
     match &sub[..] {
-        b"ENCODING" => {
-            let enc: &[u8] = match item.kind() {
-                // As Redis 7: one listpack while small, a quicklist of
-                // nodes (here: chunks) beyond.
-                Kind::List if item.is_inline_list() => b"listpack",
-                Kind::List => b"quicklist",
-                Kind::Hash | Kind::Set => b"hashtable",
-                Kind::ZSet => b"skiplist",
-                Kind::Stream => b"stream",
-                Kind::String if parse_i64(item.value_bytes()).is_some() => b"int",
-                Kind::String if item.value_len() <= 44 => b"embstr",
-                Kind::String => b"raw",
-            };
-            ctx.bytes(enc);
-        }
+        b"ENCODING" => ctx.bytes(encoding(&item)),
         b"IDLETIME" => ctx.int(ctx.db.access(&item).idle_s as i64),
         // Eviction is CLOCK (recency), as under an LRU policy: Redis says
         // the same there.

@@ -16,6 +16,7 @@ mod collection_scan;
 pub mod collections;
 pub mod commandstats;
 mod connection;
+mod debug;
 mod dump;
 pub mod errorstats;
 mod expiry;

@@ -1,5 +1,5 @@
 //! Server commands: PING ECHO TIME DBSIZE FLUSHALL FLUSHDB INFO CONFIG
-//! COMMAND.
+//! COMMAND LOLWUT.
 
 use super::connection::REDIS_VERSION;
 use super::resetstat::Counters;
@@ -55,6 +55,27 @@ pub fn wait(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         return Step::Done;
     }
     ctx.int(0);
+    Step::Done
+}
+
+/// `LOLWUT [VERSION v]`: Redis draws art for versions 5 and 6 and
+/// answers its version line otherwise; granola-kv answers the line, with
+/// its own version and the Redis version it speaks.
+pub fn lolwut(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if cmd.len() >= 3
+        && cmd
+            .arg(1)
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"VERSION"))
+        && super::parse_i64(cmd.arg(2).unwrap_or_default()).is_none()
+    {
+        ctx.raw(resp::ERR_NOT_INTEGER);
+        return Step::Done;
+    }
+    let line = format!(
+        "granola-kv ver. {} (Redis ver. {REDIS_VERSION})\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    ctx.verbatim(line.as_bytes());
     Step::Done
 }
 
@@ -422,6 +443,10 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("timeout", "0".into()),
         ("tcp-keepalive", "0".into()),
         ("io-threads", ctx.shared.threads.to_string()),
+        (
+            "enable-debug-command",
+            ctx.shared.config.enable_debug_command.name().into(),
+        ),
         (
             "latency-tracking",
             yes_no(ctx.shared.commandstats.tracking()).into(),

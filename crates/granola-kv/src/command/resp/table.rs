@@ -6,10 +6,10 @@
 //! rows of their own, in the container's list in `table/subcommands.rs`.
 
 use super::{
-    acl, bitmaps, blocking_lists, blocking_zsets, client, connection, dump, functions, geo, hashes,
-    hyperloglog, keys, latency, lcs, lists, memory, modules, monitor, pubsub, scripting, server,
-    sets, sort, standalone, stream_groups, streams, strings, tracking, transaction, zset_ops,
-    zset_ranges, zsets, Ctx,
+    acl, bitmaps, blocking_lists, blocking_zsets, client, connection, debug, dump, functions, geo,
+    hashes, hyperloglog, keys, latency, lcs, lists, memory, modules, monitor, pubsub, scripting,
+    server, sets, sort, standalone, stream_groups, streams, strings, tracking, transaction,
+    zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -387,6 +387,15 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "wait", 3, C, NOKEY, server::wait),
     cmd!("server", "role", 1, C, NOKEY, server::role),
     cmd!("server", "lastsave", 1, C, NOKEY, server::lastsave),
+    cmd!("server", "lolwut", -1, R, NOKEY, server::lolwut),
+    cmd!(
+        "server",
+        "debug",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        NOKEY,
+        debug::debug
+    ),
     container!("cluster", "cluster", CLUSTER_SUBS),
     cmd!("cluster", "readonly", 1, C, NOKEY, standalone::cluster),
     cmd!("cluster", "readwrite", 1, C, NOKEY, standalone::cluster),
