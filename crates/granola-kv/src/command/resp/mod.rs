@@ -101,6 +101,9 @@ pub struct Conn {
     pub handle: std::sync::Arc<clients::Handle>,
     /// `CLIENT REPLY`: whether replies are sent.
     pub replies: Replies,
+    /// The error reply being written was counted in INFO errorstats
+    /// already (a script answering with a command's error).
+    pub error_counted: bool,
     /// Held back by `CLIENT PAUSE` until then (the session parks till
     /// then, or till `CLIENT UNPAUSE` wakes it).
     pub paused_until: Option<std::time::Instant>,
@@ -181,6 +184,7 @@ impl Conn {
         registry.register(&info, &handle);
         Conn {
             replies: Replies::On,
+            error_counted: false,
             paused_until: None,
             info,
             version: Version::Resp2,
@@ -569,9 +573,11 @@ fn watch_errors(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Ctx<'_>) -> Step) -> (Ste
     };
     let step = f(&mut inner);
     if let Some(code) = watch.error {
-        // A script's `redis.call` errors are counted by the script's own
-        // reply (Redis counts such an error once).
-        if !ctx.conn.script {
+        // A script's `redis.call` errors are counted as they answer the
+        // script, and a script that answers with one of them does not
+        // count it again (Redis counts such an error once).
+        let counted = std::mem::take(&mut ctx.conn.error_counted);
+        if !ctx.conn.script && !counted {
             ctx.shared.errors.add(code);
         }
     }

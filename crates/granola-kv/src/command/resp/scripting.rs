@@ -259,6 +259,7 @@ pub(super) fn run_alone(
         ctx.conn.alone = false;
     }
     if let Err(e) = outcome {
+        ctx.conn.error_counted = counted_error(&e);
         ctx.error(run_error(&e, name, chunk).as_bytes());
     }
 }
@@ -466,9 +467,11 @@ impl Vm {
                     })
                     .flatten()
                     .next();
+                let counted = matches!(t.raw_get::<Value>(COUNTED_FIELD), Ok(Value::Boolean(true)));
                 Ok(Value::Error(Box::new(LuaError::external(TableError(
                     text.to_string_lossy(),
                     line,
+                    counted,
                 )))))
             })?,
         )?;
@@ -603,17 +606,17 @@ impl Vm {
             let call = scope.create_function(|lua, argv: MultiValue| {
                 let reply = command(&mut cell.borrow_mut(), &argv, read_only)?;
                 match reply_to_lua(lua, &reply)? {
-                    Reply::Error(msg) => Err(LuaError::external(ReplyError(msg))),
+                    Reply::Error(msg) => Err(LuaError::external(ReplyError(msg, true))),
                     Reply::Value(v) => Ok(v),
                 }
             })?;
             let pcall = scope.create_function(|lua, argv: MultiValue| {
                 let reply = match command(&mut cell.borrow_mut(), &argv, read_only) {
                     Ok(r) => r,
-                    Err(e) => return error_table(lua, &reply_error_text(&e)),
+                    Err(e) => return error_table(lua, &reply_error_text(&e), false),
                 };
                 match reply_to_lua(lua, &reply)? {
-                    Reply::Error(msg) => error_table(lua, &msg),
+                    Reply::Error(msg) => error_table(lua, &msg, true),
                     Reply::Value(v) => Ok(v),
                 }
             })?;
@@ -645,7 +648,9 @@ fn redis_library(lua: &Lua) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
     redis.raw_set(
         "error_reply",
-        lua.create_function(|lua, msg: mlua::String| error_table(lua, &msg.to_string_lossy()))?,
+        lua.create_function(|lua, msg: mlua::String| {
+            error_table(lua, &error_reply_text(&msg.to_string_lossy()), false)
+        })?,
     )?;
     redis.raw_set(
         "status_reply",
@@ -686,10 +691,43 @@ fn redis_library(lua: &Lua) -> mlua::Result<Table> {
     Ok(redis)
 }
 
-fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Value> {
+/// `{err = msg}`; marked, as Redis marks it, when it is a command's error
+/// reply, which INFO errorstats counted when the command answered (so a
+/// script returning it does not count it twice).
+fn error_table(lua: &Lua, msg: &str, counted: bool) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.raw_set("err", msg)?;
+    if counted {
+        t.raw_set(COUNTED_FIELD, true)?;
+    }
     Ok(Value::Table(t))
+}
+
+/// The text of `redis.error_reply(msg)`, as Redis 7 makes it: the code is
+/// the first word (after a leading `-`), or `ERR` if `msg` is one word.
+fn error_reply_text(msg: &str) -> String {
+    let text = msg.strip_prefix('-').unwrap_or(msg);
+    if text.contains(' ') {
+        text.to_string()
+    } else {
+        format!("ERR {text}")
+    }
+}
+
+/// The field Redis 7 sets in the error tables of `redis.call`/`pcall`.
+const COUNTED_FIELD: &str = "ignore_error_stats_update";
+
+/// True if the script failed with an error INFO errorstats already
+/// counted: a command's, from `redis.call` or raised from `redis.pcall`'s
+/// table.
+fn counted_error(e: &LuaError) -> bool {
+    match cause(e) {
+        LuaError::ExternalError(x) => {
+            x.downcast_ref::<ReplyError>().is_some_and(|r| r.1)
+                || x.downcast_ref::<TableError>().is_some_and(|t| t.2)
+        }
+        _ => false,
+    }
 }
 
 /// A function a library registered with `redis.register_function`.
@@ -843,7 +881,7 @@ pub(super) fn valid_name(name: &[u8]) -> bool {
 }
 
 fn reply_error(msg: &str) -> LuaError {
-    LuaError::external(ReplyError(msg.to_string()))
+    LuaError::external(ReplyError(msg.to_string(), false))
 }
 
 /// The error reply of a FUNCTION LOAD whose library failed to compile or
@@ -881,10 +919,11 @@ impl std::fmt::Display for Compile {
 
 impl std::error::Error for Compile {}
 
-/// An error reply of a command the script called with `redis.call`: the
+/// An error reply of a command the script called with `redis.call` (true:
+/// counted in INFO errorstats then), or an error raised in Rust: the
 /// script fails with it.
 #[derive(Debug)]
-struct ReplyError(String);
+struct ReplyError(String, bool);
 
 impl std::fmt::Display for ReplyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -895,9 +934,10 @@ impl std::fmt::Display for ReplyError {
 impl std::error::Error for ReplyError {}
 
 /// A script's `error({err = "..."})`: the text is its error reply; the
-/// line it was raised on, if found.
+/// line it was raised on, if found; whether INFO errorstats counted it
+/// (a `redis.pcall` table raised again).
 #[derive(Debug)]
-struct TableError(String, Option<usize>);
+struct TableError(String, Option<usize>, bool);
 
 impl std::fmt::Display for TableError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -936,10 +976,10 @@ fn compile_error(e: &LuaError) -> String {
 /// The text `pcall` hands a script for an error raised in Rust.
 fn caught_text(e: &LuaError) -> String {
     if let LuaError::ExternalError(x) = cause(e) {
-        if let Some(ReplyError(msg)) = x.downcast_ref::<ReplyError>() {
+        if let Some(ReplyError(msg, _)) = x.downcast_ref::<ReplyError>() {
             return msg.clone();
         }
-        if let Some(TableError(msg, _)) = x.downcast_ref::<TableError>() {
+        if let Some(TableError(msg, _, _)) = x.downcast_ref::<TableError>() {
             return msg.clone();
         }
     }
@@ -1062,23 +1102,41 @@ fn command(ctx: &mut Ctx<'_>, argv: &MultiValue, read_only: bool) -> mlua::Resul
     let Parsed::Done { cmd, .. } = resp::parse(&req, &limits) else {
         return Err(LuaError::runtime("command could not be encoded"));
     };
-    let refuse = |msg: &str| Ok(format!("-{msg}\r\n").into_bytes());
+    let refuse = |msg: &str| {
+        let reply = format!("-{msg}\r\n").into_bytes();
+        count_error(ctx, &reply);
+        Ok(reply)
+    };
+    // A known command refused counts as rejected (INFO commandstats), as
+    // in Redis.
     let spec = match table::resolve(&cmd) {
         Ok(spec) => spec,
-        Err(table::Miss::Arity(_)) => {
-            return refuse("ERR Wrong number of args calling Redis command from script")
+        Err(table::Miss::Arity(spec)) => {
+            ctx.shared.commandstats.reject(spec);
+            return refuse("ERR Wrong number of args calling Redis command from script");
         }
         Err(_) => return refuse("ERR Unknown Redis command called from script"),
     };
     if spec.flags.contains(&"noscript") || NOT_IN_SCRIPTS.contains(&spec.container()) {
+        ctx.shared.commandstats.reject(spec);
         return refuse("ERR This Redis command is not allowed from script");
     }
     if read_only && spec.flags.contains(&"write") {
+        ctx.shared.commandstats.reject(spec);
         return refuse("ERR Write commands are not allowed from read-only scripts.");
     }
     let mut out: Vec<u8> = Vec::new();
     let _ = dispatch_into(ctx.shared, ctx.conn, &mut out, &cmd);
+    count_error(ctx, &out);
     Ok(out)
+}
+
+/// Counts a command's error reply to a script in INFO errorstats, as
+/// Redis counts it when the command answers, caught or not.
+fn count_error(ctx: &Ctx<'_>, reply: &[u8]) {
+    if let Some(code) = super::errorstats::ErrorCode::of(reply) {
+        ctx.shared.errors.add(code);
+    }
 }
 
 /// Commands a script may not run beyond those flagged `noscript`: the
@@ -1150,7 +1208,7 @@ fn value_at(lua: &Lua, bytes: &[u8], at: &mut usize, depth: usize) -> mlua::Resu
             t.raw_set("ok", lua.create_string(line)?)?;
             Value::Table(t)
         }
-        b'-' => error_table(lua, &String::from_utf8_lossy(line))?,
+        b'-' => error_table(lua, &String::from_utf8_lossy(line), false)?,
         b':' => Value::Number(number()? as f64),
         b'$' => match number()? {
             n if n < 0 => Value::Boolean(false),
@@ -1192,6 +1250,15 @@ fn write_value(ctx: &mut Ctx<'_>, v: &Value, depth: usize) {
         Value::Table(t) => {
             if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
                 let text = e.to_string_lossy().replace(['\r', '\n'], " ");
+                let counted = matches!(t.raw_get::<Value>(COUNTED_FIELD), Ok(Value::Boolean(true)));
+                if depth == 0 {
+                    // The reply's own error is counted as it goes out,
+                    // unless a command's error counted already.
+                    ctx.conn.error_counted = counted;
+                } else if !counted {
+                    // One inside an array: Redis counts it too.
+                    count_error(ctx, format!("-{text}").as_bytes());
+                }
                 ctx.error(text.as_bytes());
             } else if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
                 let text = s.to_string_lossy().replace(['\r', '\n'], " ");
