@@ -4227,3 +4227,113 @@ fn debug_answers_as_redis_does() {
     same(&mut r, &mut g, &cmd(&["DBSIZE"]));
     assert_eq!(g.resp(&["DBSIZE"]), Resp::Int(16));
 }
+
+/// INFO has the fields monitoring tools read (redis_exporter, Datadog's
+/// check), each where Redis 7 has it and with values that hold together.
+#[test]
+fn info_has_the_fields_monitoring_reads() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    // Load both for a moment: 20 pipelined batches of 100 SETs.
+    let mut sent = 0u64;
+    for c in [&mut r, &mut g] {
+        sent = 0;
+        for _ in 0..20 {
+            let mut batch = Vec::new();
+            for i in 0..100 {
+                batch.extend_from_slice(&resp_cmd(&["SET", &format!("k{i}"), "v"]));
+            }
+            sent += batch.len() as u64;
+            c.send(&batch);
+            for _ in 0..100 {
+                c.read_resp();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(250));
+    let fields = [
+        ("server", "run_id"),
+        ("server", "hz"),
+        ("server", "configured_hz"),
+        ("server", "lru_clock"),
+        ("server", "uptime_in_seconds"),
+        ("server", "process_id"),
+        ("server", "tcp_port"),
+        ("clients", "connected_clients"),
+        ("clients", "blocked_clients"),
+        ("clients", "maxclients"),
+        ("memory", "used_memory"),
+        ("memory", "used_memory_rss"),
+        ("memory", "used_memory_peak"),
+        ("memory", "used_memory_peak_perc"),
+        ("memory", "total_system_memory"),
+        ("memory", "maxmemory"),
+        ("memory", "maxmemory_policy"),
+        ("memory", "mem_fragmentation_ratio"),
+        ("persistence", "rdb_last_save_time"),
+        ("persistence", "rdb_changes_since_last_save"),
+        ("persistence", "rdb_last_bgsave_status"),
+        ("persistence", "aof_last_write_status"),
+        ("stats", "total_connections_received"),
+        ("stats", "total_commands_processed"),
+        ("stats", "instantaneous_ops_per_sec"),
+        ("stats", "total_net_input_bytes"),
+        ("stats", "total_net_output_bytes"),
+        ("stats", "instantaneous_input_kbps"),
+        ("stats", "instantaneous_output_kbps"),
+        ("stats", "rejected_connections"),
+        ("stats", "expired_keys"),
+        ("stats", "evicted_keys"),
+        ("stats", "keyspace_hits"),
+        ("stats", "keyspace_misses"),
+        ("stats", "latest_fork_usec"),
+        ("stats", "expired_time_cap_reached_count"),
+        ("stats", "total_reads_processed"),
+        ("stats", "total_writes_processed"),
+        ("replication", "role"),
+        ("replication", "connected_slaves"),
+        ("replication", "master_replid"),
+        ("replication", "master_repl_offset"),
+        ("cpu", "used_cpu_sys"),
+        ("cpu", "used_cpu_user"),
+        ("cpu", "used_cpu_sys_children"),
+        ("cpu", "used_cpu_user_children"),
+    ];
+    let mut values = Vec::new();
+    for (c, who) in [(&mut r, "Redis"), (&mut g, "granola-kv")] {
+        let mut got = std::collections::HashMap::new();
+        for (section, name) in fields {
+            let line = info_lines(c, section, &format!("{name}:"));
+            assert_eq!(line.len(), 1, "{who}: INFO {section} {name}");
+            got.insert(name, line[0].split_once(':').unwrap().1.to_owned());
+        }
+        values.push(got);
+    }
+    let ours = &values[1];
+    let num = |name: &str| -> f64 {
+        ours[name]
+            .trim_end_matches('%')
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {}", ours[name]))
+    };
+    assert!(ours["run_id"].len() == 40 && ours["run_id"].bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(ours["master_replid"], ours["run_id"]);
+    assert!(num("used_memory_rss") > 0.0 && num("used_memory_rss") < num("total_system_memory"));
+    assert!(num("used_memory_peak") >= num("used_memory"));
+    assert!(num("instantaneous_ops_per_sec") > 0.0, "{ours:?}");
+    assert!(num("total_net_input_bytes") >= sent as f64, "{ours:?}");
+    assert!(num("total_net_output_bytes") >= 2000.0 * 5.0, "{ours:?}");
+    assert!(num("total_commands_processed") >= 2000.0);
+    assert!(num("total_reads_processed") >= 20.0 && num("total_writes_processed") >= 20.0);
+    assert!(num("rdb_last_save_time") > 1.7e9);
+    assert_eq!(ours["rdb_last_bgsave_status"], "ok");
+    // A RESETSTAT zeroes the byte counters, as in Redis.
+    for c in [&mut r, &mut g] {
+        c.resp(&["CONFIG", "RESETSTAT"]);
+        let line = info_lines(c, "stats", "total_net_input_bytes:");
+        let n: u64 = line[0].split_once(':').unwrap().1.parse().unwrap();
+        assert!(n < 1000, "{line:?}");
+    }
+}

@@ -232,6 +232,8 @@ pub struct ServerStats {
     /// Receive syscalls on connections (epoll) or receive completions
     /// handled (io_uring, where no syscall is made per receive).
     pub recv_calls: AtomicU64,
+    /// Bytes received on connections (Redis's `total_net_input_bytes`).
+    pub bytes_received: AtomicU64,
     /// Waits for events: `epoll_wait` or `io_uring_enter` calls.
     pub wait_calls: AtomicU64,
     /// `epoll_ctl` calls after a connection's registration (interest
@@ -1000,6 +1002,7 @@ impl Worker {
             // listener is level-triggered, so bytes that arrive meanwhile
             // are reported by the next epoll_wait).
             let mut recvs = 0;
+            let mut received = 0;
             for _ in 0..8 {
                 recvs += 1;
                 match conn.rx.read_from(&mut conn.dp) {
@@ -1007,7 +1010,8 @@ impl Worker {
                         conn.closing = Some(String::new());
                         break;
                     }
-                    Ok(_) => {
+                    Ok(st) => {
+                        received += st.bytes as u64;
                         conn.timer.last_input = now;
                         run_session(conn, bp);
                         if conn.closing.is_some()
@@ -1026,6 +1030,9 @@ impl Worker {
                 }
             }
             self.stats.recv_calls.fetch_add(recvs, Ordering::Relaxed);
+            self.stats
+                .bytes_received
+                .fetch_add(received, Ordering::Relaxed);
         }
         // Flush; while the session is paused on input it has already
         // received, let it go on each time the queue drains (bounded per

@@ -12,11 +12,12 @@
 //!   resp     RESP2/RESP3 (Redis)
 //! ```
 
-pub mod active_expiry;
 pub mod baselines;
 pub mod config;
+pub mod cron;
 pub mod extended;
 pub mod memcache;
+pub mod metrics;
 pub mod native;
 pub mod resp;
 pub mod session;
@@ -80,8 +81,27 @@ pub struct Shared {
     pub commandstats: crate::command::resp::commandstats::CommandStats,
     /// INFO stats' counters at the last `CONFIG RESETSTAT`.
     pub stats_base: crate::command::resp::resetstat::StatsBase,
+    /// Peaks and rates the server cron measures (INFO).
+    pub metrics: metrics::Metrics,
+    /// A random 40-hex-digit id of this run (INFO `run_id`).
+    pub run_id: String,
     /// The Redis connections (`CLIENT LIST`, `CLIENT KILL`).
     pub clients: Arc<crate::command::resp::clients::Registry>,
+}
+
+/// 40 random hex digits, as Redis's `run_id`.
+fn run_id() -> String {
+    let mut bytes = [0u8; 20];
+    // The id only tells runs apart; a clock-derived one does if the OS
+    // has no randomness to give.
+    if getrandom::fill(&mut bytes).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes[..16].copy_from_slice(&t.to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What the network layer runs on, for `stats` and `INFO`.
@@ -293,7 +313,6 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         tracker: tracker.clone(),
         dbs: dbs.clone(),
     }));
-    active_expiry::spawn(&store)?;
     let shared = Arc::new(Shared {
         store,
         copy_threshold: threshold,
@@ -315,9 +334,12 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         errors: Default::default(),
         commandstats: Default::default(),
         stats_base: Default::default(),
+        metrics: Default::default(),
+        run_id: run_id(),
         clients: Default::default(),
         dbs,
     });
+    cron::spawn(&shared)?;
     let tx = TxConfig {
         copy_threshold: threshold,
         prefetch: if config.no_prefetch {

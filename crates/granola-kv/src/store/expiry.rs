@@ -24,6 +24,8 @@ pub struct ExpireCycle {
     pub buckets: usize,
     /// Expired items removed.
     pub removed: usize,
+    /// The time ran out before the walk went once round the index.
+    pub cut_short: bool,
 }
 
 impl Store {
@@ -55,6 +57,7 @@ impl Store {
             done.buckets += end - hand.bucket;
             hand.bucket = end;
         }
+        done.cut_short = done.buckets < total;
         done
     }
 

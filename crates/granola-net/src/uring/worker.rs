@@ -488,6 +488,11 @@ impl Worker {
             return;
         };
         self.stats.recv_calls.fetch_add(1, Ordering::Relaxed);
+        if c.result > 0 {
+            self.stats
+                .bytes_received
+                .fetch_add(c.result as u64, Ordering::Relaxed);
+        }
         if !c.more() {
             conn.recv_armed = false;
             conn.recv_cancelling = false;

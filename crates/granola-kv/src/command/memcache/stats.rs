@@ -160,6 +160,13 @@ fn general(ctx: &mut Ctx<'_>) {
     u(sink, "store_no_memory", load(&c.store_no_memory));
     u(sink, "auth_cmds", 0);
     u(sink, "auth_errors", 0);
+    // Every protocol's, as the server counts them.
+    u(sink, "bytes_read", netl(net.map(|n| &n.bytes_received)));
+    u(
+        sink,
+        "bytes_written",
+        netl(net.map(|n| &n.bytes_copied)) + netl(net.map(|n| &n.bytes_referenced)),
+    );
     u(sink, "limit_maxbytes", shared.config.memory_bytes() as u64);
     for (name, bytes) in shared.memory_parts() {
         u(sink, name, bytes);

@@ -24,8 +24,12 @@ pub struct Counters {
     pub bytes_copied: u64,
     /// `reply_bytes_referenced`.
     pub bytes_referenced: u64,
-    /// `send_calls`.
+    /// `send_calls` (`total_writes_processed`).
     pub send_calls: u64,
+    /// `total_reads_processed`.
+    pub recv_calls: u64,
+    /// `total_net_input_bytes`.
+    pub bytes_received: u64,
 }
 
 impl Counters {
@@ -40,6 +44,8 @@ impl Counters {
             bytes_copied: self.bytes_copied.saturating_sub(base.bytes_copied),
             bytes_referenced: self.bytes_referenced.saturating_sub(base.bytes_referenced),
             send_calls: self.send_calls.saturating_sub(base.send_calls),
+            recv_calls: self.recv_calls.saturating_sub(base.recv_calls),
+            bytes_received: self.bytes_received.saturating_sub(base.bytes_received),
         }
     }
 }

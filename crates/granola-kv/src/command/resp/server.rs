@@ -201,7 +201,8 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             t,
             "# Server\r\nredis_version:{REDIS_VERSION}\r\ngranola_kv_version:{}\r\nredis_mode:standalone\r\n\
              os:{} {}\r\narch_bits:64\r\nmultiplexing_api:{}\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
-             uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nexecutable:granola-kv\r\n",
+             run_id:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:10\r\nconfigured_hz:10\r\n\
+             lru_clock:{}\r\nexecutable:granola-kv\r\nconfig_file:\r\n",
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
             std::env::consts::ARCH,
@@ -212,7 +213,10 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             },
             std::process::id(),
             cfg.resp_port,
+            shared.run_id,
             uptime / 86400,
+            // Redis's LRU clock: seconds, 24 bits.
+            (shared.store.now_ms() / 1000) & 0xFF_FFFF,
         ),
         "clients" => write!(
             t,
@@ -222,16 +226,29 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             ctx.shared.waiters.blocked_clients(),
         ),
         "memory" => {
-            let limit = cfg.memory_bytes();
+            let limit = cfg.memory_bytes() as u64;
+            let used = s.bytes as u64;
+            shared.metrics.note_memory(used);
+            let peak = shared.metrics.peak_bytes();
+            let rss = crate::command::process::rss_bytes();
+            let system = crate::command::process::total_memory_bytes();
             let _ = write!(
                 t,
-                "# Memory\r\nused_memory:{}\r\nused_memory_human:{:.2}M\r\nmaxmemory:{}\r\nmaxmemory_human:{:.2}M\r\n\
-                 maxmemory_policy:{}\r\nmem_allocator:granola-pool\r\n",
-                s.bytes,
-                s.bytes as f64 / (1 << 20) as f64,
-                limit,
-                limit as f64 / (1 << 20) as f64,
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
+                 used_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\n\
+                 used_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n\
+                 maxmemory:{limit}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\n\
+                 mem_fragmentation_ratio:{:.2}\r\nmem_allocator:granola-pool\r\n",
+                human(used),
+                human(rss),
+                human(peak),
+                if peak == 0 { 0.0 } else { used as f64 * 100.0 / peak as f64 },
+                human(system),
+                human(limit),
                 policy(shared.store.evicts()).name(),
+                // RSS over what the items take: the pools are reserved
+                // up front, so this starts high and falls as `-m` fills.
+                if used == 0 { 0.0 } else { rss as f64 / used as f64 },
             );
             // Where -m goes, part by part (items, pinned replies,
             // connection buffers).
@@ -240,20 +257,27 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             }
             Ok(())
         }
+        // No persistence: nothing saved since the start, nothing failed.
         "persistence" => write!(
             t,
             "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n\
-             aof_enabled:0\r\naof_rewrite_in_progress:0\r\n"
+             rdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\
+             aof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n",
+            (shared.store.now_ms() / 1000).saturating_sub(uptime),
         ),
         "stats" => {
             let c = shared.stats_base.since(counters(shared));
+            let (ops, input, output) = shared.metrics.instantaneous();
             let _ = write!(
                 t,
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
                  keyspace_hits:{}\r\nkeyspace_misses:{}\r\nevicted_keys:{}\r\nexpired_keys:{}\r\n\
                  reply_bytes_copied:{}\r\nreply_bytes_referenced:{}\r\nsend_calls:{}\r\ncopy_threshold:{}\r\n\
                  mget_snapshots_alone:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\
-                 total_error_replies:{}\r\n",
+                 total_error_replies:{}\r\ninstantaneous_ops_per_sec:{ops}\r\ntotal_net_input_bytes:{}\r\n\
+                 total_net_output_bytes:{}\r\ninstantaneous_input_kbps:{input:.2}\r\ninstantaneous_output_kbps:{output:.2}\r\n\
+                 expired_time_cap_reached_count:{}\r\nlatest_fork_usec:0\r\ntotal_reads_processed:{}\r\n\
+                 total_writes_processed:{}\r\n",
                 c.conns_total,
                 shared.commandstats.total_calls(table::lookup(b"info")),
                 c.conns_refused,
@@ -272,6 +296,11 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 shared.bus.num_channels(),
                 shared.bus.numpat(),
                 shared.errors.total(),
+                c.bytes_received,
+                c.bytes_copied + c.bytes_referenced,
+                shared.metrics.expire_cut_short_count(),
+                c.recv_calls,
+                c.send_calls,
             );
             // What the network layer runs on (epoll, io_uring, AF_XDP).
             for (name, value) in shared.datapath_parts() {
@@ -281,11 +310,19 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         }
         "replication" => write!(
             t,
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n"
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n\
+             master_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\n\
+             repl_backlog_active:0\r\nrepl_backlog_size:0\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+            shared.run_id,
+            "0".repeat(40),
         ),
         "cpu" => {
             let (user, sys) = crate::command::process::cpu_seconds();
-            write!(t, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n")
+            write!(
+                t,
+                "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\
+                 used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
+            )
         }
         "commandstats" => {
             let _ = write!(t, "# Commandstats\r\n");
@@ -340,6 +377,21 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
     };
 }
 
+/// `n` bytes as Redis writes them for people (`1.50M`).
+fn human(n: u64) -> String {
+    const UNITS: [&str; 5] = ["K", "M", "G", "T", "P"];
+    if n < 1024 {
+        return format!("{n}B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.2}{}", UNITS[unit])
+}
+
 /// INFO stats' counters kept by the store and the network layer, as
 /// they stand.
 fn counters(shared: &Shared) -> Counters {
@@ -357,6 +409,8 @@ fn counters(shared: &Shared) -> Counters {
         bytes_copied: load(|n| &n.bytes_copied),
         bytes_referenced: load(|n| &n.bytes_referenced),
         send_calls: load(|n| &n.send_calls),
+        recv_calls: load(|n| &n.recv_calls),
+        bytes_received: load(|n| &n.bytes_received),
     }
 }
 
