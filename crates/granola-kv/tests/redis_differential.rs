@@ -4337,3 +4337,185 @@ fn info_has_the_fields_monitoring_reads() {
         assert!(n < 1000, "{line:?}");
     }
 }
+
+/// MIGRATE both ways between Redis 7 and granola-kv: every type, TTLs,
+/// KEYS, COPY, REPLACE, a destination database, AUTH, and Redis's errors.
+#[test]
+fn migrate_moves_keys_between_redis_and_granola() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let (rp, gp) = (peer.addr.port().to_string(), srv.resp().port().to_string());
+    let fill = |c: &mut Client, p: &str| {
+        for w in [
+            vec![
+                "SET".to_string(),
+                format!("{p}s"),
+                "v".into(),
+                "EX".into(),
+                "100".into(),
+            ],
+            vec!["SET".into(), format!("{p}n"), "12345".into()],
+            vec![
+                "RPUSH".into(),
+                format!("{p}l"),
+                "a".into(),
+                "b".into(),
+                "c".into(),
+            ],
+            vec![
+                "HSET".into(),
+                format!("{p}h"),
+                "f".into(),
+                "1".into(),
+                "g".into(),
+                "2".into(),
+            ],
+            vec!["SADD".into(), format!("{p}set"), "x".into(), "y".into()],
+            vec![
+                "ZADD".into(),
+                format!("{p}z"),
+                "1.5".into(),
+                "m".into(),
+                "2".into(),
+                "n".into(),
+            ],
+        ] {
+            c.resp(&w);
+        }
+    };
+    let names = |p: &str| -> Vec<String> {
+        ["s", "n", "l", "h", "set", "z"]
+            .iter()
+            .map(|k| format!("{p}{k}"))
+            .collect()
+    };
+    // granola-kv -> Redis, with KEYS; then Redis -> granola-kv.
+    for (granola_first, to_port, p) in [(true, &rp, "g_"), (false, &gp, "r_")] {
+        let (from, to) = if granola_first {
+            (&mut g, &mut r)
+        } else {
+            (&mut r, &mut g)
+        };
+        fill(from, p);
+        let keys = names(p);
+        let before: Vec<_> = keys.iter().map(|k| content(from, k)).collect();
+        let mut w = vec!["MIGRATE", "127.0.0.1", to_port, "", "0", "5000", "KEYS"];
+        w.extend(keys.iter().map(String::as_str));
+        assert_eq!(from.resp(&w), Resp::Simple(b"OK".to_vec()), "{p}");
+        let after: Vec<_> = keys.iter().map(|k| content(to, k)).collect();
+        assert_eq!(after, before, "{p}");
+        for k in &keys {
+            assert_eq!(from.resp(&["EXISTS", k]), Resp::Int(0), "{p}{k}");
+        }
+        let Resp::Int(ttl) = to.resp(&["PTTL", &format!("{p}s")]) else {
+            panic!("PTTL")
+        };
+        assert!(ttl > 90_000 && ttl <= 100_000, "{p}: {ttl}");
+        assert_eq!(to.resp(&["PTTL", &format!("{p}n")]), Resp::Int(-1));
+    }
+    // COPY keeps the key; without REPLACE the target refuses a key it has
+    // (each side's refusal, as the other server reports it); REPLACE
+    // overwrites; a destination database.
+    for c in [&mut r, &mut g] {
+        c.resp(&["SET", "both", "mine"]);
+    }
+    let r_to_g = r.resp(&["MIGRATE", "127.0.0.1", &gp, "both", "0", "5000"]);
+    let g_to_r = g.resp(&["MIGRATE", "127.0.0.1", &rp, "both", "0", "5000"]);
+    assert_eq!(g_to_r, r_to_g);
+    assert_eq!(
+        r_to_g,
+        Resp::Error(
+            b"ERR Target instance replied with error: BUSYKEY Target key name already exists."
+                .to_vec()
+        )
+    );
+    g.resp(&["SET", "both", "granola's"]);
+    assert_eq!(
+        g.resp(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &rp,
+            "both",
+            "0",
+            "5000",
+            "COPY",
+            "REPLACE"
+        ]),
+        Resp::Simple(b"OK".to_vec())
+    );
+    assert_eq!(
+        r.resp(&["GET", "both"]),
+        Resp::Bulk(Some(b"granola's".to_vec()))
+    );
+    assert_eq!(
+        g.resp(&["GET", "both"]),
+        Resp::Bulk(Some(b"granola's".to_vec()))
+    );
+    assert_eq!(
+        g.resp(&["MIGRATE", "127.0.0.1", &rp, "both", "3", "5000"]),
+        Resp::Simple(b"OK".to_vec())
+    );
+    r.resp(&["SELECT", "3"]);
+    assert_eq!(
+        r.resp(&["GET", "both"]),
+        Resp::Bulk(Some(b"granola's".to_vec()))
+    );
+    r.resp(&["SELECT", "0"]);
+    // The same errors from both.
+    for c in [&mut r, &mut g] {
+        c.resp(&["SET", "mk", "v"]);
+    }
+    for w in [
+        &["MIGRATE", "127.0.0.1", "1", "mk", "0", "500"][..],
+        &["MIGRATE", "127.0.0.1", "1", "nosuch", "0", "500"],
+        &["MIGRATE", "127.0.0.1", "1", "mk", "0", "500", "KEYS", "a"],
+        &[
+            "MIGRATE",
+            "127.0.0.1",
+            "1",
+            "",
+            "0",
+            "500",
+            "KEYS",
+            "nosuch1",
+            "nosuch2",
+        ],
+        &["MIGRATE", "127.0.0.1", "1", "mk", "x", "500"],
+        &["MIGRATE", "127.0.0.1", "1", "mk", "0", "x"],
+        &["MIGRATE", "127.0.0.1", "1", "mk", "0", "500", "BOGUS"],
+        &["MIGRATE", "127.0.0.1", "1", "mk", "0", "500", "AUTH"],
+        &[
+            "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "COPY", "AUTH", "keys",
+            "KEYS", "a", "b",
+        ],
+        &[
+            "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "k", "0", "5", "AUTH2", "u", "p",
+        ],
+    ] {
+        same(&mut r, &mut g, &cmd(w));
+    }
+    // A database the target lacks: each refuses SELECT as the other
+    // reports it (Redis cannot migrate to itself: it waits for itself).
+    assert_eq!(
+        g.resp(&["MIGRATE", "127.0.0.1", &rp, "mk", "99", "500"]),
+        r.resp(&["MIGRATE", "127.0.0.1", &gp, "mk", "99", "500"])
+    );
+    // AUTH to a target with a password.
+    let mut cfg = config();
+    cfg.requirepass = Some("pw".into());
+    let locked = Server::start(cfg);
+    let lp = locked.resp().port().to_string();
+    assert_eq!(
+        r.resp(&["MIGRATE", "127.0.0.1", &lp, "mk", "0", "5000", "AUTH", "pw"]),
+        Resp::Simple(b"OK".to_vec())
+    );
+    let mut l = Client::connect(locked.resp());
+    l.resp(&["AUTH", "pw"]);
+    assert_eq!(l.resp(&["GET", "mk"]), Resp::Bulk(Some(b"v".to_vec())));
+    assert_eq!(
+        g.resp(&["MIGRATE", "127.0.0.1", &lp, "mk", "0", "5000", "AUTH", "wrong"]),
+        Resp::Error(b"ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled.".to_vec())
+    );
+    assert_eq!(g.resp(&["EXISTS", "mk"]), Resp::Int(1));
+}

@@ -74,6 +74,11 @@ const REDIS_CATEGORIES: &[(&str, &[&str])] = &[
     ("object", &["slow"]),
     ("swapdb", &["keyspace", "write", "fast", "dangerous"]),
     ("restore", &["keyspace", "write", "slow", "dangerous"]),
+    (
+        "restore-asking",
+        &["keyspace", "write", "slow", "dangerous"],
+    ),
+    ("migrate", &["keyspace", "write", "slow", "dangerous"]),
     ("memory", &["slow"]),
     ("sinterstore", &["write", "set", "slow"]),
     ("sunionstore", &["write", "set", "slow"]),

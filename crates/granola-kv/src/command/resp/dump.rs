@@ -41,6 +41,10 @@ pub(super) fn serialized_len(item: &Item) -> Option<usize> {
 }
 
 /// `item`'s DUMP payload (`None` for a stream).
+pub(super) fn payload(item: &Item) -> Option<Vec<u8>> {
+    serialize(item)
+}
+
 fn serialize(item: &Item) -> Option<Vec<u8>> {
     match item.kind() {
         Kind::String => Some(Dump::string(item.value_bytes())),

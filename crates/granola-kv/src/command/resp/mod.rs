@@ -31,6 +31,7 @@ mod latency;
 mod lcs;
 mod lists;
 mod memory;
+mod migrate;
 mod modules;
 pub mod monitor;
 pub mod notify;

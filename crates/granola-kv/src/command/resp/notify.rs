@@ -400,7 +400,7 @@ fn event_of(spec: &Spec, cmd: &Command<'_>, i: usize) -> Option<(&'static str, u
         }
     };
     let event = match spec.name {
-        "del" | "unlink" | "getdel" => return generic("del"),
+        "del" | "unlink" | "getdel" | "migrate" => return generic("del"),
         "expire" | "pexpire" | "expireat" | "pexpireat" => return generic("expire"),
         "persist" => return generic("persist"),
         "getex" => {

@@ -7,9 +7,9 @@
 
 use super::{
     acl, bitmaps, blocking_lists, blocking_zsets, client, connection, debug, dump, functions, geo,
-    hashes, hyperloglog, keys, latency, lcs, lists, memory, modules, monitor, pubsub, scripting,
-    server, sets, sort, standalone, stream_groups, streams, strings, tracking, transaction,
-    zset_ops, zset_ranges, zsets, Ctx,
+    hashes, hyperloglog, keys, latency, lcs, lists, memory, migrate, modules, monitor, pubsub,
+    scripting, server, sets, sort, standalone, stream_groups, streams, strings, tracking,
+    transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -120,6 +120,7 @@ impl Spec {
             "georadius" => Movable::StoreOption { from: 6 },
             "georadiusbymember" => Movable::StoreOption { from: 5 },
             "xread" => Movable::Streams { from: 1 },
+            "migrate" => Movable::Migrate,
             "xreadgroup" => Movable::Streams { from: 4 },
             _ => return None,
         })
@@ -164,6 +165,30 @@ impl Spec {
                     .map(|i| i + 1)
                     .filter(|&i| i < cmd.len());
                 std::iter::once(1).chain(store).collect()
+            }
+            Movable::Migrate => {
+                // The key at 3, or with KEYS (and an empty key) the rest;
+                // AUTH and AUTH2 take values that are not options.
+                let mut i = 6;
+                let mut keys = vec![3];
+                while i < cmd.len() {
+                    if is(i, b"KEYS") {
+                        keys = if cmd.arg(3).is_some_and(<[u8]>::is_empty) {
+                            (i + 1..cmd.len()).collect()
+                        } else {
+                            Vec::new()
+                        };
+                        break;
+                    }
+                    i += if is(i, b"AUTH") {
+                        2
+                    } else if is(i, b"AUTH2") {
+                        3
+                    } else {
+                        1
+                    };
+                }
+                keys
             }
             Movable::Streams { from } => {
                 // As many keys as IDs after STREAMS.
@@ -229,6 +254,8 @@ enum Movable {
     StoreOption { from: usize },
     /// After STREAMS (looked for from `from` on), as many keys as IDs.
     Streams { from: usize },
+    /// MIGRATE's key, or the keys after its KEYS option.
+    Migrate,
 }
 
 const R: &[&str] = &["readonly", "fast"];
@@ -467,6 +494,15 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("generic", "dump", 2, RS, KEY1, dump::dump),
     cmd!("server", "swapdb", 3, WF, NOKEY, keys::swapdb),
     cmd!("generic", "restore", -4, WS, KEY1, dump::restore),
+    cmd!(
+        "generic",
+        "restore-asking",
+        -4,
+        &["write", "denyoom", "asking"],
+        KEY1,
+        dump::restore
+    ),
+    cmd!("generic", "migrate", -6, LM, (3, 3, 1), migrate::migrate),
     container!("server", "memory", MEMORY_SUBS),
     container!("server", "module", MODULE_SUBS),
     // lists
