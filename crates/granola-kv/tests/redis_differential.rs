@@ -4519,3 +4519,114 @@ fn migrate_moves_keys_between_redis_and_granola() {
     );
     assert_eq!(g.resp(&["EXISTS", "mk"]), Resp::Int(1));
 }
+
+/// COMMAND INFO's tips and key specs of every command and subcommand
+/// Redis 7 has, and COMMAND GETKEYSANDFLAGS, against Redis 7.
+#[test]
+fn key_specs_are_redis_key_specs() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let Resp::Array(Some(names)) = r.resp(&["COMMAND", "LIST"]) else {
+        panic!("COMMAND LIST")
+    };
+    // Replication's own commands and HyperLogLog's debugging ones are not
+    // served.
+    let absent = ["sync", "psync", "replconf", "pfdebug", "pfselftest"];
+    // An entry's name with its tips and key specs, and its subcommands'
+    // (in name order: Redis lists them in its dictionary's order).
+    fn specs(entry: &Resp, out: &mut Vec<(Vec<u8>, Resp, Resp)>) {
+        let Resp::Array(Some(e)) = entry else {
+            panic!("{entry:?}")
+        };
+        out.push((bulk(e[0].clone()), e[7].clone(), e[8].clone()));
+        if let Resp::Array(Some(subs)) = &e[9] {
+            for sub in subs {
+                specs(sub, out);
+            }
+        }
+    }
+    let entry = |c: &mut Client, name: &str| -> Vec<(Vec<u8>, Resp, Resp)> {
+        let Resp::Array(Some(e)) = c.resp(&["COMMAND", "INFO", name]) else {
+            panic!("{name}")
+        };
+        let mut v = Vec::new();
+        specs(&e[0], &mut v);
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let mut differ = Vec::new();
+    let mut compared = 0;
+    for name in names {
+        let name = String::from_utf8(bulk(name)).unwrap();
+        if absent.contains(&name.as_str()) {
+            continue;
+        }
+        let want = entry(&mut r, &name);
+        compared += want.len();
+        // Beyond Redis 7.0's: CLIENT NO-TOUCH, of 7.2.
+        let mut got = entry(&mut g, &name);
+        got.retain(|e| want.iter().any(|w| w.0 == e.0));
+        if got != want {
+            differ.push(name);
+        }
+    }
+    assert!(compared >= 350, "{compared}");
+    assert!(differ.is_empty(), "tips or key specs differ for {differ:?}");
+    for version in ["2", "3"] {
+        r.resp(&["HELLO", version]);
+        g.resp(&["HELLO", version]);
+        for name in ["xread", "set", "sort", "migrate", "client|kill"] {
+            assert_eq!(
+                entry(&mut g, name),
+                entry(&mut r, name),
+                "RESP{version} {name}"
+            );
+        }
+        for w in [
+            &["SET", "k", "v", "GET"][..],
+            &["SET", "k", "v"],
+            &["LMOVE", "a", "b", "LEFT", "RIGHT"],
+            &["SORT", "k", "BY", "w_*", "STORE", "d"],
+            &["SORT_RO", "k", "BY", "x"],
+            &["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"],
+            &["ZUNIONSTORE", "d", "5", "a", "b"],
+            &["EVAL", "return 1", "0"],
+            &["EVAL", "return 1", "2", "a", "b", "c"],
+            &["BITFIELD", "k", "GET", "u8", "0"],
+            &["BITFIELD", "k", "SET", "u8", "0", "1"],
+            &["XREAD", "COUNT", "2", "STREAMS", "a", "b", "0", "0"],
+            &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "a", "0"],
+            &["MIGRATE", "h", "1", "", "0", "5", "KEYS", "a", "b"],
+            &["MIGRATE", "h", "1", "k", "0", "5"],
+            &["GEORADIUS", "k", "1", "2", "3", "m", "STORE", "d"],
+            &[
+                "GEOSEARCHSTORE",
+                "d",
+                "s",
+                "FROMMEMBER",
+                "m",
+                "BYRADIUS",
+                "1",
+                "m",
+            ],
+            &["MSET", "a", "1", "b", "2"],
+            &["OBJECT", "ENCODING", "k"],
+            &["DEL", "a", "b", "c"],
+            &["COPY", "a", "b"],
+            &["RENAME", "a", "b"],
+            &["SMOVE", "a", "b", "m"],
+            &["LMPOP", "2", "a", "b", "LEFT"],
+            &["BLMPOP", "0", "2", "a", "b", "LEFT"],
+            &["GETEX", "k", "PERSIST"],
+            &["PFMERGE", "d", "a", "b"],
+            &["GET"],
+            &["PING"],
+            &["NOSUCH", "x"],
+        ] {
+            let mut c = vec!["COMMAND", "GETKEYSANDFLAGS"];
+            c.extend_from_slice(w);
+            same(&mut r, &mut g, &cmd(&c));
+        }
+    }
+}

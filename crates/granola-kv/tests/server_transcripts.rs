@@ -1906,7 +1906,15 @@ fn resp_strings_keys_transcript() {
     rt(
         &mut c,
         &["COMMAND", "INFO", "get"],
-        b"*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n",
+        // Redis 7.0.15's bytes, key spec included.
+        concat!(
+            "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n",
+            "*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n",
+            "$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n",
+            "$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n",
+            "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n",
+        )
+        .as_bytes(),
     );
     // Redis's null for an unknown name, `$-1` in RESP2.
     rt(&mut c, &["COMMAND", "INFO", "nosuch"], b"*1\r\n$-1\r\n");

@@ -26,6 +26,7 @@ mod geo;
 mod glob;
 mod hashes;
 mod hyperloglog;
+mod key_specs;
 mod keys;
 mod latency;
 mod lcs;

@@ -631,25 +631,56 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 }
 
 /// One `COMMAND INFO` entry: name, arity, flags, first/last key, step,
+/// The command flags `COMMAND INFO` shows, in Redis's order.
+const FLAG_ORDER: &[&str] = &[
+    "write",
+    "readonly",
+    "denyoom",
+    "module",
+    "admin",
+    "pubsub",
+    "noscript",
+    "blocking",
+    "loading",
+    "stale",
+    "skip_monitor",
+    "skip_slowlog",
+    "asking",
+    "fast",
+    "no_auth",
+    "no_mandatory_keys",
+    "no_async_loading",
+    "no_multi",
+    "movablekeys",
+    "allow_busy",
+];
+
 /// ACL categories, tips, key specs, subcommands (each an entry).
 fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
     ctx.array(10);
     ctx.bytes(spec.name.as_bytes());
     ctx.int(i64::from(spec.arity));
-    ctx.set(spec.flags.len());
-    for f in spec.flags {
+    // Redis lists flags and categories in its own order, and hides
+    // `may_replicate`.
+    let flags: Vec<&str> = FLAG_ORDER
+        .iter()
+        .copied()
+        .filter(|f| spec.flags.contains(f))
+        .collect();
+    ctx.set(flags.len());
+    for f in flags {
         ctx.simple(f.as_bytes());
     }
     ctx.int(i64::from(spec.keys.0));
     ctx.int(i64::from(spec.keys.1));
     ctx.int(i64::from(spec.keys.2));
-    let categories = super::acl::categories(spec);
+    let mut categories = super::acl::categories(spec);
+    categories.sort_by_key(|c| super::acl::CATEGORIES.iter().position(|x| x == c));
     ctx.set(categories.len());
     for c in categories {
         ctx.simple(format!("@{c}").as_bytes());
     }
-    ctx.set(0);
-    ctx.array(0);
+    super::key_specs::write_info(ctx, spec);
     ctx.array(spec.subs.len());
     for sub in spec.subs {
         command_entry(ctx, sub);
@@ -762,15 +793,6 @@ pub fn command_docs(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
-/// `COMMAND GETKEYSANDFLAGS`: granola-kv's table has key positions but
-/// not Redis's key specs, whose access flags this reports.
-pub fn command_getkeysandflags(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
-    ctx.error(
-        b"ERR granola-kv keeps key positions, not key specs with access flags: use COMMAND GETKEYS",
-    );
-    Step::Done
-}
-
 /// `COMMAND HELP`.
 pub fn command_help(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.help(&[
@@ -800,6 +822,52 @@ pub fn command_help(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 /// `COMMAND GETKEYS command arg...`: the keys a command names, as
 /// [`Spec::keys_in`] finds them, with Redis's errors.
 pub fn command_getkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    asked_about(ctx, cmd, |ctx, spec, inner| {
+        let keys: Vec<&[u8]> = spec.keys_in(inner).collect();
+        if keys.is_empty() && !spec.flags.contains(&"no_mandatory_keys") {
+            ctx.error(b"ERR Invalid arguments specified for command");
+            return;
+        }
+        ctx.array(keys.len());
+        for k in keys {
+            ctx.bytes(k);
+        }
+    });
+    Step::Done
+}
+
+/// `COMMAND GETKEYSANDFLAGS <full-command>`: each key with what the
+/// command does to it, by Redis 7's key specs.
+pub fn command_getkeysandflags(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    asked_about(ctx, cmd, |ctx, spec, inner| {
+        let keys = super::key_specs::keys_and_flags(spec, inner);
+        let optional = spec.flags.contains(&"no_mandatory_keys");
+        let keys = match keys {
+            Some(k) if !k.is_empty() || optional => k,
+            None if optional => Vec::new(),
+            _ => {
+                ctx.error(b"ERR Invalid arguments specified for command");
+                return;
+            }
+        };
+        ctx.array(keys.len());
+        for (at, flags) in keys {
+            ctx.array(2);
+            ctx.bytes(inner.arg(at).unwrap_or_default());
+            super::key_specs::write_flags(ctx, flags);
+        }
+    });
+    Step::Done
+}
+
+/// Runs `f` on the command `COMMAND GETKEYS`/`GETKEYSANDFLAGS` asks
+/// about, or answers Redis's error for one that names no keys or does not
+/// fit its arity.
+fn asked_about(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command<'_>,
+    f: impl FnOnce(&mut Ctx<'_>, &'static Spec, &Command<'_>),
+) {
     let inner_args: Vec<&[u8]> = cmd.args().skip(2).collect();
     let mut buf = Vec::new();
     resp::encode_command(&inner_args, &mut buf);
@@ -810,35 +878,26 @@ pub fn command_getkeys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     let crate::protocol::Parsed::Done { cmd: inner, .. } = resp::parse(&buf, &limits) else {
         ctx.error(b"ERR Invalid command specified");
-        return Step::Done;
+        return;
     };
     let spec = match table::resolve(&inner) {
         Ok(spec) => spec,
         Err(table::Miss::Arity(spec)) if spec.has_keys() => {
             ctx.error(b"ERR Invalid number of arguments specified for command");
-            return Step::Done;
+            return;
         }
         Err(table::Miss::Arity(_)) => {
             ctx.error(b"ERR The command has no key arguments");
-            return Step::Done;
+            return;
         }
         Err(_) => {
             ctx.error(b"ERR Invalid command specified");
-            return Step::Done;
+            return;
         }
     };
     if !spec.has_keys() {
         ctx.error(b"ERR The command has no key arguments");
-        return Step::Done;
+        return;
     }
-    let keys: Vec<&[u8]> = spec.keys_in(&inner).collect();
-    if keys.is_empty() && !spec.flags.contains(&"no_mandatory_keys") {
-        ctx.error(b"ERR Invalid arguments specified for command");
-        return Step::Done;
-    }
-    ctx.array(keys.len());
-    for k in keys {
-        ctx.bytes(k);
-    }
-    Step::Done
+    f(ctx, spec, &inner);
 }

@@ -127,7 +127,7 @@ impl Spec {
     }
 
     /// For a command with movable keys: its keys' positions in `cmd`.
-    fn moved_keys(&self, cmd: &Command<'_>) -> Option<Vec<usize>> {
+    pub fn moved_keys(&self, cmd: &Command<'_>) -> Option<Vec<usize>> {
         let counted = |at: usize| {
             let n = cmd
                 .arg(at)
@@ -337,7 +337,9 @@ macro_rules! container {
 
 // Each container's subcommands, one list per container (a child module
 // after the macros, which it uses).
+mod key_specs;
 mod subcommands;
+pub use key_specs::KEY_SPECS;
 use subcommands::*;
 
 /// A container's `run`: [`resolve`] runs a subcommand instead, so this
