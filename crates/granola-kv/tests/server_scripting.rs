@@ -185,13 +185,26 @@ fn errors_follow_redis() {
         c.resp(&["EVAL_RO", "return redis.call('GET', 's')", "0"]),
         bulk("text")
     );
-    // Commands never wait inside a script.
-    let t = Instant::now();
-    assert_eq!(
-        c.resp(&["EVAL", "return redis.call('BLPOP', 'empty', 0)", "0"]),
-        Resp::Bulk(None)
-    );
-    assert!(t.elapsed() < Duration::from_secs(5));
+    // Nothing waits in a script: blocking pops are refused (flagged
+    // `noscript`, as in Redis 7), and so is XREAD's BLOCK, as Redis does.
+    for (script, want) in [
+        (
+            "return redis.call('BLPOP', 'empty', 0)",
+            "ERR This Redis command is not allowed from script",
+        ),
+        (
+            "return redis.call('XREAD', 'BLOCK', 0, 'STREAMS', 'nostream', '$')",
+            "ERR XREAD command is not allowed with BLOCK option from scripts",
+        ),
+    ] {
+        let t = Instant::now();
+        let Resp::Error(e) = c.resp(&["EVAL", script, "0"]) else {
+            panic!("{script}")
+        };
+        let e = String::from_utf8(e).unwrap();
+        assert!(e.starts_with(want), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
     // The connection is as it was: its protocol, commands and database
     // (a SELECT in a script lasts until the script ends).
     assert_eq!(

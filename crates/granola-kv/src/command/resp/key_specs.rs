@@ -1,12 +1,30 @@
-//! Key specifications: where a command's keys are and what it does to
-//! them (Redis 7's `RO`/`RW`/`OW`/`RM` and `access`/`update`/`insert`/
-//! `delete`), as `COMMAND INFO` reports them and `COMMAND
-//! GETKEYSANDFLAGS` finds keys by them. The table is Redis 7's own
-//! (`table/key_specs.rs`); the walk is Redis's.
+//! Redis 7's own description of its commands (`table/key_specs.rs`):
+//! their flags and key positions as `COMMAND INFO` reports them, and key
+//! specifications — where a command's keys are and what it does to them
+//! (`RO`/`RW`/`OW`/`RM` and `access`/`update`/`insert`/`delete`) — which
+//! `COMMAND GETKEYSANDFLAGS` walks as Redis does. granola-kv's own flags
+//! and key positions (`table.rs`) are what it runs by; where Redis 7.0
+//! says otherwise (a deletion flagged `denyoom` here, the ALLKEYS that
+//! sends ZUNIONSTORE alone through the gate), COMMAND INFO says what
+//! Redis says.
 
 use super::table::{self, Spec};
 use super::Ctx;
 use crate::protocol::resp::Command;
+
+/// What Redis 7.0 reports of one command or subcommand.
+pub struct RedisCommand {
+    /// `container|sub` for a subcommand.
+    pub name: &'static str,
+    /// Its flags, in Redis's order.
+    pub flags: &'static [&'static str],
+    /// First key, last key, step.
+    pub keys: (i32, i32, i32),
+    /// Its tips.
+    pub tips: &'static [&'static str],
+    /// Its key specifications.
+    pub specs: &'static [KeySpec],
+}
 
 /// One key specification.
 pub struct KeySpec {
@@ -42,18 +60,32 @@ pub enum Find {
     Unknown,
 }
 
-/// The tips and key specs of the command or subcommand called `name`.
-fn of(name: &str) -> (&'static [&'static str], &'static [KeySpec]) {
+/// What Redis 7.0 reports of the command or subcommand called `name`.
+fn of(name: &str) -> Option<&'static RedisCommand> {
     let all = table::KEY_SPECS;
-    match all.binary_search_by(|(n, _, _)| n.cmp(&name)) {
-        Ok(i) => (all[i].1, all[i].2),
-        Err(_) => (&[], &[]),
+    all.binary_search_by(|c| c.name.cmp(name))
+        .ok()
+        .map(|i| &all[i])
+}
+
+/// `spec`'s flags and key positions as `COMMAND INFO` shows them:
+/// Redis's, or for what Redis 7.0 lacks granola-kv's own.
+pub fn reported(spec: &Spec) -> (Vec<&'static str>, (i32, i32, i32)) {
+    match of(spec.name) {
+        Some(c) => (c.flags.to_vec(), c.keys),
+        None => (spec.flags.to_vec(), spec.keys),
     }
+}
+
+/// True if scripts may not call `spec` (flagged `noscript` by Redis or
+/// here).
+pub fn noscript(spec: &Spec) -> bool {
+    spec.flags.contains(&"noscript") || of(spec.name).is_some_and(|c| c.flags.contains(&"noscript"))
 }
 
 /// `COMMAND INFO`'s tips and key specs of `spec`.
 pub fn write_info(ctx: &mut Ctx<'_>, spec: &Spec) {
-    let (tips, specs) = of(spec.name);
+    let (tips, specs) = of(spec.name).map_or((&[][..], &[][..]), |c| (c.tips, c.specs));
     ctx.set(tips.len());
     for t in tips {
         ctx.bytes(t.as_bytes());
@@ -172,7 +204,7 @@ pub fn keys_and_flags(
         // patterns name no key here); MIGRATE's keys.
         "sort_ro" => return Some(vec![(1, RO)]),
         "sort" | "migrate" => {
-            let specs = of(spec.name).1;
+            let specs = of(spec.name).map_or(&[][..], |c| c.specs);
             let positions = spec.moved_keys(cmd).unwrap_or_default();
             return Some(
                 positions
@@ -193,7 +225,7 @@ pub fn keys_and_flags(
     }
     let argc = cmd.len() as i64;
     let mut found = Vec::new();
-    for k in of(spec.name).1 {
+    for k in of(spec.name).map_or(&[][..], |c| c.specs) {
         let first = match k.begin {
             Begin::Index(i) => i64::from(i),
             Begin::Keyword(word, from) => {

@@ -1117,7 +1117,7 @@ fn command(ctx: &mut Ctx<'_>, argv: &MultiValue, read_only: bool) -> mlua::Resul
         }
         Err(_) => return refuse("ERR Unknown Redis command called from script"),
     };
-    if spec.flags.contains(&"noscript") || NOT_IN_SCRIPTS.contains(&spec.container()) {
+    if super::key_specs::noscript(spec) || NOT_IN_SCRIPTS.contains(&spec.container()) {
         ctx.shared.commandstats.reject(spec);
         return refuse("ERR This Redis command is not allowed from script");
     }

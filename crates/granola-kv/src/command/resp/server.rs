@@ -662,18 +662,19 @@ fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
     ctx.int(i64::from(spec.arity));
     // Redis lists flags and categories in its own order, and hides
     // `may_replicate`.
+    let (reported, keys) = super::key_specs::reported(spec);
     let flags: Vec<&str> = FLAG_ORDER
         .iter()
         .copied()
-        .filter(|f| spec.flags.contains(f))
+        .filter(|f| reported.contains(f))
         .collect();
     ctx.set(flags.len());
     for f in flags {
         ctx.simple(f.as_bytes());
     }
-    ctx.int(i64::from(spec.keys.0));
-    ctx.int(i64::from(spec.keys.1));
-    ctx.int(i64::from(spec.keys.2));
+    ctx.int(i64::from(keys.0));
+    ctx.int(i64::from(keys.1));
+    ctx.int(i64::from(keys.2));
     let mut categories = super::acl::categories(spec);
     categories.sort_by_key(|c| super::acl::CATEGORIES.iter().position(|x| x == c));
     ctx.set(categories.len());

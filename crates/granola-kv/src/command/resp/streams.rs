@@ -548,6 +548,15 @@ impl<'a> ReadArgs<'a> {
                 }
                 i += 2;
             } else if w.eq_ignore_ascii_case(b"BLOCK") {
+                if ctx.conn.script {
+                    // Redis's rule: nothing waits in a script, and BLOCK
+                    // there is refused outright.
+                    let name = if group { "XREADGROUP" } else { "XREAD" };
+                    let text =
+                        format!("ERR {name} command is not allowed with BLOCK option from scripts");
+                    ctx.error(text.as_bytes());
+                    return Err(Replied);
+                }
                 match cmd.arg(i + 1).and_then(parse_i64) {
                     Some(ms) if ms < 0 => {
                         ctx.error(b"ERR timeout is negative");
