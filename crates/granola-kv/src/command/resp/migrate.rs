@@ -11,7 +11,7 @@
 
 use super::{dump, parse_i64, Ctx};
 use crate::command::Step;
-use crate::protocol::resp::Command;
+use crate::protocol::resp::{self, Command};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -64,19 +64,21 @@ pub fn migrate(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     let mut request = Vec::new();
     match opts.auth {
-        Some((None, password)) => push_command(&mut request, &[b"AUTH", password]),
-        Some((Some(user), password)) => push_command(&mut request, &[b"AUTH", user, password]),
+        Some((None, password)) => resp::encode_command(&[&b"AUTH"[..], password], &mut request),
+        Some((Some(user), password)) => {
+            resp::encode_command(&[&b"AUTH"[..], user, password], &mut request)
+        }
         None => {}
     }
     let db = db.to_string();
-    push_command(&mut request, &[b"SELECT", db.as_bytes()]);
+    resp::encode_command(&[&b"SELECT"[..], db.as_bytes()], &mut request);
     for (key, ttl, payload) in &moving {
         let ttl = ttl.to_string();
         let mut words: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), payload];
         if opts.replace {
             words.push(b"REPLACE");
         }
-        push_command(&mut request, &words);
+        resp::encode_command(&words, &mut request);
     }
     let host = String::from_utf8_lossy(arg(cmd, 1)).into_owned();
     let port = String::from_utf8_lossy(arg(cmd, 2)).into_owned();
@@ -226,14 +228,4 @@ fn target_error(ctx: &mut Ctx<'_>, line: &str) {
         line.trim_start_matches('-')
     );
     ctx.error(text.as_bytes());
-}
-
-/// Appends `words` as one RESP request.
-fn push_command(out: &mut Vec<u8>, words: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", words.len()).as_bytes());
-    for w in words {
-        out.extend_from_slice(format!("${}\r\n", w.len()).as_bytes());
-        out.extend_from_slice(w);
-        out.extend_from_slice(b"\r\n");
-    }
 }
