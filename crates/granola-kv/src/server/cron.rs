@@ -7,7 +7,6 @@
 //! [`Store::expire_cycle`]: crate::store::Store::expire_cycle
 
 use super::Shared;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -37,13 +36,11 @@ fn run(shared: &Shared) {
     if cycle.cut_short {
         shared.metrics.expire_cut_short();
     }
-    let load = |f: fn(&granola_net::server::ServerStats) -> &std::sync::atomic::AtomicU64| {
-        shared.net.get().map_or(0, |n| f(n).load(Ordering::Relaxed))
-    };
     let counts = super::metrics::Counts {
         commands: shared.commandstats.total_calls(None),
-        input_bytes: load(|n| &n.bytes_received),
-        output_bytes: load(|n| &n.bytes_copied) + load(|n| &n.bytes_referenced),
+        input_bytes: shared.net_counter(|n| &n.bytes_received),
+        output_bytes: shared.net_counter(|n| &n.bytes_copied)
+            + shared.net_counter(|n| &n.bytes_referenced),
     };
     shared
         .metrics

@@ -115,6 +115,13 @@ pub struct RunningDatapath {
 }
 
 impl Shared {
+    /// One of the network layer's counters (0 before it starts).
+    pub fn net_counter(&self, f: fn(&ServerStats) -> &std::sync::atomic::AtomicU64) -> u64 {
+        self.net
+            .get()
+            .map_or(0, |n| f(n).load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// The datapath's name and counters, for `stats` and `INFO`: the
     /// event loop that runs (`epoll`, `uring`, `xdp`), datagrams the server
     /// dropped, and with AF_XDP the socket's mode (copy or zero-copy),

@@ -166,15 +166,11 @@ pub fn no_touch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// ON (true) or OFF (false); Redis's error otherwise.
 fn on_off(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Option<bool> {
-    let a = arg(cmd, 2);
-    if a.eq_ignore_ascii_case(b"ON") {
-        Some(true)
-    } else if a.eq_ignore_ascii_case(b"OFF") {
-        Some(false)
-    } else {
+    let on = super::choice(arg(cmd, 2), b"ON", b"OFF");
+    if on.is_none() {
         ctx.error(b"ERR syntax error");
-        None
     }
+    on
 }
 
 /// `CLIENT REPLY ON|OFF|SKIP`: OFF silences every reply until ON; SKIP

@@ -418,13 +418,7 @@ pub fn lmove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `LEFT` (true) or `RIGHT` (false), any case.
 pub(super) fn side(a: &[u8]) -> Option<bool> {
-    if a.eq_ignore_ascii_case(b"LEFT") {
-        Some(true)
-    } else if a.eq_ignore_ascii_case(b"RIGHT") {
-        Some(false)
-    } else {
-        None
-    }
+    super::choice(a, b"LEFT", b"RIGHT")
 }
 
 /// `RPOPLPUSH source destination`.

@@ -666,6 +666,18 @@ pub(super) fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
                 .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))
 }
 
+/// `yes` (true) or `no` (false) for an argument that is one of two words,
+/// any case; `None` for anything else.
+pub(super) fn choice(a: &[u8], yes: &[u8], no: &[u8]) -> Option<bool> {
+    if a.eq_ignore_ascii_case(yes) {
+        Some(true)
+    } else if a.eq_ignore_ascii_case(no) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Whether `cmd`'s reads mark what they read as used: always, but for a
 /// `CLIENT NO-TOUCH` client, whose TOUCH alone does.
 #[inline]

@@ -11,7 +11,6 @@ use crate::protocol::resp::{self, Command};
 use crate::server::config::EvictionPolicy;
 use crate::server::Shared;
 use std::fmt::Write;
-use std::sync::atomic::Ordering;
 
 /// `PING [message]`.
 pub fn ping(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
@@ -190,10 +189,6 @@ pub fn info(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
     let shared = ctx.shared;
     let s = shared.store.stats();
-    let net = shared.net.get();
-    let load = |f: fn(&granola_net::server::ServerStats) -> &std::sync::atomic::AtomicU64| {
-        net.map_or(0, |n| f(n).load(Ordering::Relaxed))
-    };
     let cfg = &shared.config;
     let uptime = shared.started.elapsed().as_secs();
     let _ = match name {
@@ -221,7 +216,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
         "clients" => write!(
             t,
             "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
-            load(|n| &n.conns_open),
+            shared.net_counter(|n| &n.conns_open),
             cfg.max_conns,
             ctx.shared.waiters.blocked_clients(),
         ),
@@ -396,9 +391,7 @@ fn human(n: u64) -> String {
 /// they stand.
 fn counters(shared: &Shared) -> Counters {
     let s = shared.store.stats();
-    let load = |f: fn(&granola_net::server::ServerStats) -> &std::sync::atomic::AtomicU64| {
-        shared.net.get().map_or(0, |n| f(n).load(Ordering::Relaxed))
-    };
+    let load = |f| shared.net_counter(f);
     Counters {
         conns_total: load(|n| &n.conns_total),
         conns_refused: load(|n| &n.conns_refused),
@@ -463,16 +456,6 @@ fn yes_no(on: bool) -> &'static str {
         "yes"
     } else {
         "no"
-    }
-}
-
-fn yes_no_arg(v: &[u8]) -> Option<bool> {
-    if v.eq_ignore_ascii_case(b"yes") {
-        Some(true)
-    } else if v.eq_ignore_ascii_case(b"no") {
-        Some(false)
-    } else {
-        None
     }
 }
 
@@ -560,13 +543,15 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                             return Step::Done;
                         }
                     }
-                    Some(_) if name == "latency-tracking" => match yes_no_arg(v) {
-                        Some(on) => ctx.shared.commandstats.set_tracking(on),
-                        None => {
-                            ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be 'yes' or 'no'").as_bytes());
-                            return Step::Done;
+                    Some(_) if name == "latency-tracking" => {
+                        match super::choice(v, b"yes", b"no") {
+                            Some(on) => ctx.shared.commandstats.set_tracking(on),
+                            None => {
+                                ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be 'yes' or 'no'").as_bytes());
+                                return Step::Done;
+                            }
                         }
-                    },
+                    }
                     Some(_) if name == "latency-tracking-info-percentiles" => {
                         if let Err(why) = ctx.shared.commandstats.set_percentiles(v) {
                             ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes());
