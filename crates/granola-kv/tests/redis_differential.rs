@@ -4228,6 +4228,77 @@ fn debug_answers_as_redis_does() {
     assert_eq!(g.resp(&["DBSIZE"]), Resp::Int(16));
 }
 
+/// DEBUG DIGEST and DIGEST-VALUE give Redis's signatures for the same
+/// data: every type, integers, scores printed as `%.17g`, TTLs, several
+/// databases, and the empty dataset.
+#[test]
+fn debug_digest_is_redis_digest() {
+    let Some(peer) = redis_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let mut cfg = config();
+    cfg.enable_debug_command = granola_kv::server::config::DebugCommand::Yes;
+    let srv = Server::start(cfg);
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST"]));
+    let setup: &[&[&str]] = &[
+        &["SET", "s", "hello"],
+        &["SET", "n", "41"],
+        &["INCR", "n"],
+        &["SET", "ttl", "v", "EX", "1000"],
+        &["RPUSH", "l", "a", "b", "c", "12"],
+        &["LPUSH", "l", "z"],
+        &["SADD", "set", "x", "y", "7", "z"],
+        &["SADD", "ints", "1", "2", "3"],
+        &["HSET", "h", "f1", "v1", "f2", "22", "f3", ""],
+        &[
+            "ZADD", "zs", "1.1", "a", "-2.5", "b", "1e-5", "c", "inf", "d", "3e300", "e",
+        ],
+        &["ZADD", "zi", "1", "10", "2", "20"],
+        &["XADD", "st", "1-1", "f", "v", "g", "w"],
+        &["XADD", "st", "2-0", "only", "one"],
+        &["EXPIRE", "h", "500"],
+        &["SELECT", "3"],
+        &["SET", "s", "in three"],
+        &["RPUSH", "l3", "q"],
+        &["SELECT", "0"],
+    ];
+    for c in setup {
+        same(&mut r, &mut g, &cmd(c));
+    }
+    same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST"]));
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&[
+            "DEBUG",
+            "DIGEST-VALUE",
+            "s",
+            "n",
+            "ttl",
+            "l",
+            "set",
+            "ints",
+            "h",
+            "zs",
+            "zi",
+            "st",
+            "nosuch",
+        ]),
+    );
+    same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST-VALUE"]));
+    // The digest moves with a change anywhere, also in database 3.
+    let before = g.resp(&["DEBUG", "DIGEST"]);
+    for c in [&mut r, &mut g] {
+        c.resp(&["SELECT", "3"]);
+        c.resp(&["RPUSH", "l3", "r"]);
+    }
+    same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST"]));
+    assert_ne!(g.resp(&["DEBUG", "DIGEST"]), before);
+    same(&mut r, &mut g, &cmd(&["FLUSHALL"]));
+    same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST"]));
+}
+
 /// INFO has the fields monitoring tools read (redis_exporter, Datadog's
 /// check), each where Redis 7 has it and with values that hold together.
 #[test]

@@ -2,12 +2,17 @@
 //! BRPOPLPUSH and BZPOPMIN/BZPOPMAX/BZMPOP, served when another client
 //! writes (on either worker thread) or answered at their timeout; a work
 //! queue whose every job is taken exactly once; clients that leave while
-//! blocked; and MULTI, where nothing waits.
+//! blocked; and MULTI, where nothing waits. And `CLIENT PAUSE`, which
+//! holds back memcached and native clients as it holds RESP ones.
 
 mod common;
 
 use common::*;
+use granola::Decode;
+use granola_kv::proto as kv;
+use granola_kv::server::native::{kind, status};
 use std::collections::HashSet;
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 fn bulk(s: &str) -> Resp {
@@ -654,4 +659,99 @@ fn a_waiter_whose_element_was_taken_waits_on() {
     assert_eq!(blocked_clients(&srv), 1, "the waiter stopped waiting");
     p.resp(&["RPUSH", "k", "mine"]);
     assert_eq!(waiter.join().unwrap(), arr(vec![bulk("k"), bulk("mine")]));
+}
+
+/// Nothing arrives on `c` for a moment (its request is held back).
+fn nothing_yet(c: &mut Client) {
+    c.s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut b = [0u8; 1];
+    let r = c.s.read(&mut b);
+    assert!(r.is_err(), "a reply arrived during the pause: {r:?} {b:?}");
+    c.s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+}
+
+/// `CLIENT PAUSE` from a RESP client holds back memcached (text, meta and
+/// binary) and native clients too: under WRITE their writes wait, unread,
+/// while their reads go on; `CLIENT UNPAUSE` runs the writes at once, in
+/// order; ALL holds reads until the pause's time ends; UDP writes are
+/// dropped meanwhile.
+#[test]
+fn client_pause_holds_back_memcached_and_native_clients() {
+    let srv = Server::default_config();
+    let mut admin = Client::connect(srv.resp());
+    let mut mc = Client::connect(srv.mc());
+    let mut meta = Client::connect(srv.mc());
+    let mut binary = Client::connect(srv.mc());
+    let mut native = Client::connect(srv.native());
+    let udp = udp_client(srv.mc_udp());
+    mc.roundtrip(b"set k 0 0 1\r\na\r\n", b"STORED\r\n");
+    let ok = Resp::Simple(b"OK".to_vec());
+    assert_eq!(admin.resp(&["CLIENT", "PAUSE", "60000", "WRITE"]), ok);
+
+    // Reads go on.
+    mc.roundtrip(b"get k\r\n", b"VALUE k 0 1\r\na\r\nEND\r\n");
+    meta.roundtrip(b"mg k v\r\n", b"VA 1\r\na\r\n");
+    // Writes wait, and what was sent after them waits behind them.
+    mc.send(b"set k 0 0 1\r\nb\r\nget k\r\n");
+    meta.send(b"ma counter N0 J5 v\r\nmn\r\n");
+    // A binary SET of "bin" = "v" (opcode 0x01, 8 bytes of extras).
+    let mut set = vec![0x80, 0x01, 0, 3, 8, 0, 0, 0];
+    set.extend_from_slice(&(8u32 + 3 + 1).to_be_bytes());
+    set.extend_from_slice(&[0; 12]);
+    set.extend_from_slice(&[0; 8]);
+    set.extend_from_slice(b"binv");
+    binary.send(&set);
+    let put = kv::PutReq {
+        key: (b"nat").into(),
+        value: (b"v").into(),
+    };
+    native.send(&native_frame(kind::PUT, 1, &put));
+    udp.send(&mc_udp_request(7, b"set u 0 0 1\r\nx\r\n"))
+        .unwrap();
+    for c in [&mut mc, &mut meta, &mut binary, &mut native] {
+        nothing_yet(c);
+    }
+    assert_eq!(admin.resp(&["GET", "k"]), bulk("a"));
+    assert_eq!(
+        admin.resp(&["EXISTS", "counter", "bin", "nat"]),
+        Resp::Int(0)
+    );
+
+    assert_eq!(admin.resp(&["CLIENT", "UNPAUSE"]), ok);
+    mc.expect(b"STORED\r\nVALUE k 0 1\r\nb\r\nEND\r\n");
+    meta.expect(b"VA 1\r\n5\r\nMN\r\n");
+    let reply = binary.read_n(24);
+    assert_eq!(&reply[..2], &[0x81, 0x01], "binary SET reply");
+    assert_eq!(&reply[6..8], &[0, 0], "binary SET status");
+    let ack = native.read_reply_to(kind::PUT, 1);
+    assert_eq!(kv::Ack::decode(&ack).unwrap().status, status::OK);
+    assert_eq!(admin.resp(&["GET", "nat"]), bulk("v"));
+    assert_eq!(admin.resp(&["GET", "bin"]), bulk("v"));
+    // The UDP write was dropped, not kept for later.
+    assert_eq!(admin.resp(&["EXISTS", "u"]), Resp::Int(0));
+    udp.send(&mc_udp_request(8, b"set u 0 0 1\r\nx\r\n"))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = udp.recv(&mut buf).unwrap();
+    assert_eq!(
+        &buf[8..n],
+        b"STORED\r\n",
+        "reply to the request after the pause"
+    );
+
+    // ALL holds reads too, till its time ends (no UNPAUSE).
+    assert_eq!(admin.resp(&["CLIENT", "PAUSE", "400", "ALL"]), ok);
+    let t0 = Instant::now();
+    mc.roundtrip(b"get k\r\n", b"VALUE k 0 1\r\nb\r\nEND\r\n");
+    let get = kv::GetReq {
+        key: (b"nat").into(),
+    };
+    native.send(&native_frame(kind::GET, 2, &get));
+    let _ = native.read_reply_to(kind::GET, 2);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(350),
+        "{:?}",
+        t0.elapsed()
+    );
 }

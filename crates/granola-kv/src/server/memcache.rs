@@ -17,6 +17,7 @@ use crate::protocol::{ErrorKind, Limits, Parsed, ReplySink};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
 use granola::Buf;
+use granola_net::park::Park;
 use granola_net::server::DatagramHandler;
 use granola_net::udp::{Datagram, UdpTx};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,8 @@ pub struct Memcache {
     /// Decided by the connection's first byte: binary protocol or text.
     binary: Option<bool>,
     id: u64,
+    /// Held back by `CLIENT PAUSE` until then.
+    paused_until: Option<std::time::Instant>,
 }
 
 /// A request of either memcached protocol.
@@ -63,6 +66,7 @@ impl Memcache {
             parser: Parser::default(),
             binary: None,
             id,
+            paused_until: None,
         }
     }
 }
@@ -90,6 +94,43 @@ fn drop_refused_key(shared: &Shared, input: &[u8]) {
             .memcache
             .store_too_large
             .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Request<'_> {
+    /// True if the request changes the keyspace: what `CLIENT PAUSE WRITE`
+    /// holds back.
+    fn writes(&self) -> bool {
+        match self {
+            Request::Text(cmd) => text_writes(cmd),
+            Request::Binary(req) => !matches!(
+                req.opcode,
+                bin::Opcode::Get
+                    | bin::Opcode::Quit
+                    | bin::Opcode::Noop
+                    | bin::Opcode::Version
+                    | bin::Opcode::Stat
+                    | bin::Opcode::Verbosity
+            ),
+        }
+    }
+}
+
+/// True if a text or meta command changes the keyspace (touches and
+/// `mg`'s TTL and vivify count, as Redis counts GETEX).
+fn text_writes(cmd: &Command<'_>) -> bool {
+    match cmd {
+        Command::Get(g) => g.exptime.is_some(),
+        Command::MetaGet(m) => m.ttl.is_some() || m.vivify.is_some(),
+        Command::Store(_)
+        | Command::Delete { .. }
+        | Command::Arith { .. }
+        | Command::Touch { .. }
+        | Command::FlushAll { .. }
+        | Command::MetaSet(_)
+        | Command::MetaDelete(_)
+        | Command::MetaArith(_) => true,
+        _ => false,
     }
 }
 
@@ -140,6 +181,12 @@ impl Protocol for Memcache {
     }
 
     fn execute(&mut self, cmd: Request<'_>, resume: usize, out: &mut Out<'_>) -> Step {
+        // A RESP client's `CLIENT PAUSE` holds memcached clients back too:
+        // they write the same keyspace.
+        self.paused_until = self.shared.clients.hold_back(|| cmd.writes(), out.waker);
+        if self.paused_until.is_some() {
+            return Step::Block;
+        }
         let mut ctx = Ctx {
             shared: &self.shared,
             db: &*self.shared.store,
@@ -150,6 +197,12 @@ impl Protocol for Memcache {
             Request::Text(cmd) => dispatch(&mut ctx, cmd),
             Request::Binary(req) => binary::execute(&mut ctx, &req),
         }
+    }
+
+    fn park(&self) -> Option<Park> {
+        self.paused_until.map(|until| Park {
+            deadline: Some(until),
+        })
     }
 
     fn write_too_large(&self, out: &mut Out<'_>) {
@@ -201,6 +254,9 @@ impl ReplySink for Recorded {
 /// effect one spoofed datagram could multiply (`gat`, `gats`, `touch`,
 /// `flush_all`, `mg` with `T` or `N`, `shutdown`, `cache_memlimit`).
 ///
+/// Under `CLIENT PAUSE`, writes are dropped unanswered (a datagram
+/// cannot wait).
+///
 /// Anti-amplification: a reply is never more than `--udp-amplification`
 /// times the request's size (an unverified source could be spoofed);
 /// larger replies get `SERVER_ERROR reply too large for UDP`.
@@ -232,6 +288,14 @@ impl DatagramHandler for MemcacheUdp {
         match mc::parse(body, &self.limits) {
             Parsed::Done { cmd, .. } if udp_refuses(&cmd) => {
                 reply.copy(b"SERVER_ERROR command not served over UDP\r\n")
+            }
+            Parsed::Done { cmd, .. }
+                if self.shared.clients.paused(|| text_writes(&cmd)).is_some() =>
+            {
+                // A datagram cannot wait: dropped, as if lost (clients
+                // retry lost requests).
+                log::debug!("memcached-udp: a write from {} dropped: paused", dgram.from);
+                return;
             }
             Parsed::Done { cmd, .. } => {
                 let mut ctx = Ctx {

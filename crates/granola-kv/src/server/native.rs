@@ -11,6 +11,7 @@ use crate::protocol::{ErrorKind, Parsed, ProtocolError, Recovery};
 use crate::server::session::{Out, Protocol};
 use crate::server::Shared;
 use granola::{Buf, Decode, HybridBytes, Message};
+use granola_net::park::Park;
 use granola_net::server::{Close, DatagramHandler};
 use granola_net::tx::SendError;
 use granola_net::udp::{Datagram, UdpTx};
@@ -28,6 +29,8 @@ pub struct Native {
     reply_vecs: ReplyVecs,
     fused: bool,
     max_frame: usize,
+    /// Held back by `CLIENT PAUSE` until then.
+    paused_until: Option<std::time::Instant>,
 }
 
 impl Native {
@@ -43,6 +46,7 @@ impl Native {
             reply_vecs: ReplyVecs::default(),
             fused,
             max_frame: granola_net::TxConfig::default().max_frame,
+            paused_until: None,
         }
     }
 }
@@ -80,6 +84,11 @@ impl Protocol for Native {
     }
 
     fn execute(&mut self, (h, payload): (FrameHeader, &[u8]), _: usize, out: &mut Out<'_>) -> Step {
+        // A RESP client's `CLIENT PAUSE` holds native clients back too.
+        self.paused_until = self.shared.clients.hold_back(|| writes(&h), out.waker);
+        if self.paused_until.is_some() {
+            return Step::Block;
+        }
         let mut o = TcpOut {
             tx: &mut *out.tx,
             fused: self.fused,
@@ -100,7 +109,22 @@ impl Protocol for Native {
         }
     }
 
+    fn park(&self) -> Option<Park> {
+        self.paused_until.map(|until| Park {
+            deadline: Some(until),
+        })
+    }
+
     fn write_too_large(&self, _out: &mut Out<'_>) {}
+}
+
+/// True for the requests that change the keyspace (what `CLIENT PAUSE
+/// WRITE` holds back).
+fn writes(h: &FrameHeader) -> bool {
+    matches!(
+        h.kind,
+        kind::PUT | kind::PUT_M | kind::PUT_LIST | kind::APPEND_TO_LIST | kind::DELETE
+    )
 }
 
 /// Where native replies go: a TCP connection's TX queue, or a UDP reply
@@ -217,6 +241,12 @@ impl DatagramHandler for NativeDatagrams {
             to: dgram.from,
             threshold: self.threshold,
         };
+        if self.shared.clients.paused(|| writes(&header)).is_some() {
+            // A datagram cannot wait: dropped, as if lost (clients retry
+            // lost requests).
+            log::debug!("native-udp: a write from {} dropped: paused", dgram.from);
+            return;
+        }
         let payload = data.get(FRAME_HEADER_LEN..).unwrap_or_default();
         let (spare, vecs) = (&mut self.spare, &mut self.reply_vecs);
         if let Err(c) = handle(&self.shared, spare, vecs, &header, payload, &mut o, true) {

@@ -196,6 +196,8 @@ pub fn reply(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// `CLIENT PAUSE milliseconds [WRITE|ALL]`: holds back every client's
 /// commands (or those that write) until the time passes or `CLIENT
 /// UNPAUSE`. A held-back command waits unread, as a blocked one does.
+/// memcached and native clients are held back alike (they write the same
+/// keyspace); their UDP writes are dropped meanwhile, as if lost.
 pub fn pause(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let mode = match cmd.arg(3) {
         None => PauseMode::All,

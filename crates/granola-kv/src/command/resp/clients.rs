@@ -195,6 +195,9 @@ pub struct Registry {
     /// check for a pause with one load.
     pause: Mutex<Option<(Instant, PauseMode)>>,
     pausing: AtomicBool,
+    /// memcached and native connections a pause holds back (they are not
+    /// in `map`): `CLIENT UNPAUSE` runs them at once.
+    held: Mutex<Vec<ConnWaker>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -263,6 +266,26 @@ impl Registry {
         for e in self.lock().values() {
             e.handle.wake();
         }
+        for w in self.take_held() {
+            w.wake();
+        }
+    }
+
+    fn take_held(&self) -> Vec<ConnWaker> {
+        std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// For the memcached and native protocols: `Some(end)` if a pause
+    /// holds back a request now (`writes`, asked only during a pause,
+    /// tells if it writes). The connection, parked till `end`, is woken
+    /// by `CLIENT UNPAUSE` too.
+    pub fn hold_back(&self, writes: impl FnOnce() -> bool, waker: &ConnWaker) -> Option<Instant> {
+        let end = self.paused(writes)?;
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(waker.clone());
+        Some(end)
     }
 
     /// When a command may run: `None` now, else the end of the pause
@@ -278,6 +301,8 @@ impl Registry {
             Some((end, _)) if end <= Instant::now() => {
                 *p = None;
                 self.pausing.store(false, Ordering::Release);
+                // Those held back run by their own deadline.
+                drop(self.take_held());
                 None
             }
             Some((end, PauseMode::All)) => Some(end),

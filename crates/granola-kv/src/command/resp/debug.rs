@@ -1,13 +1,14 @@
 //! `DEBUG`: what client libraries and test suites use of Redis's DEBUG
 //! (PROTOCOL and ERROR to test a client's parser, SLEEP, OBJECT,
-//! POPULATE, SET-ACTIVE-EXPIRE, LOG). Refused unless
+//! POPULATE, SET-ACTIVE-EXPIRE, LOG, and DIGEST/DIGEST-VALUE to compare
+//! datasets). Refused unless
 //! `--enable-debug-command` allows the client, with Redis's text, as
 //! Redis refuses it by default.
 //!
 //! Not served: what only makes sense inside Redis (RELOAD and the other
 //! RDB/AOF subcommands, the crash subcommands, encoding internals such as
-//! LISTPACK, QUICKLIST, SDSLEN, HTSTATS) and DIGEST/DIGEST-VALUE; they get
-//! Redis's error for an unknown subcommand.
+//! LISTPACK, QUICKLIST, SDSLEN, HTSTATS); they get Redis's error for an
+//! unknown subcommand.
 //!
 //! Unlike Redis, `DEBUG SLEEP` delays the caller's reply only: the server
 //! goes on serving everyone else (the connection waits as a blocked
@@ -15,7 +16,7 @@
 //! MULTI it answers at once).
 
 use super::blocking::wait_for;
-use super::{dump, keys, Ctx};
+use super::{digest, dump, keys, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{Command, Version};
 use crate::server::config::DebugCommand;
@@ -54,6 +55,11 @@ pub fn debug(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             ctx.ok();
         }
         (b"POPULATE", 3..=5) => populate(ctx, cmd),
+        (b"DIGEST", 2) => digest::dataset(ctx),
+        (b"DIGEST-VALUE", _) => {
+            let keys: Vec<&[u8]> = (2..cmd.len()).map(|i| arg(cmd, i)).collect();
+            digest::values(ctx, &keys);
+        }
         _ => {
             let name = String::from_utf8_lossy(arg(cmd, 1));
             ctx.error(
@@ -84,6 +90,10 @@ fn allowed(ctx: &Ctx<'_>) -> bool {
 fn help(ctx: &mut Ctx<'_>) {
     ctx.help(&[
         b"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        b"DIGEST",
+        b"    Output a hex signature representing the current DB content.",
+        b"DIGEST-VALUE <key> [<key> ...]",
+        b"    Output a hex signature of the values of all the specified keys.",
         b"ERROR <string>",
         b"    Return a Redis protocol error with <string> as message. Useful for clients",
         b"    unit tests to simulate Redis errors.",

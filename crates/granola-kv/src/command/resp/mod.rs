@@ -17,6 +17,7 @@ pub mod collections;
 pub mod commandstats;
 mod connection;
 mod debug;
+mod digest;
 mod dump;
 pub mod errorstats;
 mod expiry;
