@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# User-space instructions per pipelined RESP request, granola-kv binaries
-# side by side, counted by callgrind (exact and repeatable, unlike CPU time
-# on a shared machine; kernel time is not counted). For each binary and
-# test: the server (`-t 1`) under callgrind, 2000 warm-up requests, the
-# counters zeroed, N requests of redis-benchmark -P 16 -c 10 -t TEST (one
-# key; MSET sets 10 keys), the counters dumped.
+# User-space instructions per pipelined RESP request, servers side by side,
+# counted by callgrind (exact and repeatable, unlike CPU time on a shared
+# machine; kernel time is not counted). For each binary and test: the
+# server (granola-kv with `-t 1`; redis-server and valkey-server, told
+# apart by their names, without persistence) under callgrind, 2000 warm-up
+# requests, the counters zeroed, N requests of redis-benchmark -P 16 -c 10
+# -t TEST (one key; MSET sets 10 keys), the counters dumped.
 #
 #   bench/request-instructions.sh N "set get mset" label=path/to/granola-kv [label=...]
+#   bench/request-instructions.sh N "set get" granola=target/release/granola-kv redis=$(command -v redis-server)
 #       -> bench/results/request-instructions-DATE.json and a Markdown table
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,13 +18,15 @@ PORT=16498
 OUT=${OUT:-bench/results/request-instructions-$(date -u +%F).json}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# server_args (the rest of it is for /proc CPU readers).
+. bench/lib/server-cpu.sh
 RAW=$TMP/raw.tsv
 
 one() { # label binary test
     local label=$1 bin=$2 test=$3 out=$TMP/cg.out
     rm -f "$out"*
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" -t 1 -l 127.0.0.1 \
-        -p 0 --native-port 0 --resp-port $PORT >/dev/null 2>&1 &
+    server_args "$bin" $PORT
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "${ARGS[@]}" >/dev/null 2>&1 &
     local pid=$!
     for _ in $(seq 100); do
         redis-cli -p $PORT ping >/dev/null 2>&1 && break
