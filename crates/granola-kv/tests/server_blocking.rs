@@ -709,6 +709,14 @@ fn client_pause_holds_back_memcached_and_native_clients() {
     native.send(&native_frame(kind::PUT, 1, &put));
     udp.send(&mc_udp_request(7, b"set u 0 0 1\r\nx\r\n"))
         .unwrap();
+    let native_udp = udp_client(srv.native_udp());
+    let put_udp = kv::PutReq {
+        key: (b"nu").into(),
+        value: (b"v").into(),
+    };
+    native_udp
+        .send(&native_frame(kind::PUT, 9, &put_udp))
+        .unwrap();
     for c in [&mut mc, &mut meta, &mut binary, &mut native] {
         nothing_yet(c);
     }
@@ -728,11 +736,17 @@ fn client_pause_holds_back_memcached_and_native_clients() {
     assert_eq!(kv::Ack::decode(&ack).unwrap().status, status::OK);
     assert_eq!(admin.resp(&["GET", "nat"]), bulk("v"));
     assert_eq!(admin.resp(&["GET", "bin"]), bulk("v"));
-    // The UDP write was dropped, not kept for later.
-    assert_eq!(admin.resp(&["EXISTS", "u"]), Resp::Int(0));
+    // The UDP writes were dropped unanswered, not kept for later.
+    assert_eq!(admin.resp(&["EXISTS", "u", "nu"]), Resp::Int(0));
+    let mut buf = [0u8; 64];
+    for s in [&udp, &native_udp] {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        assert!(s.recv(&mut buf).is_err(), "a reply to a dropped write");
+        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    }
     udp.send(&mc_udp_request(8, b"set u 0 0 1\r\nx\r\n"))
         .unwrap();
-    let mut buf = [0u8; 64];
     let n = udp.recv(&mut buf).unwrap();
     assert_eq!(
         &buf[8..n],

@@ -203,7 +203,8 @@ fn ack<O: NativeOut>(io: &mut O, req: &FrameHeader, status: u32, count: u64) -> 
 
 /// The native protocol over UDP: one request per datagram (a whole frame),
 /// one reply datagram. A reply too large for a datagram becomes a
-/// TOO_LARGE status.
+/// TOO_LARGE status. Under `CLIENT PAUSE`, writes are dropped unanswered
+/// (a datagram cannot wait).
 pub struct NativeDatagrams {
     shared: Arc<Shared>,
     threshold: usize,
@@ -236,17 +237,17 @@ impl DatagramHandler for NativeDatagrams {
             log::debug!("native-udp: length mismatch from {}", dgram.from);
             return;
         }
-        let mut o = UdpOut {
-            tx: out,
-            to: dgram.from,
-            threshold: self.threshold,
-        };
         if self.shared.clients.paused(|| writes(&header)).is_some() {
             // A datagram cannot wait: dropped, as if lost (clients retry
             // lost requests).
             log::debug!("native-udp: a write from {} dropped: paused", dgram.from);
             return;
         }
+        let mut o = UdpOut {
+            tx: out,
+            to: dgram.from,
+            threshold: self.threshold,
+        };
         let payload = data.get(FRAME_HEADER_LEN..).unwrap_or_default();
         let (spare, vecs) = (&mut self.spare, &mut self.reply_vecs);
         if let Err(c) = handle(&self.shared, spare, vecs, &header, payload, &mut o, true) {
