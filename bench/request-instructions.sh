@@ -16,11 +16,10 @@ N=$1 TESTS=$2
 shift 2
 PORT=16498
 OUT=${OUT:-bench/results/request-instructions-$(date -u +%F).json}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-# server_args (the rest of it is for /proc CPU readers).
+# server_args (the rest of it is for /proc CPU readers; its RAW is ours).
 . bench/lib/server-cpu.sh
-RAW=$TMP/raw.tsv
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP" "$RAW"' EXIT
 
 one() { # label binary test
     local label=$1 bin=$2 test=$3 out=$TMP/cg.out

@@ -14,12 +14,12 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 # `server_args BINARY PORT` sets ARGS to what starts BINARY as a RESP
 # server on PORT alone: redis-server and valkey-server (told by name)
-# without persistence, granola-kv with one worker and 1 GiB.
+# without persistence, granola-kv with one worker.
 server_args() {
     case $(basename "$1") in
     redis-server* | valkey-server*)
         ARGS=(--port "$2" --bind 127.0.0.1 --save '' --appendonly no --protected-mode no) ;;
-    *) ARGS=(-m 1024 -t 1 -l 127.0.0.1 -p 0 --native-port 0 --resp-port "$2") ;;
+    *) ARGS=(-t 1 -l 127.0.0.1 -p 0 --native-port 0 --resp-port "$2") ;;
     esac
 }
 start_resp_server() {
@@ -32,7 +32,7 @@ start_resp_server() {
     if [ "${ARGS[0]}" = --port ]; then
         taskset -c 0 "$bin" "${ARGS[@]}" >/dev/null 2>&1 &
     else
-        taskset -c 0 "$bin" "${ARGS[@]}" "$@" >/dev/null 2>&1 &
+        taskset -c 0 "$bin" "${ARGS[@]}" -m 1024 "$@" >/dev/null 2>&1 &
     fi
     PID=$!
     for _ in $(seq 100); do
