@@ -4299,6 +4299,104 @@ fn debug_digest_is_redis_digest() {
     same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST"]));
 }
 
+/// `redis-cli --rdb` exports granola-kv's dataset as an RDB file that
+/// Redis 7 loads into the same data (equal DEBUG DIGEST): every type but
+/// streams, TTLs, two databases, and enough bytes that the export goes
+/// out in pieces between back-pressure pauses. A stream makes the export
+/// fail visibly; replication itself is refused, and SYNC inside MULTI.
+#[test]
+fn redis_cli_rdb_export_loads_into_redis() {
+    let mut cfg = config();
+    cfg.enable_debug_command = granola_kv::server::config::DebugCommand::Yes;
+    let srv = Server::start(cfg);
+    let mut g = Client::connect(srv.resp());
+    for c in [
+        &["SET", "s", "hello"][..],
+        &["SET", "n", "41"],
+        &["INCR", "n"],
+        &["SET", "ttl", "v", "EX", "1000"],
+        &["RPUSH", "l", "a", "b", "c", "12"],
+        &["SADD", "set", "x", "y", "7"],
+        &["SADD", "ints", "1", "2", "3"],
+        &["HSET", "h", "f1", "v1", "f2", "22"],
+        &["ZADD", "zs", "1.1", "a", "-2.5", "b", "inf", "c"],
+        &["PEXPIRE", "zs", "500000"],
+        &["SELECT", "3"],
+        &["SET", "s", "in three"],
+        &["SELECT", "0"],
+        // About 3 MB: the reply queue's mark is passed many times.
+        &["DEBUG", "POPULATE", "3000", "big", "1000"],
+    ] {
+        assert!(!matches!(g.resp(c), Resp::Error(_)), "{c:?}");
+    }
+    let dir = std::env::temp_dir().join(format!("granola-rdb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("export.rdb");
+    let export = |path: &std::path::Path| {
+        Command::new("redis-cli")
+            .args(["-p", &srv.resp().port().to_string(), "--rdb"])
+            .arg(path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run redis-cli (Debian package redis-tools)")
+    };
+    assert!(export(&file).success(), "redis-cli --rdb failed");
+    let dir_arg = dir.to_str().unwrap();
+    let Some(peer) = redis_with(&[
+        "--dir",
+        dir_arg,
+        "--dbfilename",
+        "export.rdb",
+        "--enable-debug-command",
+        "yes",
+    ]) else {
+        return;
+    };
+    let mut r = Client::connect(peer.addr);
+    same(&mut r, &mut g, &cmd(&["DEBUG", "DIGEST"]));
+    assert_eq!(r.resp(&["DBSIZE"]), Resp::Int(3008));
+    same(&mut r, &mut g, &cmd(&["GET", "big:2999"]));
+    let Resp::Int(ttl) = r.resp(&["TTL", "ttl"]) else {
+        panic!("TTL")
+    };
+    assert!((990..=1000).contains(&ttl), "{ttl}");
+    r.resp(&["SELECT", "3"]);
+    assert_eq!(
+        r.resp(&["GET", "s"]),
+        Resp::Bulk(Some(b"in three".to_vec()))
+    );
+
+    // A stream cannot be exported: the transfer is cut, redis-cli fails.
+    g.resp(&["XADD", "st", "1-1", "f", "v"]);
+    assert!(!export(&dir.join("cut.rdb")).success());
+    // Replication is refused; so is SYNC in a transaction.
+    for c in [&["SYNC"][..], &["PSYNC", "?", "-1"]] {
+        let Resp::Error(e) = g.resp(c) else {
+            panic!("{c:?} served")
+        };
+        assert!(e.starts_with(b"ERR granola-kv has no replication"), "{e:?}");
+    }
+    assert_eq!(
+        g.resp(&["REPLCONF", "rdb-only"]),
+        Resp::Error(b"ERR syntax error".to_vec())
+    );
+    same(&mut r, &mut g, &cmd(&["REPLCONF", "rdb-only", "2"]));
+    same(&mut r, &mut g, &cmd(&["REPLCONF", "rdb-only", "x"]));
+    same(
+        &mut r,
+        &mut g,
+        &cmd(&["REPLCONF", "capa", "eof", "rdb-only", "0"]),
+    );
+    g.resp(&["MULTI"]);
+    assert_eq!(
+        g.resp(&["SYNC"]),
+        Resp::Error(b"ERR Command not allowed inside a transaction".to_vec())
+    );
+    assert!(matches!(g.resp(&["EXEC"]), Resp::Error(e) if e.starts_with(b"EXECABORT")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// INFO has the fields monitoring tools read (redis_exporter, Datadog's
 /// check), each where Redis 7 has it and with values that hold together.
 #[test]

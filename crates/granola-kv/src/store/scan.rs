@@ -54,4 +54,11 @@ impl Store {
         }
         0
     }
+
+    /// The index's buckets, all shards together. A walk that sees it
+    /// unchanged from start to end visited no item twice (an item is
+    /// visited again only when its shard grows meanwhile).
+    pub fn index_buckets(&self) -> usize {
+        self.shards.iter().map(|s| s.buckets()).sum()
+    }
 }

@@ -39,6 +39,7 @@ pub mod monitor;
 pub mod notify;
 pub mod pubsub;
 pub mod pubsub_bus;
+pub mod replication;
 pub mod resetstat;
 pub mod scripting;
 pub mod scripting_libs;
@@ -110,6 +111,10 @@ pub struct Conn {
     /// Held back by `CLIENT PAUSE` until then (the session parks till
     /// then, or till `CLIENT UNPAUSE` wakes it).
     pub paused_until: Option<std::time::Instant>,
+    /// `REPLCONF rdb-only 1`: SYNC sends an RDB export.
+    pub rdb_only: bool,
+    /// The RDB export SYNC is sending, between back-pressure pauses.
+    pub export: Option<Box<replication::Export>>,
     /// The server's connections, where this one is listed.
     registry: std::sync::Arc<clients::Registry>,
 }
@@ -189,6 +194,8 @@ impl Conn {
             replies: Replies::On,
             error_counted: false,
             paused_until: None,
+            rdb_only: false,
+            export: None,
             info,
             version: Version::Resp2,
             authed,
@@ -469,6 +476,14 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     if held_back(ctx, spec) {
         return Step::Block;
+    }
+    if ctx.conn.multi.is_some() && spec.flags.contains(&"no_multi") {
+        // SYNC and PSYNC: a stream of their own, never an EXEC reply.
+        ctx.shared.commandstats.reject(spec);
+        refused(ctx, "ERR");
+        transaction::refuse(ctx);
+        ctx.error(b"ERR Command not allowed inside a transaction");
+        return Step::Done;
     }
     if ctx.conn.multi.is_some() && !outside_queue(spec.name) {
         transaction::queue(ctx, cmd, spec);

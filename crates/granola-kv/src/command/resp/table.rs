@@ -8,8 +8,8 @@
 use super::{
     acl, bitmaps, blocking_lists, blocking_zsets, client, connection, debug, dump, functions, geo,
     hashes, hyperloglog, keys, latency, lcs, lists, memory, migrate, modules, monitor, pubsub,
-    scripting, server, sets, sort, standalone, stream_groups, streams, strings, tracking,
-    transaction, zset_ops, zset_ranges, zsets, Ctx,
+    replication, scripting, server, sets, sort, standalone, stream_groups, streams, strings,
+    tracking, transaction, zset_ops, zset_ranges, zsets, Ctx,
 };
 use crate::command::Step;
 use crate::protocol::resp::Command;
@@ -297,6 +297,8 @@ const CLUSTER_ADMIN: &[&str] = &["admin", "stale", "no_async_loading"];
 const STALE: &[&str] = &["stale"];
 const PUBSUB_INFO: &[&str] = &["pubsub", "loading", "stale"];
 const MODULE_LOAD: &[&str] = &["admin", "noscript", "no_async_loading"];
+const REPL: &[&str] = &["admin", "noscript", "no_async_loading", "no_multi"];
+const REPLCONF: &[&str] = &["admin", "noscript", "loading", "stale", "allow_busy"];
 
 macro_rules! cmd {
     ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $run:expr) => {
@@ -433,6 +435,16 @@ pub static COMMANDS: &[Spec] = &[
     cmd!("server", "slaveof", 3, A, NOKEY, standalone::replicaof),
     cmd!("server", "failover", -1, A, NOKEY, standalone::failover),
     cmd!("server", "save", 1, A, NOKEY, standalone::save),
+    cmd!("server", "sync", 1, REPL, NOKEY, replication::sync),
+    cmd!("server", "psync", -3, REPL, NOKEY, replication::psync),
+    cmd!(
+        "server",
+        "replconf",
+        -1,
+        REPLCONF,
+        NOKEY,
+        replication::replconf
+    ),
     cmd!("server", "bgsave", -1, A, NOKEY, standalone::save),
     cmd!("server", "bgrewriteaof", 1, A, NOKEY, standalone::save),
     cmd!("server", "shutdown", -1, A, NOKEY, standalone::shutdown),
