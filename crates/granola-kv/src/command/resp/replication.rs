@@ -6,7 +6,8 @@
 //! - The file is streamed: SYNC answers `$EOF:<40-character mark>`, then
 //!   the file in pieces between back-pressure pauses (the walk's cursor
 //!   and the checksum kept on the connection), then the mark, so the
-//!   export holds one key's encoding in memory at a time, not the file.
+//!   export holds the encodings of a few keys (16 index buckets' worth)
+//!   beyond the reply queue's mark, not the file.
 //! - Expired keys are left out; every database with keys gets a SELECTDB.
 //! - Refused mid-way, with the connection closed before the end mark
 //!   (`redis-cli` then reports the transfer as failed) and a log line
