@@ -196,21 +196,15 @@ impl RdbFile {
     }
 
     /// One key: its expiry (Unix ms, 0 for none) and its value as a DUMP
-    /// `payload` gives it. `false` (nothing written) for a payload too
-    /// short to be one.
-    pub fn key(
-        &mut self,
-        out: &mut Vec<u8>,
-        key: &[u8],
-        expires_at_ms: u64,
-        payload: &[u8],
-    ) -> bool {
+    /// `payload` gives it (nothing is written for a payload too short to
+    /// be one).
+    pub fn key(&mut self, out: &mut Vec<u8>, key: &[u8], expires_at_ms: u64, payload: &[u8]) {
         // Type byte, value, then the footer: 2 bytes of version, 8 of CRC.
         let Some((&kind, value)) = payload
             .get(..payload.len().saturating_sub(10))
             .and_then(|p| p.split_first())
         else {
-            return false;
+            return;
         };
         self.append(out, |o| {
             if expires_at_ms != 0 {
@@ -222,7 +216,6 @@ impl RdbFile {
             o.extend_from_slice(key);
             o.extend_from_slice(value);
         });
-        true
     }
 
     /// The end of the file and its checksum.

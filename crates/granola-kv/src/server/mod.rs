@@ -89,8 +89,9 @@ pub struct Shared {
     pub clients: Arc<crate::command::resp::clients::Registry>,
 }
 
-/// 40 random hex digits, as Redis's `run_id`.
-fn run_id() -> String {
+/// 40 random hex digits, as Redis makes its `run_id` and the end mark
+/// of an RDB transfer.
+pub(crate) fn random_hex_id() -> String {
     let mut bytes = [0u8; 20];
     // The id only tells runs apart; a clock-derived one does if the OS
     // has no randomness to give.
@@ -342,7 +343,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         commandstats: Default::default(),
         stats_base: Default::default(),
         metrics: Default::default(),
-        run_id: run_id(),
+        run_id: random_hex_id(),
         clients: Default::default(),
         dbs,
     });

@@ -20,6 +20,7 @@ use hdrhistogram::Histogram;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 const STRIPES: usize = 8;
 
@@ -100,19 +101,32 @@ impl CommandStats {
         Some(&row[my_slot() % STRIPES])
     }
 
-    /// Counts a call of `spec` as it begins; true if it is one to time
-    /// ([`record`](Self::record)): one atomic add on the command path.
+    /// Counts a call of `spec` as it begins: one atomic add on the
+    /// command path; `Some(now)` for the one call in 16 that is timed.
     /// Redis counts a call once it has run, so a command does not see
     /// itself: INFO and `CONFIG RESETSTAT` make up for that
     /// ([`calls`](Self::calls), [`reset`](Self::reset)).
     #[inline]
-    pub fn count(&self, spec: &'static Spec) -> bool {
+    pub fn begin(&self, spec: &'static Spec) -> Option<Instant> {
         self.stripe(spec)
             .is_some_and(|s| s.calls.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY == 0)
+            .then(Instant::now)
+    }
+
+    /// After a call [`begin`](Self::begin) counted: its time if it was
+    /// timed, and whether it answered with an error.
+    #[inline]
+    pub fn end(&self, spec: &'static Spec, start: Option<Instant>, failed: bool) {
+        if let Some(start) = start {
+            self.record(spec, start.elapsed().as_nanos() as u64);
+        }
+        if failed {
+            self.fail(spec);
+        }
     }
 
     /// Counts a call of `spec` that ran and answered with an error.
-    pub fn fail(&self, spec: &'static Spec) {
+    fn fail(&self, spec: &'static Spec) {
         if let Some(s) = self.stripe(spec) {
             s.failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -120,7 +134,7 @@ impl CommandStats {
 
     /// Adds a timed call of `spec` that took `ns` nanoseconds.
     #[cold]
-    pub fn record(&self, spec: &'static Spec, ns: u64) {
+    fn record(&self, spec: &'static Spec, ns: u64) {
         if let Some(s) = self.stripe(spec) {
             s.timed.fetch_add(1, Ordering::Relaxed);
             s.timed_ns.fetch_add(ns, Ordering::Relaxed);

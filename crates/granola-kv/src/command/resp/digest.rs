@@ -31,11 +31,16 @@ fn sha1(data: &[u8]) -> Digest {
     sha1_smol::Sha1::from(data).digest().bytes()
 }
 
-/// `d ^= SHA1(data)`.
-fn xor(d: &mut Digest, data: &[u8]) {
-    for (a, b) in d.iter_mut().zip(sha1(data)) {
+/// `d ^= other`.
+fn xor_in(d: &mut Digest, other: &Digest) {
+    for (a, b) in d.iter_mut().zip(other) {
         *a ^= b;
     }
+}
+
+/// `d ^= SHA1(data)`.
+fn xor(d: &mut Digest, data: &[u8]) {
+    xor_in(d, &sha1(data));
 }
 
 /// `d = SHA1(d ^ SHA1(data))`.
@@ -140,9 +145,7 @@ pub(super) fn dataset(ctx: &mut Ctx<'_>) {
     for (number, sum) in per_db.iter().enumerate() {
         if let Some(sum) = sum {
             mix(&mut d, &(number as u32).to_be_bytes());
-            for (a, b) in d.iter_mut().zip(sum) {
-                *a ^= b;
-            }
+            xor_in(&mut d, sum);
         }
     }
     ctx.simple(hex(&d).as_bytes());

@@ -491,17 +491,15 @@ pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     // A blocked command's later looks are the same call.
     let first_call = ctx.resume == 0 && ctx.conn.blocked.is_none();
-    let timed = first_call && ctx.shared.commandstats.count(spec);
-    let start = timed.then(std::time::Instant::now);
+    let start = if first_call {
+        ctx.shared.commandstats.begin(spec)
+    } else {
+        None
+    };
     observed(ctx, spec, cmd, first_call, |ctx| {
         let (step, failed) = watch_errors(ctx, |ctx| run_gated(ctx, cmd, spec));
-        if let Some(start) = start {
-            ctx.shared
-                .commandstats
-                .record(spec, start.elapsed().as_nanos() as u64);
-        }
-        if first_call && failed {
-            ctx.shared.commandstats.fail(spec);
+        if first_call {
+            ctx.shared.commandstats.end(spec, start, failed);
         }
         step
     })
@@ -728,21 +726,10 @@ pub fn dispatch_into(
 pub fn dispatch_queued(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     match table::resolve(cmd) {
         Ok(spec) => {
-            let start = ctx
-                .shared
-                .commandstats
-                .count(spec)
-                .then(std::time::Instant::now);
+            let start = ctx.shared.commandstats.begin(spec);
             observed(ctx, spec, cmd, true, |ctx| {
                 let (step, failed) = watch_errors(ctx, |ctx| (spec.run)(ctx, cmd));
-                if let Some(start) = start {
-                    ctx.shared
-                        .commandstats
-                        .record(spec, start.elapsed().as_nanos() as u64);
-                }
-                if failed {
-                    ctx.shared.commandstats.fail(spec);
-                }
+                ctx.shared.commandstats.end(spec, start, failed);
                 step
             })
         }

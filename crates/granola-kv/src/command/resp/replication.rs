@@ -91,17 +91,10 @@ pub fn sync(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
             return Step::Done;
         }
         None => {
-            let mut mark = [0u8; 20];
-            if getrandom::fill(&mut mark).is_err() {
-                ctx.error(b"ERR no random bytes from the operating system");
-                return Step::Done;
-            }
-            let mut hex = [0u8; 40];
-            for (i, b) in mark.iter().enumerate() {
-                hex[2 * i..2 * i + 2].copy_from_slice(format!("{b:02x}").as_bytes());
-            }
+            let mut mark = [0u8; 40];
+            mark.copy_from_slice(&crate::server::random_hex_id().as_bytes()[..40]);
             ctx.raw(b"$EOF:");
-            ctx.raw(&hex);
+            ctx.raw(&mark);
             ctx.raw(b"\r\n");
             let mut out = Vec::new();
             let file = RdbFile::start(&mut out);
@@ -111,7 +104,7 @@ pub fn sync(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
                 cursor: 0,
                 db: None,
                 buckets: ctx.shared.store.index_buckets(),
-                mark: hex,
+                mark,
             })
         }
     };
