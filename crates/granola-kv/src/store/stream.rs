@@ -317,6 +317,27 @@ impl Dict {
         Some(StreamEntry { id, fields })
     }
 
+    /// Adds an entry to a stream not yet stored (RESTORE builds one so):
+    /// `fields` from [`encode_fields`], kept on the heap (storing the
+    /// stream places large entries in pool memory), the bookkeeping moved
+    /// as [`DictEdit::stream_append`] moves it. An entry already at `id`
+    /// is replaced.
+    pub fn stream_push(&mut self, id: StreamId, fields: Vec<u8>) {
+        let Some(s) = self.stream.as_deref_mut() else {
+            return;
+        };
+        let e = Element::Heap(fields.into_boxed_slice());
+        let charge = Charge::of(&e);
+        let old = s.entries.insert(id, e);
+        s.meta.last_id = s.meta.last_id.max(id);
+        s.meta.entries_added += 1;
+        self.charge(charge);
+        if let Some(old) = old {
+            self.uncharge(Charge::of(&old));
+        }
+        self.writes += 1;
+    }
+
     /// Sets a stream's last ID and bookkeeping (XSETID); the caller checks
     /// that `last_id` is not below the last entry's.
     pub fn set_stream_meta(&mut self, meta: StreamMeta) {

@@ -3,19 +3,26 @@
 //! Valkey either way (`redis-cli --pipe` of RESTOREs, migration tools).
 //!
 //! - DUMP writes the plain RDB types (RDB version 9): every Redis since 5
-//!   and Valkey restore them. A stream cannot be dumped (an error says so).
+//!   and Valkey restore them. A stream goes as `STREAM_LISTPACKS_2` (RDB
+//!   version 10, Redis 7.0 and later and Valkey), with its groups, their
+//!   pending entries and consumers (why that type: `protocol/rdb.rs`).
 //! - RESTORE reads what Redis 7.x dumps, listpack and intset encodings and
-//!   LZF-compressed strings included. A payload that would decode to more
-//!   than the memory limit is refused before it is decoded.
+//!   LZF-compressed strings included, and streams of every type Redis 5
+//!   to 7.2 and Valkey write. A payload that would decode to more than the
+//!   memory limit is refused before it is decoded.
 //! - `IDLETIME` and `FREQ` are checked as Redis checks them and otherwise
 //!   ignored: eviction here keeps a CLOCK bit per key, not an idle time or
 //!   a frequency.
 
 use super::{parse_i64, Ctx};
 use crate::command::{Step, Storage};
-use crate::protocol::rdb::{self, Dump, DumpType, RdbError, RdbValue};
+use crate::protocol::rdb::{
+    self, Dump, DumpType, RdbConsumer, RdbError, RdbGroup, RdbPending, RdbStream, RdbValue,
+    StreamDump,
+};
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Item, Kind, Meta, SetMode, StoreError};
+use crate::store::{encode_fields, Dict, Item, Kind, Meta, SetMode, StoreError};
+use std::ops::Bound;
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.arg(i).unwrap_or_default()
@@ -27,20 +34,20 @@ pub fn dump(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         None => ctx.null(),
         Some(item) => match serialize(&item) {
             Some(payload) => ctx.bytes(&payload),
-            None => ctx.error(b"ERR DUMP of a stream is not supported by granola-kv"),
+            None => ctx.null(),
         },
     }
     Step::Done
 }
 
 /// The length of `item`'s value in the RDB format DUMP writes (the
-/// payload without its type byte, version and checksum; `None` for a
-/// stream): `DEBUG OBJECT`'s `serializedlength`.
+/// payload without its type byte, version and checksum; `None` if its
+/// body is gone): `DEBUG OBJECT`'s `serializedlength`.
 pub(super) fn serialized_len(item: &Item) -> Option<usize> {
     serialize(item).map(|p| p.len().saturating_sub(11))
 }
 
-/// `item`'s DUMP payload (`None` for a stream).
+/// `item`'s DUMP payload (`None` if its body is gone).
 pub(super) fn payload(item: &Item) -> Option<Vec<u8>> {
     serialize(item)
 }
@@ -73,8 +80,59 @@ fn serialize(item: &Item) -> Option<Vec<u8>> {
             }
             d.finish()
         }),
-        Kind::Stream => None,
+        Kind::Stream => item.read_dict(dump_stream),
     }
+}
+
+/// A stream's payload: its entries, bookkeeping and groups.
+fn dump_stream(dict: &Dict) -> Vec<u8> {
+    let mut d = StreamDump::new();
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for e in dict.stream_range(Bound::Unbounded, Bound::Unbounded) {
+        let fields = e.fields.bytes();
+        parts.clear();
+        parts.extend(e.parts().map(|r| &fields[r]));
+        d.entry(e.id, &parts);
+    }
+    let groups: Vec<RdbGroup> = dict
+        .stream_groups()
+        .into_iter()
+        .flat_map(|gs| gs.iter())
+        .map(|(name, g)| {
+            let consumers: Vec<RdbConsumer> = g
+                .consumers()
+                .map(|(name, c)| RdbConsumer {
+                    name: name.to_vec(),
+                    seen_ms: c.seen_ms,
+                    active_ms: c.active_ms,
+                })
+                .collect();
+            let pending = g
+                .pending()
+                .iter()
+                .filter_map(|(&id, p)| {
+                    // Consumers are in name order, as the group keeps them.
+                    let consumer = consumers
+                        .binary_search_by(|c| c.name.as_slice().cmp(&p.consumer))
+                        .ok()?;
+                    Some(RdbPending {
+                        id,
+                        delivered_ms: p.delivered_ms,
+                        deliveries: p.deliveries,
+                        consumer,
+                    })
+                })
+                .collect();
+            RdbGroup {
+                name: name.to_vec(),
+                last_delivered: g.last_delivered,
+                entries_read: g.entries_read,
+                pending,
+                consumers,
+            }
+        })
+        .collect();
+    d.finish(&dict.stream_meta().unwrap_or_default(), &groups)
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`.
@@ -203,6 +261,7 @@ fn put(
             }
             (Kind::Hash, d)
         }
+        RdbValue::Stream(s) => (Kind::Stream, stream(*s).ok_or(None)?),
         RdbValue::ZSet(pairs) => {
             let mut d = Dict::sorted();
             for (m, s) in &pairs {
@@ -215,4 +274,33 @@ fn put(
         }
     };
     db.put_dict(key, kind, &dict, meta).map_err(Some)
+}
+
+/// A decoded stream as a stream to store (None for an entry too large to
+/// keep).
+fn stream(s: RdbStream) -> Option<Dict> {
+    let mut d = Dict::stream();
+    for (id, parts) in &s.entries {
+        d.stream_push(*id, encode_fields(parts.iter().map(|p| &p[..]))?);
+    }
+    d.set_stream_meta(s.meta);
+    d.edit_stream_groups(|gs| {
+        for g in &s.groups {
+            gs.create(&g.name, g.last_delivered, g.entries_read);
+            gs.edit(&g.name, |e| {
+                for c in &g.consumers {
+                    e.touch_consumer(&c.name, c.seen_ms);
+                    if let Some(at) = c.active_ms {
+                        e.activate(&c.name, at);
+                    }
+                }
+                for p in &g.pending {
+                    if let Some(c) = g.consumers.get(p.consumer) {
+                        e.transfer(p.id, &c.name, p.delivered_ms, p.deliveries);
+                    }
+                }
+            });
+        }
+    });
+    Some(d)
 }
