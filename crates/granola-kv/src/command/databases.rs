@@ -19,7 +19,7 @@ use crate::store::{
 };
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-const MAGIC: [u8; 3] = [0xff, 0xfe, b'D'];
+const MAGIC: [u8; 3] = crate::store::KEYSPACE_PREFIX;
 
 /// Set once any database but 0 is written: until then database 0 is the
 /// whole store and DBSIZE/FLUSHDB need no walk.
@@ -141,6 +141,18 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// Keys with an expiry (INFO keyspace's `expires`), expired ones not
+    /// yet removed included.
+    pub fn expiring(&self) -> usize {
+        self.store.keyspace_expiring(self.index)
+    }
+
+    /// The mean remaining TTL in milliseconds, as active expiry last
+    /// estimated it (INFO keyspace's `avg_ttl`).
+    pub fn avg_ttl_ms(&self) -> u64 {
+        self.store.keyspace_avg_ttl_ms(self.index)
+    }
+
     fn sole(&self) -> bool {
         self.index == 0 && !OTHERS_USED.load(Ordering::Relaxed)
     }
@@ -216,17 +228,7 @@ impl Storage for Db<'_> {
         if self.sole() {
             return self.store.flush_all();
         }
-        let mut doomed = Vec::new();
-        let mut cursor = 0;
-        loop {
-            cursor = self.scan(cursor, 1024, &mut |k, _| doomed.push(k.to_vec()));
-            for k in doomed.drain(..) {
-                self.delete(&k);
-            }
-            if cursor == 0 {
-                break;
-            }
-        }
+        self.store.flush_keyspace(self.index);
     }
     fn list_pop(
         &self,
@@ -245,14 +247,7 @@ impl Storage for Db<'_> {
         if self.sole() {
             return self.store.len();
         }
-        let mut n = 0;
-        let mut cursor = 0;
-        loop {
-            cursor = self.scan(cursor, 4096, &mut |_, _| n += 1);
-            if cursor == 0 {
-                return n;
-            }
-        }
+        self.store.keyspace_len(self.index)
     }
     fn now_ms(&self) -> u64 {
         self.store.now_ms()

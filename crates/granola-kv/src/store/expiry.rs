@@ -10,6 +10,7 @@
 //! shard lock: a busy shard is passed over until the next turn.
 
 use super::index::{entry_handle, same, Pos, EXPIRES};
+use super::keyspaces::TtlSums;
 use super::{Item, Removal, Store};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -47,15 +48,20 @@ impl Store {
         while done.buckets < total && start.elapsed() < budget {
             let i = hand.shard % self.shards.len();
             let n = self.shards[i].buckets();
+            if hand.bucket < n {
+                let end = (hand.bucket + CHUNK).min(n);
+                done.removed += self.expire_buckets(i, hand.bucket, end);
+                done.buckets += end - hand.bucket;
+                hand.bucket = end;
+            }
             if hand.bucket >= n {
                 hand.shard = (i + 1) % self.shards.len();
                 hand.bucket = 0;
-                continue;
+                if hand.shard == 0 {
+                    // The walk went once round the index.
+                    self.keyspaces.round_done();
+                }
             }
-            let end = (hand.bucket + CHUNK).min(n);
-            done.removed += self.expire_buckets(i, hand.bucket, end);
-            done.buckets += end - hand.bucket;
-            hand.bucket = end;
         }
         done.cut_short = done.buckets < total;
         done
@@ -63,11 +69,13 @@ impl Store {
 
     /// Removes the expired items of shard `i`'s buckets `from..to`: found
     /// without the lock, removed under it if it is free and they are
-    /// still there.
+    /// still there. The live ones' remaining TTLs go to the keyspaces'
+    /// average.
     fn expire_buckets(&self, i: usize, from: usize, to: usize) -> usize {
         let shard = &self.shards[i];
         let now = self.clock.now_ms();
         let mut expired: Vec<(Pos, u64, Item)> = Vec::new();
+        let mut ttls = TtlSums::default();
         for bucket in from..to.min(shard.buckets()) {
             for (way, cell) in shard.bucket(bucket).0.iter().enumerate() {
                 let e = cell.load(Ordering::Acquire);
@@ -80,9 +88,13 @@ impl Store {
                 };
                 if item.expired(now) {
                     expired.push((Pos { bucket, way }, e, item));
+                } else if item.expires_at_ms() != 0 {
+                    // Read without the lock: a PERSIST may have cleared it.
+                    ttls.add(item.key(), item.expires_at_ms() - now);
                 }
             }
         }
+        self.keyspaces.walked(ttls);
         if expired.is_empty() {
             return 0;
         }

@@ -86,6 +86,7 @@ mod element;
 mod expiry;
 mod index;
 mod item;
+mod keyspaces;
 mod list;
 mod scan;
 mod stream;
@@ -98,6 +99,7 @@ pub use dict::{Dict, DictEdit, Member};
 pub use element::Element;
 pub use expiry::ExpireCycle;
 pub use item::{Item, Kind, Marks};
+pub use keyspaces::{keyspace_of, KEYSPACE_PREFIX};
 pub use list::ListElem;
 pub use stream::{encode_fields, field_ranges, StreamEntry, StreamId, StreamMeta};
 pub use stream_groups::{Consumer, Group, GroupEdit, Groups, Pending};
@@ -383,6 +385,8 @@ pub struct Store {
     index_bytes: AtomicUsize,
     strings: AtomicUsize,
     lists: AtomicUsize,
+    /// Keys and expiring keys per keyspace (Redis's databases).
+    keyspaces: keyspaces::Keyspaces,
     list_chunks: AtomicUsize,
     list_elems: AtomicUsize,
     dict_bytes: AtomicUsize,
@@ -482,6 +486,7 @@ impl Store {
             index_bytes: AtomicUsize::new(index_bytes),
             strings: AtomicUsize::new(0),
             lists: AtomicUsize::new(0),
+            keyspaces: keyspaces::Keyspaces::default(),
             list_chunks: AtomicUsize::new(0),
             list_elems: AtomicUsize::new(0),
             dict_bytes: AtomicUsize::new(0),
@@ -1008,6 +1013,20 @@ impl Store {
     /// Removes every item now. (memcached's `flush_all <delay>` is left to
     /// the caller to schedule.)
     pub fn flush_all(&self) {
+        self.flush_where(|_| true);
+    }
+
+    /// Removes every key of keyspace `n` (see [`keyspace_of`]), expired
+    /// ones not yet removed included: a numbered database's FLUSHDB.
+    pub fn flush_keyspace(&self, n: u8) {
+        if n != 0 && self.keyspace_len(n) == 0 {
+            return;
+        }
+        self.flush_where(|key| keyspace_of(key) == n);
+    }
+
+    /// Removes every key `doomed` picks.
+    fn flush_where(&self, doomed: impl Fn(&[u8]) -> bool) {
         for (i, shard) in self.shards.iter().enumerate() {
             let l = shard.lock(i);
             for bucket in 0..shard.buckets() {
@@ -1019,7 +1038,9 @@ impl Store {
                     }
                     if let Some(item) = self.pool.try_acquire(entry_handle(e)).and_then(Item::parse)
                     {
-                        self.remove(&l, pos, &item);
+                        if doomed(item.key()) {
+                            self.remove(&l, pos, &item);
+                        }
                     }
                 }
             }
@@ -1469,6 +1490,25 @@ impl Store {
         self.strings.load(Ordering::Relaxed) + self.lists.load(Ordering::Relaxed)
     }
 
+    /// Keys in keyspace `n` (see [`keyspace_of`]), expired ones not yet
+    /// removed included, as Redis's `DBSIZE` counts them. O(1) for `n > 0`;
+    /// O(255) for keyspace 0.
+    pub fn keyspace_len(&self, n: u8) -> usize {
+        self.keyspaces.keys(n, self.len())
+    }
+
+    /// Keys with an expiry in keyspace `n` (INFO keyspace's `expires`).
+    pub fn keyspace_expiring(&self, n: u8) -> usize {
+        self.keyspaces.expiring(n)
+    }
+
+    /// Keyspace `n`'s mean remaining TTL in milliseconds, an estimate
+    /// active expiry refreshes once per round of the index (INFO
+    /// keyspace's `avg_ttl`; 0 before the first round).
+    pub fn keyspace_avg_ttl_ms(&self, n: u8) -> u64 {
+        self.keyspaces.avg_ttl_ms(n)
+    }
+
     /// True if nothing is stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -1555,6 +1595,7 @@ impl Store {
     fn remove(&self, l: &Locked<'_>, pos: Pos, item: &Item) {
         let e = l.cell(pos).swap(0, Ordering::AcqRel);
         debug_assert!(e & OCCUPIED != 0);
+        self.keyspaces.removed(item.key(), e & EXPIRES != 0);
         self.forget(entry_handle(e), item);
     }
 
@@ -1611,7 +1652,7 @@ impl Store {
         old: Option<Found>,
     ) -> Result<(), StoreError> {
         let old = match old {
-            Some(f) => match self.overwrite_in_place(l, f, parts, hdr) {
+            Some(f) => match self.overwrite_in_place(l, f, key, parts, hdr) {
                 Ok(()) => return Ok(()),
                 Err(f) => Some(f),
             },
@@ -1630,21 +1671,22 @@ impl Store {
         let item =
             item.rewrite_header(&self.pool, hdr)
                 .map_err(|item| Found { pos, entry, item })?;
-        self.note_expiry(l, pos, entry, hdr.expires_at_ms);
+        self.note_expiry(l, pos, entry, hdr.expires_at_ms, item.key());
         Ok(item)
     }
 
     /// Keeps the entry's [`EXPIRES`] bit with its item's expiry after the
     /// item was rewritten in its slot (the entry itself stays).
     #[inline(always)]
-    fn note_expiry(&self, l: &Locked<'_>, pos: Pos, entry: u64, expires_at_ms: u64) {
+    fn note_expiry(&self, l: &Locked<'_>, pos: Pos, entry: u64, expires_at_ms: u64, key: &[u8]) {
         if (entry & EXPIRES != 0) != (expires_at_ms != 0) {
-            self.flip_expiry(l, pos, expires_at_ms != 0);
+            self.flip_expiry(l, pos, expires_at_ms != 0, key);
         }
     }
 
     #[cold]
-    fn flip_expiry(&self, l: &Locked<'_>, pos: Pos, expires: bool) {
+    fn flip_expiry(&self, l: &Locked<'_>, pos: Pos, expires: bool, key: &[u8]) {
+        self.keyspaces.expiry_changed(key, expires);
         if expires {
             self.ever_expiring.store(true, Ordering::Relaxed);
             l.cell(pos).fetch_or(EXPIRES, Ordering::Release);
@@ -1664,6 +1706,7 @@ impl Store {
         &self,
         l: &Locked<'_>,
         f: Found,
+        key: &[u8],
         parts: &[&[u8]],
         hdr: Header,
     ) -> Result<(), Found> {
@@ -1674,7 +1717,7 @@ impl Store {
         if entry & REF == 0 {
             l.cell(pos).fetch_or(REF, Ordering::Relaxed);
         }
-        self.note_expiry(l, pos, entry, hdr.expires_at_ms);
+        self.note_expiry(l, pos, entry, hdr.expires_at_ms, key);
         Ok(())
     }
 
@@ -1783,10 +1826,14 @@ impl Store {
                     count(new.kind()).fetch_add(1, Ordering::Relaxed);
                     count(prev.kind()).fetch_sub(1, Ordering::Relaxed);
                 }
+                if (e & EXPIRES != 0) != (expires != 0) {
+                    self.keyspaces.expiry_changed(key, expires != 0);
+                }
             }
             None => {
                 self.item_bytes.fetch_add(slot, Ordering::Relaxed);
                 count(new.kind()).fetch_add(1, Ordering::Relaxed);
+                self.keyspaces.added(key, expires != 0);
             }
         }
         Ok(new)

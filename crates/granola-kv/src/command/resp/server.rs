@@ -5,7 +5,6 @@ use super::connection::REDIS_VERSION;
 use super::resetstat::Counters;
 use super::table::{self, Spec, COMMANDS};
 use super::{glob, Ctx};
-use crate::command::databases::Db;
 use crate::command::{Step, Storage};
 use crate::protocol::resp::{self, Command};
 use crate::server::config::EvictionPolicy;
@@ -355,7 +354,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
             let _ = write!(t, "# Keyspace\r\n");
             for n in 0..cfg.databases.min(256) {
                 let db = shared.dbs.db(&shared.store, n as u8);
-                let (keys, expires, avg_ttl) = count_keys(&db);
+                let (keys, expires, avg_ttl) = (db.len(), db.expiring(), db.avg_ttl_ms());
                 if keys > 0 {
                     let _ = write!(
                         t,
@@ -415,32 +414,6 @@ fn reset_stats(shared: &Shared) {
         .commandstats
         .reset(table::lookup_full(b"config|resetstat"));
     shared.errors.reset();
-}
-
-/// Keys, keys with an expiry, and those keys' mean time to live in ms
-/// (exact: Redis estimates it from its expire cycle's samples) in `db`,
-/// by a walk over the index.
-fn count_keys(db: &Db<'_>) -> (usize, usize, u64) {
-    let (mut keys, mut expires, mut ttl_sum) = (0, 0, 0u128);
-    let now = db.now_ms();
-    let mut cursor = 0;
-    loop {
-        cursor = db.scan(cursor, 4096, &mut |_, item| {
-            keys += 1;
-            if item.expires_at_ms() != 0 {
-                expires += 1;
-                ttl_sum += u128::from(item.expires_at_ms().saturating_sub(now));
-            }
-        });
-        if cursor == 0 {
-            let avg_ttl = if expires == 0 {
-                0
-            } else {
-                (ttl_sum / expires as u128) as u64
-            };
-            return (keys, expires, avg_ttl);
-        }
-    }
 }
 
 fn policy(evicts: bool) -> EvictionPolicy {
