@@ -17,8 +17,9 @@
 //! - **Average TTL**: as in Redis, an estimate: active expiry's walk reads
 //!   every expiring item once per round of the index, and at the end of
 //!   each round the keyspace's mean remaining TTL over that round is
-//!   published. Until a round completes (or with active expiry off) it is
-//!   the last published value, 0 at first.
+//!   published; a keyspace without an estimate yet (0) gets the round's
+//!   mean so far as the walk goes. With active expiry off it stays as it
+//!   was.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -133,19 +134,23 @@ impl Keyspaces {
         self.avg_ttl_ms[usize::from(n)].load(Ordering::Relaxed)
     }
 
-    /// Adds what one stretch of the walk saw to the current round.
+    /// Adds what one stretch of the walk saw to the current round. A
+    /// keyspace with no estimate yet gets the round's mean so far: on a
+    /// large store a round takes many cycles, and 0 would say "no TTLs".
     pub(super) fn walked(&self, seen: TtlSums) {
         if seen.sums.is_empty() {
             return;
         }
         let mut round = self.round.lock().unwrap_or_else(|e| e.into_inner());
         if round.sums.is_empty() {
-            round.sums = seen.sums;
-            return;
+            round.sums = vec![(0, 0); 256];
         }
-        for (acc, s) in round.sums.iter_mut().zip(seen.sums) {
+        for ((acc, s), avg) in round.sums.iter_mut().zip(seen.sums).zip(&self.avg_ttl_ms) {
             acc.0 += s.0;
             acc.1 += s.1;
+            if s.1 > 0 && avg.load(Ordering::Relaxed) == 0 {
+                avg.store(mean(*acc), Ordering::Relaxed);
+            }
         }
     }
 
@@ -154,12 +159,17 @@ impl Keyspaces {
     pub(super) fn round_done(&self) {
         let round = std::mem::take(&mut *self.round.lock().unwrap_or_else(|e| e.into_inner()));
         for (n, avg) in self.avg_ttl_ms.iter().enumerate() {
-            let mean = match round.sums.get(n) {
-                Some(&(sum, count)) if count > 0 => (sum / u128::from(count)) as u64,
-                _ => 0,
-            };
-            avg.store(mean, Ordering::Relaxed);
+            avg.store(round.sums.get(n).map_or(0, |&s| mean(s)), Ordering::Relaxed);
         }
+    }
+}
+
+/// The mean of `(sum, count)`, 0 for none.
+fn mean((sum, count): (u128, u64)) -> u64 {
+    if count == 0 {
+        0
+    } else {
+        (sum / u128::from(count)) as u64
     }
 }
 
@@ -199,12 +209,17 @@ mod tests {
         seen.add(b"b", 3000);
         seen.add(&[0xff, 0xfe, b'D', 1, b'x'], 500);
         k.walked(seen);
-        assert_eq!(k.avg_ttl_ms(0), 0, "nothing published mid-round");
+        assert_eq!(
+            (k.avg_ttl_ms(0), k.avg_ttl_ms(1)),
+            (2000, 500),
+            "a first estimate mid-round"
+        );
         let mut more = TtlSums::default();
-        more.add(b"c", 2000);
+        more.add(b"c", 5000);
         k.walked(more);
+        assert_eq!(k.avg_ttl_ms(0), 2000, "kept till the round ends");
         k.round_done();
-        assert_eq!((k.avg_ttl_ms(0), k.avg_ttl_ms(1)), (2000, 500));
+        assert_eq!((k.avg_ttl_ms(0), k.avg_ttl_ms(1)), (3000, 500));
         k.round_done();
         assert_eq!(k.avg_ttl_ms(0), 0, "a round that saw none");
     }
