@@ -254,15 +254,26 @@ impl Dict {
         Some(StreamEntry { id, fields })
     }
 
-    /// Deletes entry `id`; true if it was there. O(log n).
+    /// Deletes entry `id` (XDEL); true if it was there. O(log n). The
+    /// largest ID so deleted is remembered ([`StreamMeta::max_deleted`]).
     pub fn stream_remove(&mut self, id: StreamId) -> bool {
+        let removed = self.stream_take(id);
+        if let (true, Some(s)) = (removed, self.stream.as_deref_mut()) {
+            s.meta.max_deleted = s.meta.max_deleted.max(id);
+        }
+        removed
+    }
+
+    /// Deletes entry `id` without marking it deleted: a trim's removal,
+    /// which Redis 7.0 does not count as a tombstone (a gap only XDEL
+    /// makes), so the groups' lag stays known after one.
+    fn stream_take(&mut self, id: StreamId) -> bool {
         let Some(s) = self.stream.as_deref_mut() else {
             return false;
         };
         let Some(e) = s.entries.remove(&id) else {
             return false;
         };
-        s.meta.max_deleted = s.meta.max_deleted.max(id);
         self.uncharge(Charge::of(&e));
         self.writes += 1;
         true
@@ -283,10 +294,88 @@ impl Dict {
             if !drop(first, self.len()) {
                 break;
             }
-            self.stream_remove(first);
+            self.stream_take(first);
             removed += 1;
         }
         removed
+    }
+
+    /// True if a deleted entry (XDEL's tombstone) may lie at or after
+    /// `from`: the largest deleted ID is not below `from` and not below
+    /// the first entry. Only the largest is remembered, so this is the
+    /// test Redis makes, not an exact one.
+    fn stream_tombstone_from(&self, from: StreamId) -> bool {
+        let Some(meta) = self.stream_meta() else {
+            return false;
+        };
+        let first = self.stream_first().map_or(StreamId::MIN, |e| e.id);
+        !self.is_empty()
+            && meta.max_deleted != StreamId::MIN
+            && first <= meta.max_deleted
+            && from <= meta.max_deleted
+    }
+
+    /// How many entries were added up to and including `id`, where that
+    /// can be known without counting: for an untouched stream, its end,
+    /// or an ID at or before its first entry with no deletion after it.
+    /// None when not knowable (an ID within the entries, or past the end).
+    /// Arithmetic wraps as Redis's unsigned counters do.
+    pub fn stream_reads_up_to(&self, id: StreamId) -> Option<u64> {
+        let meta = self.stream_meta().unwrap_or_default();
+        if meta.entries_added == 0 {
+            return Some(0);
+        }
+        let len = self.len() as u64;
+        if len == 0 && id <= meta.last_id {
+            return Some(meta.entries_added);
+        }
+        if id == meta.last_id {
+            return Some(meta.entries_added);
+        }
+        if id > meta.last_id {
+            return None;
+        }
+        let first = self.stream_first().map_or(StreamId::MIN, |e| e.id);
+        if meta.max_deleted == StreamId::MIN || meta.max_deleted < first {
+            let before_first = meta.entries_added.wrapping_sub(len);
+            if id < first {
+                return Some(before_first);
+            }
+            if id == first {
+                return Some(before_first.wrapping_add(1));
+            }
+        }
+        None
+    }
+
+    /// A group's entries read after it was delivered entry `id` (above
+    /// its last delivered ID), given what it had read before: one more
+    /// while no deletion could lie ahead, else what can be known at `id`
+    /// ([`stream_reads_up_to`](Self::stream_reads_up_to)).
+    pub fn stream_read_after(&self, read: Option<u64>, id: StreamId) -> Option<u64> {
+        let added = self.stream_meta().unwrap_or_default().entries_added;
+        match read {
+            Some(n) if !self.stream_tombstone_from(id) => Some(n.wrapping_add(1)),
+            _ if added != 0 => self.stream_reads_up_to(id),
+            other => other,
+        }
+    }
+
+    /// The lag of a group (entries not yet delivered to it) that has read
+    /// `read` entries up to `last_delivered`: None when a deletion ahead
+    /// of it, or an unknown count it cannot be worked out from, makes it
+    /// unknowable. Signed: a count set by hand (ENTRIESREAD) may exceed
+    /// the entries added.
+    pub fn stream_lag(&self, last_delivered: StreamId, read: Option<u64>) -> Option<i64> {
+        let added = self.stream_meta().unwrap_or_default().entries_added;
+        if added == 0 {
+            return Some(0);
+        }
+        let read = match read {
+            Some(n) if !self.stream_tombstone_from(last_delivered) => n,
+            _ => self.stream_reads_up_to(last_delivered)?,
+        };
+        Some((added as i64).wrapping_sub(read as i64))
     }
 
     /// The stream's consumer groups (None for other kinds).
@@ -420,6 +509,53 @@ mod tests {
         assert_eq!(got, parts);
         // A truncated blob yields its whole parts only.
         assert_eq!(field_ranges(&blob[..blob.len() - 1]).count(), 3);
+    }
+
+    #[test]
+    fn lag_is_known_only_without_a_deletion_ahead() {
+        let mut d = Dict::stream();
+        // Nothing ever added: every count and lag is 0.
+        assert_eq!(d.stream_reads_up_to(id(9, 0)), Some(0));
+        assert_eq!(d.stream_lag(StreamId::MIN, None), Some(0));
+        for ms in 1..=5 {
+            add(&mut d, id(ms, 0), &[b"n", b"v"]);
+        }
+        // Before the first entry, at it, at the end; within or past: unknown.
+        assert_eq!(d.stream_reads_up_to(StreamId::MIN), Some(0));
+        assert_eq!(d.stream_reads_up_to(id(1, 0)), Some(1));
+        assert_eq!(d.stream_reads_up_to(id(5, 0)), Some(5));
+        assert_eq!(d.stream_reads_up_to(id(3, 0)), None);
+        assert_eq!(d.stream_reads_up_to(id(6, 0)), None);
+        assert_eq!(d.stream_lag(StreamId::MIN, None), Some(5));
+        assert_eq!(d.stream_lag(id(3, 0), None), None);
+        assert_eq!(d.stream_lag(id(3, 0), Some(3)), Some(2));
+        // A count set beyond the entries added: a negative lag.
+        assert_eq!(d.stream_lag(id(1, 0), Some(9)), Some(-4));
+
+        // A trim is no deletion: counts stay good.
+        d.stream_trim(1, |_, _| true);
+        assert_eq!(d.stream_meta().unwrap().max_deleted, StreamId::MIN);
+        assert_eq!(d.stream_lag(id(3, 0), Some(3)), Some(2));
+        assert_eq!(d.stream_reads_up_to(id(1, 0)), Some(1));
+        assert_eq!(d.stream_read_after(Some(3), id(4, 0)), Some(4));
+
+        // A deletion at 4-0: behind 5-0 it does not matter, ahead of 3-0
+        // it makes the lag and the next count unknowable.
+        assert!(d.stream_remove(id(4, 0)));
+        assert_eq!(d.stream_lag(id(5, 0), Some(5)), Some(0));
+        assert_eq!(d.stream_lag(id(3, 0), Some(3)), None);
+        assert_eq!(d.stream_read_after(Some(2), id(3, 0)), None);
+        // Read to the end: known again.
+        assert_eq!(d.stream_read_after(None, id(5, 0)), Some(5));
+        assert_eq!(d.stream_read_after(Some(4), id(5, 0)), Some(5));
+
+        // Once the first entry is past the deletion, it no longer counts.
+        d.stream_trim(usize::MAX, |i, _| i < id(5, 0));
+        assert_eq!(d.stream_lag(id(3, 0), None), Some(1));
+        // An emptied stream: every ID up to the last has read everything.
+        assert!(d.stream_remove(id(5, 0)));
+        assert_eq!(d.stream_lag(StreamId::MIN, None), Some(0));
+        assert_eq!(d.stream_reads_up_to(id(9, 0)), None);
     }
 
     #[test]

@@ -273,13 +273,6 @@ impl GroupEdit<'_> {
         self.release(id);
         self.hold(id, consumer, delivered_ms, deliveries);
     }
-
-    /// Counts one more entry read by the group, when its count is known.
-    pub fn count_read(&mut self) {
-        if let Some(n) = self.g.entries_read.as_mut() {
-            *n += 1;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -96,6 +96,8 @@ fn entries_read_opt(cmd: &Command<'_>, mut i: usize) -> Result<(Option<u64>, boo
         } else if w.eq_ignore_ascii_case(b"ENTRIESREAD") && i + 1 < cmd.len() {
             match parse_i64(arg(cmd, i + 1)) {
                 Some(v) if v >= 0 => n = Some(v as u64),
+                // -1: unknown, as a group starts without the option.
+                Some(-1) => n = None,
                 Some(_) => return Err(b"ERR value for ENTRIESREAD must be positive or -1"),
                 None => return Err(b"ERR value is not an integer or out of range"),
             }
@@ -105,19 +107,6 @@ fn entries_read_opt(cmd: &Command<'_>, mut i: usize) -> Result<(Option<u64>, boo
         }
     }
     Ok((n, mkstream))
-}
-
-/// What the group's entries read start at for a group starting after
-/// `start`: known for the beginning and the end of the stream.
-fn entries_read_at(d: &Dict, start: StreamId) -> Option<u64> {
-    let meta = d.stream_meta().unwrap_or_default();
-    if start == StreamId::MIN {
-        Some(0)
-    } else if start >= meta.last_id {
-        Some(meta.entries_added)
-    } else {
-        None
-    }
 }
 
 /// `XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER|HELP ...`.
@@ -183,8 +172,9 @@ pub fn xgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                     return Err(b"BUSYGROUP Consumer Group name already exists".to_vec());
                 }
                 let start = group_start(s, arg(cmd, 4)).ok_or(ERR_ID.to_vec())?;
-                let read = opts.0.or_else(|| entries_read_at(s, start));
-                s.edit_stream_groups(|g| g.create(group, start, read));
+                // Without ENTRIESREAD the count is unknown (Redis 7.0):
+                // the lag is then worked out from the stream when it can be.
+                s.edit_stream_groups(|g| g.create(group, start, opts.0));
                 Ok(-1)
             }
             // Destroying a group that is not there answers 0, the others
@@ -193,8 +183,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             _ if !exists => Err(nogroup(key, group)),
             b"SETID" => {
                 let start = group_start(s, arg(cmd, 4)).ok_or(ERR_ID.to_vec())?;
-                let read = opts.0.or_else(|| entries_read_at(s, start));
-                s.edit_stream_groups(|g| g.edit(group, |e| e.set_last(start, read)));
+                s.edit_stream_groups(|g| g.edit(group, |e| e.set_last(start, opts.0)));
                 Ok(-1)
             }
             b"DESTROY" => Ok(i64::from(
@@ -302,11 +291,10 @@ fn read_group(
             let mut taken = Vec::new();
             match start {
                 None => {
-                    let last = s
+                    let (last, mut read) = s
                         .stream_groups()
                         .and_then(|g| g.get(group))
-                        .map(|g| g.last_delivered);
-                    let last = last?;
+                        .map(|g| (g.last_delivered, g.entries_read))?;
                     let ids: Vec<StreamId> = s
                         .stream_range(Bound::Excluded(last), Bound::Unbounded)
                         .take(count)
@@ -315,16 +303,20 @@ fn read_group(
                             e.id
                         })
                         .collect();
+                    // The count read moves entry by entry, as in Redis:
+                    // once a deletion may lie ahead it is re-derived (or
+                    // becomes unknown) rather than counted on.
+                    for &id in &ids {
+                        read = s.stream_read_after(read, id);
+                    }
                     s.edit_stream_groups(|g| {
                         g.edit(group, |e| {
                             e.touch_consumer(consumer, now_ms);
                             if let Some(&top) = ids.last() {
                                 e.activate(consumer, now_ms);
-                                let read = e.group().entries_read;
                                 e.set_last(top, read);
                             }
                             for &id in &ids {
-                                e.count_read();
                                 if !noack {
                                     e.deliver(id, consumer, now_ms);
                                 }
@@ -544,7 +536,9 @@ fn claim(
                     }
                     n
                 }
-                (None, true) if o.force => 0,
+                // A PEL entry FORCE makes counts as delivered once
+                // already (as Redis makes it), then this claim.
+                (None, true) if o.force => 1,
                 (None, _) => return None,
             };
             let at = match (o.idle, o.time) {
@@ -777,7 +771,6 @@ fn group_exists(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8]) -> bool {
 
 /// The XINFO GROUPS reply for stream `s`.
 pub(super) fn info_groups(ctx: &mut Ctx<'_>, s: &Dict) {
-    let meta = s.stream_meta().unwrap_or_default();
     let groups: Vec<(&[u8], &crate::store::Group)> = s
         .stream_groups()
         .map(|g| g.iter().collect())
@@ -799,8 +792,8 @@ pub(super) fn info_groups(ctx: &mut Ctx<'_>, s: &Dict) {
             None => ctx.null(),
         }
         ctx.simple(b"lag");
-        match g.entries_read {
-            Some(n) => ctx.int(meta.entries_added.saturating_sub(n) as i64),
+        match s.stream_lag(g.last_delivered, g.entries_read) {
+            Some(n) => ctx.int(n),
             None => ctx.null(),
         }
     }

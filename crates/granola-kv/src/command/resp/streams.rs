@@ -1,11 +1,12 @@
 //! Stream commands: XADD (NOMKSTREAM, MAXLEN/MINID trimming), XLEN,
 //! XRANGE and XREVRANGE (exclusive bounds, COUNT), XDEL, XTRIM, XREAD
-//! (COUNT, BLOCK; `$` and `+`), XSETID and XINFO STREAM/GROUPS. A stream is a
+//! (COUNT, BLOCK; `$` and `+`), XSETID and XINFO STREAM (FULL too)/GROUPS. A stream is a
 //! B-tree of entries by ID (`store/stream.rs`): O(log n) per entry.
 //!
 //! `XREAD BLOCK` waits as the blocking list commands do
-//! ([`super::blocking`]). Consumer groups are in `stream_groups.rs`. Not
-//! served: `XINFO STREAM FULL`.
+//! ([`super::blocking`]). Consumer groups are in `stream_groups.rs`.
+//! `XINFO STREAM FULL` leaves out Redis's radix tree counts, as the plain
+//! form does.
 
 use super::collections::{edit, read, CType};
 use super::{parse_i64, Ctx, Replied};
@@ -718,19 +719,24 @@ pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             b"    Show the consumers of a consumer group.",
             b"GROUPS <key>",
             b"    Show the stream consumer groups.",
-            b"STREAM <key>",
+            b"STREAM <key> [FULL [COUNT <count>]",
             b"    Show information about the stream.",
             b"HELP",
             b"    Prints this help.",
         ]),
-        (b"STREAM", 3) => {
+        (b"STREAM", 2) => subcommand_syntax_error(ctx, arg(cmd, 1)),
+        (b"STREAM", _) => {
+            // The key is looked up before the options are read, so a
+            // missing key or a wrong type is the answer to bad options too.
             let _ = read(ctx, arg(cmd, 2), T, |ctx, s| match s {
                 None => ctx.error(b"ERR no such key"),
-                Some(s) => stream_info(ctx, s),
+                Some(s) => match full_count(cmd) {
+                    Ok(None) => stream_info(ctx, s),
+                    Ok(Some(count)) => stream_full(ctx, s, count),
+                    Err(FullArgs::Syntax) => subcommand_syntax_error(ctx, arg(cmd, 1)),
+                    Err(FullArgs::NotInteger) => ctx.raw(resp::ERR_NOT_INTEGER),
+                },
             });
-        }
-        (b"STREAM", _) => {
-            ctx.error(b"ERR XINFO STREAM FULL is not supported: use XINFO GROUPS, XINFO CONSUMERS and XPENDING");
         }
         (b"GROUPS", 3) => {
             let _ = read(ctx, arg(cmd, 2), T, |ctx, s| match s {
@@ -748,6 +754,139 @@ pub fn xinfo(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         _ => ctx.unknown_subcommand("XINFO", arg(cmd, 1)),
     }
     Step::Done
+}
+
+/// Redis's error for a subcommand given the wrong arguments, naming it
+/// as it was typed (cut to 128 bytes).
+fn subcommand_syntax_error(ctx: &mut Ctx<'_>, sub: &[u8]) {
+    let mut e = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+    e.extend_from_slice(&sub[..sub.len().min(128)]);
+    e.extend_from_slice(b"'. Try XINFO HELP.");
+    ctx.error(&e);
+}
+
+/// Why XINFO STREAM's options were refused.
+enum FullArgs {
+    /// Not `FULL` or `FULL COUNT n`.
+    Syntax,
+    /// COUNT's value is not an integer.
+    NotInteger,
+}
+
+/// The options after `XINFO STREAM key`: None for none, else FULL's
+/// COUNT (0: no limit; 10 when absent or negative, so that a large
+/// stream is not sent whole by accident).
+fn full_count(cmd: &Command<'_>) -> Result<Option<usize>, FullArgs> {
+    let opts: Vec<&[u8]> = cmd.args().skip(3).collect();
+    match opts[..] {
+        [] => Ok(None),
+        [full] if full.eq_ignore_ascii_case(b"FULL") => Ok(Some(10)),
+        [full, word, n] if full.eq_ignore_ascii_case(b"FULL") => {
+            if !word.eq_ignore_ascii_case(b"COUNT") {
+                return Err(FullArgs::Syntax);
+            }
+            match parse_i64(n) {
+                Some(n) if n < 0 => Ok(Some(10)),
+                Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+                None => Err(FullArgs::NotInteger),
+            }
+        }
+        _ => Err(FullArgs::Syntax),
+    }
+}
+
+/// `XINFO STREAM key FULL [COUNT n]`: the stream's bookkeeping, its first
+/// `count` entries, and every group with its first `count` pending
+/// entries and its consumers, each with its first `count` (0: all).
+/// Field names as bulk strings, as Redis sends them. Redis's radix tree
+/// counts are left out, as plain XINFO STREAM leaves them: granola has no
+/// radix tree whose keys and nodes they could count.
+fn stream_full(ctx: &mut Ctx<'_>, s: &Dict, count: usize) {
+    let limit = if count == 0 { usize::MAX } else { count };
+    let meta = s.stream_meta().unwrap_or_default();
+    let first_id = s.stream_first().map_or(StreamId::MIN, |e| e.id);
+    ctx.map(7);
+    ctx.bytes(b"length");
+    ctx.int(s.len() as i64);
+    ctx.bytes(b"last-generated-id");
+    write_id(ctx, meta.last_id);
+    ctx.bytes(b"max-deleted-entry-id");
+    write_id(ctx, meta.max_deleted);
+    ctx.bytes(b"entries-added");
+    ctx.int(meta.entries_added as i64);
+    ctx.bytes(b"recorded-first-entry-id");
+    write_id(ctx, first_id);
+    ctx.bytes(b"entries");
+    let entries: Vec<StreamEntry<'_>> = s
+        .stream_range(Bound::Unbounded, Bound::Unbounded)
+        .take(limit)
+        .collect();
+    ctx.array(entries.len());
+    for e in &entries {
+        write_entry(ctx, e);
+    }
+    ctx.bytes(b"groups");
+    let groups: Vec<(&[u8], &crate::store::Group)> = s
+        .stream_groups()
+        .map(|g| g.iter().collect())
+        .unwrap_or_default();
+    ctx.array(groups.len());
+    for (name, g) in groups {
+        ctx.map(7);
+        ctx.bytes(b"name");
+        ctx.bytes(name);
+        ctx.bytes(b"last-delivered-id");
+        write_id(ctx, g.last_delivered);
+        ctx.bytes(b"entries-read");
+        match g.entries_read {
+            Some(n) => ctx.int(n as i64),
+            None => ctx.null(),
+        }
+        ctx.bytes(b"lag");
+        match s.stream_lag(g.last_delivered, g.entries_read) {
+            Some(n) => ctx.int(n),
+            None => ctx.null(),
+        }
+        ctx.bytes(b"pel-count");
+        ctx.int(g.pending().len() as i64);
+        ctx.bytes(b"pending");
+        ctx.array(g.pending().len().min(limit));
+        for (&id, p) in g.pending().iter().take(limit) {
+            ctx.array(4);
+            write_id(ctx, id);
+            ctx.bytes(&p.consumer);
+            ctx.int(p.delivered_ms as i64);
+            ctx.int(p.deliveries as i64);
+        }
+        ctx.bytes(b"consumers");
+        let consumers: Vec<_> = g.consumers().collect();
+        ctx.array(consumers.len());
+        for (cname, c) in consumers {
+            // Redis 7.0's four fields: no active-time (added in 7.2).
+            ctx.map(4);
+            ctx.bytes(b"name");
+            ctx.bytes(cname);
+            ctx.bytes(b"seen-time");
+            ctx.int(c.seen_ms as i64);
+            ctx.bytes(b"pel-count");
+            ctx.int(c.pending.len() as i64);
+            ctx.bytes(b"pending");
+            let ids: Vec<StreamId> = c.pending.iter().take(limit).copied().collect();
+            ctx.array(ids.len());
+            for id in ids {
+                // A consumer's entry is always in its group's PEL; should
+                // the books disagree, the entry is shown as never delivered.
+                let (at, n) = g
+                    .pending()
+                    .get(&id)
+                    .map_or((0, 0), |p| (p.delivered_ms, p.deliveries));
+                ctx.array(3);
+                write_id(ctx, id);
+                ctx.int(at as i64);
+                ctx.int(n as i64);
+            }
+        }
+    }
 }
 
 fn stream_info(ctx: &mut Ctx<'_>, s: &Dict) {
