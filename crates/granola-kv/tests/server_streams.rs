@@ -186,7 +186,7 @@ fn stream_transcript() {
             let field = |name: &str| {
                 let i = v
                     .iter()
-                    .position(|r| *r == Resp::Simple(name.into()))
+                    .position(|r| *r == bulk(name))
                     .unwrap_or_else(|| panic!("{name} in {v:?}"));
                 v[i + 1].clone()
             };
@@ -767,10 +767,7 @@ fn consumer_groups_transcript() {
                 panic!("{groups:?}")
             };
             let field = |name: &str| {
-                let i = g
-                    .iter()
-                    .position(|r| *r == Resp::Simple(name.into()))
-                    .expect(name);
+                let i = g.iter().position(|r| *r == bulk(name)).expect(name);
                 g[i + 1].clone()
             };
             assert_eq!(field("name"), bulk("g"));
@@ -788,10 +785,7 @@ fn consumer_groups_transcript() {
     }
     match c.resp(&["XINFO", "STREAM", "q"]) {
         Resp::Array(Some(v)) => {
-            let i = v
-                .iter()
-                .position(|r| *r == Resp::Simple("groups".into()))
-                .unwrap();
+            let i = v.iter().position(|r| *r == bulk("groups")).unwrap();
             assert_eq!(v[i + 1], Resp::Int(1));
         }
         r => panic!("{r:?}"),

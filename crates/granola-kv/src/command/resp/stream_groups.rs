@@ -778,20 +778,20 @@ pub(super) fn info_groups(ctx: &mut Ctx<'_>, s: &Dict) {
     ctx.array(groups.len());
     for (name, g) in groups {
         ctx.map(6);
-        ctx.simple(b"name");
+        ctx.bytes(b"name");
         ctx.bytes(name);
-        ctx.simple(b"consumers");
+        ctx.bytes(b"consumers");
         ctx.int(g.consumers().count() as i64);
-        ctx.simple(b"pending");
+        ctx.bytes(b"pending");
         ctx.int(g.pending().len() as i64);
-        ctx.simple(b"last-delivered-id");
+        ctx.bytes(b"last-delivered-id");
         write_id(ctx, g.last_delivered);
-        ctx.simple(b"entries-read");
+        ctx.bytes(b"entries-read");
         match g.entries_read {
             Some(n) => ctx.int(n as i64),
             None => ctx.null(),
         }
-        ctx.simple(b"lag");
+        ctx.bytes(b"lag");
         match s.stream_lag(g.last_delivered, g.entries_read) {
             Some(n) => ctx.int(n),
             None => ctx.null(),
@@ -809,13 +809,13 @@ pub(super) fn info_consumers(ctx: &mut Ctx<'_>, s: &Dict, key: &[u8], group: &[u
     ctx.array(consumers.len());
     for (name, c) in consumers {
         ctx.map(4);
-        ctx.simple(b"name");
+        ctx.bytes(b"name");
         ctx.bytes(name);
-        ctx.simple(b"pending");
+        ctx.bytes(b"pending");
         ctx.int(c.pending.len() as i64);
-        ctx.simple(b"idle");
+        ctx.bytes(b"idle");
         ctx.int(now_ms.saturating_sub(c.seen_ms) as i64);
-        ctx.simple(b"inactive");
+        ctx.bytes(b"inactive");
         ctx.int(c.active_ms.map_or(-1, |a| now_ms.saturating_sub(a) as i64));
     }
 }

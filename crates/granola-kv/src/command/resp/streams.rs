@@ -895,24 +895,24 @@ fn stream_info(ctx: &mut Ctx<'_>, s: &Dict) {
     // Redis' fields by name, except its radix tree's node counts: granola
     // has no radix tree to count.
     ctx.map(8);
-    ctx.simple(b"length");
+    ctx.bytes(b"length");
     ctx.int(s.len() as i64);
-    ctx.simple(b"last-generated-id");
+    ctx.bytes(b"last-generated-id");
     ctx.bytes(meta.last_id.to_string().as_bytes());
-    ctx.simple(b"max-deleted-entry-id");
+    ctx.bytes(b"max-deleted-entry-id");
     ctx.bytes(meta.max_deleted.to_string().as_bytes());
-    ctx.simple(b"entries-added");
+    ctx.bytes(b"entries-added");
     ctx.int(meta.entries_added as i64);
-    ctx.simple(b"recorded-first-entry-id");
+    ctx.bytes(b"recorded-first-entry-id");
     ctx.bytes(first_id.to_string().as_bytes());
-    ctx.simple(b"groups");
+    ctx.bytes(b"groups");
     ctx.int(s.stream_groups().map_or(0, |g| g.len()) as i64);
-    ctx.simple(b"first-entry");
+    ctx.bytes(b"first-entry");
     match s.stream_first() {
         Some(e) => write_entry(ctx, &e),
         None => ctx.null(),
     }
-    ctx.simple(b"last-entry");
+    ctx.bytes(b"last-entry");
     match s.stream_last() {
         Some(e) => write_entry(ctx, &e),
         None => ctx.null(),
