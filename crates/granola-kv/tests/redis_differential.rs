@@ -3385,6 +3385,11 @@ fn xinfo_stream_full_answers_as_redis_does() {
                 ">",
             ],
             &["XGROUP", "CREATECONSUMER", "big", "g", "carol"],
+            // Claims of nothing make no consumer.
+            &["XCLAIM", "big", "g", "nobody", "0", "29-1"],
+            &["XCLAIM", "big", "g", "nobody", "99999999", "1-1"],
+            &["XAUTOCLAIM", "big", "g", "nobody2", "99999999", "0"],
+            &["XAUTOCLAIM", "big", "h", "nobody3", "0", "(4-1"],
             &["SET", "str", "x"],
         ] {
             setup.push(cmd(c));

@@ -547,6 +547,9 @@ fn claim(
                 (None, None) => now_ms,
             };
             let count = o.retry.unwrap_or(deliveries + u64::from(!o.just_id));
+            // The consumer is made (or seen) only by a claim, as in Redis:
+            // a claim of nothing leaves no consumer behind.
+            e.touch_consumer(consumer, now_ms);
             e.transfer(id, consumer, at, count);
             e.activate(consumer, now_ms);
             Some(())
@@ -644,7 +647,6 @@ pub fn xclaim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let r = edit(ctx, key, T, growth, |s| {
         s.edit_stream_groups(|g| {
             g.edit(group, |e| {
-                e.touch_consumer(consumer, now_ms);
                 if let Some(last) = o.last_id.filter(|&l| l > e.group().last_delivered) {
                     let read = e.group().entries_read;
                     e.set_last(last, read);
@@ -712,7 +714,6 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         bytes: consumer.len(),
     };
     let r = edit(ctx, key, T, growth, |s| {
-        s.edit_stream_groups(|g| g.edit(group, |e| e.touch_consumer(consumer, now_ms)));
         // Look at up to ten times COUNT pending entries, as Redis does.
         let scan: Vec<StreamId> = s
             .stream_groups()
