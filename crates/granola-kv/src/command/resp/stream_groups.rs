@@ -785,18 +785,24 @@ pub(super) fn info_groups(ctx: &mut Ctx<'_>, s: &Dict) {
         ctx.int(g.consumers().count() as i64);
         ctx.bytes(b"pending");
         ctx.int(g.pending().len() as i64);
-        ctx.bytes(b"last-delivered-id");
-        write_id(ctx, g.last_delivered);
-        ctx.bytes(b"entries-read");
-        match g.entries_read {
-            Some(n) => ctx.int(n as i64),
-            None => ctx.null(),
-        }
-        ctx.bytes(b"lag");
-        match s.stream_lag(g.last_delivered, g.entries_read) {
-            Some(n) => ctx.int(n),
-            None => ctx.null(),
-        }
+        write_position(ctx, s, g);
+    }
+}
+
+/// A group's `last-delivered-id`, `entries-read` and `lag` fields (XINFO
+/// GROUPS and XINFO STREAM FULL); nil where Redis cannot tell.
+pub(super) fn write_position(ctx: &mut Ctx<'_>, s: &Dict, g: &crate::store::Group) {
+    ctx.bytes(b"last-delivered-id");
+    write_id(ctx, g.last_delivered);
+    ctx.bytes(b"entries-read");
+    match g.entries_read {
+        Some(n) => ctx.int(n as i64),
+        None => ctx.null(),
+    }
+    ctx.bytes(b"lag");
+    match s.stream_lag(g.last_delivered, g.entries_read) {
+        Some(n) => ctx.int(n),
+        None => ctx.null(),
     }
 }
 

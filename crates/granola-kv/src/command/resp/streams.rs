@@ -835,18 +835,7 @@ fn stream_full(ctx: &mut Ctx<'_>, s: &Dict, count: usize) {
         ctx.map(7);
         ctx.bytes(b"name");
         ctx.bytes(name);
-        ctx.bytes(b"last-delivered-id");
-        write_id(ctx, g.last_delivered);
-        ctx.bytes(b"entries-read");
-        match g.entries_read {
-            Some(n) => ctx.int(n as i64),
-            None => ctx.null(),
-        }
-        ctx.bytes(b"lag");
-        match s.stream_lag(g.last_delivered, g.entries_read) {
-            Some(n) => ctx.int(n),
-            None => ctx.null(),
-        }
+        super::stream_groups::write_position(ctx, s, g);
         ctx.bytes(b"pel-count");
         ctx.int(g.pending().len() as i64);
         ctx.bytes(b"pending");
