@@ -171,6 +171,9 @@ impl Storage for Db<'_> {
     fn peek(&self, key: &[u8]) -> Option<Item> {
         self.with_key(key, |k| self.store.peek(k))
     }
+    fn peek_stored(&self, key: &[u8]) -> Option<Item> {
+        self.with_key(key, |k| self.store.peek_stored(k))
+    }
     fn access(&self, item: &Item) -> Access {
         self.store.access(item)
     }

@@ -19,6 +19,9 @@ pub trait Storage: Send + Sync {
     /// [`Storage::get`] that leaves the item's access time, "fetched"
     /// mark and recency alone (see [`Store::peek`]).
     fn peek(&self, key: &[u8]) -> Option<Item>;
+    /// The item stored under `key`, expired or not (see
+    /// [`Store::peek_stored`]).
+    fn peek_stored(&self, key: &[u8]) -> Option<Item>;
     /// How `item` had been used before the read that returned it.
     fn access(&self, item: &Item) -> Access;
     /// [`Storage::get`] with where the key was found (see
@@ -146,6 +149,9 @@ impl Storage for Store {
     }
     fn peek(&self, key: &[u8]) -> Option<Item> {
         Store::peek(self, key)
+    }
+    fn peek_stored(&self, key: &[u8]) -> Option<Item> {
+        Store::peek_stored(self, key)
     }
     fn access(&self, item: &Item) -> Access {
         Store::access(self, item)

@@ -632,6 +632,17 @@ impl Store {
         self.get_hashed(&self.hash(key), key, true).0
     }
 
+    /// [`peek`](Self::peek) that finds an expired item too, and leaves it
+    /// there: what a write left under `key`, for the events it sends even
+    /// if its TTL has run out since.
+    pub fn peek_stored(&self, key: &[u8]) -> Option<Item> {
+        let h = self.hash(key);
+        match self.shards[h.shard].probe(&self.pool, &h, key) {
+            Probe::Hit(item, ..) => self.attach(item),
+            Probe::Miss => None,
+        }
+    }
+
     /// [`get`](Self::get) that leaves the item's access time and "fetched"
     /// mark alone (memcached `mg ... u`, `me`; Redis `OBJECT`, `MEMORY
     /// USAGE`), and its CLOCK reference bit too. A collection comes with

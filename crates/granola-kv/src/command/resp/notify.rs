@@ -217,6 +217,15 @@ fn state(ctx: &Ctx<'_>, key: &[u8]) -> KeyState {
     ctx.db.peek(key).map(|i| (i.cas(), i.expires_at_ms()))
 }
 
+/// A key's state after a write: what the write stored, even if its TTL
+/// has run out since (`SET k v PX 1` sends `set` and `expire` however
+/// long it takes to get here, as in Redis).
+fn state_after(ctx: &Ctx<'_>, key: &[u8]) -> KeyState {
+    ctx.db
+        .peek_stored(key)
+        .map(|i| (i.cas(), i.expires_at_ms()))
+}
+
 /// Notes the keys of `cmd` before it runs, if notifications are on and
 /// it writes.
 #[inline]
@@ -299,7 +308,7 @@ pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, before: Before) {
     for j in 0..n {
         let i = if dest_first { n - 1 - j } else { j };
         let (key, was) = &before.0[i];
-        let now = state(ctx, key);
+        let now = state_after(ctx, key);
         if now == *was {
             continue;
         }
