@@ -170,13 +170,26 @@ fn count_ones(v: &[u8], from: u64, to: u64) -> u64 {
 
 /// `BITCOUNT key [start end [BYTE|BIT]]`.
 pub fn bitcount(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Ok(range) = range_args(ctx, cmd, 2, false) else {
-        return Step::Done;
-    };
+    // In Redis's order: the key first (a missing one counts 0, whatever
+    // follows), then the range, where two negative ends the wrong way
+    // round count 0 before the unit is read.
     let Ok(item) = ctx.string(arg(cmd, 1)) else {
         return Step::Done;
     };
-    let v = item.as_ref().map_or(&[][..], |i| i.value_bytes());
+    let Some(item) = item else {
+        ctx.int(0);
+        return Step::Done;
+    };
+    if let (4 | 5, Some(s), Some(e)) = (cmd.len(), parse_i64(arg(cmd, 2)), parse_i64(arg(cmd, 3))) {
+        if s < 0 && e < 0 && s > e {
+            ctx.int(0);
+            return Step::Done;
+        }
+    }
+    let Ok(range) = range_args(ctx, cmd, 2, false) else {
+        return Step::Done;
+    };
+    let v = item.value_bytes();
     let (start, end, bits) = match range {
         Some((s, e, bits)) => (s, e.unwrap_or(-1), bits),
         None => (0, -1, false),
@@ -188,25 +201,31 @@ pub fn bitcount(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `BITPOS key bit [start [end [BYTE|BIT]]]`: the first bit set to `bit`.
 pub fn bitpos(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let want = match arg(cmd, 2) {
-        b"0" => 0u8,
-        b"1" => 1,
-        _ => {
+    // In Redis's order: the bit, the key (a missing one is all zeros,
+    // whatever follows), then the range.
+    let want = match parse_i64(arg(cmd, 2)) {
+        Some(0) => 0u8,
+        Some(1) => 1,
+        Some(_) => {
             ctx.error(b"ERR The bit argument must be 1 or 0.");
             return Step::Done;
         }
-    };
-    let Ok(range) = range_args(ctx, cmd, 3, true) else {
-        return Step::Done;
+        None => {
+            ctx.error(ERR_INT);
+            return Step::Done;
+        }
     };
     let Ok(item) = ctx.string(arg(cmd, 1)) else {
         return Step::Done;
     };
-    let v = item.as_ref().map_or(&[][..], |i| i.value_bytes());
-    if v.is_empty() {
+    let Some(item) = item else {
         ctx.int(if want == 1 { -1 } else { 0 });
         return Step::Done;
-    }
+    };
+    let Ok(range) = range_args(ctx, cmd, 3, true) else {
+        return Step::Done;
+    };
+    let v = item.value_bytes();
     let (start, end, bits, end_given) = match range {
         Some((s, Some(e), bits)) => (s, e, bits, true),
         Some((s, None, bits)) => (s, -1, bits, false),

@@ -443,7 +443,14 @@ pub fn msetnx(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let mut args = cmd.args().skip(1);
     let mut written: Vec<&[u8]> = Vec::new();
     while let (Some(k), Some(v)) = (args.next(), args.next()) {
-        match db.set(k, v, Meta::default(), SetMode::Add) {
+        // A key named twice is ours already: its later value wins, as in
+        // Redis.
+        let mode = if written.contains(&k) {
+            SetMode::Set
+        } else {
+            SetMode::Add
+        };
+        match db.set(k, v, Meta::default(), mode) {
             Ok(_) => written.push(k),
             Err(e) => {
                 // Someone else created a key meanwhile (or no memory):

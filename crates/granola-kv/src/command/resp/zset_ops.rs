@@ -179,9 +179,18 @@ fn parse<'a>(
 /// The combined members and scores, ordered by score then member.
 fn combine(ctx: &mut Ctx<'_>, a: &Args<'_>, op: Op) -> Result<Vec<(Vec<u8>, f64)>, Replied> {
     let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
-    for (i, key) in a.keys.iter().enumerate() {
-        let set = scored(ctx, key)?;
-        let w = a.weights[i];
+    let mut inputs = Vec::with_capacity(a.keys.len());
+    for (key, &w) in a.keys.iter().zip(&a.weights) {
+        inputs.push((scored(ctx, key)?, w));
+    }
+    if op != Op::Diff {
+        // Smallest first, as Redis orders them (a stable sort, as its
+        // qsort is on glibc before 2.37): the order decides the results
+        // where infinities meet (inf - inf is 0 in a SUM, a NaN weighted
+        // score loses a MIN or MAX only when it comes second).
+        inputs.sort_by_key(|(set, _)| set.len());
+    }
+    for (i, (set, w)) in inputs.into_iter().enumerate() {
         let weigh = |s: f64| zero_nan(s * w);
         match op {
             _ if i == 0 => {
