@@ -1242,6 +1242,107 @@ fn geo_answers_as_redis_does() {
     }
 }
 
+/// Random keyspace and expiry commands on a few keys of every type:
+/// SET with its options, GETEX, EXPIRE/PEXPIRE[AT] with NX/XX/GT/LT,
+/// PERSIST, EXPIRETIME, COPY, RENAME[NX], MOVE, TYPE, DEL, UNLINK, TOUCH
+/// and EXISTS. Expiry times are absolute, far off or long past (or zero
+/// and negative, which delete at once), so both servers answer the same
+/// whatever their clocks read; active expiry is off in both, so a key
+/// set to expire in the past stays until something looks it up.
+#[test]
+fn random_keyspace_and_expiry_commands_answer_as_redis_does() {
+    let Some(peer) = redis_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let mut cfg = config();
+    cfg.enable_debug_command = granola_kv::server::config::DebugCommand::Local;
+    let srv = Server::start(cfg);
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    same(&mut r, &mut g, &cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]));
+    let mut rng = Rng::seeded(0x6b65_7973_7061_6365);
+    let keys = ["a", "b", "c", "l", "h"];
+    let secs = [
+        "4000000000",
+        "4000000500",
+        "3999999999",
+        "0",
+        "-5",
+        "x",
+        "1",
+    ];
+    let msecs = ["4000000000000", "4000000000500", "4000000500000", "0", "-1"];
+    let rel = ["0", "-1", "-100", "x", "9223372036854775807"];
+    let flags = ["NX", "XX", "GT", "LT", "nx", "FOO"];
+    for _ in 0..3000 {
+        let k = rng.pick(&keys);
+        let k2 = rng.pick(&keys);
+        let c: Vec<String> = match rng.n(26) {
+            0 => vec!["SET".into(), k, rng.pick(&["v", "1", ""])],
+            1 => vec!["SET".into(), k, "w".into(), "EXAT".into(), rng.pick(&secs)],
+            2 => vec!["SET".into(), k, "w".into(), "PXAT".into(), rng.pick(&msecs)],
+            3 => vec![
+                "SET".into(),
+                k,
+                "w".into(),
+                rng.pick(&["EX", "PX"]),
+                rng.pick(&rel),
+            ],
+            4 => vec![
+                "SET".into(),
+                k,
+                "z".into(),
+                rng.pick(&["NX", "XX", "GET", "KEEPTTL"]),
+                rng.pick(&["GET", "KEEPTTL", "NX", "XX", "EXAT"]),
+            ],
+            5 => vec!["RPUSH".into(), k, "x".into(), "y".into()],
+            6 => vec!["HSET".into(), k, "f".into(), "v".into()],
+            7 => vec![
+                "GETEX".into(),
+                k,
+                rng.pick(&["EXAT", "PXAT"]),
+                rng.pick(&msecs),
+            ],
+            8 => vec!["GETEX".into(), k, rng.pick(&["PERSIST", "EX", "FOO"])],
+            9 => vec!["EXPIREAT".into(), k, rng.pick(&secs), rng.pick(&flags)],
+            10 => vec!["EXPIREAT".into(), k, rng.pick(&secs)],
+            11 => vec!["PEXPIREAT".into(), k, rng.pick(&msecs), rng.pick(&flags)],
+            12 => vec![rng.pick(&["EXPIRE", "PEXPIRE"]), k, rng.pick(&rel)],
+            13 => vec!["PERSIST".into(), k],
+            14 => vec![rng.pick(&["EXPIRETIME", "PEXPIRETIME"]), k],
+            15 => vec![
+                "COPY".into(),
+                k,
+                k2,
+                rng.pick(&["REPLACE", "DB", "", "REPLACE"]),
+            ],
+            16 => vec!["RENAME".into(), k, k2],
+            17 => vec!["RENAMENX".into(), k, k2],
+            18 => vec!["TYPE".into(), k],
+            19 => vec![
+                rng.pick(&["DEL", "UNLINK", "TOUCH", "EXISTS"]),
+                k.clone(),
+                k2,
+                k,
+            ],
+            20 => vec!["MOVE".into(), k, rng.pick(&["1", "0", "x", "99"])],
+            21 => vec!["SELECT".into(), rng.pick(&["0", "1"])],
+            22 => vec!["GET".into(), k],
+            23 => vec!["DBSIZE".into()],
+            24 => vec!["SETEX".into(), k, rng.pick(&rel), "v".into()],
+            _ => vec!["PSETEX".into(), k, rng.pick(&rel), "v".into()],
+        };
+        let c: Vec<String> = c.into_iter().filter(|w| !w.is_empty()).collect();
+        same(&mut r, &mut g, &c);
+    }
+    for db in ["0", "1"] {
+        same(&mut r, &mut g, &cmd(&["SELECT", db]));
+        for k in keys {
+            same(&mut r, &mut g, &cmd(&["PEXPIRETIME", k]));
+            same(&mut r, &mut g, &cmd(&["TYPE", k]));
+        }
+    }
+}
+
 #[test]
 fn random_geo_searches_answer_as_redis_does() {
     let Some((_peer, _srv, mut r, mut g)) = pair() else {

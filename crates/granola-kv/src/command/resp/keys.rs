@@ -386,8 +386,13 @@ pub fn copy(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     while let Some(o) = opts.next() {
         if o.eq_ignore_ascii_case(b"REPLACE") {
             replace = true;
-        } else if o.eq_ignore_ascii_case(b"DB") {
-            match opts.next().and_then(parse_i64) {
+        } else if o.eq_ignore_ascii_case(b"DB") && opts.len() > 0 {
+            // An int, as Redis reads it: beyond 32 bits is not a number.
+            match opts
+                .next()
+                .and_then(parse_i64)
+                .filter(|n| i32::try_from(*n).is_ok())
+            {
                 Some(n) if (0..i64::from(ctx.shared.config.databases)).contains(&n) => {
                     target = n as u8
                 }

@@ -189,53 +189,86 @@ enum Ttl {
     Set(When),
 }
 
+/// SET's and GETEX's expiry options: name, unit in ms, absolute.
+const TIMED: [(&[u8], i64, bool); 4] = [
+    (b"EX", 1000, false),
+    (b"PX", 1, false),
+    (b"EXAT", 1000, true),
+    (b"PXAT", 1, true),
+];
+
+/// SET's (`set`) or GETEX's options, read as Redis reads them: the
+/// syntax first, every value later. An option may repeat (the last time
+/// counts); NX and XX, KEEPTTL or PERSIST and a time, or two kinds of
+/// time exclude each other.
+#[derive(Default)]
+struct StringOpts<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    persist: bool,
+    /// The time's text, its unit in ms, absolute, and which of [`TIMED`].
+    timed: Option<(&'a [u8], i64, bool, usize)>,
+}
+
+impl<'a> StringOpts<'a> {
+    /// None on a syntax error.
+    fn parse(mut words: impl Iterator<Item = &'a [u8]>, set: bool) -> Option<StringOpts<'a>> {
+        let mut o = StringOpts::default();
+        while let Some(w) = words.next() {
+            let is = |name: &[u8]| w.eq_ignore_ascii_case(name);
+            let kind = TIMED.iter().position(|(name, _, _)| is(name));
+            if set && is(b"NX") && !o.xx {
+                o.nx = true;
+            } else if set && is(b"XX") && !o.nx {
+                o.xx = true;
+            } else if set && is(b"GET") {
+                o.get = true;
+            } else if set && is(b"KEEPTTL") && o.timed.is_none() {
+                o.keep_ttl = true;
+            } else if !set && is(b"PERSIST") && o.timed.is_none() {
+                o.persist = true;
+            } else if let Some(k) = kind
+                .filter(|&k| !o.keep_ttl && !o.persist && o.timed.is_none_or(|(.., had)| had == k))
+            {
+                let (_, unit, absolute) = TIMED[k];
+                o.timed = Some((words.next()?, unit, absolute, k));
+            } else {
+                return None;
+            }
+        }
+        Some(o)
+    }
+}
+
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t |
 /// KEEPTTL]`.
 pub fn set(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let mut cond = SetMode::Set;
-    let mut get = false;
-    let mut ttl = Ttl::None;
-    let mut opts = cmd.args().skip(3);
-    while let Some(o) = opts.next() {
-        let unit = [
-            (&b"EX"[..], 1000, false),
-            (b"PX", 1, false),
-            (b"EXAT", 1000, true),
-            (b"PXAT", 1, true),
-        ]
-        .into_iter()
-        .find(|(name, _, _)| o.eq_ignore_ascii_case(name));
-        if let Some((_, unit, absolute)) = unit {
-            if ttl != Ttl::None {
-                ctx.raw(resp::ERR_SYNTAX);
+    let Some(o) = StringOpts::parse(cmd.args().skip(3), true) else {
+        ctx.raw(resp::ERR_SYNTAX);
+        return Step::Done;
+    };
+    let ttl = match o.timed {
+        Some((a, unit, absolute, _)) => match expiry::parse(a, unit, absolute, ctx.db.now_ms()) {
+            Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => Ttl::Set(w),
+            Ok(_) | Err(Bad::Range) => return invalid_set_expire(ctx),
+            Err(Bad::NotInteger) => {
+                ctx.raw(resp::ERR_NOT_INTEGER);
                 return Step::Done;
             }
-            let Some(a) = opts.next() else {
-                ctx.raw(resp::ERR_SYNTAX);
-                return Step::Done;
-            };
-            match expiry::parse(a, unit, absolute, ctx.db.now_ms()) {
-                Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => ttl = Ttl::Set(w),
-                Ok(_) => return invalid_set_expire(ctx),
-                Err(Bad::Range) => return invalid_set_expire(ctx),
-                Err(Bad::NotInteger) => {
-                    ctx.raw(resp::ERR_NOT_INTEGER);
-                    return Step::Done;
-                }
-            }
-        } else if o.eq_ignore_ascii_case(b"KEEPTTL") && ttl == Ttl::None {
-            ttl = Ttl::Keep;
-        } else if o.eq_ignore_ascii_case(b"NX") && cond == SetMode::Set {
-            cond = SetMode::Add;
-        } else if o.eq_ignore_ascii_case(b"XX") && cond == SetMode::Set {
-            cond = SetMode::Replace;
-        } else if o.eq_ignore_ascii_case(b"GET") {
-            get = true;
-        } else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        }
-    }
+        },
+        None if o.keep_ttl => Ttl::Keep,
+        None => Ttl::None,
+    };
+    let cond = if o.nx {
+        SetMode::Add
+    } else if o.xx {
+        SetMode::Replace
+    } else {
+        SetMode::Set
+    };
+    let get = o.get;
     let (key, value) = (arg(cmd, 1), arg(cmd, 2));
     if let Ok((applied, old)) = set_string(ctx, key, value, cond, ttl, get) {
         match (get, applied) {
@@ -377,49 +410,38 @@ pub fn getdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 pub fn getex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let key = arg(cmd, 1);
     let now = ctx.db.now_ms();
-    let mut change: Option<u64> = None;
-    let mut opts = cmd.args().skip(2);
-    while let Some(o) = opts.next() {
-        if o.eq_ignore_ascii_case(b"PERSIST") && change.is_none() {
-            change = Some(0);
-            continue;
-        }
-        let unit = [
-            (&b"EX"[..], 1000, false),
-            (b"PX", 1, false),
-            (b"EXAT", 1000, true),
-            (b"PXAT", 1, true),
-        ]
-        .into_iter()
-        .find(|(name, _, _)| o.eq_ignore_ascii_case(name));
-        let (Some((_, unit, absolute)), None, Some(a)) = (unit, change, opts.next()) else {
-            ctx.raw(resp::ERR_SYNTAX);
-            return Step::Done;
-        };
-        match expiry::parse(a, unit, absolute, now) {
-            Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => {
-                change = Some(w.at_ms(now).max(1) as u64)
-            }
-            Ok(_) => return bad_expire_done(ctx, Bad::Range, "getex"),
-            Err(b) => return bad_expire_done(ctx, b, "getex"),
-        }
-    }
+    // In Redis's order: the options' syntax, the key (missing: nil, not a
+    // string: WRONGTYPE), then the time's value.
+    let Some(o) = StringOpts::parse(cmd.args().skip(2), false) else {
+        ctx.raw(resp::ERR_SYNTAX);
+        return Step::Done;
+    };
     let Ok(item) = ctx.string(key) else {
         return Step::Done;
     };
-    match item {
-        Some(i) => {
-            if let Some(at) = change {
-                if at != 0 && at <= now {
-                    ctx.db.delete(key);
-                } else {
-                    ctx.db.expire(key, at);
-                }
+    let Some(i) = item else {
+        ctx.null();
+        return Step::Done;
+    };
+    let change = match o.timed {
+        Some((a, unit, absolute, _)) => match expiry::parse(a, unit, absolute, now) {
+            Ok(w) if matches!(w, When::In(ms) | When::At(ms) if ms > 0) => {
+                Some(w.at_ms(now).max(1) as u64)
             }
-            ctx.bulk_item(&i);
+            Ok(_) => return bad_expire_done(ctx, Bad::Range, "getex"),
+            Err(b) => return bad_expire_done(ctx, b, "getex"),
+        },
+        None if o.persist => Some(0),
+        None => None,
+    };
+    if let Some(at) = change {
+        if at != 0 && at <= now {
+            ctx.db.delete(key);
+        } else {
+            ctx.db.expire(key, at);
         }
-        None => ctx.null(),
     }
+    ctx.bulk_item(&i);
     Step::Done
 }
 
