@@ -170,7 +170,7 @@ fn is_trim_word(w: &[u8]) -> bool {
 }
 
 /// How XADD names its entry.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NewId {
     /// `*`: the clock's milliseconds (or the last ID's, if later).
     Auto,
@@ -182,6 +182,10 @@ enum NewId {
 
 /// The ID XADD gives its entry after `last`, at `now_ms`.
 fn next_id(new: NewId, last: StreamId, now_ms: u64) -> Result<StreamId, &'static [u8]> {
+    // A stream at the last possible ID takes nothing, whatever is asked.
+    if last == StreamId::MAX {
+        return Err(ERR_EXHAUSTED);
+    }
     let id = match new {
         NewId::Auto if now_ms > last.ms => StreamId { ms: now_ms, seq: 0 },
         NewId::Auto => last.next().ok_or(ERR_EXHAUSTED)?,
@@ -243,6 +247,11 @@ pub fn xadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(ERR_ID);
         return Step::Done;
     };
+    // 0-0 is refused before the key is looked at, as in Redis.
+    if new == NewId::Exact(StreamId::MIN) {
+        ctx.error(ERR_ZERO);
+        return Step::Done;
+    }
     if nomkstream {
         match ctx.coll(arg(cmd, 1), T) {
             Err(_) => return Step::Done,
@@ -309,6 +318,7 @@ fn range(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
     let count = match cmd.len() {
         4 => usize::MAX,
         6 if arg(cmd, 4).eq_ignore_ascii_case(b"COUNT") => match parse_i64(arg(cmd, 5)) {
+            // COUNT 0 (or less) answers a null array, as in Redis.
             Some(n) => n.max(0) as usize,
             None => {
                 ctx.raw(resp::ERR_NOT_INTEGER);
@@ -325,6 +335,10 @@ fn range(ctx: &mut Ctx<'_>, cmd: &Command<'_>, rev: bool) -> Step {
             ctx.array(0);
             return;
         };
+        if count == 0 {
+            ctx.null_array();
+            return;
+        }
         let entries: Vec<StreamEntry<'_>> = if rev {
             s.stream_range(lo, hi).rev().take(count).collect()
         } else {
@@ -345,6 +359,16 @@ pub(super) fn parse_ids(args: impl Iterator<Item = impl AsRef<[u8]>>) -> Option<
 
 /// `XDEL key id [id ...]`: entries deleted.
 pub fn xdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    // A missing key deletes nothing before its IDs are read, as in Redis
+    // (and a wrong type is WRONGTYPE).
+    match ctx.coll(arg(cmd, 1), T) {
+        Err(Replied) => return Step::Done,
+        Ok(None) => {
+            ctx.int(0);
+            return Step::Done;
+        }
+        Ok(Some(_)) => {}
+    }
     let Some(ids) = parse_ids(cmd.args().skip(2)) else {
         ctx.error(ERR_ID);
         return Step::Done;
