@@ -1422,6 +1422,84 @@ fn random_stream_commands_answer_as_redis_does() {
     }
 }
 
+/// Random multi-key and counted collection commands the other random
+/// tests leave out: LMPOP, RPOPLPUSH, LPOP/RPOP with a count, SPOP and
+/// SRANDMEMBER with a count that takes everything (their order sorted
+/// away), SINTERSTORE, SDIFFSTORE, SMOVE, HINCRBY, HRANDFIELD with a
+/// count that takes everything, MSET, DECRBY, INCR, SUBSTR, and the
+/// keys' types and sizes after each.
+#[test]
+fn random_multikey_collection_commands_answer_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut rng = Rng::seeded(0x6d75_6c74_696b_6579);
+    let keys = ["a", "b", "c"];
+    let vals = ["1", "2", "x", "", "-7", "9223372036854775807"];
+    let counts = ["0", "1", "2", "100", "-1", "x"];
+    for _ in 0..3000 {
+        let k = rng.pick(&keys);
+        let k2 = rng.pick(&keys);
+        let k3 = rng.pick(&keys);
+        let v = rng.pick(&vals);
+        let n = rng.pick(&counts);
+        let (c, unordered): (Vec<String>, bool) = match rng.n(22) {
+            0 => (vec!["RPUSH".into(), k, v, rng.pick(&vals)], false),
+            1 => (vec!["SADD".into(), k, v, rng.pick(&vals)], false),
+            2 => (vec!["HSET".into(), k, v, rng.pick(&vals)], false),
+            3 => (vec!["SET".into(), k, v], false),
+            4 => (
+                vec![
+                    "LMPOP".into(),
+                    rng.pick(&["1", "2", "0", "x"]),
+                    k,
+                    k2,
+                    rng.pick(&["LEFT", "RIGHT", "UP"]),
+                    "COUNT".into(),
+                    n,
+                ],
+                false,
+            ),
+            5 => (vec!["RPOPLPUSH".into(), k, k2], false),
+            6 => (vec![rng.pick(&["LPOP", "RPOP"]), k, n], false),
+            7 => (
+                vec!["SPOP".into(), k, rng.pick(&["100", "0", "-1", "x"])],
+                true,
+            ),
+            8 => (
+                vec!["SRANDMEMBER".into(), k, rng.pick(&["100", "0", "x"])],
+                true,
+            ),
+            9 => (vec!["SINTERSTORE".into(), k, k2, k3], false),
+            10 => (vec!["SDIFFSTORE".into(), k, k2, k3], false),
+            11 => (vec!["SMOVE".into(), k, k2, v], false),
+            12 => (vec!["HINCRBY".into(), k, v, rng.pick(&vals)], false),
+            13 => (
+                vec!["HRANDFIELD".into(), k, rng.pick(&["100", "0", "x"])],
+                true,
+            ),
+            14 => (vec!["MSET".into(), k, v, k2, rng.pick(&vals)], false),
+            15 => (vec!["DECRBY".into(), k, v], false),
+            16 => (vec!["INCR".into(), k], false),
+            17 => (vec!["SUBSTR".into(), k, n, rng.pick(&counts)], false),
+            18 => (vec!["LRANGE".into(), k, "0".into(), "-1".into()], false),
+            19 => (vec!["SMEMBERS".into(), k], true),
+            20 => (vec!["HGETALL".into(), k], false),
+            _ => (vec!["DEL".into(), k], false),
+        };
+        let (mut want, mut got) = (r.resp(&c), g.resp(&c));
+        if c[0] == "HGETALL" {
+            (want, got) = (sorted_pairs(want), sorted_pairs(got));
+        } else if unordered {
+            (want, got) = (sorted(want), sorted(got));
+        }
+        assert_eq!(got, want, "{c:?}");
+        for key in keys {
+            same(&mut r, &mut g, &cmd(&["TYPE", key]));
+        }
+    }
+}
+
 #[test]
 fn random_geo_searches_answer_as_redis_does() {
     let Some((_peer, _srv, mut r, mut g)) = pair() else {

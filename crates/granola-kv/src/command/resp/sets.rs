@@ -97,14 +97,18 @@ pub(super) fn count_arg(
     let Some(c) = cmd.arg(2) else {
         return Ok(None);
     };
+    // A count of at least 0 is bounded by the collection; only repeats
+    // (a negative count) build a reply of the count's size. SPOP's count
+    // is read as Redis reads a positive number: a word that is not one is
+    // "out of range" too.
     match parse_i64(c) {
-        Some(n) if (signed || n >= 0) && n.unsigned_abs() <= MAX_RANDOM_COUNT => Ok(Some(n)),
-        Some(_) => {
-            ctx.error(b"ERR value is out of range, must be positive");
+        Some(n) if n >= 0 || (signed && n.unsigned_abs() <= MAX_RANDOM_COUNT) => Ok(Some(n)),
+        None if signed => {
+            ctx.raw(resp::ERR_NOT_INTEGER);
             Err(Replied)
         }
-        None => {
-            ctx.raw(resp::ERR_NOT_INTEGER);
+        _ => {
+            ctx.error(b"ERR value is out of range, must be positive");
             Err(Replied)
         }
     }
