@@ -835,8 +835,18 @@ impl Store {
             flags: f.item.flags(),
             expires_at_ms: f.item.expires_at_ms(),
             cas: rule.new.unwrap_or_else(|| self.new_cas()),
-            marks: 0,
+            // An invalidated item stays stale (and its win token taken)
+            // where memcached writes the number over the item itself (it
+            // fits); a longer number is a new item there, unmarked.
+            marks: if digits.len() <= f.item.value_len() {
+                f.item.marks()
+            } else {
+                0
+            },
         };
+        // The number alone: memcached sometimes writes a shorter result
+        // over the old text padded with spaces (when nothing else holds
+        // the item), which protocol.txt allows but clients cannot count on.
         let parts: [&[u8]; 1] = [digits.as_bytes()];
         self.put_string(&l, &h, key, &parts, hdr, Some(f))?;
         l.count_write();
@@ -2126,17 +2136,37 @@ fn adjust(counter: &AtomicUsize, add: usize, sub: usize) {
     }
 }
 
+/// A stored value as memcached's incr/decr reads it (`strtoull`, then
+/// its own checks): white space, a sign (a `-` only where the negated
+/// number still reads as not negative), digits, then the end or white
+/// space — whatever follows that is ignored ("0   x" is 0, "1a" is not
+/// a number).
 fn parse_u64(v: &[u8]) -> Option<u64> {
-    let digits = v.trim_ascii_end();
-    if digits.is_empty() || digits.len() > 20 {
+    let space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r');
+    let mut i = v.iter().position(|&c| !space(c))?;
+    let neg = match v[i] {
+        b'+' => {
+            i += 1;
+            false
+        }
+        b'-' => {
+            i += 1;
+            true
+        }
+        _ => false,
+    };
+    let start = i;
+    let mut n: u64 = 0;
+    while let Some(&c) = v.get(i).filter(|c| c.is_ascii_digit()) {
+        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+        i += 1;
+    }
+    if i == start || v.get(i).is_some_and(|&c| !space(c)) {
         return None;
     }
-    let mut n: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        n = n.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    if neg {
+        let r = n.wrapping_neg();
+        return (r as i64 >= 0).then_some(r);
     }
     Some(n)
 }
@@ -2152,8 +2182,14 @@ mod tests {
         assert_eq!(parse_u64(b"18446744073709551616"), None);
         assert_eq!(parse_u64(b"12  "), Some(12));
         assert_eq!(parse_u64(b""), None);
-        assert_eq!(parse_u64(b" 1"), None);
+        assert_eq!(parse_u64(b"   "), None);
+        assert_eq!(parse_u64(b" 1"), Some(1));
+        assert_eq!(parse_u64(b"+5"), Some(5));
+        assert_eq!(parse_u64(b"-0"), Some(0));
         assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b"-18446744073709551615"), Some(1));
+        assert_eq!(parse_u64(b"0   hello"), Some(0));
+        assert_eq!(parse_u64(b"12\tx"), Some(12));
         assert_eq!(parse_u64(b"1a"), None);
     }
 
