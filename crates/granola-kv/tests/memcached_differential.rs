@@ -67,35 +67,6 @@ fn memcached() -> Option<Memcached> {
     panic!("memcached did not start");
 }
 
-/// xorshift, seeded as the Redis differential tests are.
-struct Rng(u64);
-
-impl Rng {
-    fn seeded(own: u64) -> Rng {
-        match std::env::var("GRANOLA_DIFF_SEED")
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-        {
-            Some(x) => {
-                eprintln!("GRANOLA_DIFF_SEED={x}");
-                Rng((own ^ x.wrapping_mul(0x9e37_79b9_7f4a_7c15)).max(1))
-            }
-            None => Rng(own),
-        }
-    }
-
-    fn n(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.n(xs.len() as u64) as usize]
-    }
-}
-
 /// One server's side: its connection and the CAS it last reported per key.
 struct Side {
     c: Client,

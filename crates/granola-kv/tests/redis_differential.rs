@@ -821,39 +821,6 @@ fn random_sorted_set_commands_answer_as_redis_does() {
     }
 }
 
-/// xorshift: the same commands every run, unless `GRANOLA_DIFF_SEED` is
-/// set (any number, mixed into each test's own seed; printed, so a
-/// failure under a seed can be run again): longer hunts for differences
-/// than the test suite's own fixed runs, by hand.
-struct Rng(u64);
-
-impl Rng {
-    fn seeded(own: u64) -> Rng {
-        let extra = std::env::var("GRANOLA_DIFF_SEED")
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok());
-        match extra {
-            Some(x) => {
-                eprintln!("GRANOLA_DIFF_SEED={x}");
-                // Never 0: xorshift would stay there.
-                Rng((own ^ x.wrapping_mul(0x9e37_79b9_7f4a_7c15)).max(1))
-            }
-            None => Rng(own),
-        }
-    }
-
-    fn n(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-
-    fn pick(&mut self, xs: &[&str]) -> String {
-        xs[self.n(xs.len() as u64) as usize].to_string()
-    }
-}
-
 #[test]
 fn hyperloglog_counts_are_redis_counts() {
     let Some((_peer, _srv, mut r, mut g)) = pair() else {

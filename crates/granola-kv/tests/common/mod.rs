@@ -636,3 +636,39 @@ pub fn fnv(b: &[u8]) -> u64 {
         (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
     })
 }
+
+/// xorshift for the random differential tests: the same commands every
+/// run, unless `GRANOLA_DIFF_SEED` is set (any number, mixed into each
+/// test's own seed and printed, so a failure under a seed can be run
+/// again): longer hunts for differences than the suite's own fixed runs,
+/// by hand.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn seeded(own: u64) -> Rng {
+        let extra = std::env::var("GRANOLA_DIFF_SEED")
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok());
+        match extra {
+            Some(x) => {
+                eprintln!("GRANOLA_DIFF_SEED={x}");
+                // Never 0: xorshift would stay there.
+                Rng((own ^ x.wrapping_mul(0x9e37_79b9_7f4a_7c15)).max(1))
+            }
+            None => Rng(own),
+        }
+    }
+
+    /// A number in `0..n`.
+    pub fn n(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    /// One of `xs`.
+    pub fn pick(&mut self, xs: &[&str]) -> String {
+        xs[self.n(xs.len() as u64) as usize].to_string()
+    }
+}
