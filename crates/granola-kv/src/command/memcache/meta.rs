@@ -54,11 +54,13 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
     let recache = m.recache.is_some_and(|r| ttl >= 0 && ttl < i64::from(r));
     // Once the win is out, every other fetch says so (Z), recache or not.
     let mut token_sent = !win && item.marks() & Marks::WIN_SENT != 0;
+    // How the item had been used before this fetch: the one that claims
+    // the win below carries this fetch's own mark.
+    let access = ctx.db.access(&item);
     if (stale || recache) && !win && !token_sent {
         (win, item) = claim_win(ctx, key, item);
         token_sent = !win;
     }
-    let access = ctx.db.access(&item);
     let info = MetaItem {
         client_flags: item.flags(),
         cas: item.cas(),
