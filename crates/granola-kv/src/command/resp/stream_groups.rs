@@ -770,12 +770,16 @@ fn group_exists(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8]) -> bool {
     }
 }
 
+/// Stream `s`'s groups by name, in name order.
+pub(super) fn groups_of(s: &Dict) -> Vec<(&[u8], &crate::store::Group)> {
+    s.stream_groups()
+        .map(|g| g.iter().collect())
+        .unwrap_or_default()
+}
+
 /// The XINFO GROUPS reply for stream `s`.
 pub(super) fn info_groups(ctx: &mut Ctx<'_>, s: &Dict) {
-    let groups: Vec<(&[u8], &crate::store::Group)> = s
-        .stream_groups()
-        .map(|g| g.iter().collect())
-        .unwrap_or_default();
+    let groups = groups_of(s);
     ctx.array(groups.len());
     for (name, g) in groups {
         ctx.map(6);

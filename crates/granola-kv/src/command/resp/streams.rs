@@ -850,10 +850,7 @@ fn stream_full(ctx: &mut Ctx<'_>, s: &Dict, count: usize) {
         write_entry(ctx, e);
     }
     ctx.bytes(b"groups");
-    let groups: Vec<(&[u8], &crate::store::Group)> = s
-        .stream_groups()
-        .map(|g| g.iter().collect())
-        .unwrap_or_default();
+    let groups = super::stream_groups::groups_of(s);
     ctx.array(groups.len());
     for (name, g) in groups {
         ctx.map(7);
