@@ -233,6 +233,8 @@ fn random_text_and_meta_commands_answer_as_memcached_does() {
                     "k",
                     "c",
                     "v N0",
+                    "h v",
+                    "h",
                     "v T100000",
                 ])
             ),

@@ -241,7 +241,8 @@ fn incr_decr_memcached_rules() {
         b"-1",
         b"1.5",
         b"18446744073709551616",
-        b" 7",
+        b"7x",
+        b"   ",
     ] {
         s.set(b"n", bad, Meta::default(), SetMode::Set).unwrap();
         assert_eq!(
@@ -250,6 +251,18 @@ fn incr_decr_memcached_rules() {
             "{bad:?}"
         );
         assert_eq!(val(&s, b"n").unwrap(), bad, "unchanged on error");
+    }
+    // As memcached reads them (checked against memcached 1.6.18): white
+    // space and a sign before the digits, anything after white space.
+    for (text, then) in [
+        (&b" 7"[..], 8),
+        (b"+5", 6),
+        (b"-0", 1),
+        (b"0   hello", 1),
+        (b"12\tx", 13),
+    ] {
+        s.set(b"n", text, Meta::default(), SetMode::Set).unwrap();
+        assert_eq!(s.incr_decr(b"n", 1, true), Ok(then), "{text:?}");
     }
     s.list_push(b"l", &[b"1"], false).unwrap();
     assert_eq!(s.incr_decr(b"l", 1, true), Err(StoreError::WrongType));

@@ -211,6 +211,12 @@ impl Storage for Db<'_> {
     ) -> Result<u64, StoreError> {
         self.with_key(key, |k| self.store.incr_decr_with(k, delta, incr, rule))
     }
+    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        if !self.touch {
+            return self.retime(key, expires_at_ms, false);
+        }
+        self.with_key(key, |k| self.store.touch(k, expires_at_ms))
+    }
     fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
         if modify {
             self.wrote();

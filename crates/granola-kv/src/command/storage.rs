@@ -65,7 +65,8 @@ pub trait Storage: Send + Sync {
     /// Sets the expiry of a live item, as a modification (new CAS) or not
     /// (see [`Store::retime`]); returns it.
     fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item>;
-    /// Sets the expiry of a live item, keeping its CAS (memcached touch).
+    /// Sets the expiry of a live item, keeping its CAS (memcached touch,
+    /// which also counts as a fetch: see [`Store::touch`]).
     fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
         self.retime(key, expires_at_ms, false)
     }
@@ -189,6 +190,9 @@ impl Storage for Store {
     }
     fn retime(&self, key: &[u8], expires_at_ms: u64, modify: bool) -> Option<Item> {
         Store::retime(self, key, expires_at_ms, modify)
+    }
+    fn touch(&self, key: &[u8], expires_at_ms: u64) -> Option<Item> {
+        Store::touch(self, key, expires_at_ms)
     }
     fn list_push_with(
         &self,

@@ -141,7 +141,8 @@ pub fn delete(ctx: &mut Ctx<'_>, m: MetaDelete<'_>) {
         });
         result
     } else {
-        match (m.compare_cas, string_item(ctx.db.get(key))) {
+        // A delete does not fetch: `h` stays as it was (memcached).
+        match (m.compare_cas, string_item(ctx.db.peek(key))) {
             (_, None) => DeleteResult::NotFound,
             (Some(c), Some(item)) if item.cas() != c => DeleteResult::Exists,
             _ => {
