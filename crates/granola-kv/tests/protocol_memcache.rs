@@ -730,6 +730,8 @@ fn values_go_by_reference() {
 fn meta_replies() {
     let v = buf(b"hello");
     let item = MetaItem {
+        key: b"k",
+        key_binary: false,
         client_flags: 5,
         cas: 99,
         ttl: -1,
@@ -765,6 +767,14 @@ fn meta_replies() {
         hit(b"mg k t f\r\n", &MetaItem { ttl: 30, ..item }),
         "HD t30 f5\r\n"
     );
+    // `k` names the key as stored: base64 with `b` for a key stored so,
+    // whichever form the request used.
+    let stored_b64 = MetaItem {
+        key_binary: true,
+        ..item
+    };
+    assert_eq!(hit(b"mg k k\r\n", &stored_b64), "HD kaw== b\r\n");
+    assert_eq!(hit(b"mg aw== b k\r\n", &item), "HD kk\r\n");
     assert_eq!(
         hit(
             b"mg k c\r\n",
@@ -777,7 +787,12 @@ fn meta_replies() {
         ),
         "HD c99 Z X W\r\n"
     );
-    assert_eq!(hit(b"mg Zm9v b k\r\n", &item), "HD kZm9v b\r\n");
+    let foo_b64 = MetaItem {
+        key: b"foo",
+        key_binary: true,
+        ..item
+    };
+    assert_eq!(hit(b"mg Zm9v b k\r\n", &foo_b64), "HD kZm9v b\r\n");
     assert_eq!(miss(b"mg k v s Oop k\r\n"), "EN Oop kk\r\n");
     assert_eq!(miss(b"mg k v q\r\n"), "");
 

@@ -74,6 +74,9 @@ impl Marks {
     pub const STALE: u8 = 1;
     /// A client was handed the recache win (`W`); later ones get `Z`.
     pub const WIN_SENT: u8 = 2;
+    /// The key was stored base64-encoded (meta `b`): a fetch that returns
+    /// the key (`k`) returns it so, with `b`, as memcached does.
+    pub const BINARY_KEY: u8 = 4;
 }
 
 /// What a key holds.

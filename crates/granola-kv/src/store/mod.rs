@@ -231,6 +231,9 @@ pub struct SetExtra {
     /// `I` with `C<cas>`: a CAS older than the item's still stores, and
     /// marks the new item stale (memcached's set-to-invalid).
     pub invalidate: bool,
+    /// The key came base64-encoded (`b`): the item remembers it
+    /// ([`Marks::BINARY_KEY`]).
+    pub binary_key: bool,
 }
 
 /// The CAS conditions of a meta arithmetic command.
@@ -724,24 +727,29 @@ impl Store {
         let old = self.find_live(&l, &h, key);
         let parts: [&[u8]; 1] = [value];
         let cas = extra.cas.unwrap_or_else(|| self.new_cas());
+        let key_marks = if extra.binary_key {
+            Marks::BINARY_KEY
+        } else {
+            0
+        };
         if mode == SetMode::Set && !extra.invalidate && old.is_some() {
             let hdr = Header {
                 flags: meta.flags,
                 expires_at_ms: meta.expires_at_ms,
                 cas,
-                marks: 0,
+                marks: key_marks,
             };
             self.put_string(&l, &h, key, &parts, hdr, old)?;
             l.count_write();
             return Ok(cas);
         }
-        let mut marks = 0;
+        let mut marks = key_marks;
         let mut mode = mode;
         if let (SetMode::Cas(c), Some(f), true) = (mode, &old, extra.invalidate) {
             // An older CAS still stores, as stale, keeping whether the
             // recache win was handed out.
             if c < f.item.cas() {
-                marks = Marks::STALE | (f.item.marks() & Marks::WIN_SENT);
+                marks |= Marks::STALE | (f.item.marks() & Marks::WIN_SENT);
                 mode = SetMode::Set;
             }
         }

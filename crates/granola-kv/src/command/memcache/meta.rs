@@ -32,16 +32,20 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
             };
             let extra = SetExtra {
                 cas: m.new_cas,
+                binary_key: m.key.binary,
                 ..SetExtra::default()
             };
             if ctx.db.set_with(key, b"", meta, SetMode::Add, extra).is_ok() {
                 item = string_item(ctx.db.remark(key, &mut |i| {
                     Some(Remark {
-                        marks: Marks::WIN_SENT,
+                        marks: Marks::WIN_SENT | (i.marks() & Marks::BINARY_KEY),
                         expires_at_ms: i.expires_at_ms(),
                         cas: Some(i.cas()),
                     })
                 }));
+                // The fetch that made it counts as one (`h1` next time), as
+                // in memcached; this reply shows the item as unread.
+                let _ = ctx.db.get(key);
                 win = true;
             }
         }
@@ -62,6 +66,8 @@ pub fn get(ctx: &mut Ctx<'_>, m: MetaGet<'_>) {
         token_sent = !win;
     }
     let info = MetaItem {
+        key: item.key(),
+        key_binary: item.marks() & Marks::BINARY_KEY != 0,
         client_flags: item.flags(),
         cas: item.cas(),
         // Claiming the win keeps the expiry: the TTL read above holds.
@@ -109,6 +115,7 @@ pub fn set(ctx: &mut Ctx<'_>, m: MetaSet<'_>) {
     let extra = SetExtra {
         cas: m.new_cas,
         invalidate: m.invalidate,
+        binary_key: m.key.binary,
     };
     let r = ctx.db.set_with(key, m.data, meta, mode, extra);
     match (store_result(&r), r) {
@@ -134,7 +141,7 @@ pub fn delete(ctx: &mut Ctx<'_>, m: MetaDelete<'_>) {
             }
             result = DeleteResult::Deleted;
             Some(Remark {
-                marks: Marks::STALE,
+                marks: Marks::STALE | (cur.marks() & Marks::BINARY_KEY),
                 expires_at_ms: expires.unwrap_or(cur.expires_at_ms()),
                 cas: m.new_cas,
             })
@@ -190,6 +197,7 @@ pub fn arith(ctx: &mut Ctx<'_>, m: MetaArith<'_>) {
             let init = m.initial.to_string();
             let extra = SetExtra {
                 cas: m.new_cas,
+                binary_key: m.key.binary,
                 ..SetExtra::default()
             };
             r = ctx

@@ -1,5 +1,6 @@
-//! Base64 decoding (standard alphabet) for meta commands' binary keys (the
-//! `b` flag). Padding is optional; a length of 1 mod 4 is invalid.
+//! Base64 (standard alphabet) for meta commands' binary keys (the `b`
+//! flag): decoding, where padding is optional and a length of 1 mod 4 is
+//! invalid, and encoding with padding, as memcached returns such keys.
 
 fn sextet(c: u8) -> Option<u32> {
     let v = match c {
@@ -57,6 +58,40 @@ pub(crate) fn decode(src: &[u8], out: &mut [u8]) -> Option<usize> {
     Some(o)
 }
 
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// The encoded length of `n` bytes, padding included.
+pub(crate) const fn encoded_len(n: usize) -> usize {
+    n.div_ceil(3) * 4
+}
+
+/// Encodes `src` (padded) into `out`; the bytes written. `out` holds at
+/// least [`encoded_len`]`(src.len())`: the caller sizes it so, from the
+/// key length limit; a shorter one gets what fits of whole groups.
+pub(crate) fn encode(src: &[u8], out: &mut [u8]) -> usize {
+    let mut o = 0;
+    for chunk in src.chunks(3) {
+        let Some(dst) = out.get_mut(o..o + 4) else {
+            break;
+        };
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for (i, d) in dst.iter_mut().enumerate() {
+            *d = if i <= chunk.len() {
+                ALPHABET[(n >> (18 - 6 * i) & 63) as usize]
+            } else {
+                b'='
+            };
+        }
+        o += 4;
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +117,21 @@ mod tests {
         assert_eq!(decoded_len(b"Zm9vYg=="), Some(4));
         let mut small = [0u8; 2];
         assert_eq!(decode(b"Zm9v", &mut small), None);
+    }
+
+    #[test]
+    fn encodes_with_padding_and_round_trips() {
+        let mut out = [0u8; 16];
+        for (raw, text) in [
+            (&b"a"[..], &b"YQ=="[..]),
+            (b"ab", b"YWI="),
+            (b"abc", b"YWJj"),
+            (b"\xff\x00\x10", b"/wAQ"),
+        ] {
+            let n = encode(raw, &mut out);
+            assert_eq!(&out[..n], text);
+            assert_eq!(dec(text).as_deref(), Some(raw));
+        }
+        assert_eq!(encoded_len(250), 336);
     }
 }

@@ -101,7 +101,11 @@ pub struct MetaGet<'a> {
 /// Item facts the store supplies for an `mg` hit (the `s`, `f`, `c`, `t`,
 /// `l`, `h` return flags and the `W`/`X`/`Z` markers).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MetaItem {
+pub struct MetaItem<'a> {
+    /// The key as stored (`k`).
+    pub key: &'a [u8],
+    /// The key was stored base64-encoded: `k` returns it so, with `b`.
+    pub key_binary: bool,
     /// Client flags (`f`).
     pub client_flags: u32,
     /// CAS unique (`c`).
@@ -136,7 +140,22 @@ impl MetaGet<'_> {
         } else {
             line.push(b"HD");
         }
-        echo_flags(&mut line, &self.flags, &self.key, |c, line| {
+        // `k` names the key as it was stored, not as this request sent it
+        // (memcached keeps that with the item).
+        let mut encoded = [0u8; base64::encoded_len(KEY_BUF_LEN)];
+        let key = if item.key_binary {
+            let n = base64::encode(item.key, &mut encoded);
+            MetaKey {
+                raw: &encoded[..n],
+                binary: true,
+            }
+        } else {
+            MetaKey {
+                raw: item.key,
+                binary: false,
+            }
+        };
+        echo_flags(&mut line, &self.flags, &key, |c, line| {
             match c {
                 b's' => line.push(b" s").push_u64(value.len() as u64),
                 b'f' => line.push(b" f").push_u64(u64::from(item.client_flags)),
