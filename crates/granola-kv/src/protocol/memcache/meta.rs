@@ -142,8 +142,11 @@ impl MetaGet<'_> {
         }
         // `k` names the key as it was stored, not as this request sent it
         // (memcached keeps that with the item).
-        let mut encoded = [0u8; base64::encoded_len(KEY_BUF_LEN)];
+        // (The buffer is filled only for such a key: a plain hit pays no
+        // memset.)
+        let mut encoded: [u8; base64::encoded_len(KEY_BUF_LEN)];
         let key = if item.key_binary {
+            encoded = [0u8; base64::encoded_len(KEY_BUF_LEN)];
             let n = base64::encode(item.key, &mut encoded);
             MetaKey {
                 raw: &encoded[..n],
