@@ -45,12 +45,13 @@ impl Store {
         let start = Instant::now();
         let total: usize = self.shards.iter().map(|s| s.buckets()).sum();
         let mut hand = self.expire_hand.lock().unwrap_or_else(|e| e.into_inner());
+        let mut round = self.keyspaces.round();
         while done.buckets < total && start.elapsed() < budget {
             let i = hand.shard % self.shards.len();
             let n = self.shards[i].buckets();
             if hand.bucket < n {
                 let end = (hand.bucket + CHUNK).min(n);
-                done.removed += self.expire_buckets(i, hand.bucket, end);
+                done.removed += self.expire_buckets(i, hand.bucket, end, &mut round);
                 done.buckets += end - hand.bucket;
                 hand.bucket = end;
             }
@@ -59,23 +60,22 @@ impl Store {
                 hand.bucket = 0;
                 if hand.shard == 0 {
                     // The walk went once round the index.
-                    self.keyspaces.round_done();
+                    self.keyspaces.round_done(&mut round);
                 }
             }
         }
+        self.keyspaces.first_estimates(&round);
         done.cut_short = done.buckets < total;
         done
     }
 
     /// Removes the expired items of shard `i`'s buckets `from..to`: found
     /// without the lock, removed under it if it is free and they are
-    /// still there. The live ones' remaining TTLs go to the keyspaces'
-    /// average.
-    fn expire_buckets(&self, i: usize, from: usize, to: usize) -> usize {
+    /// still there. The live ones' remaining TTLs go to the round's sums.
+    fn expire_buckets(&self, i: usize, from: usize, to: usize, ttls: &mut TtlSums) -> usize {
         let shard = &self.shards[i];
         let now = self.clock.now_ms();
         let mut expired: Vec<(Pos, u64, Item)> = Vec::new();
-        let mut ttls = TtlSums::default();
         for bucket in from..to.min(shard.buckets()) {
             for (way, cell) in shard.bucket(bucket).0.iter().enumerate() {
                 let e = cell.load(Ordering::Acquire);
@@ -94,7 +94,6 @@ impl Store {
                 }
             }
         }
-        self.keyspaces.walked(ttls);
         if expired.is_empty() {
             return 0;
         }

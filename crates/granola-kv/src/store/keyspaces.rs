@@ -22,7 +22,7 @@
 //!   was.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// The prefix of keyspace `n > 0`'s keys, followed by `n`.
 pub const KEYSPACE_PREFIX: [u8; 3] = [0xff, 0xfe, b'D'];
@@ -134,33 +134,29 @@ impl Keyspaces {
         self.avg_ttl_ms[usize::from(n)].load(Ordering::Relaxed)
     }
 
-    /// Adds what one stretch of the walk saw to the current round. A
-    /// keyspace with no estimate yet gets the round's mean so far: on a
+    /// What the walk has seen so far in the current round; active expiry
+    /// holds it for a whole cycle.
+    pub(super) fn round(&self) -> MutexGuard<'_, TtlSums> {
+        self.round.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives a keyspace with no estimate yet the round's mean so far: on a
     /// large store a round takes many cycles, and 0 would say "no TTLs".
-    pub(super) fn walked(&self, seen: TtlSums) {
-        if seen.sums.is_empty() {
-            return;
-        }
-        let mut round = self.round.lock().unwrap_or_else(|e| e.into_inner());
-        if round.sums.is_empty() {
-            round.sums = vec![(0, 0); 256];
-        }
-        for ((acc, s), avg) in round.sums.iter_mut().zip(seen.sums).zip(&self.avg_ttl_ms) {
-            acc.0 += s.0;
-            acc.1 += s.1;
+    pub(super) fn first_estimates(&self, round: &TtlSums) {
+        for (&s, avg) in round.sums.iter().zip(&self.avg_ttl_ms) {
             if s.1 > 0 && avg.load(Ordering::Relaxed) == 0 {
-                avg.store(mean(*acc), Ordering::Relaxed);
+                avg.store(mean(s), Ordering::Relaxed);
             }
         }
     }
 
     /// The walk went once round the index: publishes each keyspace's mean
     /// (0 where it saw no expiring key) and starts the next round.
-    pub(super) fn round_done(&self) {
-        let round = std::mem::take(&mut *self.round.lock().unwrap_or_else(|e| e.into_inner()));
+    pub(super) fn round_done(&self, round: &mut TtlSums) {
         for (n, avg) in self.avg_ttl_ms.iter().enumerate() {
             avg.store(round.sums.get(n).map_or(0, |&s| mean(s)), Ordering::Relaxed);
         }
+        round.sums.fill((0, 0));
     }
 }
 
@@ -204,23 +200,22 @@ mod tests {
     #[test]
     fn average_ttl_is_published_per_round() {
         let k = Keyspaces::default();
-        let mut seen = TtlSums::default();
-        seen.add(b"a", 1000);
-        seen.add(b"b", 3000);
-        seen.add(&[0xff, 0xfe, b'D', 1, b'x'], 500);
-        k.walked(seen);
+        let mut round = k.round();
+        round.add(b"a", 1000);
+        round.add(b"b", 3000);
+        round.add(&[0xff, 0xfe, b'D', 1, b'x'], 500);
+        k.first_estimates(&round);
         assert_eq!(
             (k.avg_ttl_ms(0), k.avg_ttl_ms(1)),
             (2000, 500),
             "a first estimate mid-round"
         );
-        let mut more = TtlSums::default();
-        more.add(b"c", 5000);
-        k.walked(more);
+        round.add(b"c", 5000);
+        k.first_estimates(&round);
         assert_eq!(k.avg_ttl_ms(0), 2000, "kept till the round ends");
-        k.round_done();
+        k.round_done(&mut round);
         assert_eq!((k.avg_ttl_ms(0), k.avg_ttl_ms(1)), (3000, 500));
-        k.round_done();
+        k.round_done(&mut round);
         assert_eq!(k.avg_ttl_ms(0), 0, "a round that saw none");
     }
 }

@@ -359,18 +359,15 @@ pub(super) fn parse_ids(args: impl Iterator<Item = impl AsRef<[u8]>>) -> Option<
 
 /// `XDEL key id [id ...]`: entries deleted.
 pub fn xdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    // A missing key deletes nothing before its IDs are read, as in Redis
-    // (and a wrong type is WRONGTYPE).
-    match ctx.coll(arg(cmd, 1), T) {
-        Err(Replied) => return Step::Done,
-        Ok(None) => {
-            ctx.int(0);
-            return Step::Done;
-        }
-        Ok(Some(_)) => {}
-    }
     let Some(ids) = parse_ids(cmd.args().skip(2)) else {
-        ctx.error(ERR_ID);
+        // Redis looks the key up before it reads the IDs: a missing key
+        // deletes nothing, a wrong type is WRONGTYPE, and only then is a
+        // bad ID an error.
+        match ctx.coll(arg(cmd, 1), T) {
+            Err(Replied) => {}
+            Ok(None) => ctx.int(0),
+            Ok(Some(_)) => ctx.error(ERR_ID),
+        }
         return Step::Done;
     };
     if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
