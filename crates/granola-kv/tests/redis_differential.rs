@@ -7,6 +7,7 @@
 //! cmsgpack and bit libraries (random values too), and a random mix of the
 //! string, list, hash and set commands (`DIFF_ALL=1` lists every
 //! difference of that mix instead of stopping at the first).
+//! `GRANOLA_DIFF_RESP=3` runs every comparison over RESP3.
 
 mod common;
 
@@ -104,11 +105,16 @@ fn start_peer(path: &str, extra: &[&str]) -> Redis {
 }
 
 /// A Redis and a granola-kv, each with a client connected (`None`: no
-/// redis-server here, see [`redis`]).
+/// redis-server here, see [`redis`]). With `GRANOLA_DIFF_RESP=3` (the
+/// test command's second run) both clients say `HELLO 3` first.
 fn pair() -> Option<(Redis, Server, Client, Client)> {
     let peer = redis()?;
     let srv = Server::default_config();
-    let (r, g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    if std::env::var("GRANOLA_DIFF_RESP").as_deref() == Ok("3") {
+        r.resp(&["HELLO", "3"]);
+        g.resp(&["HELLO", "3"]);
+    }
     Some((peer, srv, r, g))
 }
 
@@ -706,6 +712,10 @@ fn sorted_set_ranges_and_algebra_answer_as_redis_does() {
         (&["ZRANDMEMBER", "z", "9", "WITHSCORES"], 10),
     ] {
         match g.resp(&cmd(c)) {
+            // RESP3 pairs a member with its score.
+            Resp::Array(Some(v)) if matches!(v.first(), Some(Resp::Array(_))) => {
+                assert_eq!(v.len() * 2, n, "{c:?}")
+            }
             Resp::Array(Some(v)) => assert_eq!(v.len(), n, "{c:?}"),
             other => panic!("{c:?}: {other:?}"),
         }
@@ -1389,6 +1399,172 @@ fn random_stream_commands_answer_as_redis_does() {
     }
 }
 
+/// Replaces the times in a consumer-group reply by 0 (they are each
+/// server's own clock): an extended XPENDING's idle times (third of each
+/// entry), XINFO CONSUMERS' `idle`; and drops XINFO CONSUMERS'
+/// `inactive`, which Redis 7.2 added after the 7.0 compared here.
+fn mask_group_times(r: Resp) -> Resp {
+    fn zero_after(v: &mut Vec<Resp>, names: &[&[u8]]) {
+        let is = |r: &Resp, name: &[u8]| matches!(r, Resp::Bulk(Some(n)) if n == name);
+        if let Some(i) = (0..v.len()).step_by(2).find(|&i| is(&v[i], b"inactive")) {
+            v.drain(i..i + 2);
+        }
+        for i in (1..v.len()).step_by(2) {
+            if names.iter().any(|name| is(&v[i - 1], name)) {
+                v[i] = Resp::Int(0);
+            }
+        }
+    }
+    match r {
+        Resp::Array(Some(mut rows)) => {
+            for row in &mut rows {
+                match row {
+                    Resp::Array(Some(f)) if f.len() == 4 && matches!(f[2], Resp::Int(_)) => {
+                        f[2] = Resp::Int(0)
+                    }
+                    Resp::Array(Some(f)) | Resp::Map(f) => zero_after(f, &[b"idle"]),
+                    _ => {}
+                }
+            }
+            Resp::Array(Some(rows))
+        }
+        other => other,
+    }
+}
+
+/// Random consumer-group commands on two streams: groups created, set,
+/// destroyed; consumers created and deleted; XREADGROUP of new entries
+/// and of a consumer's history (with COUNT and NOACK), XACK, XCLAIM and
+/// XAUTOCLAIM (JUSTID, FORCE, RETRYCOUNT), entries added and deleted
+/// under the groups, and XPENDING (both forms) and XINFO GROUPS and
+/// CONSUMERS after each, times masked.
+#[test]
+fn random_consumer_group_commands_answer_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let mut rng = Rng::seeded(0x6772_6f75_7073_2121);
+    let keys = ["s", "t"];
+    let groups = ["g", "h"];
+    let consumers = ["c1", "c2", "c3"];
+    let ids = ["0", "1-1", "2-0", "3-0", "4-1", "5-0", "$", "+", "x"];
+    let mut next = 1u64;
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for _ in 0..2500 {
+        let k = rng.pick(&keys);
+        let gr = rng.pick(&groups);
+        let c = rng.pick(&consumers);
+        let cmd: Vec<String> = match rng.n(16) {
+            0 | 1 => {
+                next += 1 + rng.n(2);
+                vec![
+                    "XADD".into(),
+                    k,
+                    format!("{next}-0"),
+                    "f".into(),
+                    "v".into(),
+                ]
+            }
+            2 => {
+                let mut v = vec!["XGROUP".into(), "CREATE".into(), k, gr, rng.pick(&ids)];
+                if rng.n(3) == 0 {
+                    v.push("MKSTREAM".into());
+                }
+                v
+            }
+            3 => vec!["XGROUP".into(), "SETID".into(), k, gr, rng.pick(&ids)],
+            4 => vec![
+                "XGROUP".into(),
+                rng.pick(&["CREATECONSUMER", "DELCONSUMER"]),
+                k,
+                gr,
+                c,
+            ],
+            5..=7 => {
+                let mut v = vec!["XREADGROUP".into(), "GROUP".into(), gr, c];
+                if rng.n(2) == 0 {
+                    v.extend(["COUNT".into(), rng.pick(&["1", "2", "0"])]);
+                }
+                if rng.n(5) == 0 {
+                    v.push("NOACK".into());
+                }
+                v.extend([
+                    "STREAMS".into(),
+                    k,
+                    rng.pick(&[">", ">", "0", "1-1", "3-0"]),
+                ]);
+                v
+            }
+            8 => vec![
+                "XACK".into(),
+                k,
+                gr,
+                format!("{}-0", rng.n(next + 1)),
+                rng.pick(&ids),
+            ],
+            9 => {
+                let mut v = vec![
+                    "XCLAIM".into(),
+                    k,
+                    gr,
+                    c,
+                    "0".into(),
+                    format!("{}-0", rng.n(next + 1)),
+                    format!("{}-0", rng.n(next + 1)),
+                ];
+                for opt in ["JUSTID", "FORCE"] {
+                    if rng.n(3) == 0 {
+                        v.push(opt.into());
+                    }
+                }
+                if rng.n(4) == 0 {
+                    v.extend(["RETRYCOUNT".into(), rng.pick(&["0", "5"])]);
+                }
+                v
+            }
+            10 => {
+                let mut v = vec!["XAUTOCLAIM".into(), k, gr, c, "0".into(), rng.pick(&ids)];
+                if rng.n(2) == 0 {
+                    v.extend(["COUNT".into(), rng.pick(&["1", "3"])]);
+                }
+                if rng.n(3) == 0 {
+                    v.push("JUSTID".into());
+                }
+                v
+            }
+            11 => vec!["XDEL".into(), k, format!("{}-0", rng.n(next + 1))],
+            12 => vec!["XPENDING".into(), k, gr],
+            13 => {
+                let mut v = vec![
+                    "XPENDING".into(),
+                    k,
+                    gr,
+                    "-".into(),
+                    "+".into(),
+                    "10".into(),
+                ];
+                if rng.n(2) == 0 {
+                    v.push(c);
+                }
+                v
+            }
+            14 => vec!["XINFO".into(), "GROUPS".into(), k],
+            _ => vec!["XINFO".into(), "CONSUMERS".into(), k, gr],
+        };
+        let (want, got) = (
+            mask_group_times(r.resp(&cmd)),
+            mask_group_times(g.resp(&cmd)),
+        );
+        assert_eq!(
+            got,
+            want,
+            "{cmd:?} after {:?}",
+            &seen[seen.len().saturating_sub(12)..]
+        );
+        seen.push(cmd);
+    }
+}
+
 /// Random multi-key and counted collection commands the other random
 /// tests leave out: LMPOP, RPOPLPUSH, LPOP/RPOP with a count, SPOP and
 /// SRANDMEMBER with a count that takes everything (their order sorted
@@ -1575,6 +1751,10 @@ fn sorted(r: Resp) -> Resp {
             v.sort_by_key(|x| format!("{x:?}"));
             Resp::Array(Some(v))
         }
+        Resp::Set(mut v) => {
+            v.sort_by_key(|x| format!("{x:?}"));
+            Resp::Set(v)
+        }
         other => other,
     }
 }
@@ -1586,6 +1766,11 @@ fn sorted_pairs(r: Resp) -> Resp {
             let mut pairs: Vec<Resp> = v.chunks(2).map(|p| Resp::Array(Some(p.to_vec()))).collect();
             pairs.sort_by_key(|x| format!("{x:?}"));
             Resp::Array(Some(pairs))
+        }
+        Resp::Map(v) => {
+            let mut pairs: Vec<Resp> = v.chunks(2).map(|p| Resp::Array(Some(p.to_vec()))).collect();
+            pairs.sort_by_key(|x| format!("{x:?}"));
+            Resp::Map(pairs)
         }
         other => other,
     }
@@ -2880,7 +3065,7 @@ fn acl_categories_are_redis_categories() {
         match c.resp(&[&b"COMMAND"[..], b"INFO", name]) {
             Resp::Array(Some(mut v)) => match v.pop() {
                 Some(Resp::Array(Some(info))) => match info.get(6) {
-                    Some(Resp::Array(Some(cats))) => {
+                    Some(Resp::Array(Some(cats)) | Resp::Set(cats)) => {
                         let mut cats: Vec<Vec<u8>> = cats
                             .iter()
                             .map(|c| match c {
@@ -3595,12 +3780,11 @@ fn xinfo_stream_full_answers_as_redis_does() {
         return;
     };
     for resp3 in [false, true] {
-        if resp3 {
-            r.resp(&["FLUSHALL"]);
-            g.resp(&["FLUSHALL"]);
-            r.resp(&["HELLO", "3"]);
-            g.resp(&["HELLO", "3"]);
-        }
+        r.resp(&["FLUSHALL"]);
+        g.resp(&["FLUSHALL"]);
+        let version = if resp3 { "3" } else { "2" };
+        r.resp(&["HELLO", version]);
+        g.resp(&["HELLO", version]);
         let is_map = |r: &Resp| matches!(r, Resp::Map(_));
         let views = |r: &mut Client, g: &mut Client| {
             for key in ["s", "big", "e"] {
@@ -4693,7 +4877,8 @@ fn error_stats_are_redis_error_stats() {
 /// The lines of INFO `section` that start with `prefix`.
 fn info_lines(c: &mut Client, section: &str, prefix: &str) -> Vec<String> {
     match c.resp(&["INFO", section]) {
-        Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+        // RESP3 sends INFO as verbatim text, `txt:` first.
+        Resp::Bulk(Some(b)) | Resp::Verbatim(b) => String::from_utf8_lossy(&b)
             .lines()
             .filter(|l| l.starts_with(prefix))
             .map(str::to_owned)
@@ -4706,18 +4891,19 @@ fn info_lines(c: &mut Client, section: &str, prefix: &str) -> Vec<String> {
 /// cumulative calls)]).
 type LatencyEntry = (String, i64, Vec<(i64, i64)>);
 
-/// `LATENCY HISTOGRAM ...` (RESP2), each entry checked to be a cumulative
-/// distribution that ends at its `calls`.
+/// `LATENCY HISTOGRAM ...` (its RESP3 maps read as RESP2's flat arrays),
+/// each entry checked to be a cumulative distribution that ends at its
+/// `calls`.
 fn latency_histograms(c: &mut Client, args: &[&str]) -> Vec<LatencyEntry> {
     let mut words = vec!["LATENCY", "HISTOGRAM"];
     words.extend_from_slice(args);
-    let Resp::Array(Some(top)) = c.resp(&words) else {
+    let (Resp::Array(Some(top)) | Resp::Map(top)) = c.resp(&words) else {
         panic!("LATENCY HISTOGRAM {args:?}")
     };
     top.chunks(2)
         .map(|kv| {
             let name = String::from_utf8(bulk(kv[0].clone())).unwrap();
-            let Resp::Array(Some(fields)) = &kv[1] else {
+            let (Resp::Array(Some(fields)) | Resp::Map(fields)) = &kv[1] else {
                 panic!("{name}: {:?}", kv[1])
             };
             assert_eq!(fields.len(), 4, "{name}: {fields:?}");
@@ -4726,7 +4912,7 @@ fn latency_histograms(c: &mut Client, args: &[&str]) -> Vec<LatencyEntry> {
             let Resp::Int(calls) = fields[1] else {
                 panic!("{name} calls: {:?}", fields[1])
             };
-            let Resp::Array(Some(b)) = &fields[3] else {
+            let (Resp::Array(Some(b)) | Resp::Map(b)) = &fields[3] else {
                 panic!("{name} histogram: {:?}", fields[3])
             };
             let buckets: Vec<(i64, i64)> = b

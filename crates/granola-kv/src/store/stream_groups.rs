@@ -229,15 +229,22 @@ impl GroupEdit<'_> {
         Some(c.pending.len())
     }
 
-    /// Entry `id` delivered to `consumer` (which exists) at `now_ms`: a
-    /// new PEL entry, or, if pending already, moved to it with one more
-    /// delivery.
+    /// Entry `id` delivered as new (`>`) to `consumer` (which exists) at
+    /// `now_ms`: a new PEL entry, or, if pending already (the group's ID
+    /// was set back), moved to it and counted from 1 again, as in Redis.
     pub fn deliver(&mut self, id: StreamId, consumer: &[u8], now_ms: u64) {
-        let deliveries = match self.release(id) {
-            Some(p) => p.deliveries + 1,
-            None => 1,
-        };
-        self.hold(id, consumer, now_ms, deliveries);
+        self.release(id);
+        self.hold(id, consumer, now_ms, 1);
+    }
+
+    /// Pending entry `id` served again from its consumer's history at
+    /// `now_ms`: one more delivery, timed now (as XREADGROUP with an ID
+    /// counts it in Redis).
+    pub fn redeliver(&mut self, id: StreamId, now_ms: u64) {
+        if let Some(p) = self.g.pending.get_mut(&id) {
+            p.delivered_ms = now_ms;
+            p.deliveries += 1;
+        }
     }
 
     /// Puts `id` in the PEL of `consumer` (which exists).
@@ -302,10 +309,13 @@ mod tests {
             for ms in 1..=5 {
                 e.deliver(id(ms), b"alice", 20);
             }
-            // Delivered again (to bob): one more delivery, moved.
+            // Served again from alice's history: one more delivery.
+            e.redeliver(id(2), 25);
+            assert_eq!(e.group().pending()[&id(2)].deliveries, 2);
+            // Delivered as new again (to bob): moved, counted from 1.
             e.deliver(id(2), b"bob", 30);
             let g = e.group();
-            assert_eq!(g.pending()[&id(2)].deliveries, 2);
+            assert_eq!(g.pending()[&id(2)].deliveries, 1);
             assert_eq!(&*g.pending()[&id(2)].consumer, b"bob");
             assert_eq!(g.consumer(b"alice").unwrap().pending.len(), 4);
             assert!(e.release(id(3)).is_some());

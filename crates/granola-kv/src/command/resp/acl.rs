@@ -370,7 +370,7 @@ fn getuser(ctx: &mut Ctx<'_>, cmd: &Command<'_>) {
     } else {
         &[b"on", b"nopass"]
     };
-    ctx.array(flags.len());
+    ctx.set(flags.len());
     for f in flags {
         ctx.bytes(f);
     }

@@ -123,26 +123,17 @@ fn unit(ctx: &mut Ctx<'_>, u: &[u8]) -> Option<f64> {
     }
 }
 
-/// A coordinate as Redis prints it in RESP2 (`%.17Lf`, trailing zeros
-/// cut); RESP3 as a double.
+/// A coordinate as Redis prints it (`%.17Lf`, trailing zeros cut): a
+/// bulk string in RESP2, that text as a RESP3 double.
 fn coordinate(ctx: &mut Ctx<'_>, v: f64) {
-    if ctx.version() == resp::Version::Resp3 {
-        ctx.double(v);
-        return;
-    }
     let s = format!("{v:.17}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    ctx.bytes(s.as_bytes());
+    ctx.double_text(s);
 }
 
-/// A distance as Redis prints it (`%.4f`; RESP3 a double).
+/// A distance as Redis prints it: `%.4f` in a bulk string, in RESP3 too.
 fn dist_reply(ctx: &mut Ctx<'_>, d: f64) {
-    let s = format!("{d:.4}");
-    if ctx.version() == resp::Version::Resp3 {
-        ctx.double(s.parse().unwrap_or(d));
-    } else {
-        ctx.bytes(s.as_bytes());
-    }
+    ctx.bytes(format!("{d:.4}").as_bytes());
 }
 
 /// A longitude, latitude pair from two arguments; `None` (error written)

@@ -335,6 +335,11 @@ impl Ctx<'_> {
     pub fn double(&mut self, f: f64) {
         resp::write_double(self.out, f, self.conn.version);
     }
+    /// A double already printed (`text`): RESP3 `,text`, RESP2 a bulk
+    /// string.
+    pub fn double_text(&mut self, text: &str) {
+        resp::write_double_text(self.out, text, self.conn.version);
+    }
     /// Text (INFO): RESP3 verbatim, RESP2 bulk.
     pub fn verbatim(&mut self, text: &[u8]) {
         resp::write_verbatim(self.out, text, self.conn.version);

@@ -32,6 +32,17 @@ fn nogroup(key: &[u8], group: &[u8]) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The missing-group error of XGROUP's subcommands and XINFO CONSUMERS,
+/// which Redis words differently.
+fn no_group_for_key(key: &[u8], group: &[u8]) -> Vec<u8> {
+    format!(
+        "NOGROUP No such consumer group '{}' for key name '{}'",
+        String::from_utf8_lossy(group),
+        String::from_utf8_lossy(key)
+    )
+    .into_bytes()
+}
+
 const ERR_NO_KEY: &[u8] = b"ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
 
 /// An entry's fields taken out of the stream for a reply written after
@@ -168,10 +179,11 @@ pub fn xgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         let exists = s.stream_groups().is_some_and(|g| g.get(group).is_some());
         match &sub[..] {
             b"CREATE" => {
+                // The ID is read first, as Redis reads it.
+                let start = group_start(s, arg(cmd, 4)).ok_or(ERR_ID.to_vec())?;
                 if exists {
                     return Err(b"BUSYGROUP Consumer Group name already exists".to_vec());
                 }
-                let start = group_start(s, arg(cmd, 4)).ok_or(ERR_ID.to_vec())?;
                 // Without ENTRIESREAD the count is unknown (Redis 7.0):
                 // the lag is then worked out from the stream when it can be.
                 s.edit_stream_groups(|g| g.create(group, start, opts.0));
@@ -180,9 +192,15 @@ pub fn xgroup(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             // Destroying a group that is not there answers 0, the others
             // need the group.
             b"DESTROY" if !exists => Ok(0),
-            _ if !exists => Err(nogroup(key, group)),
+            _ if !exists => Err(no_group_for_key(key, group)),
             b"SETID" => {
-                let start = group_start(s, arg(cmd, 4)).ok_or(ERR_ID.to_vec())?;
+                // SETID (not CREATE) also takes `-` and `+`, as Redis does.
+                let start = match arg(cmd, 4) {
+                    b"-" => Some(StreamId::MIN),
+                    b"+" => Some(StreamId::MAX),
+                    id => group_start(s, id),
+                }
+                .ok_or(ERR_ID.to_vec())?;
                 s.edit_stream_groups(|g| g.edit(group, |e| e.set_last(start, opts.0)));
                 Ok(-1)
             }
@@ -309,6 +327,11 @@ fn read_group(
                     for &id in &ids {
                         read = s.stream_read_after(read, id);
                     }
+                    if ids.is_empty() {
+                        // Nothing new: Redis neither creates nor touches
+                        // the consumer.
+                        return Some(taken);
+                    }
                     s.edit_stream_groups(|g| {
                         g.edit(group, |e| {
                             e.touch_consumer(consumer, now_ms);
@@ -338,7 +361,16 @@ fn read_group(
                         })
                         .unwrap_or_default();
                     taken.extend(ids.iter().map(|&id| take_id(s, id)));
-                    s.edit_stream_groups(|g| g.edit(group, |e| e.touch_consumer(consumer, now_ms)));
+                    // An entry served again counts one more delivery; one
+                    // deleted since (its fields nil) does not.
+                    s.edit_stream_groups(|g| {
+                        g.edit(group, |e| {
+                            e.touch_consumer(consumer, now_ms);
+                            for t in taken.iter().filter(|t| t.fields.is_some()) {
+                                e.redeliver(t.id, now_ms);
+                            }
+                        })
+                    });
                 }
             }
             Some(taken)
@@ -375,6 +407,16 @@ fn has_group(d: &Dict, group: &[u8]) -> bool {
 /// `XACK key group id [id ...]`: entries acknowledged.
 pub fn xack(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let group = arg(cmd, 2);
+    // No key or no group: nothing to acknowledge, before the IDs are read
+    // (as Redis answers).
+    match ctx.coll(arg(cmd, 1), T) {
+        Err(Replied) => return Step::Done,
+        Ok(Some(item)) if item.read_dict(|d| has_group(d, group)) == Some(true) => {}
+        Ok(_) => {
+            ctx.int(0);
+            return Step::Done;
+        }
+    }
     let Some(ids) = parse_ids(cmd.args().skip(3)) else {
         ctx.error(ERR_ID);
         return Step::Done;
@@ -714,36 +756,38 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         bytes: consumer.len(),
     };
     let r = edit(ctx, key, T, growth, |s| {
-        // Look at up to ten times COUNT pending entries, as Redis does.
-        let scan: Vec<StreamId> = s
+        // Look at up to ten times COUNT pending entries, as Redis does;
+        // a deleted entry, dropped from the PEL, counts against COUNT as
+        // a claimed one does. The cursor is the entry after the last one
+        // looked at.
+        let attempts = count.saturating_mul(10);
+        let ids: Vec<StreamId> = s
             .stream_groups()
             .and_then(|g| g.get(group))
             .map(|g| {
                 g.pending()
                     .range(start..)
-                    .take(count.saturating_mul(10))
+                    .take(attempts.saturating_add(1))
                     .map(|(&id, _)| id)
                     .collect()
             })
             .unwrap_or_default();
-        let (mut claimed, mut deleted, mut next) = (Vec::new(), Vec::new(), StreamId::MIN);
-        for (n, &id) in scan.iter().enumerate() {
-            if claimed.len() >= count {
-                next = id;
-                break;
-            }
+        let (mut claimed, mut deleted) = (Vec::new(), Vec::new());
+        let (mut looked, mut left) = (0, count);
+        while looked < attempts && left > 0 && looked < ids.len() {
+            let id = ids[looked];
+            looked += 1;
             if s.stream_get(id).is_none() {
                 s.edit_stream_groups(|g| g.edit(group, |e| e.release(id)));
                 deleted.push(id);
+                left -= 1;
             } else if let Some(t) = claim(s, group, consumer, id, min_idle.max(0) as u64, o, now_ms)
             {
                 claimed.push(t);
-            }
-            if n + 1 == scan.len() && scan.len() == count.saturating_mul(10) {
-                // Stopped by the scan limit: go on after this one.
-                next = id.next().unwrap_or(StreamId::MIN);
+                left -= 1;
             }
         }
+        let next = ids.get(looked).copied().unwrap_or(StreamId::MIN);
         (next, claimed, deleted)
     });
     if let Ok((next, claimed, deleted)) = r {
@@ -813,7 +857,7 @@ pub(super) fn write_position(ctx: &mut Ctx<'_>, s: &Dict, g: &crate::store::Grou
 /// The XINFO CONSUMERS reply for group `group` of stream `s` (at `key`).
 pub(super) fn info_consumers(ctx: &mut Ctx<'_>, s: &Dict, key: &[u8], group: &[u8], now_ms: u64) {
     let Some(g) = s.stream_groups().and_then(|g| g.get(group)) else {
-        ctx.error(&nogroup(key, group));
+        ctx.error(&no_group_for_key(key, group));
         return;
     };
     let consumers: Vec<_> = g.consumers().collect();

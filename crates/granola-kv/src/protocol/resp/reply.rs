@@ -257,7 +257,12 @@ pub fn write_set_header<S: ReplySink + ?Sized>(sink: &mut S, n: usize, v: Versio
 /// Writes a double: RESP3 `,<f>`, RESP2 a bulk string (as Redis formats
 /// it: shortest round-trip text, `inf`/`-inf`).
 pub fn write_double<S: ReplySink + ?Sized>(sink: &mut S, f: f64, v: Version) {
-    let text = format_double(f);
+    write_double_text(sink, &format_double(f), v);
+}
+
+/// Writes a double printed as `text`: RESP3 `,<text>`, RESP2 a bulk
+/// string.
+pub fn write_double_text<S: ReplySink + ?Sized>(sink: &mut S, text: &str, v: Version) {
     match v {
         Version::Resp3 => {
             let mut line = Line::new(sink);
