@@ -3042,6 +3042,58 @@ fn acl_answers_as_redis_does() {
     same(&mut r, &mut g, &cmd(&["ACL", "LOG"]));
 }
 
+/// `COMMAND DOCS` of every command and subcommand granola-kv serves that
+/// Redis 7.0 has is Redis's (summary, since, group, complexity, flags,
+/// history, arguments); the subcommands each container lists are
+/// compared one by one, as their order is Redis's hash order.
+#[test]
+fn command_docs_are_redis_docs() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let Resp::Array(Some(names)) = g.resp(&["COMMAND", "LIST"]) else {
+        panic!("COMMAND LIST");
+    };
+    let without_subcommands = |reply: Resp| -> Resp {
+        let strip = |doc: &mut Vec<Resp>| {
+            if let Some(i) = (0..doc.len())
+                .step_by(2)
+                .find(|&i| doc[i] == Resp::Bulk(Some(b"subcommands".to_vec())))
+            {
+                doc.drain(i..i + 2);
+            }
+        };
+        match reply {
+            Resp::Array(Some(mut top)) => {
+                if let Some(Resp::Array(Some(doc))) = top.get_mut(1) {
+                    strip(doc);
+                }
+                Resp::Array(Some(top))
+            }
+            Resp::Map(mut top) => {
+                if let Some(Resp::Map(doc)) = top.get_mut(1) {
+                    strip(doc);
+                }
+                Resp::Map(top)
+            }
+            other => other,
+        }
+    };
+    let mut compared = 0;
+    for name in names {
+        let name = String::from_utf8(bulk(name)).unwrap();
+        let c = cmd(&["COMMAND", "DOCS", &name]);
+        let want = without_subcommands(r.resp(&c));
+        if matches!(&want, Resp::Array(Some(v)) | Resp::Map(v) if v.is_empty()) {
+            continue; // Not in Redis 7.0.
+        }
+        let got = without_subcommands(g.resp(&c));
+        assert_eq!(got, want, "{c:?}");
+        compared += 1;
+    }
+    assert!(compared > 300, "only {compared} commands compared");
+}
+
 /// Every command's ACL categories (`COMMAND INFO`'s seventh field, what
 /// `ACL CAT category` lists by) are Redis's, as sets; commands Redis 7.0
 /// lacks are skipped (WAITAOF). (`ACL CAT category` itself differs: Redis

@@ -200,6 +200,10 @@ pub fn keys(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     Step::Done
 }
 
+/// Index buckets a SCAN call walks at least while it finds too few keys
+/// (a few microseconds of empty buckets).
+const SPARSE_WALK: usize = 1024;
+
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`.
 pub fn scan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Some(cursor) = std::str::from_utf8(arg(cmd, 1))
@@ -241,15 +245,29 @@ pub fn scan(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     }
     let mut found: Vec<Vec<u8>> = Vec::new();
     // COUNT is in keys, as Redis means it; an index bucket holds up to 8.
+    // As Redis, a call goes on past empty buckets until it has seen COUNT
+    // keys (before MATCH and TYPE) or walked ten times its share; and at
+    // least SPARSE_WALK buckets, for the index is sized for the memory
+    // limit, not for the keys: a small database is then one call, as in
+    // Redis, not hundreds of empty pages.
     let buckets = count.div_ceil(4).max(1);
-    let next = ctx.db.scan(cursor, buckets, &mut |k, item| {
-        let type_ok = want_type
-            .as_deref()
-            .is_none_or(|t| t == type_name(Some(item)).as_bytes());
-        if type_ok && pattern.is_none_or(|p| glob::matches(p, k, false)) {
-            found.push(k.to_vec());
+    let budget = buckets.saturating_mul(10).max(SPARSE_WALK);
+    let (mut next, mut walked, mut seen) = (cursor, 0, 0);
+    loop {
+        next = ctx.db.scan(next, buckets, &mut |k, item| {
+            seen += 1;
+            let type_ok = want_type
+                .as_deref()
+                .is_none_or(|t| t == type_name(Some(item)).as_bytes());
+            if type_ok && pattern.is_none_or(|p| glob::matches(p, k, false)) {
+                found.push(k.to_vec());
+            }
+        });
+        walked += buckets;
+        if next == 0 || seen >= count || walked >= budget {
+            break;
         }
-    });
+    }
     ctx.array(2);
     ctx.bytes(next.to_string().as_bytes());
     ctx.array(found.len());

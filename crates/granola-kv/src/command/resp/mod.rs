@@ -14,6 +14,7 @@ mod client;
 pub mod clients;
 mod collection_scan;
 pub mod collections;
+mod command_docs;
 pub mod commandstats;
 mod connection;
 mod debug;

@@ -646,23 +646,6 @@ fn command_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
     }
 }
 
-/// One `COMMAND DOCS` entry's value: its group, and its subcommands'.
-fn docs_entry(ctx: &mut Ctx<'_>, spec: &Spec) {
-    ctx.map(if spec.subs.is_empty() { 2 } else { 3 });
-    ctx.bytes(b"since");
-    ctx.bytes(b"1.0.0");
-    ctx.bytes(b"group");
-    ctx.bytes(spec.group.as_bytes());
-    if !spec.subs.is_empty() {
-        ctx.bytes(b"subcommands");
-        ctx.map(spec.subs.len());
-        for sub in spec.subs {
-            ctx.bytes(sub.name.as_bytes());
-            docs_entry(ctx, sub);
-        }
-    }
-}
-
 /// `COMMAND`: every command's `COMMAND INFO` entry.
 pub fn command(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.array(COMMANDS.len());
@@ -747,7 +730,7 @@ pub fn command_docs(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     ctx.map(names.len());
     for spec in names {
         ctx.bytes(spec.name.as_bytes());
-        docs_entry(ctx, spec);
+        super::command_docs::write_entry(ctx, spec);
     }
     Step::Done
 }

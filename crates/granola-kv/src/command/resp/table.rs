@@ -339,8 +339,10 @@ macro_rules! container {
 
 // Each container's subcommands, one list per container (a child module
 // after the macros, which it uses).
+mod docs;
 mod key_specs;
 mod subcommands;
+pub use docs::DOCS;
 pub use key_specs::KEY_SPECS;
 use subcommands::*;
 
