@@ -699,7 +699,10 @@ fn resp_transcript() {
     rt(
         &mut c,
         &["COMMAND", "DOCS", "get"],
-        b"*2\r\n$3\r\nget\r\n*4\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n",
+        b"*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n\
+          $5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n\
+          $10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n\
+          $4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n",
     );
     rt(
         &mut c,
@@ -1769,6 +1772,18 @@ fn resp_strings_keys_transcript() {
         }
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["user:1", "user:2"]);
+    // A database of a few keys is one plain SCAN, as in Redis (the index
+    // behind it is sized for the memory limit, hundreds of buckets).
+    match c.resp(&["SCAN", "0"]) {
+        Resp::Array(Some(parts)) => {
+            assert_eq!(parts[0], Resp::Bulk(Some(b"0".to_vec())), "{parts:?}");
+            let Resp::Array(Some(keys)) = &parts[1] else {
+                panic!("{parts:?}")
+            };
+            assert_eq!(keys.len(), 4, "{parts:?}");
+        }
+        r => panic!("SCAN: {r:?}"),
+    }
     match c.resp(&["RANDOMKEY"]) {
         Resp::Bulk(Some(k)) => {
             assert!([&b"user:1"[..], b"user:2", b"other", b"user:list"].contains(&&k[..]))
