@@ -107,13 +107,11 @@ impl<'a> Command<'a> {
     }
 
     /// All arguments, the name first.
-    pub fn args(&self) -> Args<'a> {
+    pub fn args(&self) -> Args<'_, 'a> {
         Args {
-            head: self.head,
+            cmd: self,
             next: 0,
-            argc: self.argc,
             rest: self.tail,
-            inline: self.inline,
         }
     }
 }
@@ -135,45 +133,61 @@ impl fmt::Debug for Command<'_> {
     }
 }
 
-/// Iterator over a command's arguments; see [`Command::args`].
-#[derive(Debug, Clone)]
-pub struct Args<'a> {
-    head: [&'a [u8]; INLINE_ARGS],
+/// The arguments of a [`Command`], in order; it borrows the command (a
+/// copy of its first arguments would cost more than most walks).
+#[derive(Clone)]
+pub struct Args<'c, 'a> {
+    cmd: &'c Command<'a>,
     /// Index of the next argument.
     next: usize,
-    argc: usize,
-    /// The arguments after `head` not yet walked.
+    /// The arguments after the command's first [`INLINE_ARGS`] not yet
+    /// walked.
     rest: &'a [u8],
-    inline: bool,
 }
 
-impl<'a> Iterator for Args<'a> {
+impl<'a> Iterator for Args<'_, 'a> {
     type Item = &'a [u8];
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.next >= self.argc {
+        let cmd = self.cmd;
+        if self.next >= cmd.argc {
             return None;
         }
-        let arg = match self.head.get(self.next) {
+        let arg = match cmd.head.get(self.next) {
             Some(&a) => Some(a),
-            None if self.inline => next_inline_arg(&mut self.rest).ok().flatten(),
+            None if cmd.inline => next_inline_arg(&mut self.rest).ok().flatten(),
             None => next_bulk(&mut self.rest),
         };
         match arg {
             Some(_) => self.next += 1,
-            None => self.next = self.argc, // unreachable for parsed input
+            None => self.next = cmd.argc, // unreachable for parsed input
         }
         arg
     }
 
+    /// Skips the first arguments without a walk (`skip(2)` is O(1)).
+    #[inline]
+    fn nth(&mut self, mut n: usize) -> Option<&'a [u8]> {
+        let head_end = INLINE_ARGS.min(self.cmd.argc);
+        if self.next < head_end {
+            let jump = n.min(head_end - self.next);
+            self.next += jump;
+            n -= jump;
+        }
+        for _ in 0..n {
+            self.next()?;
+        }
+        self.next()
+    }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.argc - self.next;
+        let n = self.cmd.argc - self.next;
         (n, Some(n))
     }
 }
 
-impl ExactSizeIterator for Args<'_> {}
+impl ExactSizeIterator for Args<'_, '_> {}
 
 /// Re-walks one validated bulk string: `$<len>\r\n<data>\r\n`.
 fn next_bulk<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
@@ -616,6 +630,22 @@ mod tests {
         let (ci, _) = done(&inline);
         assert_eq!(ci, c);
         assert_eq!(ci.arg(15), Some(&b"a15"[..]));
+        // Skipping (`nth` jumps over the first arguments) lands where a
+        // walk does, from any start, in both encodings.
+        for cmd in [&c, &ci] {
+            for start in 0..=20 {
+                let mut walked = cmd.args();
+                for _ in 0..start {
+                    walked.next();
+                }
+                for n in 0..=21 {
+                    let (mut a, mut b) = (walked.clone(), walked.clone());
+                    let want = (0..n).fold(a.next(), |_, _| a.next());
+                    assert_eq!(b.nth(n), want, "start {start}, nth {n}");
+                    assert_eq!(b.collect::<Vec<_>>(), a.collect::<Vec<_>>());
+                }
+            }
+        }
     }
 
     #[test]

@@ -180,7 +180,7 @@ impl Protocol for Memcache {
         }
     }
 
-    fn execute(&mut self, cmd: Request<'_>, resume: usize, out: &mut Out<'_>) -> Step {
+    fn execute(&mut self, cmd: &Request<'_>, resume: usize, out: &mut Out<'_>) -> Step {
         // A RESP client's `CLIENT PAUSE` holds memcached clients back too:
         // they write the same keyspace.
         self.paused_until = self.shared.clients.hold_back(|| cmd.writes(), out.waker);
@@ -194,8 +194,8 @@ impl Protocol for Memcache {
             resume,
         };
         match cmd {
-            Request::Text(cmd) => dispatch(&mut ctx, cmd),
-            Request::Binary(req) => binary::execute(&mut ctx, &req),
+            Request::Text(cmd) => dispatch(&mut ctx, cmd.clone()),
+            Request::Binary(req) => binary::execute(&mut ctx, req),
         }
     }
 

@@ -83,7 +83,12 @@ impl Protocol for Native {
         parse_frame(input, self.max_frame)
     }
 
-    fn execute(&mut self, (h, payload): (FrameHeader, &[u8]), _: usize, out: &mut Out<'_>) -> Step {
+    fn execute(
+        &mut self,
+        &(h, payload): &(FrameHeader, &[u8]),
+        _: usize,
+        out: &mut Out<'_>,
+    ) -> Step {
         // A RESP client's `CLIENT PAUSE` holds native clients back too.
         self.paused_until = self.shared.clients.hold_back(|| writes(&h), out.waker);
         if self.paused_until.is_some() {

@@ -65,7 +65,7 @@ impl Protocol for Resp {
         self.parser.parse(input, &self.limits)
     }
 
-    fn execute(&mut self, cmd: Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
+    fn execute(&mut self, cmd: &Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
         if cmd.is_empty() {
             return Step::Done;
         }
@@ -73,12 +73,12 @@ impl Protocol for Resp {
             .shared
             .dbs
             .db(&self.shared.store, self.conn.info.db)
-            .touching(touches(&self.conn, &cmd));
+            .touching(touches(&self.conn, cmd));
         // `CLIENT REPLY OFF` or `SKIP`: answered into nothing, but for
         // `CLIENT REPLY ON`, which answers.
         let replies = self.conn.replies;
         let mut silenced = Silenced;
-        let out: &mut dyn ReplySink = if replies.silent() && !is_reply_on(&cmd) {
+        let out: &mut dyn ReplySink = if replies.silent() && !is_reply_on(cmd) {
             &mut silenced
         } else {
             out
@@ -90,7 +90,7 @@ impl Protocol for Resp {
             out,
             resume,
         };
-        let step = dispatch(&mut ctx, &cmd);
+        let step = dispatch(&mut ctx, cmd);
         if self.conn.replies != Replies::On && matches!(step, Step::Done | Step::Close(_)) {
             self.conn.replies = self.conn.replies.after_command();
         }

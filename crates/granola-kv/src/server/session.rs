@@ -48,7 +48,9 @@ pub trait Protocol: Send + 'static {
 
     /// Runs a request, from `resume` (0 the first time; else what the last
     /// [`Step::Pause`] returned for this same request).
-    fn execute(&mut self, cmd: Self::Cmd<'_>, resume: usize, out: &mut Out<'_>) -> Step;
+    /// `cmd` is lent, not moved: a parsed request can be large (a RESP
+    /// one carries its first arguments), and a move is a copy.
+    fn execute(&mut self, cmd: &Self::Cmd<'_>, resume: usize, out: &mut Out<'_>) -> Step;
 
     /// The reply to a request that can never fit the receive buffer
     /// (before the connection is closed).
@@ -201,7 +203,7 @@ impl<P: Protocol> Session for Driver<P> {
             let data_len = data.len();
             // What to do with the input, decided while the parse borrows it.
             let next = match self.proto.parse(data) {
-                Parsed::Done { cmd, consumed } => {
+                Parsed::Done { ref cmd, consumed } => {
                     self.need = 0;
                     match self.proto.execute(cmd, self.resume, &mut out) {
                         Step::Done => Next::Consume(consumed, None),

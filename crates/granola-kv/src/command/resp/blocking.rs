@@ -95,6 +95,7 @@ pub enum Unblock {
 
 impl Waiters {
     /// Blocked clients (`INFO`'s `blocked_clients`).
+    #[inline]
     pub fn blocked_clients(&self) -> usize {
         self.registered.load(Ordering::Relaxed)
     }

@@ -228,9 +228,19 @@ fn state_after(ctx: &Ctx<'_>, key: &[u8]) -> KeyState {
 
 /// Notes the keys of `cmd` before it runs, if notifications are on and
 /// it writes.
-#[inline]
+#[inline(always)]
 pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
-    if !ctx.shared.notifier.active() || !spec.flags.contains(&"write") {
+    // The check in the caller, the work out of line: every command
+    // passes here, nearly always with notifications off.
+    if !ctx.shared.notifier.active() {
+        return None;
+    }
+    noted_before(ctx, spec, cmd)
+}
+
+#[inline(never)]
+fn noted_before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
+    if !spec.flags.contains(&"write") {
         return None;
     }
     let keys = spec
@@ -247,12 +257,18 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
 /// it has expired, which sends `expired` first, as Redis's read lookup
 /// does. A read-only script's keys are left to the commands it runs,
 /// which look them up themselves.
-#[inline]
+#[inline(always)]
 pub fn misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     let notifier = &ctx.shared.notifier;
     if notifier.flags.load(Ordering::Relaxed) & KEYMISS == 0 || !notifier.active() {
         return;
     }
+    fire_misses(ctx, spec, cmd);
+}
+
+#[inline(never)]
+fn fire_misses(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+    let notifier = &ctx.shared.notifier;
     let db = ctx.conn.info.db;
     for key in read_keys(spec, cmd).take(MAX_NOTED_KEYS) {
         if state(ctx, key).is_none() {

@@ -245,7 +245,12 @@ impl<'a> StringOpts<'a> {
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t |
 /// KEEPTTL]`.
 pub fn set(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let Some(o) = StringOpts::parse(cmd.args().skip(3), true) else {
+    // Plain `SET key value` (nearly every SET) skips the option walk.
+    let parsed = match cmd.len() {
+        3 => Some(StringOpts::default()),
+        _ => StringOpts::parse(cmd.args().skip(3), true),
+    };
+    let Some(o) = parsed else {
         ctx.raw(resp::ERR_SYNTAX);
         return Step::Done;
     };

@@ -253,8 +253,16 @@ impl std::fmt::Debug for Tracking {
 }
 
 /// Before a command runs: a read by a tracking client records its keys.
-#[inline]
+#[inline(always)]
 pub fn before(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+    // The check in the caller, the work out of line.
+    if ctx.conn.tracking.is_some() {
+        record_read(ctx, spec, cmd);
+    }
+}
+
+#[inline(never)]
+fn record_read(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     let Some(t) = ctx.conn.tracking.as_mut() else {
         return;
     };
@@ -281,10 +289,17 @@ pub fn before(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
 }
 
 /// After a command ran: a write tells of its keys.
-#[inline]
+#[inline(always)]
 pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+    if ctx.shared.tracker.active() {
+        invalidate_written(ctx, spec, cmd);
+    }
+}
+
+#[inline(never)]
+fn invalidate_written(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     let tracker = &ctx.shared.tracker;
-    if !tracker.active() || !spec.flags.contains(&"write") {
+    if !spec.flags.contains(&"write") {
         return;
     }
     let by = Some(ctx.conn.info.id);

@@ -64,7 +64,12 @@ impl<C: ServerCodec> Protocol for BaselineSession<C> {
         parse_frame(input, self.max_frame)
     }
 
-    fn execute(&mut self, (h, payload): (FrameHeader, &[u8]), _: usize, out: &mut Out<'_>) -> Step {
+    fn execute(
+        &mut self,
+        &(h, payload): &(FrameHeader, &[u8]),
+        _: usize,
+        out: &mut Out<'_>,
+    ) -> Step {
         let store: &dyn Storage = &*self.shared.store;
         let max = self.shared.config.max_item_size;
         let resp = respond(store, &mut self.codec, &h, payload, &mut self.spare, max);
