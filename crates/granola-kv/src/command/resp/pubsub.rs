@@ -166,8 +166,21 @@ pub fn publish(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let channel = cmd.arg(1).unwrap_or_default();
     let message = cmd.arg(2).unwrap_or_default();
     let n = ctx.shared.bus.publish(channel, message);
+    own_messages_first(ctx);
     ctx.int(n as i64);
     Step::Done
+}
+
+/// A publisher subscribed to what it published gets the message before
+/// PUBLISH's reply, as from Redis, which writes both to the client's
+/// buffer in that order (not inside EXEC or a script, whose reply is
+/// being assembled; it then arrives after, as it would from anyone else).
+fn own_messages_first(ctx: &mut Ctx<'_>) {
+    if ctx.conn.sub.is_some() && !ctx.conn.exec && !ctx.conn.script {
+        // Over its output limit the connection is closed at its next
+        // read, which says why.
+        let _ = deliver(ctx.conn, ctx.out);
+    }
 }
 
 /// `SPUBLISH shardchannel message`: the number of clients that received
@@ -176,6 +189,7 @@ pub fn spublish(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let channel = cmd.arg(1).unwrap_or_default();
     let message = cmd.arg(2).unwrap_or_default();
     let n = ctx.shared.bus.spublish(channel, message);
+    own_messages_first(ctx);
     ctx.int(n as i64);
     Step::Done
 }
