@@ -45,6 +45,7 @@
 //! protocol errors: see [`write_unknown_command`], [`write_wrong_arity`]
 //! and the `ERR_*` constants.
 
+pub mod inline;
 mod reply;
 
 pub use reply::*;
@@ -70,12 +71,27 @@ pub struct Command<'a> {
     /// its `$`; inline: the rest of the line); empty when all are in `head`.
     tail: &'a [u8],
     inline: bool,
+    /// An inline request's line, without its line end (empty otherwise):
+    /// the server splits it again when it holds quotes or escapes (see
+    /// [`inline`]).
+    line: &'a [u8],
 }
 
 impl<'a> Command<'a> {
     /// Number of arguments, the command name included.
     pub fn len(&self) -> usize {
         self.argc
+    }
+
+    /// True for a request sent inline (a line of words, not a multibulk).
+    pub fn is_inline(&self) -> bool {
+        self.inline
+    }
+
+    /// An inline request's line, without its line end; empty for a
+    /// multibulk.
+    pub fn inline_line(&self) -> &'a [u8] {
+        self.line
     }
 
     /// True for an empty request (ignore it; no reply).
@@ -256,6 +272,12 @@ fn protocol_error<T>(msg: &'static str) -> Parsed<T> {
     close(ErrorKind::RespProtocol(msg))
 }
 
+/// The error for an inline request whose quotes do not close (Redis's
+/// words), which closes the connection.
+fn unbalanced_quotes<T>() -> Parsed<T> {
+    protocol_error("unbalanced quotes in request")
+}
+
 /// A `*`/`$` header line's value.
 enum Header {
     /// The number and the position after its `\r\n`.
@@ -358,13 +380,15 @@ impl Parser {
     }
 }
 
-fn empty(consumed: usize) -> Parsed<Command<'static>> {
+/// An empty request (`*0`, `*-1` or a blank line): no reply.
+fn empty(consumed: usize, inline: bool) -> Parsed<Command<'static>> {
     Parsed::Done {
         cmd: Command {
             argc: 0,
             head: [&[]; INLINE_ARGS],
             tail: &[],
-            inline: true,
+            inline,
+            line: &[],
         },
         consumed,
     }
@@ -418,6 +442,7 @@ fn parse_whole_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Option<Parsed<Co
             head,
             tail,
             inline: false,
+            line: &[],
         },
         consumed: pos,
     })
@@ -438,7 +463,7 @@ fn parse_multibulk<'a>(
                 Header::Bad => return protocol_error("invalid multibulk length"),
             };
             if argc <= 0 {
-                return empty(body_start);
+                return empty(body_start, false);
             }
             let argc = match usize::try_from(argc) {
                 Ok(n) if n <= limits.max_args => n,
@@ -517,6 +542,7 @@ fn parse_multibulk<'a>(
             head,
             tail,
             inline: false,
+            line: &[],
         },
         consumed: p.pos,
     }
@@ -554,11 +580,11 @@ fn parse_inline<'a>(buf: &'a [u8], limits: &Limits, scanned: &mut usize) -> Pars
                 }
             }
             Ok(None) => break,
-            Err(()) => return protocol_error("unbalanced quotes in request"),
+            Err(()) => return unbalanced_quotes(),
         }
     }
     if argc == 0 {
-        return empty(nl + 1);
+        return empty(nl + 1, true);
     }
     Parsed::Done {
         cmd: Command {
@@ -566,6 +592,7 @@ fn parse_inline<'a>(buf: &'a [u8], limits: &Limits, scanned: &mut usize) -> Pars
             head,
             tail,
             inline: true,
+            line,
         },
         consumed: nl + 1,
     }

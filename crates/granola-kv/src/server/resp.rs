@@ -55,17 +55,30 @@ impl Resp {
             conn,
         }
     }
-}
 
-impl Protocol for Resp {
-    type Cmd<'a> = Command<'a>;
-    const NAME: &'static str = "resp";
-
-    fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<Command<'a>> {
-        self.parser.parse(input, &self.limits)
+    /// Runs an inline request with quotes or escapes: split as Redis
+    /// splits it (see [`resp::inline`]), as a multibulk of the words.
+    #[inline(never)]
+    fn run_split(&mut self, line: &[u8], resume: usize, out: &mut Out<'_>) -> Step {
+        let Some(words) = resp::inline::split(line) else {
+            resp::write_error(out, b"ERR Protocol error: unbalanced quotes in request");
+            return Step::Close("resp: protocol error: unbalanced quotes in request".into());
+        };
+        let mut encoded = Vec::with_capacity(line.len() + 16 * words.len());
+        resp::encode_command(&words, &mut encoded);
+        match resp::parse(&encoded, &self.limits) {
+            Parsed::Done { cmd, .. } => self.run(&cmd, resume, out),
+            // Words of a line within the inline limit are within every
+            // other limit too.
+            _ => {
+                resp::write_error(out, b"ERR Protocol error: invalid inline request");
+                Step::Done
+            }
+        }
     }
 
-    fn execute(&mut self, cmd: &Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
+    /// Runs one request.
+    fn run(&mut self, cmd: &Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
         if cmd.is_empty() {
             return Step::Done;
         }
@@ -95,6 +108,22 @@ impl Protocol for Resp {
             self.conn.replies = self.conn.replies.after_command();
         }
         step
+    }
+}
+
+impl Protocol for Resp {
+    type Cmd<'a> = Command<'a>;
+    const NAME: &'static str = "resp";
+
+    fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<Command<'a>> {
+        self.parser.parse(input, &self.limits)
+    }
+
+    fn execute(&mut self, cmd: &Command<'_>, resume: usize, out: &mut Out<'_>) -> Step {
+        if cmd.is_inline() && resp::inline::needs_split(cmd.inline_line()) {
+            return self.run_split(cmd.inline_line(), resume, out);
+        }
+        self.run(cmd, resume, out)
     }
 
     fn write_too_large(&self, out: &mut Out<'_>) {
