@@ -869,12 +869,15 @@ fn stream_full(ctx: &mut Ctx<'_>, s: &Dict, count: usize) {
         let consumers: Vec<_> = g.consumers().collect();
         ctx.array(consumers.len());
         for (cname, c) in consumers {
-            // Redis 7.0's four fields: no active-time (added in 7.2).
-            ctx.map(4);
+            // Redis 7.2's fields (7.0 lacks active-time), as XINFO
+            // CONSUMERS shows 7.2's `inactive`.
+            ctx.map(5);
             ctx.bytes(b"name");
             ctx.bytes(cname);
             ctx.bytes(b"seen-time");
             ctx.int(c.seen_ms as i64);
+            ctx.bytes(b"active-time");
+            ctx.int(c.active_ms.map_or(-1, |ms| ms as i64));
             ctx.bytes(b"pel-count");
             ctx.int(c.pending.len() as i64);
             ctx.bytes(b"pending");
