@@ -54,9 +54,16 @@ fn run(ctx: &mut Ctx<'_>, req: &Request<'_>) -> Step {
         }
         Opcode::Touch => {
             match super::touch::apply(ctx, req.key, req.extra_u32(0) as i32) {
-                Some(item) => {
-                    bin::write_response(ctx.out, req, status::OK, item.cas(), &[], &[], &[])
-                }
+                // The item's flags, as memcached answers a touch.
+                Some(item) => bin::write_response(
+                    ctx.out,
+                    req,
+                    status::OK,
+                    item.cas(),
+                    &item.flags().to_be_bytes(),
+                    &[],
+                    &[],
+                ),
                 None => error(ctx, req, status::KEY_NOT_FOUND),
             };
         }
@@ -174,7 +181,9 @@ fn store_value(ctx: &mut Ctx<'_>, req: &Request<'_>) {
     }
     if req.cas != 0 {
         match mode {
-            StoreMode::Set | StoreMode::Replace => mode = StoreMode::Cas,
+            // Any CAS makes set, add and replace a compare-and-swap, as
+            // in memcached (an add of a missing key is then "Not found").
+            StoreMode::Set | StoreMode::Add | StoreMode::Replace => mode = StoreMode::Cas,
             StoreMode::Append | StoreMode::Prepend => {
                 if let Err(s) = cas_check(ctx, req) {
                     return error(ctx, req, s);
