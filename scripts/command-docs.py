@@ -6,34 +6,15 @@ lists the subcommands it serves itself).
 
     scripts/command-docs.py PORT > crates/granola-kv/src/command/resp/table/docs.rs
 """
-import socket, sys
+import sys
+from redis_reply import ask, read
 
 def main():
     port = int(sys.argv[1])
-    s = socket.create_connection(("127.0.0.1", port))
-    f = s.makefile("rb")
-    s.sendall(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*2\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n")
+    f = ask(port, ["HELLO", "3"], ["COMMAND", "DOCS"])
 
-    def read():
-        line = f.readline()
-        t, b = line[:1], line[1:-2]
-        if t == b"+":
-            return ("simple", b.decode())
-        if t == b":":
-            return ("int", int(b))
-        if t == b"$":
-            n = int(b)
-            return ("bulk", f.read(n + 2)[:-2].decode())
-        if t == b"*":
-            return ("array", [read() for _ in range(int(b))])
-        if t == b"~":
-            return ("set", [read() for _ in range(int(b))])
-        if t == b"%":
-            return ("map", [read() for _ in range(2 * int(b))])
-        raise ValueError(line)
-
-    read()  # HELLO's reply
-    kind, top = read()
+    read(f)  # HELLO's reply
+    kind, top = read(f)
     assert kind == "map"
     rows = {}
 

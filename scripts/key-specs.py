@@ -5,28 +5,12 @@ positions, tips and key specifications) as a Rust table for granola-kv.
 
     scripts/key-specs.py PORT > crates/granola-kv/src/command/resp/table/key_specs.rs
 """
-import socket, sys
+import sys
+from redis_reply import ask, plain, read
 
 def main():
     port = int(sys.argv[1])
-    s = socket.create_connection(("127.0.0.1", port))
-    f = s.makefile("rb")
-    s.sendall(b"*1\r\n$7\r\nCOMMAND\r\n")
-
-    def read():
-        line = f.readline()
-        t, b = line[:1], line[1:-2]
-        if t in (b"+", b"-"):
-            return b.decode()
-        if t == b":":
-            return int(b)
-        if t == b"$":
-            n = int(b)
-            return None if n < 0 else f.read(n + 2)[:-2].decode()
-        if t in (b"*", b"~"):
-            n = int(b)
-            return None if n < 0 else [read() for _ in range(n)]
-        raise ValueError(line)
+    f = ask(port, ["COMMAND"])
 
     def pairs(a):
         return dict(zip(a[0::2], a[1::2]))
@@ -37,7 +21,7 @@ def main():
         rows[name] = (flags, keys, tips, [pairs(k) for k in specs])
         for sub in subs:
             walk(sub)
-    for e in read():
+    for e in plain(read(f)):
         walk(e)
 
     def rust_str(x):
