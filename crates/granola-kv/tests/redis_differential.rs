@@ -85,15 +85,19 @@ fn start_peer(path: &str, extra: &[&str]) -> Redis {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start redis-server");
-        let r = Redis {
+        let mut r = Redis {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
         };
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(20) {
+            if !matches!(r.child.try_wait(), Ok(None)) {
+                // It exited: another test took the port first. Another
+                // port, then.
+                break;
+            }
             if let Ok(s) = std::net::TcpStream::connect(r.addr) {
-                drop(s);
-                let mut c = Client::connect(r.addr);
+                let mut c = Client::from_stream(s);
                 // Up, but for a peer still loading its RDB file (which
                 // answers DEBUG DIGEST meanwhile, over half its keys).
                 match c.resp(&["PING"]) {
@@ -1566,6 +1570,82 @@ fn random_consumer_group_commands_answer_as_redis_does() {
             &seen[seen.len().saturating_sub(12)..]
         );
         seen.push(cmd);
+    }
+}
+
+/// Random transactions against Redis: MULTI with commands queued (some
+/// refused when queued: unknown, wrong arity; some failing when run:
+/// wrong type, bad values), EXEC or DISCARD, WATCH and UNWATCH, with a
+/// second client writing, deleting, renaming and flushing the watched
+/// keys in between, and the errors of MULTI, EXEC, DISCARD and WATCH
+/// out of place. Every reply of both clients compared.
+#[test]
+fn random_transactions_answer_as_redis_does() {
+    let Some((peer, srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    let (mut r2, mut g2) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    if std::env::var("GRANOLA_DIFF_RESP").as_deref() == Ok("3") {
+        r2.resp(&["HELLO", "3"]);
+        g2.resp(&["HELLO", "3"]);
+    }
+    let mut rng = Rng::seeded(0x7472_616e_7361_6374);
+    let keys = ["a", "b", "c"];
+    let mut seen: Vec<(bool, Vec<String>)> = Vec::new();
+    for _ in 0..3000 {
+        let k = rng.pick(&keys);
+        let k2 = rng.pick(&keys);
+        let v = rng.pick(&["1", "x", "10"]);
+        // The first client: transactions and their commands.
+        let queued: Vec<String> = match rng.n(14) {
+            0 => vec!["SET".into(), k.clone(), v.clone()],
+            1 => vec!["INCR".into(), k.clone()],
+            2 => vec!["LPUSH".into(), k.clone(), v.clone()],
+            3 => vec!["GET".into(), k.clone()],
+            4 => vec!["DEL".into(), k.clone()],
+            5 => vec!["RENAME".into(), k.clone(), k2.clone()],
+            6 => vec!["SADD".into(), k.clone(), v.clone()],
+            7 => vec!["NOSUCHCOMMAND".into(), k.clone()],
+            8 => vec!["GET".into()],
+            9 => vec!["SET".into(), k.clone(), v.clone(), "NX".into(), "XX".into()],
+            10 => vec!["EXPIRE".into(), k.clone(), rng.pick(&["100", "x"])],
+            11 => vec!["HSET".into(), k.clone(), "f".into(), v.clone()],
+            12 => vec!["TYPE".into(), k.clone()],
+            _ => vec!["LPOP".into(), k.clone()],
+        };
+        let (first, c): (bool, Vec<String>) = match rng.n(12) {
+            0 | 1 => (true, vec!["MULTI".into()]),
+            2 => (true, vec!["EXEC".into()]),
+            3 => (true, vec!["DISCARD".into()]),
+            4 => (true, vec!["WATCH".into(), k, k2]),
+            5 => (true, vec!["UNWATCH".into()]),
+            6..=8 => (true, queued),
+            // The second client: what a watch is for.
+            9 => (false, vec!["SET".into(), k, v]),
+            10 => (
+                false,
+                match rng.n(4) {
+                    0 => vec!["DEL".into(), k],
+                    1 => vec!["RENAME".into(), k, k2],
+                    2 => vec!["FLUSHDB".into()],
+                    _ => vec!["SET".into(), k, v, "KEEPTTL".into()],
+                },
+            ),
+            _ => (false, vec!["GET".into(), k]),
+        };
+        let (want, got) = if first {
+            (r.resp(&c), g.resp(&c))
+        } else {
+            (r2.resp(&c), g2.resp(&c))
+        };
+        let recent = &seen[seen.len().saturating_sub(12)..];
+        assert_eq!(
+            got,
+            want,
+            "{} {c:?} after {recent:?}",
+            if first { "first" } else { "second" }
+        );
+        seen.push((first, c));
     }
 }
 

@@ -87,6 +87,8 @@ pub struct Shared {
     pub run_id: String,
     /// The Redis connections (`CLIENT LIST`, `CLIENT KILL`).
     pub clients: Arc<crate::command::resp::clients::Registry>,
+    /// Every RESP connection's WATCHed keys.
+    pub watch_book: Arc<crate::command::resp::transaction::WatchBook>,
 }
 
 /// 40 random hex digits, as Redis makes its `run_id` and the end mark
@@ -345,6 +347,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         metrics: Default::default(),
         run_id: random_hex_id(),
         clients: Default::default(),
+        watch_book: Default::default(),
         dbs,
     });
     cron::spawn(&shared)?;

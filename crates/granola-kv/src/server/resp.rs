@@ -47,6 +47,7 @@ impl Resp {
             accepted,
             shared.config.requirepass.is_none(),
             shared.clients.clone(),
+            shared.watch_book.clone(),
         );
         Resp {
             shared,

@@ -144,7 +144,7 @@ pub fn select(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// `RESET`: back to a fresh connection's state.
 pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.conn.multi = None;
-    ctx.conn.watched.clear();
+    ctx.conn.watch_book.forget(&mut ctx.conn.watched);
     super::transaction::note(ctx);
     ctx.conn.tracking = None;
     ctx.conn.sub = None;

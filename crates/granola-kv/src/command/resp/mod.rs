@@ -79,6 +79,8 @@ pub struct Conn {
     pub multi: Option<transaction::Multi>,
     /// WATCHed keys.
     pub watched: Vec<transaction::Watched>,
+    /// Every connection's watched keys (shared), for [`watched`](Self::watched).
+    pub watch_book: std::sync::Arc<transaction::WatchBook>,
     /// An MGET's reads, kept between commands (empty) so a snapshot read
     /// allocates nothing once warm.
     pub snapshot: Vec<(Option<crate::store::Item>, crate::store::Stamp)>,
@@ -167,6 +169,7 @@ impl Conn {
         accepted: &granola_net::server::Accepted,
         authed: bool,
         registry: std::sync::Arc<clients::Registry>,
+        watch_book: std::sync::Arc<transaction::WatchBook>,
     ) -> Conn {
         let info = clients::ClientInfo {
             id,
@@ -202,6 +205,7 @@ impl Conn {
             authed,
             multi: None,
             watched: Vec::new(),
+            watch_book,
             snapshot: Vec::new(),
             alone: false,
             wants_alone: false,
@@ -225,6 +229,7 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.registry.unregister(self.info.id);
+        self.watch_book.forget(&mut self.watched);
     }
 }
 
@@ -406,11 +411,12 @@ fn before_auth(name: &str) -> bool {
     matches!(name, "auth" | "hello" | "quit" | "reset")
 }
 
-/// Commands that act at once inside MULTI instead of being queued.
+/// Commands that act at once inside MULTI instead of being queued (as in
+/// Redis, UNWATCH is queued: it runs inside EXEC).
 fn outside_queue(name: &str) -> bool {
     matches!(
         name,
-        "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset"
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
     )
 }
 
@@ -544,6 +550,7 @@ fn observed(
     run: impl FnOnce(&mut Ctx<'_>) -> Step,
 ) -> Step {
     let noted = notify::before(ctx, spec, cmd);
+    let watch_noted = transaction::before_write(ctx, spec, cmd);
     notify::misses(ctx, spec, cmd);
     tracking::before(ctx, spec, cmd);
     let shown_first = first && monitor::shown_first(spec);
@@ -552,6 +559,9 @@ fn observed(
     }
     let step = run(ctx);
     if step == Step::Done {
+        if let Some(w) = &watch_noted {
+            transaction::after_write(ctx, w);
+        }
         if let Some(noted) = noted {
             notify::after(ctx, spec, cmd, noted);
         }

@@ -213,6 +213,30 @@ type KeyState = Option<(u64, u64)>;
 /// What a write's keys held before it ran.
 pub struct Before(Vec<(Vec<u8>, KeyState)>);
 
+impl Before {
+    /// The keys whose state the write changed.
+    pub(super) fn changed(&self, ctx: &Ctx<'_>) -> Vec<&[u8]> {
+        self.0
+            .iter()
+            .filter(|(key, was)| state_after(ctx, key) != *was)
+            .map(|(key, _)| &key[..])
+            .collect()
+    }
+}
+
+/// The states of every key a write command names (None for a command
+/// that does not write).
+pub(super) fn key_states(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
+    if !spec.flags.contains(&"write") {
+        return None;
+    }
+    Some(Before(
+        spec.keys_in(cmd)
+            .map(|k| (k.to_vec(), state(ctx, k)))
+            .collect(),
+    ))
+}
+
 fn state(ctx: &Ctx<'_>, key: &[u8]) -> KeyState {
     ctx.db.peek(key).map(|i| (i.cas(), i.expires_at_ms()))
 }

@@ -4,7 +4,10 @@
 //! nothing; EXEC runs the queue with no other RESP command in between (see
 //! [`super::gate`]) and answers one reply per command; a WATCHed key
 //! modified (or created, or deleted) since WATCH makes EXEC answer a null
-//! array and apply nothing.
+//! array and apply nothing. "Modified" is Redis's: a key's CAS or expiry
+//! changed since WATCH, or any write of a RESP command changed it in
+//! between (a key created and deleted again since counts, as in Redis;
+//! [`WatchBook`] keeps the count while anyone watches).
 
 use super::table::Spec;
 use super::{dispatch_into, Ctx};
@@ -12,6 +15,9 @@ use crate::command::Step;
 use crate::protocol::resp::{self, Command};
 use crate::protocol::{Limits, Parsed, ReplySink};
 use granola::Buf;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// A transaction being queued.
 #[derive(Debug, Default)]
@@ -27,13 +33,113 @@ pub struct Multi {
     pub writes: bool,
 }
 
-/// A WATCHed key: its database, name, and CAS unique when watched (None =
-/// absent).
+/// A WATCHed key: its database, name, CAS unique when watched (None =
+/// absent), and its write count in the [`WatchBook`] then.
 #[derive(Debug, Clone)]
 pub struct Watched {
     db: u8,
     key: Vec<u8>,
     cas: Option<u64>,
+    writes: u64,
+}
+
+/// Every key some connection WATCHes, with how many connections watch it
+/// and how many RESP writes changed it since the first did: what tells
+/// EXEC about a key written and put back (created and deleted, say),
+/// which its CAS cannot. Commands check [`active`](Self::active), one
+/// load, before they note anything.
+#[derive(Debug, Default)]
+pub struct WatchBook {
+    watched: AtomicUsize,
+    keys: Mutex<HashMap<(u8, Vec<u8>), WatchCount>>,
+}
+
+#[derive(Debug)]
+struct WatchCount {
+    watchers: usize,
+    writes: u64,
+}
+
+impl WatchBook {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u8, Vec<u8>), WatchCount>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True while some connection watches a key.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.watched.load(Ordering::Relaxed) != 0
+    }
+
+    /// One more watcher of `key`; its write count now.
+    fn watch(&self, db: u8, key: &[u8]) -> u64 {
+        let mut keys = self.lock();
+        let e = keys.entry((db, key.to_vec())).or_insert_with(|| {
+            self.watched.fetch_add(1, Ordering::Relaxed);
+            WatchCount {
+                watchers: 0,
+                writes: 0,
+            }
+        });
+        e.watchers += 1;
+        e.writes
+    }
+
+    /// One watcher of `key` fewer.
+    fn unwatch(&self, db: u8, key: &[u8]) {
+        let mut keys = self.lock();
+        let k = (db, key.to_vec());
+        if let Some(e) = keys.get_mut(&k) {
+            e.watchers -= 1;
+            if e.watchers == 0 {
+                keys.remove(&k);
+                self.watched.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `key`'s write count (0 for a key nobody watches).
+    fn writes(&self, db: u8, key: &[u8]) -> u64 {
+        self.lock().get(&(db, key.to_vec())).map_or(0, |e| e.writes)
+    }
+
+    /// A write changed `key`.
+    fn written(&self, db: u8, key: &[u8]) {
+        if let Some(e) = self.lock().get_mut(&(db, key.to_vec())) {
+            e.writes += 1;
+        }
+    }
+
+    /// Forgets every watch in `watched` (EXEC, DISCARD, UNWATCH, RESET, a
+    /// closed connection).
+    pub fn forget(&self, watched: &mut Vec<Watched>) {
+        for w in watched.drain(..) {
+            self.unwatch(w.db, &w.key);
+        }
+    }
+}
+
+/// The states of the keys a write command names, before it runs, while
+/// some connection watches a key.
+#[inline(always)]
+pub(super) fn before_write(
+    ctx: &Ctx<'_>,
+    spec: &Spec,
+    cmd: &Command<'_>,
+) -> Option<super::notify::Before> {
+    if !ctx.conn.watch_book.active() {
+        return None;
+    }
+    super::notify::key_states(ctx, spec, cmd)
+}
+
+/// After a write: each of its keys whose state changed counts one write
+/// in the book.
+pub(super) fn after_write(ctx: &Ctx<'_>, before: &super::notify::Before) {
+    let db = ctx.conn.info.db;
+    for key in before.changed(ctx) {
+        ctx.conn.watch_book.written(db, key);
+    }
 }
 
 /// Shows the transaction's state in `CLIENT LIST` (`multi=`, `watch=`).
@@ -57,7 +163,7 @@ pub fn multi(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 /// `DISCARD`.
 pub fn discard(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     if ctx.conn.multi.take().is_some() {
-        ctx.conn.watched.clear();
+        ctx.conn.watch_book.forget(&mut ctx.conn.watched);
         note(ctx);
         ctx.ok();
     } else {
@@ -86,10 +192,12 @@ pub fn watch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             continue;
         }
         let cas = ctx.db.get(key).map(|i| i.cas());
+        let writes = ctx.conn.watch_book.watch(db, key);
         ctx.conn.watched.push(Watched {
             db,
             key: key.to_vec(),
             cas,
+            writes,
         });
     }
     note(ctx);
@@ -99,7 +207,7 @@ pub fn watch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `UNWATCH`.
 pub fn unwatch(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
-    ctx.conn.watched.clear();
+    ctx.conn.watch_book.forget(&mut ctx.conn.watched);
     note(ctx);
     ctx.ok();
     Step::Done
@@ -142,19 +250,23 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR EXEC without MULTI");
         return Step::Done;
     };
-    let watched = std::mem::take(&mut ctx.conn.watched);
+    let mut watched = std::mem::take(&mut ctx.conn.watched);
     note(ctx);
     if m.aborted {
+        ctx.conn.watch_book.forget(&mut watched);
         ctx.error(b"EXECABORT Transaction discarded because of previous errors.");
         return Step::Done;
     }
     let shared = ctx.shared;
     let store = &*shared.store;
     let _alone = shared.resp_gate.exclusive();
+    let book = &ctx.conn.watch_book;
     let touched = watched.iter().any(|w| {
         use crate::command::Storage;
         shared.dbs.db(store, w.db).get(&w.key).map(|i| i.cas()) != w.cas
+            || book.writes(w.db, &w.key) != w.writes
     });
+    book.forget(&mut watched);
     if touched {
         ctx.null_array();
         return Step::Done;
