@@ -193,6 +193,25 @@ impl Client {
         }
     }
 
+    /// True if a reply byte is here or arrives within `wait`.
+    pub fn ready_within(&mut self, wait: Duration) -> bool {
+        if !self.buf.is_empty() {
+            return true;
+        }
+        self.s.set_read_timeout(Some(wait)).unwrap();
+        let mut tmp = [0u8; 64 << 10];
+        let got = match self.s.read(&mut tmp) {
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                n > 0
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => false,
+            Err(e) => panic!("read failed ({e})"),
+        };
+        self.s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        got
+    }
+
     /// Reads exactly `n` bytes.
     pub fn read_n(&mut self, n: usize) -> Vec<u8> {
         while self.buf.len() < n {

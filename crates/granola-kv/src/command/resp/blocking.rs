@@ -32,6 +32,7 @@
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
+use crate::store::Kind;
 use granola_net::park::{ConnWaker, Park};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -262,6 +263,14 @@ pub fn timeout(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<Option<Duration>> {
             (s * 1000.0).min(365.0 * 86_400_000.0) as u64,
         ))),
     }
+}
+
+/// True if a client looks again, while it waits, at a key now holding
+/// another type than it waits for: no data yet, as in Redis, which
+/// serves a waiting client only from a key of its type (the first look
+/// answers WRONGTYPE instead).
+pub(super) fn other_type_while_waiting(ctx: &Ctx<'_>, key: &[u8], kind: Kind) -> bool {
+    ctx.conn.blocked.is_some() && ctx.db.peek(key).is_some_and(|i| i.kind() != kind)
 }
 
 /// Runs one look of a blocking command waiting on `keys` for at most

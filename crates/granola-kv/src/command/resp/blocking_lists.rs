@@ -7,6 +7,7 @@ use super::lists::{move_value, side, Moved};
 use super::Ctx;
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
+use crate::store::Kind;
 use std::time::Duration;
 
 /// `BLPOP key [key ...] timeout`: `[key, element]` from the first
@@ -38,6 +39,9 @@ enum Reply {
 /// type), false (nothing written) if every list is empty.
 fn pop_from(ctx: &mut Ctx<'_>, keys: &[&[u8]], front: bool, count: usize, reply: Reply) -> bool {
     for key in keys {
+        if blocking::other_type_while_waiting(ctx, key, Kind::List) {
+            continue;
+        }
         // The store refuses other kinds (WRONGTYPE) under the key's lock.
         match ctx.db.list_pop(key, count, front) {
             Err(e) => {
@@ -117,12 +121,17 @@ fn move_waiting(
         ctx,
         &[src],
         wait,
-        |ctx| match move_value(ctx, src, dst, from_left, to_left) {
-            Moved::Replied => true,
-            Moved::Empty => false,
-            Moved::Value(v) => {
-                ctx.bytes(&v);
-                true
+        |ctx| {
+            if blocking::other_type_while_waiting(ctx, src, Kind::List) {
+                return false;
+            }
+            match move_value(ctx, src, dst, from_left, to_left) {
+                Moved::Replied => true,
+                Moved::Empty => false,
+                Moved::Value(v) => {
+                    ctx.bytes(&v);
+                    true
+                }
             }
         },
         |ctx| ctx.null(),

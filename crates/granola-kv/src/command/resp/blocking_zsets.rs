@@ -7,6 +7,7 @@ use super::zsets::pop_scored;
 use super::Ctx;
 use crate::command::Step;
 use crate::protocol::resp::Command;
+use crate::store::Kind;
 
 /// `BZPOPMIN key [key ...] timeout`: `[key, member, score]` from the
 /// first non-empty sorted set, or a null array at the timeout.
@@ -37,6 +38,9 @@ enum Reply {
 /// another type), false (nothing written) if every set is empty.
 fn pop_from(ctx: &mut Ctx<'_>, keys: &[&[u8]], min: bool, count: usize, reply: Reply) -> bool {
     for key in keys {
+        if blocking::other_type_while_waiting(ctx, key, Kind::ZSet) {
+            continue;
+        }
         let Some(popped) = pop_scored(ctx, key, count, min) else {
             return true; // WRONGTYPE written
         };
