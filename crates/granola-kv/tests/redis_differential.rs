@@ -118,12 +118,19 @@ fn start_peer(path: &str, extra: &[&str]) -> Redis {
 fn pair() -> Option<(Redis, Server, Client, Client)> {
     let peer = redis()?;
     let srv = Server::default_config();
+    let (r, g) = clients_to(&peer, &srv);
+    Some((peer, srv, r, g))
+}
+
+/// A client to each of a pair's servers (one more, for a test that needs
+/// two), in the pair's protocol.
+fn clients_to(peer: &Redis, srv: &Server) -> (Client, Client) {
     let (mut r, mut g) = (Client::connect(peer.addr), Client::connect(srv.resp()));
     if std::env::var("GRANOLA_DIFF_RESP").as_deref() == Ok("3") {
         r.resp(&["HELLO", "3"]);
         g.resp(&["HELLO", "3"]);
     }
-    Some((peer, srv, r, g))
+    (r, g)
 }
 
 /// Sends `cmd` to both and checks the raw replies are the same bytes.
@@ -1584,11 +1591,7 @@ fn random_transactions_answer_as_redis_does() {
     let Some((peer, srv, mut r, mut g)) = pair() else {
         return;
     };
-    let (mut r2, mut g2) = (Client::connect(peer.addr), Client::connect(srv.resp()));
-    if std::env::var("GRANOLA_DIFF_RESP").as_deref() == Ok("3") {
-        r2.resp(&["HELLO", "3"]);
-        g2.resp(&["HELLO", "3"]);
-    }
+    let (mut r2, mut g2) = clients_to(&peer, &srv);
     let mut rng = Rng::seeded(0x7472_616e_7361_6374);
     let keys = ["a", "b", "c"];
     let mut seen: Vec<(bool, Vec<String>)> = Vec::new();
@@ -1661,11 +1664,7 @@ fn random_blocking_commands_answer_as_redis_does() {
     let Some((peer, srv, mut rw, mut gw)) = pair() else {
         return;
     };
-    let (mut rb, mut gb) = (Client::connect(peer.addr), Client::connect(srv.resp()));
-    if std::env::var("GRANOLA_DIFF_RESP").as_deref() == Ok("3") {
-        rb.resp(&["HELLO", "3"]);
-        gb.resp(&["HELLO", "3"]);
-    }
+    let (mut rb, mut gb) = clients_to(&peer, &srv);
     let mut rng = Rng::seeded(0x626c_6f63_6b69_6e67);
     let lists = ["l1", "l2"];
     let zsets = ["z1", "z2"];
