@@ -1657,14 +1657,40 @@ fn random_transactions_answer_as_redis_does() {
 /// counts too) while another pushes, adds, deletes, moves, overwrites
 /// with the wrong type and pushes inside MULTI. Redis is the oracle of
 /// when the blocked client is served: whenever Redis has answered it,
-/// granola-kv must have answered the same; while Redis has not, neither
-/// may granola-kv.
+/// granola-kv must have answered the same; while Redis has not (its
+/// CLIENT LIST shows the client blocked, `flags=b`: no timing guessed),
+/// neither may granola-kv.
 #[test]
 fn random_blocking_commands_answer_as_redis_does() {
     let Some((peer, srv, mut rw, mut gw)) = pair() else {
         return;
     };
     let (mut rb, mut gb) = clients_to(&peer, &srv);
+    let Resp::Int(rb_id) = rb.resp(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID");
+    };
+    let rb_id = rb_id.to_string();
+    // Whether Redis has answered the blocked client: its reply is here, or
+    // Redis lists it as blocked (asked on the writer's connection).
+    let served_by_redis = |rb: &mut Client, rw: &mut Client| -> bool {
+        let t0 = Instant::now();
+        loop {
+            if rb.ready_within(Duration::from_millis(2)) {
+                return true;
+            }
+            match rw.resp(&["CLIENT", "LIST", "ID", &rb_id]) {
+                Resp::Bulk(Some(t)) | Resp::Verbatim(t)
+                    if t.windows(8).any(|w| w == b" flags=b") =>
+                {
+                    return false
+                }
+                _ => assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "Redis neither answered nor blocked"
+                ),
+            }
+        }
+    };
     let mut rng = Rng::seeded(0x626c_6f63_6b69_6e67);
     let lists = ["l1", "l2"];
     let zsets = ["z1", "z2"];
@@ -1749,7 +1775,7 @@ fn random_blocking_commands_answer_as_redis_does() {
             }
         }
         if let Some(c) = &blocked {
-            if rb.ready_within(Duration::from_millis(50)) {
+            if served_by_redis(&mut rb, &mut rw) {
                 let want = rb.read_resp();
                 let recent = &seen[seen.len().saturating_sub(12)..];
                 assert!(
