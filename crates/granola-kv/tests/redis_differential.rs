@@ -1795,6 +1795,70 @@ fn random_blocking_commands_answer_as_redis_does() {
     }
 }
 
+/// Random client-side caching against Redis: a RESP3 client tracks
+/// (default, OPTIN, OPTOUT, BCAST with prefixes, NOLOOP), reads and
+/// writes keys and says CLIENT CACHING, while another client writes,
+/// deletes, expires and flushes; after each step the tracking client's
+/// whole stream up to a PONG (invalidation pushes included) is compared.
+#[test]
+fn random_client_tracking_answers_as_redis_does() {
+    let Some((peer, srv, mut rw, mut gw)) = pair() else {
+        return;
+    };
+    let (mut rt, mut gt) = (Client::connect(peer.addr), Client::connect(srv.resp()));
+    rt.resp(&["HELLO", "3"]);
+    gt.resp(&["HELLO", "3"]);
+    let mut rng = Rng::seeded(0x7472_6163_6b69_6e67);
+    let keys = ["a", "ab", "b", "c"];
+    let mut seen: Vec<(bool, Vec<String>)> = Vec::new();
+    for step in 0..1500 {
+        let k = rng.pick(&keys);
+        let (tracker, c): (bool, Vec<String>) = match rng.n(16) {
+            0 => {
+                let mut c = vec!["CLIENT".into(), "TRACKING".into(), rng.pick(&["ON", "OFF"])];
+                match rng.n(5) {
+                    0 => c.push("OPTIN".into()),
+                    1 => c.push("OPTOUT".into()),
+                    2 => c.extend(["BCAST".into(), "PREFIX".into(), "a".into()]),
+                    3 => c.push("NOLOOP".into()),
+                    _ => {}
+                }
+                (true, c)
+            }
+            1 => (
+                true,
+                vec!["CLIENT".into(), "CACHING".into(), rng.pick(&["YES", "NO"])],
+            ),
+            2..=5 => (true, vec!["GET".into(), k]),
+            6 => (true, vec!["MGET".into(), k, rng.pick(&keys)]),
+            7 => (true, vec!["SET".into(), k, format!("t{step}")]),
+            8..=11 => (false, vec!["SET".into(), k, format!("w{step}")]),
+            12 => (false, vec!["DEL".into(), k]),
+            13 => (false, vec!["EXPIRE".into(), k, "100".into()]),
+            14 => (false, vec!["FLUSHDB".into()]),
+            _ => (true, vec!["CLIENT".into(), "TRACKINGINFO".into()]),
+        };
+        if tracker {
+            // Its reply first (then what its write told it, after it).
+            rt.send(&resp_cmd(&c));
+            gt.send(&resp_cmd(&c));
+            let (want, got) = (rt.read_resp(), gt.read_resp());
+            assert_eq!(got, want, "{c:?}");
+        } else {
+            let (want, got) = (rw.resp(&c), gw.resp(&c));
+            assert_eq!(got, want, "{c:?}");
+        }
+        // The tracking client's stream up to a PONG: replies and pushes.
+        rt.send(&resp_cmd(&["PING"]));
+        gt.send(&resp_cmd(&["PING"]));
+        let want = rt.read_until(b"+PONG\r\n");
+        let got = gt.read_until(b"+PONG\r\n");
+        seen.push((tracker, c));
+        let recent = &seen[seen.len().saturating_sub(12)..];
+        assert_eq!(show(&got), show(&want), "after {recent:?}");
+    }
+}
+
 /// Random multi-key and counted collection commands the other random
 /// tests leave out: LMPOP, RPOPLPUSH, LPOP/RPOP with a count, SPOP and
 /// SRANDMEMBER with a count that takes everything (their order sorted

@@ -233,6 +233,12 @@ impl<P: Protocol> Session for Driver<P> {
                     if self.proto.killed() {
                         return Err(Close::new(String::new()));
                     }
+                    // What the command made for this very connection (its
+                    // own invalidations, say) follows its reply, before the
+                    // next command's, as from Redis.
+                    if self.proto.has_output() {
+                        self.proto.deliver(&mut out).map_err(Close::new)?;
+                    }
                 }
                 Next::Pause(at) => {
                     self.resume = at;

@@ -550,7 +550,7 @@ fn observed(
     run: impl FnOnce(&mut Ctx<'_>) -> Step,
 ) -> Step {
     let noted = notify::before(ctx, spec, cmd);
-    let watch_noted = transaction::before_write(ctx, spec, cmd);
+    let states = states_before(ctx, spec, cmd);
     notify::misses(ctx, spec, cmd);
     tracking::before(ctx, spec, cmd);
     let shown_first = first && monitor::shown_first(spec);
@@ -559,8 +559,10 @@ fn observed(
     }
     let step = run(ctx);
     if step == Step::Done {
-        if let Some(w) = &watch_noted {
-            transaction::after_write(ctx, w);
+        // The keys the write changed, for WATCH and client tracking.
+        let changed = states.as_ref().map(|s| s.changed(ctx));
+        if let Some(changed) = &changed {
+            transaction::after_write(ctx, changed);
         }
         if let Some(noted) = noted {
             notify::after(ctx, spec, cmd, noted);
@@ -568,10 +570,21 @@ fn observed(
         if !shown_first {
             monitor::feed(ctx, spec, cmd);
         }
-        tracking::after(ctx, spec, cmd);
+        tracking::after(ctx, spec, cmd, changed.as_deref());
         wake_waiters(ctx, spec, cmd);
     }
     step
+}
+
+/// The states of a write's keys before it runs, while a WATCH or client
+/// tracking needs to know which keys it changed (one load each while
+/// neither is in use).
+#[inline(always)]
+fn states_before(ctx: &Ctx<'_>, spec: &table::Spec, cmd: &Command<'_>) -> Option<notify::Before> {
+    if !ctx.conn.watch_book.active() && !ctx.shared.tracker.hears_writes() {
+        return None;
+    }
+    notify::key_states(ctx, spec, cmd)
 }
 
 /// After a write finished: clients blocked on one of its keys look again

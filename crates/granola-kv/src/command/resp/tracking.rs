@@ -46,7 +46,7 @@ use crate::command::Step;
 use crate::protocol::resp::{Command, Version};
 use indexmap::IndexMap;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Most keys the default-mode table remembers.
@@ -107,6 +107,10 @@ pub struct Tracker {
     keys: Mutex<IndexMap<Vec<u8>, HashSet<u64>>>,
     /// Tracking clients (one load per write while there are none).
     count: AtomicUsize,
+    /// True while `keys` may hold keys: they stay after their readers
+    /// stop tracking, as in Redis (a reader that tracks again hears of
+    /// them), until written or flushed.
+    keyed: AtomicBool,
     /// Of them, in BCAST mode.
     bcast: AtomicUsize,
 }
@@ -120,6 +124,13 @@ impl Tracker {
     #[inline]
     pub fn active(&self) -> bool {
         self.count.load(Ordering::Relaxed) != 0
+    }
+
+    /// True while writes matter: some client tracks, or keys read while
+    /// one did are still noted.
+    #[inline]
+    pub fn hears_writes(&self) -> bool {
+        self.active() || self.keyed.load(Ordering::Relaxed)
     }
 
     fn add(&self, id: u64, client: Client) {
@@ -146,6 +157,7 @@ impl Tracker {
     /// Default mode: `id` read `key`.
     fn read(&self, id: u64, key: &[u8]) {
         let mut keys = lock(&self.keys);
+        self.keyed.store(true, Ordering::Relaxed);
         match keys.get_mut(key) {
             Some(readers) => {
                 readers.insert(id);
@@ -164,10 +176,17 @@ impl Tracker {
 
     /// `key` changed (by client `by`, if a client wrote it).
     pub fn changed(&self, key: &[u8], by: Option<u64>) {
-        if !self.active() {
+        if !self.hears_writes() {
             return;
         }
-        let readers = lock(&self.keys).swap_remove(key).unwrap_or_default();
+        let readers = {
+            let mut keys = lock(&self.keys);
+            let readers = keys.swap_remove(key).unwrap_or_default();
+            if keys.is_empty() {
+                self.keyed.store(false, Ordering::Relaxed);
+            }
+            readers
+        };
         self.tell(key, readers, by);
     }
 
@@ -200,10 +219,11 @@ impl Tracker {
 
     /// FLUSHDB / FLUSHALL: every tracking client drops everything.
     pub fn flushed(&self) {
-        if !self.active() {
+        if !self.hears_writes() {
             return;
         }
         lock(&self.keys).clear();
+        self.keyed.store(false, Ordering::Relaxed);
         for c in lock(&self.clients).values() {
             c.sink.invalidate(None);
         }
@@ -288,16 +308,18 @@ fn record_read(ctx: &mut Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
     }
 }
 
-/// After a command ran: a write tells of its keys.
+/// After a command ran: a write tells of the keys it changed (`changed`,
+/// when their states were noted before it ran; else of every key it
+/// names), as Redis tells only of keys a write modified.
 #[inline(always)]
-pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
-    if ctx.shared.tracker.active() {
-        invalidate_written(ctx, spec, cmd);
+pub fn after(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, changed: Option<&[&[u8]]>) {
+    if ctx.shared.tracker.hears_writes() {
+        invalidate_written(ctx, spec, cmd, changed);
     }
 }
 
 #[inline(never)]
-fn invalidate_written(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
+fn invalidate_written(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>, changed: Option<&[&[u8]]>) {
     let tracker = &ctx.shared.tracker;
     if !spec.flags.contains(&"write") {
         return;
@@ -313,11 +335,19 @@ fn invalidate_written(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) {
                 }
             }
         }
-        _ => {
-            for key in spec.keys_in(cmd) {
-                tracker.changed(key, by);
+        _ => match changed {
+            Some(keys) => {
+                for key in keys {
+                    tracker.changed(key, by);
+                }
             }
-        }
+            // Tracking began while the command ran.
+            None => {
+                for key in spec.keys_in(cmd) {
+                    tracker.changed(key, by);
+                }
+            }
+        },
     }
 }
 
@@ -402,17 +432,68 @@ pub fn tracking(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.ok();
         return Step::Done;
     }
-    if optin && optout {
-        ctx.error(b"ERR You can't use both OPTIN and OPTOUT options at the same time");
+    // Redis's checks, in its order: the options together, then with the
+    // mode tracking is already on in.
+    let current = ctx
+        .conn
+        .tracking
+        .as_ref()
+        .map(|t| (t.bcast, t.optin, t.optout));
+    let refusal: Option<&[u8]> = if !bcast && !prefixes.is_empty() {
+        Some(b"ERR PREFIX option requires BCAST mode to be enabled")
+    } else if current.is_some_and(|(was, ..)| was != bcast) {
+        Some(b"ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.")
+    } else if bcast && (optin || optout) {
+        Some(b"ERR OPTIN and OPTOUT are not compatible with BCAST")
+    } else if optin && optout {
+        Some(b"ERR You can't specify both OPTIN mode and OPTOUT mode")
+    } else if current.is_some_and(|(_, was_in, was_out)| (optin && was_out) || (optout && was_in)) {
+        Some(b"ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
+    } else {
+        None
+    };
+    if let Some(e) = refusal {
+        ctx.error(e);
         return Step::Done;
     }
-    if !bcast && !prefixes.is_empty() {
-        ctx.error(b"ERR PREFIX option requires BCAST mode to be enabled");
-        return Step::Done;
-    }
-    if bcast && (optin || optout) {
-        ctx.error(b"ERR OPTIN and OPTOUT are not compatible with BCAST");
-        return Step::Done;
+    if bcast {
+        // Tracking on again in BCAST mode adds prefixes, none of which
+        // may overlap another (one a prefix of the other), as in Redis;
+        // BCAST without a prefix holds the empty one.
+        let held: Vec<Vec<u8>> = match &ctx.conn.tracking {
+            Some(t) if t.prefixes.is_empty() => vec![Vec::new()],
+            Some(t) => t.prefixes.clone(),
+            None => Vec::new(),
+        };
+        let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+        for (i, p) in prefixes.iter().enumerate() {
+            let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            if let Some(h) = held.iter().find(|h| overlap(h, p)) {
+                let e = format!("ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.", show(p), show(h));
+                ctx.error(e.as_bytes());
+                return Step::Done;
+            }
+            if let Some(q) = prefixes[i + 1..].iter().find(|q| overlap(p, q)) {
+                let e = format!("ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.", show(p), show(q));
+                ctx.error(e.as_bytes());
+                return Step::Done;
+            }
+        }
+        // What the client now listens to: what it held, and the new
+        // prefixes (the empty one if none); the empty one alone is kept
+        // as no prefix at all.
+        let mut all = held;
+        if prefixes.is_empty() {
+            prefixes.push(Vec::new());
+        }
+        for p in prefixes.drain(..) {
+            if !all.contains(&p) {
+                all.push(p);
+            }
+        }
+        if all != [Vec::<u8>::new()] {
+            prefixes = all;
+        }
     }
     let resp3 = ctx.conn.version == Version::Resp3;
     if !resp3 && redirect == 0 {

@@ -119,25 +119,14 @@ impl WatchBook {
     }
 }
 
-/// The states of the keys a write command names, before it runs, while
-/// some connection watches a key.
-#[inline(always)]
-pub(super) fn before_write(
-    ctx: &Ctx<'_>,
-    spec: &Spec,
-    cmd: &Command<'_>,
-) -> Option<super::notify::Before> {
+/// After a write: each of its keys whose state changed (`changed`)
+/// counts one write in the book.
+pub(super) fn after_write(ctx: &Ctx<'_>, changed: &[&[u8]]) {
     if !ctx.conn.watch_book.active() {
-        return None;
+        return;
     }
-    super::notify::key_states(ctx, spec, cmd)
-}
-
-/// After a write: each of its keys whose state changed counts one write
-/// in the book.
-pub(super) fn after_write(ctx: &Ctx<'_>, before: &super::notify::Before) {
     let db = ctx.conn.info.db;
-    for key in before.changed(ctx) {
+    for key in changed {
         ctx.conn.watch_book.written(db, key);
     }
 }
