@@ -584,7 +584,7 @@ fn states_before(ctx: &Ctx<'_>, spec: &table::Spec, cmd: &Command<'_>) -> Option
     if !ctx.conn.watch_book.active() && !ctx.shared.tracker.hears_writes() {
         return None;
     }
-    notify::key_states(ctx, spec, cmd)
+    notify::key_states(ctx, spec, cmd, usize::MAX)
 }
 
 /// After a write finished: clients blocked on one of its keys look again

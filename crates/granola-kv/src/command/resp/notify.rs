@@ -224,14 +224,20 @@ impl Before {
     }
 }
 
-/// The states of every key a write command names (None for a command
-/// that does not write).
-pub(super) fn key_states(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
+/// The states of the first `most` keys a write command names (None for
+/// a command that does not write).
+pub(super) fn key_states(
+    ctx: &Ctx<'_>,
+    spec: &Spec,
+    cmd: &Command<'_>,
+    most: usize,
+) -> Option<Before> {
     if !spec.flags.contains(&"write") {
         return None;
     }
     Some(Before(
         spec.keys_in(cmd)
+            .take(most)
             .map(|k| (k.to_vec(), state(ctx, k)))
             .collect(),
     ))
@@ -264,15 +270,7 @@ pub fn before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
 
 #[inline(never)]
 fn noted_before(ctx: &Ctx<'_>, spec: &Spec, cmd: &Command<'_>) -> Option<Before> {
-    if !spec.flags.contains(&"write") {
-        return None;
-    }
-    let keys = spec
-        .keys_in(cmd)
-        .take(MAX_NOTED_KEYS)
-        .map(|k| (k.to_vec(), state(ctx, k)))
-        .collect();
-    Some(Before(keys))
+    key_states(ctx, spec, cmd, MAX_NOTED_KEYS)
 }
 
 /// Sends `keymiss` for each absent key `cmd` reads, before it runs, if

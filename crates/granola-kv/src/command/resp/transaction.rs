@@ -51,7 +51,9 @@ pub struct Watched {
 #[derive(Debug, Default)]
 pub struct WatchBook {
     watched: AtomicUsize,
-    keys: Mutex<HashMap<(u8, Vec<u8>), WatchCount>>,
+    /// Per database, per key: looked up by a borrowed key, so a write
+    /// counted here allocates nothing.
+    keys: Mutex<HashMap<u8, HashMap<Vec<u8>, WatchCount>>>,
 }
 
 #[derive(Debug)]
@@ -61,7 +63,7 @@ struct WatchCount {
 }
 
 impl WatchBook {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u8, Vec<u8>), WatchCount>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u8, HashMap<Vec<u8>, WatchCount>>> {
         self.keys.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -74,13 +76,17 @@ impl WatchBook {
     /// One more watcher of `key`; its write count now.
     fn watch(&self, db: u8, key: &[u8]) -> u64 {
         let mut keys = self.lock();
-        let e = keys.entry((db, key.to_vec())).or_insert_with(|| {
-            self.watched.fetch_add(1, Ordering::Relaxed);
-            WatchCount {
-                watchers: 0,
-                writes: 0,
-            }
-        });
+        let e = keys
+            .entry(db)
+            .or_default()
+            .entry(key.to_vec())
+            .or_insert_with(|| {
+                self.watched.fetch_add(1, Ordering::Relaxed);
+                WatchCount {
+                    watchers: 0,
+                    writes: 0,
+                }
+            });
         e.watchers += 1;
         e.writes
     }
@@ -88,24 +94,36 @@ impl WatchBook {
     /// One watcher of `key` fewer.
     fn unwatch(&self, db: u8, key: &[u8]) {
         let mut keys = self.lock();
-        let k = (db, key.to_vec());
-        if let Some(e) = keys.get_mut(&k) {
+        let Some(in_db) = keys.get_mut(&db) else {
+            return;
+        };
+        if let Some(e) = in_db.get_mut(key) {
             e.watchers -= 1;
             if e.watchers == 0 {
-                keys.remove(&k);
+                in_db.remove(key);
                 self.watched.fetch_sub(1, Ordering::Relaxed);
+                if in_db.is_empty() {
+                    keys.remove(&db);
+                }
             }
         }
     }
 
     /// `key`'s write count (0 for a key nobody watches).
     fn writes(&self, db: u8, key: &[u8]) -> u64 {
-        self.lock().get(&(db, key.to_vec())).map_or(0, |e| e.writes)
+        self.lock()
+            .get(&db)
+            .and_then(|in_db| in_db.get(key))
+            .map_or(0, |e| e.writes)
     }
 
     /// A write changed `key`.
     fn written(&self, db: u8, key: &[u8]) {
-        if let Some(e) = self.lock().get_mut(&(db, key.to_vec())) {
+        if let Some(e) = self
+            .lock()
+            .get_mut(&db)
+            .and_then(|in_db| in_db.get_mut(key))
+        {
             e.writes += 1;
         }
     }
