@@ -162,6 +162,18 @@ impl Protocol for Resp {
     fn killed(&self) -> bool {
         self.conn.handle.killed()
     }
+
+    fn input_done(&mut self) {
+        // Out of the gate once a batch is answered (see `gate`).
+        self.shared.resp_gate.leave(&mut self.conn.gate);
+    }
+}
+
+impl Drop for Resp {
+    fn drop(&mut self) {
+        // Also when a command panicked while the connection was entered.
+        self.shared.resp_gate.leave(&mut self.conn.gate);
+    }
 }
 
 /// True for `CLIENT REPLY ON`.

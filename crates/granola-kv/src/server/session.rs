@@ -74,6 +74,10 @@ pub trait Protocol: Send + 'static {
         false
     }
 
+    /// Called when the driver has read all it will of the input for now
+    /// (before the replies are flushed, and before a close).
+    fn input_done(&mut self) {}
+
     /// True once another connection closed this one (`CLIENT KILL`): the
     /// driver stops before the next request and closes it, after the
     /// replies already queued.
@@ -173,6 +177,14 @@ impl<P: Protocol> Session for Driver<P> {
     }
 
     fn on_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
+        let r = self.read_input(io);
+        self.proto.input_done();
+        r
+    }
+}
+
+impl<P: Protocol> Driver<P> {
+    fn read_input(&mut self, io: &mut ConnIo<'_>) -> Result<(), Close> {
         let mut out = Out {
             tx: &mut *io.tx,
             mark: io.backpressure,

@@ -15,7 +15,7 @@
 //! significant digits), so percentiles and buckets read as Redis's do.
 
 use super::table::{self, Spec};
-use crate::command::resp::gate::my_slot;
+use crate::command::resp::gate::thread_index;
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,7 +98,7 @@ impl CommandStats {
     #[inline]
     fn stripe(&self, spec: &'static Spec) -> Option<&Stripe> {
         let row = self.rows.get(table::row(spec)?)?;
-        Some(&row[my_slot() % STRIPES])
+        Some(&row[thread_index() % STRIPES])
     }
 
     /// Counts a call of `spec` as it begins: one atomic add on the

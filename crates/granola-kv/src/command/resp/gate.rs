@@ -4,12 +4,22 @@
 //! worker thread at once, so these have to stop the others).
 //!
 //! Every RESP command enters the gate shared: it bumps a counter of its
-//! own (one per thread, on its own cache line, so commands on different
-//! threads never write the same line) and checks the `exclusive` flag.
-//! EXEC takes the mutex, sets the flag, and waits until every counter is
-//! zero; commands that see the flag step back and wait on the mutex. The
-//! Dekker-style handshake (each side writes its own word, then reads the
-//! other's, all SeqCst) means a command and an EXEC never both proceed.
+//! thread's own (one per thread, on its own cache line, so commands on
+//! different threads never write the same line) and checks the
+//! `exclusive` flag. EXEC takes the mutex, sets the flag, and waits until
+//! every counter is zero; commands that see the flag step back and wait
+//! on the mutex. The Dekker-style handshake (each side writes its own
+//! word, then reads the other's, all SeqCst) means a command and an EXEC
+//! never both proceed.
+//!
+//! A connection stays entered from its first command in a read of its
+//! input to the end of that read ([`Gate::leave`], which the RESP
+//! protocol calls before the driver flushes the replies): the
+//! handshake's two locked read-modify-writes are paid once per pipelined
+//! batch, not per command. A connection leaves before it waits for
+//! anything the gate guards (entering alone, or a transaction running
+//! elsewhere), so no two wait on each other; an EXEC on another thread
+//! waits at most for the batch in progress.
 //! memcached and native requests do not enter the gate: a transaction or
 //! multi-key write is isolated from other Redis clients only. Multi-key
 //! reads (MGET, SUNION) enter shared, so they see a multi-key write whole
@@ -48,23 +58,20 @@ impl Default for Gate {
     }
 }
 
-/// This thread's stripe (0..64) for per-thread counters.
-pub fn my_slot() -> usize {
+/// This thread's number: 0, 1, 2... in the order threads first ask,
+/// never reused (per-thread counters key on it).
+pub fn thread_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
     }
-    SLOT.with(|s| *s)
+    INDEX.with(|i| *i)
 }
 
-/// A command inside the gate (shared).
-pub struct Shared<'a>(&'a Slot);
-
-impl Drop for Shared<'_> {
-    fn drop(&mut self) {
-        self.0 .0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+/// A connection's place in the gate: the slot it counts in while it is
+/// entered. Leave before dropping it ([`Gate::leave`]).
+#[derive(Default, Debug)]
+pub struct Entry(Option<usize>);
 
 /// A transaction inside the gate (alone).
 pub struct Exclusive<'a> {
@@ -79,22 +86,41 @@ impl Drop for Exclusive<'_> {
 }
 
 impl Gate {
-    /// Enters for one ordinary command.
-    pub fn shared(&self) -> Shared<'_> {
-        let slot = &self.slots[my_slot()];
+    /// Enters for an ordinary command (nothing to do if `entry` is in).
+    #[inline]
+    pub fn shared(&self, entry: &mut Entry) {
+        if entry.0.is_none() {
+            self.enter(entry);
+        }
+    }
+
+    #[inline(never)]
+    fn enter(&self, entry: &mut Entry) {
+        let i = thread_index() % SLOTS;
+        let slot = &self.slots[i].0;
         loop {
-            slot.0.fetch_add(1, Ordering::SeqCst);
+            slot.fetch_add(1, Ordering::SeqCst);
             if !self.exclusive.load(Ordering::SeqCst) {
-                return Shared(slot);
+                entry.0 = Some(i);
+                return;
             }
-            slot.0.fetch_sub(1, Ordering::SeqCst);
+            slot.fetch_sub(1, Ordering::SeqCst);
             // A transaction runs: wait for it.
             drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
         }
     }
 
-    /// Enters alone (the caller holds no shared entry).
-    pub fn exclusive(&self) -> Exclusive<'_> {
+    /// Takes `entry` out of the gate, if it is in.
+    #[inline]
+    pub fn leave(&self, entry: &mut Entry) {
+        if let Some(i) = entry.0.take() {
+            self.slots[i].0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Enters alone (`entry` leaves its shared place first).
+    pub fn exclusive(&self, entry: &mut Entry) -> Exclusive<'_> {
+        self.leave(entry);
         let lock = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.exclusive.store(true, Ordering::SeqCst);
         for slot in &self.slots {

@@ -84,6 +84,8 @@ pub struct Conn {
     /// An MGET's reads, kept between commands (empty) so a snapshot read
     /// allocates nothing once warm.
     pub snapshot: Vec<(Option<crate::store::Item>, crate::store::Stamp)>,
+    /// Its place in the RESP gate while entered (see [`gate`]).
+    pub gate: gate::Entry,
     /// The command runs alone in the gate (EXEC, or a retry alone).
     pub alone: bool,
     /// The command asks to run again alone in the gate (an MGET whose
@@ -207,6 +209,7 @@ impl Conn {
             watched: Vec::new(),
             watch_book,
             snapshot: Vec::new(),
+            gate: gate::Entry::default(),
             alone: false,
             wants_alone: false,
             blocked: None,
@@ -683,21 +686,20 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
     if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) || spec.name == "swapdb" {
         // Redis applies a multi-key write at once; here every worker runs
         // commands, so it enters the gate alone, as EXEC does.
-        let _alone = ctx.shared.resp_gate.exclusive();
+        let _alone = ctx.shared.resp_gate.exclusive(&mut ctx.conn.gate);
         return (spec.run)(ctx, cmd);
     }
-    let entered = ctx.shared.resp_gate.shared();
+    ctx.shared.resp_gate.shared(&mut ctx.conn.gate);
     let step = (spec.run)(ctx, cmd);
     if !std::mem::take(&mut ctx.conn.wants_alone) {
         return step;
     }
     // It wrote nothing and asks to run alone: no other RESP command runs
     // meanwhile.
-    drop(entered);
     let gate = &ctx.shared.resp_gate;
     gate.retried_alone
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let _alone = gate.exclusive();
+    let _alone = gate.exclusive(&mut ctx.conn.gate);
     ctx.conn.alone = true;
     let step = (spec.run)(ctx, cmd);
     ctx.conn.alone = false;

@@ -252,7 +252,7 @@ pub(super) fn run_alone(
 ) {
     let gate = &ctx.shared.resp_gate;
     let took = !ctx.conn.alone;
-    let _alone = took.then(|| gate.exclusive());
+    let _alone = took.then(|| gate.exclusive(&mut ctx.conn.gate));
     ctx.conn.alone = true;
     let outcome = with_vm(&ctx.shared.config, |vm| f(ctx, vm));
     if took {

@@ -266,7 +266,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     }
     let shared = ctx.shared;
     let store = &*shared.store;
-    let _alone = shared.resp_gate.exclusive();
+    let _alone = shared.resp_gate.exclusive(&mut ctx.conn.gate);
     let book = &ctx.conn.watch_book;
     let touched = watched.iter().any(|w| {
         use crate::command::Storage;
