@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&sel, input)) = data.split_first() else {
         return;
     };
-    let limits = if sel & 1 == 1 {
+    let mut limits = if sel & 1 == 1 {
         Limits {
             max_inline: 40,
             max_args: 5,
@@ -34,6 +34,8 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Limits::default()
     };
+    // Half the time, as a client yet to AUTH.
+    limits.auth_required = sel & 2 == 2;
     let mut pos = 0;
     while let Some(rest) = input.get(pos..).filter(|r| !r.is_empty()) {
         let result = resp::parse(rest, &limits);

@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let step = usize::from(step % 16) + 1;
-    let limits = if sel & 1 == 1 {
+    let mut limits = if sel & 1 == 1 {
         Limits {
             max_inline: 40,
             max_args: 5,
@@ -39,6 +39,8 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Limits::default()
     };
+    // Half the time, as a client yet to AUTH.
+    limits.auth_required = sel & 2 == 2;
     // RESP
     let mut p = resp::Parser::default();
     let (mut start, mut end) = (0, 0);

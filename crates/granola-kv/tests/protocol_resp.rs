@@ -181,7 +181,7 @@ const MALFORMED: &[(&[u8], &str)] = &[
     (b"*1 \r\n", "-ERR Protocol error: invalid multibulk length\r\n"),
     (b"*1\rx", "-ERR Protocol error: invalid multibulk length\r\n"),
     (b"*99999999999\r\n", "-ERR Protocol error: invalid multibulk length\r\n"),
-    (b"*1048577\r\n", "-ERR Protocol error: invalid multibulk length\r\n"),
+    (b"*2147483648\r\n", "-ERR Protocol error: invalid multibulk length\r\n"),
     (b"*1\r\nx", "-ERR Protocol error: expected '$', got 'x'\r\n"),
     (b"*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n"),
     (b"*2\r\n$1\r\na\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"),
@@ -260,12 +260,54 @@ fn limits() {
     // A huge count is refused from the header alone: nothing is reserved.
     let e = invalid_with(b"*1\r\n$10737418240\r\n", &limits);
     assert!(e.must_close());
-    // The largest allowed count with no data yet: a lower bound, no
-    // allocation.
-    let Parsed::Incomplete { need: Some(n) } = resp::parse(b"*1048576\r\n", &limits) else {
+    // The largest allowed count (Redis's INT_MAX) with no data yet: a
+    // lower bound, no allocation.
+    let Parsed::Incomplete { need: Some(n) } = resp::parse(b"*2147483647\r\n", &limits) else {
         panic!()
     };
-    assert_eq!(n, 10 + 6 * 1048576);
+    assert_eq!(n, 13 + 6 * 2147483647);
+}
+
+fn resp_cmd<A: AsRef<[u8]>>(words: &[A]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_command(words, &mut out);
+    out
+}
+
+/// Before AUTH (`--requirepass`), Redis's limits: at most 10 arguments
+/// of at most 16384 bytes; the same requests parse once authenticated.
+#[test]
+fn unauthenticated_limits() {
+    let before = Limits {
+        auth_required: true,
+        ..Limits::default()
+    };
+    let after = Limits::default();
+    let eleven = resp_cmd(&["DEL", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]);
+    let ten = resp_cmd(&["DEL", "a", "b", "c", "d", "e", "f", "g", "h", "i"]);
+    let long = resp_cmd(&[&b"ECHO"[..], &[b'x'; 16385]]);
+    let longest = resp_cmd(&[&b"ECHO"[..], &[b'x'; 16384]]);
+    for (req, why) in [
+        (&eleven, "unauthenticated multibulk length"),
+        (&long, "unauthenticated bulk length"),
+    ] {
+        let e = invalid_with(req, &before);
+        assert_eq!(e.kind(), ErrorKind::RespProtocol(why));
+        assert_eq!(reply(&e), format!("-ERR Protocol error: {why}\r\n"));
+        assert_eq!(e.recovery(), Recovery::Close);
+        // Also from the header alone, with the rest still to come.
+        let e = invalid_with(&req[..req.len() - 20], &before);
+        assert_eq!(e.kind(), ErrorKind::RespProtocol(why));
+        assert!(matches!(resp::parse(req, &after), Parsed::Done { .. }));
+    }
+    for req in [&ten, &longest] {
+        assert!(matches!(resp::parse(req, &before), Parsed::Done { .. }));
+    }
+    // Inline requests are not limited (Redis limits multibulks only).
+    assert!(matches!(
+        resp::parse(b"DEL a b c d e f g h i j k l\r\n", &before),
+        Parsed::Done { .. }
+    ));
 }
 
 #[test]

@@ -327,12 +327,18 @@ pub struct Limits {
     /// RESP: longest inline command line and longest `*`/`$` header line
     /// (Redis' `PROTO_INLINE_MAX_SIZE`, 64 KiB).
     pub max_inline: usize,
-    /// RESP: most arguments in one multibulk request (1 << 20).
+    /// RESP: most arguments in one multibulk request (Redis's `INT_MAX`;
+    /// nothing is allocated per argument, and a request must fit the
+    /// receive buffer, which bounds it first).
     pub max_args: usize,
     /// RESP: largest bulk string in a request. Larger ones are a protocol
     /// error (`invalid bulk length`) and close the connection. Default
     /// 1 MiB, the store's value limit (Redis allows 512 MiB).
     pub max_bulk: usize,
+    /// RESP: the client has yet to authenticate (`--requirepass`), so a
+    /// request may hold at most 10 arguments of at most 16384 bytes each,
+    /// as in Redis.
+    pub auth_required: bool,
 }
 
 impl Default for Limits {
@@ -343,8 +349,9 @@ impl Default for Limits {
             max_line: 2048,
             max_get_line: 1 << 20,
             max_inline: 64 << 10,
-            max_args: 1 << 20,
+            max_args: i32::MAX as usize,
             max_bulk: 1 << 20,
+            auth_required: false,
         }
     }
 }

@@ -34,8 +34,10 @@
 //! | input | reply |
 //! |---|---|
 //! | bad or too large `*` count | `-ERR Protocol error: invalid multibulk length` |
+//! | `*` count over 10 before AUTH ([`Limits::auth_required`]) | `-ERR Protocol error: unauthenticated multibulk length` |
 //! | not `$` where a bulk string starts | `-ERR Protocol error: expected '$', got 'x'` |
 //! | bad, negative or over-[`Limits::max_bulk`] `$` length | `-ERR Protocol error: invalid bulk length` |
+//! | `$` length over 16384 before AUTH | `-ERR Protocol error: unauthenticated bulk length` |
 //! | header line with no `\r` in [`Limits::max_inline`] bytes | `-ERR Protocol error: too big mbulk count string` / `too big bulk count string` |
 //! | inline line longer than [`Limits::max_inline`] | `-ERR Protocol error: too big inline request` |
 //! | unbalanced quotes | `-ERR Protocol error: unbalanced quotes in request` |
@@ -57,6 +59,12 @@ use std::fmt;
 /// Arguments kept directly in a [`Command`] (reached in O(1) by
 /// [`Command::arg`]); later ones are found by walking the request bytes.
 pub const INLINE_ARGS: usize = 8;
+
+/// Most arguments, and longest argument, a client may send before it
+/// has authenticated (Redis's limits: a request from someone who does
+/// not know the password stays small).
+const UNAUTH_MAX_ARGS: usize = 10;
+const UNAUTH_MAX_BULK: usize = 16384;
 
 /// The smallest encoding of one bulk string: `$0\r\n\r\n`.
 const MIN_BULK: usize = 6;
@@ -404,9 +412,13 @@ fn parse_whole_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Option<Parsed<Co
         Header::Value(n, pos) if n > 0 => (usize::try_from(n).ok()?, pos),
         _ => return None,
     };
-    if argc > limits.max_args {
+    if argc > limits.max_args || (limits.auth_required && argc > UNAUTH_MAX_ARGS) {
         return None;
     }
+    let max_bulk = match limits.auth_required {
+        true => limits.max_bulk.min(UNAUTH_MAX_BULK),
+        false => limits.max_bulk,
+    };
     let mut head: [&'a [u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
     let mut tail_start = pos;
     for i in 0..argc {
@@ -417,7 +429,7 @@ fn parse_whole_multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Option<Parsed<Co
             Header::Value(n, start) => (usize::try_from(n).ok()?, start),
             _ => return None,
         };
-        if len > limits.max_bulk {
+        if len > max_bulk {
             return None;
         }
         let end = start.checked_add(len)?;
@@ -469,6 +481,9 @@ fn parse_multibulk<'a>(
                 Ok(n) if n <= limits.max_args => n,
                 _ => return protocol_error("invalid multibulk length"),
             };
+            if limits.auth_required && argc > UNAUTH_MAX_ARGS {
+                return protocol_error("unauthenticated multibulk length");
+            }
             Progress {
                 argc,
                 done: 0,
@@ -511,6 +526,9 @@ fn parse_multibulk<'a>(
             Ok(n) if n <= limits.max_bulk => n,
             _ => return protocol_error("invalid bulk length"),
         };
+        if limits.auth_required && len > UNAUTH_MAX_BULK {
+            return protocol_error("unauthenticated bulk length");
+        }
         let data_end = data_start.saturating_add(len);
         let next = data_end.saturating_add(2);
         let Some(crlf) = buf.get(data_end..next) else {

@@ -67,7 +67,13 @@ impl Resp {
         };
         let mut encoded = Vec::with_capacity(line.len() + 16 * words.len());
         resp::encode_command(&words, &mut encoded);
-        match resp::parse(&encoded, &self.limits) {
+        // Redis limits what an unauthenticated client sends as a multibulk
+        // only; these words came inline.
+        let limits = Limits {
+            auth_required: false,
+            ..self.limits
+        };
+        match resp::parse(&encoded, &limits) {
             Parsed::Done { cmd, .. } => self.run(&cmd, resume, out),
             // Words of a line within the inline limit are within every
             // other limit too.
@@ -117,6 +123,7 @@ impl Protocol for Resp {
     const NAME: &'static str = "resp";
 
     fn parse<'a>(&mut self, input: &'a [u8]) -> Parsed<Command<'a>> {
+        self.limits.auth_required = !self.conn.authed;
         self.parser.parse(input, &self.limits)
     }
 
