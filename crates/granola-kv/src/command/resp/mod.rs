@@ -86,6 +86,8 @@ pub struct Conn {
     pub snapshot: Vec<(Option<crate::store::Item>, crate::store::Stamp)>,
     /// Its place in the RESP gate while entered (see [`gate`]).
     pub gate: gate::Entry,
+    /// The command its last request named (see [`table::resolve_after`]).
+    pub last_spec: Option<&'static table::Spec>,
     /// The command runs alone in the gate (EXEC, or a retry alone).
     pub alone: bool,
     /// The command asks to run again alone in the gate (an MGET whose
@@ -210,6 +212,7 @@ impl Conn {
             watch_book,
             snapshot: Vec::new(),
             gate: gate::Entry::default(),
+            last_spec: None,
             alone: false,
             wants_alone: false,
             blocked: None,
@@ -427,7 +430,7 @@ fn outside_queue(name: &str) -> bool {
 /// authentication, queues it inside MULTI, else executes it (inside the
 /// transaction gate, except EXEC, which takes the gate alone).
 pub fn dispatch(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    let (spec, arity_ok) = match table::resolve(cmd) {
+    let (spec, arity_ok) = match table::resolve_after(cmd, &mut ctx.conn.last_spec) {
         Ok(spec) => (spec, true),
         Err(table::Miss::Arity(spec)) => (spec, false),
         Err(table::Miss::Unknown) => {
