@@ -1273,6 +1273,67 @@ fn exec_is_not_interleaved() {
     assert_eq!(r.resp(&["GET", "x"]), Resp::Bulk(Some(b"2000".to_vec())));
 }
 
+/// Connections on both workers pipeline batches that mix commands run in
+/// the gate shared (SET, INCR, MGET) with ones run alone (MSET, DEL of
+/// two keys, MULTI/EXEC, EVAL): a connection stays in the gate for its
+/// whole batch and leaves before it waits for it, so no batch waits on
+/// another for ever (a hang would end in the client's read timeout), and
+/// every command runs exactly once.
+#[test]
+fn pipelined_batches_and_exclusive_commands_do_not_deadlock() {
+    // Dropped only on success: a deadlocked worker would hang its
+    // server's shutdown, and with it the test instead of failing it.
+    let srv = std::mem::ManuallyDrop::new(Server::default_config());
+    let addr = srv.resp();
+    const CLIENTS: u64 = 6;
+    const ROUNDS: u64 = 5;
+    const GROUPS: u64 = 50;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                let mut req = Vec::new();
+                for j in 0..GROUPS {
+                    let key = format!("k{}", j % 7);
+                    let own = format!("c{i}");
+                    for words in [
+                        &["SET", key.as_str(), "v"][..],
+                        &["MSET", "a", "1", "b", "2"],
+                        &["INCR", own.as_str()],
+                        &["MULTI"],
+                        &["INCR", "x"],
+                        &["EXEC"],
+                        &["EVAL", "return redis.call('INCR', KEYS[1])", "1", "y"],
+                        &["MGET", "a", "b"],
+                        &["DEL", "z1", "z2"],
+                    ] {
+                        req.extend_from_slice(&resp_cmd(words));
+                    }
+                }
+                for _ in 0..ROUNDS {
+                    c.send(&req);
+                    for _ in 0..GROUPS {
+                        for _ in 0..9 {
+                            if let Resp::Error(e) = c.read_resp() {
+                                panic!("client {i}: {}", show(&e));
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let mut c = Client::connect(addr);
+    let total = CLIENTS * ROUNDS * GROUPS;
+    assert_eq!(resp_int(c.resp(&["GET", "x"])), Some(total));
+    assert_eq!(resp_int(c.resp(&["GET", "y"])), Some(total));
+    assert_eq!(resp_int(c.resp(&["GET", "c0"])), Some(ROUNDS * GROUPS));
+    drop(std::mem::ManuallyDrop::into_inner(srv));
+}
+
 /// A bulk string holding a number, or nil.
 fn resp_int(r: Resp) -> Option<u64> {
     match r {
