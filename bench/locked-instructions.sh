@@ -21,31 +21,15 @@ PORT=16497
 OUT=${OUT:-bench/results/locked-instructions-$(date -u +%F).json}
 # server_args (the rest of it is for /proc CPU readers; its RAW is ours).
 . bench/lib/server-cpu.sh
+. bench/lib/callgrind.sh
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP" "$RAW"' EXIT
 
 one() { # label binary test
     local label=$1 bin=$2 test=$3 out=$TMP/cg.out
-    rm -f "$out"*
-    server_args "$bin" $PORT
-    valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$out" \
-        "$bin" "${ARGS[@]}" >/dev/null 2>&1 &
-    local pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p $PORT ping >/dev/null 2>&1 && break
-        sleep 0.3
-    done
-    redis-benchmark -p $PORT -t "$test" -P 16 -n 2000 -c 10 -q >/dev/null 2>&1
-    callgrind_control -z $pid >/dev/null 2>&1
-    redis-benchmark -p $PORT -t "$test" -P 16 -n "$N" -c 10 -q >/dev/null 2>&1
-    callgrind_control -d $pid >/dev/null 2>&1
-    sleep 1
-    kill $pid
-    wait $pid 2>/dev/null || true
-    local dump
-    dump=$(ls -t "$out".* | head -1)
+    callgrind_requests "$bin" "$test" "$N" $PORT "$out" --dump-instr=yes
     objdump -d --no-show-raw-insn "$bin" | awk '$2 == "lock" {sub(":", "", $1); print $1}' >"$TMP/locks"
-    python3 - "$dump" "$TMP/locks" "$N" "$bin" "$label" "$test" >>"$RAW" <<'PY'
+    python3 - "$DUMP" "$TMP/locks" "$N" "$bin" "$label" "$test" >>"$RAW" <<'PY'
 import collections, subprocess, sys
 dump, locks_file, n, binary, label, test = sys.argv[1:]
 n = int(n)

@@ -18,29 +18,15 @@ PORT=16498
 OUT=${OUT:-bench/results/request-instructions-$(date -u +%F).json}
 # server_args (the rest of it is for /proc CPU readers; its RAW is ours).
 . bench/lib/server-cpu.sh
+. bench/lib/callgrind.sh
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP" "$RAW"' EXIT
 
 one() { # label binary test
     local label=$1 bin=$2 test=$3 out=$TMP/cg.out
-    rm -f "$out"*
-    server_args "$bin" $PORT
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "${ARGS[@]}" >/dev/null 2>&1 &
-    local pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p $PORT ping >/dev/null 2>&1 && break
-        sleep 0.3
-    done
-    redis-benchmark -p $PORT -t "$test" -P 16 -n 2000 -c 10 -q >/dev/null 2>&1
-    callgrind_control -z $pid >/dev/null 2>&1
-    redis-benchmark -p $PORT -t "$test" -P 16 -n "$N" -c 10 -q >/dev/null 2>&1
-    callgrind_control -d $pid >/dev/null 2>&1
-    sleep 1
-    kill $pid
-    wait $pid 2>/dev/null || true
-    local dump total
-    dump=$(ls -t "$out".* | head -1)
-    total=$(grep -E '^(summary|totals):' "$dump" | head -1 | awk '{print $2}')
+    local total
+    callgrind_requests "$bin" "$test" "$N" $PORT "$out"
+    total=$(grep -E '^(summary|totals):' "$DUMP" | head -1 | awk '{print $2}')
     printf '%s\t%s\t%s\n' "$label" "$test" "$((total / N))" >>"$RAW"
 }
 
