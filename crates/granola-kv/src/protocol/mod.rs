@@ -69,9 +69,11 @@ pub trait ReplySink {
         true
     }
     /// `n` bytes appended for the caller to fill in place (a small reply
-    /// piece written once, with no staging buffer); `None` if the sink
-    /// offers no such region (then [`copy`](Self::copy) a staged piece).
-    fn region(&mut self, _n: usize) -> Option<&mut [u8]> {
+    /// piece written once, with no staging buffer), starting with `first`
+    /// (the caller writes it too; a sink that watches what a reply begins
+    /// with sees it here); `None` if the sink offers no such region (then
+    /// [`copy`](Self::copy) a staged piece).
+    fn region(&mut self, _n: usize, _first: u8) -> Option<&mut [u8]> {
         None
     }
 }
@@ -85,7 +87,7 @@ impl ReplySink for Vec<u8> {
         self.extend_from_slice(value.as_slice());
     }
 
-    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
+    fn region(&mut self, n: usize, _first: u8) -> Option<&mut [u8]> {
         let at = self.len();
         self.resize(at + n, 0);
         Some(&mut self[at..])
@@ -105,8 +107,8 @@ impl<S: ReplySink + ?Sized> ReplySink for &mut S {
         (**self).copies(len)
     }
 
-    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
-        (**self).region(n)
+    fn region(&mut self, n: usize, first: u8) -> Option<&mut [u8]> {
+        (**self).region(n, first)
     }
 
     fn full(&self) -> bool {

@@ -118,7 +118,7 @@ impl ReplySink for Out<'_> {
         len < self.tx.config().copy_threshold
     }
 
-    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
+    fn region(&mut self, n: usize, _first: u8) -> Option<&mut [u8]> {
         // On failure the queue remembers it, as for `copy`.
         self.tx.reserve(n).ok()
     }

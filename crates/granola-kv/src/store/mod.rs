@@ -2022,6 +2022,10 @@ impl Store {
         if bytes > self.config.memory_limit {
             return false;
         }
+        if bytes == 0 && self.accounted.load(Ordering::Relaxed) <= self.config.memory_limit {
+            // Nothing to add and nothing to evict: no read-modify-write.
+            return true;
+        }
         let evict = self.evicts();
         let mut steps = 0usize;
         let mut idle = 0usize;

@@ -119,7 +119,7 @@ impl Store {
         let Body::Dict(d) = &mut *guard else {
             return Err(StoreError::WrongType);
         };
-        let (r, changed) = self.edit_dict(&l, key, id, d, growth, f)?;
+        let (r, changed) = self.edit_dict(&l, key, Some(id), d, growth, f)?;
         // An empty stream stays (Redis keeps it, with its last ID).
         let empty = d.is_empty() && !d.is_stream();
         drop(guard);
@@ -148,7 +148,11 @@ impl Store {
         growth: Growth,
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<R, StoreError> {
-        let id = self.next_list_id.fetch_add(1, Ordering::Relaxed);
+        // An edit that adds nothing (a removal: SPOP, SREM, HDEL, ZREM...)
+        // leaves the fresh table empty: it gets its id only if it is kept,
+        // and places nothing in pool memory meanwhile (see `edit_dict`).
+        let adds = growth.entries != 0 || growth.bytes != 0;
+        let mut id = adds.then(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));
         let mut d = match kind {
             Kind::ZSet => Dict::sorted(),
             Kind::Stream => Dict::stream(),
@@ -158,6 +162,7 @@ impl Store {
         if !changed {
             return Ok(r);
         }
+        let id = *id.get_or_insert_with(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));
         l.count_write();
         if d.is_empty() && !d.is_stream() {
             self.settle_dict(d.bytes(), Charge::default(), 0);
@@ -182,7 +187,7 @@ impl Store {
         &self,
         l: &Locked<'_>,
         key: &[u8],
-        id: u64,
+        id: Option<u64>,
         d: &mut Dict,
         growth: Growth,
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
@@ -202,11 +207,13 @@ impl Store {
             return Err(StoreError::OutOfMemory);
         }
         let (before, writes) = (d.bytes(), d.writes());
-        let mut alloc = |n: usize| self.alloc_slot(l, n);
+        // Without an id (a table not stored yet, by an edit that adds
+        // nothing) every element it might add stays on the heap.
+        let mut alloc = |n: usize| id.and_then(|_| self.alloc_slot(l, n));
         let mut placer = Placer {
             pool: &self.pool,
             key,
-            id,
+            id: id.unwrap_or(0),
             min,
             alloc: &mut alloc,
         };

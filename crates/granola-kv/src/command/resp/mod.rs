@@ -669,10 +669,15 @@ impl ReplySink for Watch<'_> {
     fn copies(&self, len: usize) -> bool {
         self.inner.copies(len)
     }
-    fn region(&mut self, n: usize) -> Option<&mut [u8]> {
-        // The first byte of a reply is seen through `copy`/`value`.
-        self.first?;
-        self.inner.region(n)
+    fn region(&mut self, n: usize, first: u8) -> Option<&mut [u8]> {
+        if self.first.is_none() {
+            if first == b'-' {
+                // An error's code is read from its text: copied instead.
+                return None;
+            }
+            self.first = Some(first);
+        }
+        self.inner.region(n, first)
     }
 }
 

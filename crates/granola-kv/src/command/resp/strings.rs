@@ -657,16 +657,46 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// A float argument as Redis reads it (no NaN; `inf` allowed).
 pub fn parse_float(b: &[u8]) -> Option<f64> {
+    if let Some(f) = small_integer(b) {
+        return Some(f);
+    }
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() || s.trim() != s {
         return None;
     }
-    let f: f64 = match s.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => s.parse().ok()?,
+    let word = |w: &str| s.eq_ignore_ascii_case(w);
+    let f: f64 = if word("inf") || word("+inf") || word("infinity") {
+        f64::INFINITY
+    } else if word("-inf") || word("-infinity") {
+        f64::NEG_INFINITY
+    } else {
+        s.parse().ok()?
     };
     (!f.is_nan()).then_some(f)
+}
+
+/// An optionally signed run of at most 15 decimal digits as the float it
+/// names, exactly (every such integer is one), `-0` included; `None` for
+/// anything else. Scores and increments are mostly such integers, and this
+/// spares them the general float parse.
+fn small_integer(b: &[u8]) -> Option<f64> {
+    let (negative, digits) = match b.split_first()? {
+        (b'-', rest) => (true, rest),
+        (b'+', rest) => (false, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits.len() > 15 {
+        return None;
+    }
+    let mut n = 0u64;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(d - b'0');
+    }
+    let f = n as f64;
+    Some(if negative { -f } else { f })
 }
 
 /// `INCR key`.
@@ -725,5 +755,53 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
         (Err(e), _) => ctx.store_error(e),
         (Ok(()), Ok(n)) => ctx.int(n),
         (Ok(()), Err(line)) => ctx.raw(line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The general parse, which the integer fast path must agree with.
+    fn general(s: &str) -> Option<f64> {
+        s.parse::<f64>().ok().filter(|f| !f.is_nan())
+    }
+
+    proptest! {
+        #[test]
+        fn integers_parse_as_the_general_parse_does(
+            sign in prop::sample::select(vec!["", "-", "+"]),
+            digits in "[0-9]{1,17}",
+        ) {
+            let s = format!("{sign}{digits}");
+            let (fast, slow) = (parse_float(s.as_bytes()), general(&s));
+            // Bit for bit: `-0` is negative zero in both.
+            prop_assert_eq!(fast.map(f64::to_bits), slow.map(f64::to_bits), "{}", s);
+        }
+    }
+
+    #[test]
+    fn words_and_refusals() {
+        assert_eq!(
+            parse_float(b"-0").map(f64::to_bits),
+            Some((-0.0f64).to_bits())
+        );
+        assert_eq!(parse_float(b"+Inf"), Some(f64::INFINITY));
+        assert_eq!(parse_float(b"-INFINITY"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_float(b"1.5e3"), Some(1500.0));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+",
+            b" 1",
+            b"1 ",
+            b"nan",
+            b"1x",
+            b"--1",
+            b"0x10",
+        ] {
+            assert_eq!(parse_float(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 }

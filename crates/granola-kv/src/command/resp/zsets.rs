@@ -32,8 +32,15 @@ pub fn zadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         (false, false, false, false, false, false);
     let mut i = 2;
     while i < cmd.len() {
-        let o = arg(cmd, i).to_ascii_uppercase();
-        match &o[..] {
+        // The options are at most four letters: upper-cased on the stack.
+        let o = arg(cmd, i);
+        let mut up = [0u8; 4];
+        let Some(word) = up.get_mut(..o.len()) else {
+            break;
+        };
+        word.copy_from_slice(o);
+        word.make_ascii_uppercase();
+        match &*word {
             b"NX" => nx = true,
             b"XX" => xx = true,
             b"GT" => gt = true,
@@ -44,8 +51,8 @@ pub fn zadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         }
         i += 1;
     }
-    let rest: Vec<&[u8]> = cmd.args().skip(i).collect();
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    let rest = cmd.len().saturating_sub(i);
+    if rest == 0 || rest % 2 != 0 {
         ctx.raw(resp::ERR_SYNTAX);
         return Step::Done;
     }
@@ -57,24 +64,31 @@ pub fn zadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.error(b"ERR GT, LT, and/or NX options at the same time are not compatible");
         return Step::Done;
     }
-    if incr && rest.len() != 2 {
+    if incr && rest != 2 {
         ctx.error(b"ERR INCR option supports a single increment-element pair");
         return Step::Done;
     }
-    let mut adds = Vec::with_capacity(rest.len() / 2);
-    for p in rest.chunks(2) {
-        match parse_float(p[0]).filter(|s| !s.is_nan()) {
-            Some(s) => adds.push((p[1], s)),
-            None => {
-                ctx.error(b"ERR value is not a valid float");
-                return Step::Done;
-            }
+    // Every score is checked before anything is written. The usual single
+    // pair needs no heap allocation.
+    let mut one = [(&b""[..], 0.0)];
+    let mut many = Vec::with_capacity(if rest == 2 { 0 } else { rest / 2 });
+    let mut args = cmd.args().skip(i);
+    while let (Some(score), Some(member)) = (args.next(), args.next()) {
+        let Some(s) = parse_float(score).filter(|s| !s.is_nan()) else {
+            ctx.error(b"ERR value is not a valid float");
+            return Step::Done;
+        };
+        if rest == 2 {
+            one[0] = (member, s);
+        } else {
+            many.push((member, s));
         }
     }
+    let adds: &[(&[u8], f64)] = if rest == 2 { &one } else { &many };
     let growth = growth_of(adds.len(), adds.iter().map(|(m, _)| *m));
     let r = edit(ctx, arg(cmd, 1), T, growth, |z| {
         let (mut added, mut changed, mut last) = (0i64, 0i64, None);
-        for &(m, s) in &adds {
+        for &(m, s) in adds {
             let old = z.score(m);
             let new = match old {
                 Some(o) if incr => o + s,

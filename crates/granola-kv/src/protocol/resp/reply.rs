@@ -95,7 +95,7 @@ fn write_number_line<S: ReplySink + ?Sized>(sink: &mut S, prefix: u8, negative: 
     len += d.len();
     buf[len..len + 2].copy_from_slice(b"\r\n");
     len += 2;
-    match sink.region(len) {
+    match sink.region(len, prefix) {
         Some(out) => out.copy_from_slice(&buf[..len]),
         None => sink.copy(&buf[..len]),
     }
@@ -167,7 +167,7 @@ pub fn write_bulk_bytes<S: ReplySink + ?Sized>(sink: &mut S, bytes: &[u8]) {
         let mut head = [0u8; 24];
         let n = bulk_head(&mut head, bytes.len());
         let total = n + bytes.len() + 2;
-        if let Some(out) = sink.region(total) {
+        if let Some(out) = sink.region(total, b'$') {
             // Straight into the reply: one copy of the bytes, no staging.
             out[..n].copy_from_slice(&head[..n]);
             out[n..total - 2].copy_from_slice(bytes);
