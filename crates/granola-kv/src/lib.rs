@@ -13,6 +13,7 @@ pub mod command;
 pub mod protocol;
 pub mod server;
 pub mod store;
+pub mod stripe;
 
 /// Generated types of the native protocol (`proto/kv.proto`).
 pub mod proto {

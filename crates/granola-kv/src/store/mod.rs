@@ -310,8 +310,9 @@ pub struct StoreStats {
     pub pinned_bytes: usize,
 }
 
-/// Hits/misses are counted per thread stripe so reads on different cores do
-/// not share a cache line.
+/// Hits/misses are counted per thread stripe (see [`crate::stripe`]):
+/// no locked instruction on a read, and nothing ever zeroes them
+/// (`CONFIG RESETSTAT` keeps a base to subtract).
 const STRIPES: usize = 16;
 
 #[repr(align(128))]
@@ -319,12 +320,6 @@ const STRIPES: usize = 16;
 struct Stripe {
     hits: AtomicU64,
     misses: AtomicU64,
-}
-
-fn stripe() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local!(static MINE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
-    MINE.with(|m| *m)
 }
 
 /// Buckets the CLOCK hand visits per step (per lock acquisition).
@@ -671,7 +666,8 @@ impl Store {
         track: bool,
     ) -> (Option<Item>, Option<(Pos, u64)>) {
         let shard = &self.shards[h.shard];
-        let stripe = &self.stripes[stripe()];
+        let mine = crate::stripe::Stripe::mine(STRIPES);
+        let stripe = &self.stripes[mine.index];
         match shard.probe(&self.pool, h, key) {
             Probe::Hit(item, pos, e) => {
                 if item.expires_at_ms() != 0 && item.expired(self.clock.now_ms()) {
@@ -682,7 +678,7 @@ impl Store {
                             self.removed(key, Removal::Expired);
                         }
                     }
-                    stripe.misses.fetch_add(1, Ordering::Relaxed);
+                    mine.bump(&stripe.misses);
                     return (None, None);
                 }
                 if track {
@@ -690,11 +686,11 @@ impl Store {
                     self.pool.touch(item.buf());
                     self.mark_read(&item);
                 }
-                stripe.hits.fetch_add(1, Ordering::Relaxed);
+                mine.bump(&stripe.hits);
                 (Some(item), Some((pos, e)))
             }
             Probe::Miss => {
-                stripe.misses.fetch_add(1, Ordering::Relaxed);
+                mine.bump(&stripe.misses);
                 (None, None)
             }
         }

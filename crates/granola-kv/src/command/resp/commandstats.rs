@@ -4,8 +4,11 @@
 //! HISTOGRAM`). `CONFIG RESETSTAT` zeroes them.
 //!
 //! Counters are striped over threads so concurrent calls do not share a
-//! cache line. One call in 16 is timed: two clock reads on
-//! every command would cost the pipelined hot path several percent, and a
+//! cache line; calls are counted without a locked instruction (see
+//! [`crate::stripe`]), so `CONFIG RESETSTAT` moves each stripe's base to
+//! its call count instead of zeroing it. One call in 16 is timed: two
+//! clock reads on every command would cost the pipelined hot path several
+//! percent, and a
 //! sample of one in 16 gives the mean and the percentiles of a command
 //! called a few thousand times. The histograms hold those timed calls
 //! only, so `LATENCY HISTOGRAM`'s `calls` counts them, not every call
@@ -15,7 +18,7 @@
 //! significant digits), so percentiles and buckets read as Redis's do.
 
 use super::table::{self, Spec};
-use crate::command::resp::gate::thread_index;
+use crate::stripe::Stripe as Mine;
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,7 +41,10 @@ const DEFAULT_PERCENTILES: [f64; 3] = [50.0, 99.0, 99.9];
 #[repr(align(64))]
 #[derive(Default)]
 struct Stripe {
+    /// Calls ever counted here (never zeroed; see `base`).
     calls: AtomicU64,
+    /// `calls` at the last reset (written by the reset only).
+    base: AtomicU64,
     timed: AtomicU64,
     timed_ns: AtomicU64,
     rejected: AtomicU64,
@@ -46,14 +52,15 @@ struct Stripe {
 }
 
 impl Stripe {
-    fn counters(&self) -> [&AtomicU64; 5] {
-        [
-            &self.calls,
-            &self.timed,
-            &self.timed_ns,
-            &self.rejected,
-            &self.failed,
-        ]
+    /// Calls since the last reset.
+    fn calls(&self) -> u64 {
+        let calls = self.calls.load(Ordering::Relaxed);
+        calls.saturating_sub(self.base.load(Ordering::Relaxed))
+    }
+
+    /// The counters a reset zeroes (all but the call count).
+    fn zeroed(&self) -> [&AtomicU64; 4] {
+        [&self.timed, &self.timed_ns, &self.rejected, &self.failed]
     }
 }
 
@@ -95,22 +102,30 @@ pub struct CallStats {
 }
 
 impl CommandStats {
+    /// This thread's stripe of `spec`'s row, and where it counts.
     #[inline]
-    fn stripe(&self, spec: &'static Spec) -> Option<&Stripe> {
+    fn stripe_of(&self, spec: &'static Spec) -> Option<(&Stripe, Mine)> {
         let row = self.rows.get(table::row(spec)?)?;
-        Some(&row[thread_index() % STRIPES])
+        let mine = Mine::mine(STRIPES);
+        Some((&row[mine.index], mine))
     }
 
-    /// Counts a call of `spec` as it begins: one atomic add on the
-    /// command path; `Some(now)` for the one call in 16 that is timed.
+    #[inline]
+    fn stripe(&self, spec: &'static Spec) -> Option<&Stripe> {
+        self.stripe_of(spec).map(|(s, _)| s)
+    }
+
+    /// Counts a call of `spec` as it begins; `Some(now)` for the one call in 16 that is timed,
+    /// the first after a reset included.
     /// Redis counts a call once it has run, so a command does not see
     /// itself: INFO and `CONFIG RESETSTAT` make up for that
     /// ([`calls`](Self::calls), [`reset`](Self::reset)).
     #[inline]
     pub fn begin(&self, spec: &'static Spec) -> Option<Instant> {
-        self.stripe(spec)
-            .is_some_and(|s| s.calls.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY == 0)
-            .then(Instant::now)
+        let (s, mine) = self.stripe_of(spec)?;
+        let n = mine.bump(&s.calls);
+        let since_reset = n.wrapping_sub(s.base.load(Ordering::Relaxed));
+        (since_reset % SAMPLE_EVERY == 0).then(Instant::now)
     }
 
     /// After a call [`begin`](Self::begin) counted: its time if it was
@@ -173,7 +188,10 @@ impl CommandStats {
                 };
                 let own = u64::from(running.is_some_and(|r| std::ptr::eq(s, r)));
                 let (calls, timed, ns) = (
-                    sum(|c| &c.calls).saturating_sub(own),
+                    row.iter()
+                        .map(Stripe::calls)
+                        .sum::<u64>()
+                        .saturating_sub(own),
                     sum(|c| &c.timed),
                     sum(|c| &c.timed_ns),
                 );
@@ -199,12 +217,7 @@ impl CommandStats {
     /// Every command call so far, as `running` sees them (see
     /// [`calls`](Self::calls)).
     pub fn total_calls(&self, running: Option<&'static Spec>) -> u64 {
-        let all: u64 = self
-            .rows
-            .iter()
-            .flatten()
-            .map(|s| s.calls.load(Ordering::Relaxed))
-            .sum();
+        let all: u64 = self.rows.iter().flatten().map(Stripe::calls).sum();
         all.saturating_sub(u64::from(running.is_some()))
     }
 
@@ -303,12 +316,17 @@ impl CommandStats {
     /// once it has run.
     pub fn reset(&self, running: Option<&'static Spec>) {
         for stripe in self.rows.iter().flatten() {
-            for c in stripe.counters() {
+            for c in stripe.zeroed() {
                 c.store(0, Ordering::Relaxed);
             }
+            // A call counted meanwhile by the stripe's owner either lands
+            // before this load (and is reset) or after it (and counts).
+            let calls = stripe.calls.load(Ordering::Relaxed);
+            stripe.base.store(calls, Ordering::Relaxed);
         }
         if let Some(s) = running.and_then(|r| self.stripe(r)) {
-            s.calls.fetch_add(1, Ordering::Relaxed);
+            // The running call, already counted, counts after the reset.
+            s.base.fetch_sub(1, Ordering::Relaxed);
         }
         for h in self.latency.iter().filter_map(OnceLock::get) {
             h.lock().unwrap_or_else(|e| e.into_inner()).reset();

@@ -58,16 +58,6 @@ impl Default for Gate {
     }
 }
 
-/// This thread's number: 0, 1, 2... in the order threads first ask,
-/// never reused (per-thread counters key on it).
-pub fn thread_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    INDEX.with(|i| *i)
-}
-
 /// A connection's place in the gate: the slot it counts in while it is
 /// entered. Leave before dropping it ([`Gate::leave`]).
 #[derive(Default, Debug)]
@@ -96,7 +86,7 @@ impl Gate {
 
     #[inline(never)]
     fn enter(&self, entry: &mut Entry) {
-        let i = thread_index() % SLOTS;
+        let i = crate::stripe::thread_index() % SLOTS;
         let slot = &self.slots[i].0;
         loop {
             slot.fetch_add(1, Ordering::SeqCst);
