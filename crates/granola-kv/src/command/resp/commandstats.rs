@@ -8,11 +8,10 @@
 //! [`crate::stripe`]), so `CONFIG RESETSTAT` moves each stripe's base to
 //! its call count instead of zeroing it. One call in 16 is timed: two
 //! clock reads on every command would cost the pipelined hot path several
-//! percent, and a
-//! sample of one in 16 gives the mean and the percentiles of a command
-//! called a few thousand times. The histograms hold those timed calls
-//! only, so `LATENCY HISTOGRAM`'s `calls` counts them, not every call
-//! (INFO commandstats has every call).
+//! percent, and a sample of one in 16 gives the mean and the percentiles
+//! of a command called a few thousand times. The histograms hold those
+//! timed calls only, so `LATENCY HISTOGRAM`'s `calls` counts them, not
+//! every call (INFO commandstats has every call).
 //!
 //! Histograms are HdrHistograms with Redis's bounds (1 ns to 1 s, two
 //! significant digits), so percentiles and buckets read as Redis's do.
