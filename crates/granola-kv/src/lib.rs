@@ -4,7 +4,8 @@
 //! eviction) behind three protocols: native granola frames, memcached
 //! (text + meta, TCP and UDP) and Redis (RESP2/RESP3). [`protocol`] parses
 //! requests and composes replies, [`command`] runs them (one file per
-//! command family), [`server`] drives the connections. Replies are
+//! command family), [`server`] drives the connections; [`stripe`] keeps
+//! their per-thread counters. Replies are
 //! gathered: protocol headers are copied into a TX buffer, values above
 //! the copy threshold go to the socket as references to the stored bytes.
 #![deny(unsafe_code)]

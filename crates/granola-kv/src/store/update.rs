@@ -152,7 +152,7 @@ impl Store {
         // leaves the fresh table empty: it gets its id only if it is kept,
         // and places nothing in pool memory meanwhile (see `edit_dict`).
         let adds = growth.entries != 0 || growth.bytes != 0;
-        let mut id = adds.then(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));
+        let id = adds.then(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));
         let mut d = match kind {
             Kind::ZSet => Dict::sorted(),
             Kind::Stream => Dict::stream(),
@@ -162,7 +162,7 @@ impl Store {
         if !changed {
             return Ok(r);
         }
-        let id = *id.get_or_insert_with(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));
+        let id = id.unwrap_or_else(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));
         l.count_write();
         if d.is_empty() && !d.is_stream() {
             self.settle_dict(d.bytes(), Charge::default(), 0);
