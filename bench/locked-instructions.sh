@@ -85,34 +85,5 @@ print(f"{label}\t{test}\t{total:.2f}\t" + "; ".join(places))
 PY
 }
 
-for test in $TESTS; do
-    for v in "$@"; do
-        one "${v%%=*}" "${v#*=}" "$test"
-    done
-done
-
-python3 - "$RAW" "$OUT" "$N" "$*" <<'PY'
-import json, sys, datetime, platform
-raw, out, n, variants = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-rows = [l.rstrip("\n").split("\t") for l in open(raw)]
-labels = list(dict.fromkeys(r[0] for r in rows))
-tests = list(dict.fromkeys(r[1] for r in rows))
-cell = {(r[1], r[0]): (float(r[2]), r[3]) for r in rows}
-json.dump({
-    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    "kernel": platform.release(),
-    "requests": n,
-    "variants": variants,
-    "unit": "lock-prefixed instructions executed per request",
-    "cells": [{"test": t, "label": l, "locked": cell[(t, l)][0], "top_places": cell[(t, l)][1]}
-              for t in tests for l in labels],
-}, open(out, "w"), indent=1)
-print("| test | " + " | ".join(labels) + " |")
-print("|---|" + "---|" * len(labels))
-for t in tests:
-    print(f"| {t} | " + " | ".join(f"{cell[(t, l)][0]:.2f}" for l in labels) + " |")
-for t in tests:
-    for l in labels:
-        print(f"{t} {l}: {cell[(t, l)][1]}")
-print(f"JSON: {out}")
-PY
+per_request_runs one "$TESTS" "$@"
+per_request_table "lock-prefixed instructions executed per request" locked "$*"

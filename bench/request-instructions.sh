@@ -30,30 +30,5 @@ one() { # label binary test
     printf '%s\t%s\t%s\n' "$label" "$test" "$((total / N))" >>"$RAW"
 }
 
-for test in $TESTS; do
-    for v in "$@"; do
-        one "${v%%=*}" "${v#*=}" "$test"
-    done
-done
-
-python3 - "$RAW" "$OUT" "$N" "$*" <<'PY'
-import json, sys, datetime, platform
-raw, out, n, variants = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-rows = [l.rstrip("\n").split("\t") for l in open(raw)]
-labels = list(dict.fromkeys(r[0] for r in rows))
-tests = list(dict.fromkeys(r[1] for r in rows))
-cell = {(r[1], r[0]): int(r[2]) for r in rows}
-json.dump({
-    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    "kernel": platform.release(),
-    "requests": n,
-    "variants": variants,
-    "unit": "user-space instructions per request (MSET: per 10-key MSET)",
-    "cells": [{"test": t, "label": l, "instructions": cell[(t, l)]} for t in tests for l in labels],
-}, open(out, "w"), indent=1)
-print("| test | " + " | ".join(labels) + " |")
-print("|---|" + "---|" * len(labels))
-for t in tests:
-    print(f"| {t} | " + " | ".join(str(cell[(t, l)]) for l in labels) + " |")
-print(f"JSON: {out}")
-PY
+per_request_runs one "$TESTS" "$@"
+per_request_table "user-space instructions per request (MSET: per 10-key MSET)" instructions "$*"

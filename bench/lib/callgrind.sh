@@ -1,6 +1,6 @@
 # Sourced by the benchmarks that count a server's user-space work with
 # callgrind (request-instructions.sh, locked-instructions.sh), after
-# bench/lib/server-cpu.sh (for `server_args`).
+# bench/lib/server-cpu.sh (for `server_args` and RAW).
 #
 # `callgrind_requests BINARY TEST N PORT OUT [VALGRIND FLAGS...]` runs the
 # server (granola-kv with `-t 1`; redis-server and valkey-server, told
@@ -27,4 +27,23 @@ callgrind_requests() {
     kill $pid
     wait $pid 2>/dev/null || true
     DUMP=$(ls -t "$out".* | head -1)
+}
+
+# `per_request_runs MEASURE TESTS VARIANT...` calls `MEASURE LABEL BINARY
+# TEST` for every test, and within it every `label=binary` variant; each
+# call appends its row to RAW (see bench/lib/per_request_table.py).
+per_request_runs() {
+    local measure=$1 tests=$2 test v
+    shift 2
+    for test in $tests; do
+        for v in "$@"; do
+            "$measure" "${v%%=*}" "${v#*=}" "$test"
+        done
+    done
+}
+
+# `per_request_table UNIT FIELD VARIANTS`: RAW's rows as OUT (JSON) and a
+# Markdown table, for N requests per cell.
+per_request_table() {
+    python3 bench/lib/per_request_table.py "$RAW" "$OUT" "$N" "$3" "$1" "$2"
 }
