@@ -31,7 +31,12 @@ impl Stripe {
     /// This thread's stripe among `stripes` (at least one).
     #[inline]
     pub fn mine(stripes: usize) -> Stripe {
-        let i = thread_index();
+        Stripe::of(thread_index(), stripes)
+    }
+
+    /// The stripe of the thread numbered `i`.
+    #[inline]
+    fn of(i: usize, stripes: usize) -> Stripe {
         if i + 1 < stripes {
             Stripe {
                 index: i,
@@ -71,11 +76,14 @@ mod tests {
         const THREADS: usize = 8;
         const ADDS: u64 = 20_000;
         let counters: Arc<[AtomicU64; STRIPES]> = Arc::new(Default::default());
+        // Numbered here, not by `thread_index`, which other tests in
+        // this process have already taken past the owned stripes.
         let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
+            .map(|i| {
                 let counters = counters.clone();
                 std::thread::spawn(move || {
-                    let s = Stripe::mine(STRIPES);
+                    let s = Stripe::of(i, STRIPES);
+                    assert_eq!(s.owned, i + 1 < STRIPES);
                     for _ in 0..ADDS {
                         s.bump(&counters[s.index]);
                     }
