@@ -152,6 +152,7 @@ impl Gather {
 
     /// Reserves `n` contiguous writable bytes at the end of the queue, as one
     /// new or extended copied segment, and returns them.
+    #[inline]
     pub(crate) fn reserve(&mut self, n: usize) -> Result<&mut [u8], TxOutOfMemory> {
         if n == 0 {
             // No empty segments: a flush offering 0 bytes would never
@@ -160,18 +161,7 @@ impl Gather {
         }
         let fits = self.chunk.as_ref().is_some_and(|c| c.remaining() >= n);
         if !fits {
-            self.seal();
-            let cap = n.max(self.chunk_size);
-            match self.pool.alloc(cap) {
-                Some(c) => {
-                    self.chunk = Some(c);
-                    self.chunk_first_seg = self.segs.len();
-                }
-                None => {
-                    self.oom = true;
-                    return Err(TxOutOfMemory);
-                }
-            }
+            self.next_chunk(n)?;
         }
         let chunk = self.chunk.as_mut().expect("chunk allocated above");
         let start = chunk.len();
@@ -191,6 +181,28 @@ impl Gather {
         self.queued += n;
         self.stats.bytes_copied += n as u64;
         Ok(&mut chunk.as_full_mut_slice()[start..end])
+    }
+
+    /// Seals the chunk and starts one with room for at least `n` bytes.
+    /// Out of line: it runs once per chunk, and kept apart it leaves
+    /// `reserve`, which runs for every piece of every reply, small enough
+    /// to inline.
+    #[cold]
+    #[inline(never)]
+    fn next_chunk(&mut self, n: usize) -> Result<(), TxOutOfMemory> {
+        self.seal();
+        let cap = n.max(self.chunk_size);
+        match self.pool.alloc(cap) {
+            Some(c) => {
+                self.chunk = Some(c);
+                self.chunk_first_seg = self.segs.len();
+                Ok(())
+            }
+            None => {
+                self.oom = true;
+                Err(TxOutOfMemory)
+            }
+        }
     }
 
     /// Like [`reserve`](Self::reserve), but also hands out a [`RefSink`] that
@@ -219,7 +231,7 @@ impl Gather {
         if bytes.is_empty() {
             return Ok(());
         }
-        self.reserve(bytes.len())?.copy_from_slice(bytes);
+        granola::copy_short(self.reserve(bytes.len())?, bytes);
         Ok(())
     }
 

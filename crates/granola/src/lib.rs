@@ -52,11 +52,13 @@ mod macros;
 mod message;
 #[allow(unsafe_code)] // the buffer room: mmap'd regions, slots, refcounts
 mod pool;
+mod short_bytes;
 mod unknown;
 pub mod wire;
 
 pub use field::{HybridBytes, HybridStr};
 pub use message::{Decode, IntoOwned, Message, MessageType, Sga};
+pub use short_bytes::{copy_short, eq_short};
 pub use unknown::UnknownFields;
 
 /// The default copy threshold in bytes: pool references at least this large

@@ -269,7 +269,7 @@ impl Shard {
                         continue 'retry;
                     }
                     match item {
-                        Some(item) if item.key() == key => {
+                        Some(item) if granola::eq_short(item.key(), key) => {
                             return Probe::Hit(item, Pos { bucket: b, way }, e)
                         }
                         Some(_) => {} // another key with the same tag
@@ -325,7 +325,7 @@ impl Locked<'_> {
                     continue;
                 }
                 if let Some(item) = pool.try_acquire(entry_handle(e)).and_then(Item::parse) {
-                    if item.key() == key {
+                    if granola::eq_short(item.key(), key) {
                         return Some(Found {
                             pos: Pos { bucket: b, way },
                             entry: e,

@@ -679,7 +679,7 @@ impl Item {
             let mut rest = &mut bytes[value_at..];
             for p in parts {
                 let (v, tail) = rest.split_at_mut(p.len());
-                v.copy_from_slice(p);
+                granola::copy_short(v, p);
                 rest = tail;
             }
         };

@@ -892,7 +892,7 @@ impl Store {
         let short = match &old {
             Some(o) if o.item.value_len() <= SHORT_STRING => {
                 let v = o.item.value_bytes();
-                copy[..v.len()].copy_from_slice(v);
+                granola::copy_short(&mut copy, v);
                 Some(v.len())
             }
             _ => None,

@@ -684,14 +684,11 @@ impl ReplySink for Watch<'_> {
 /// Runs `spec` in the transaction gate: EXEC and multi-key writes alone,
 /// everything else shared.
 fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -> Step {
-    if matches!(
-        spec.name,
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    ) {
-        // These enter the gate alone themselves.
+    if spec.traits.gates_itself() {
+        // EXEC and the scripts enter the gate alone themselves.
         return (spec.run)(ctx, cmd);
     }
-    if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) || spec.name == "swapdb" {
+    if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) || spec.traits.alone() {
         // Redis applies a multi-key write at once; here every worker runs
         // commands, so it enters the gate alone, as EXEC does.
         let _alone = ctx.shared.resp_gate.exclusive(&mut ctx.conn.gate);
@@ -714,12 +711,13 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
     step
 }
 
-/// MOVE, and SORT, GEORADIUS and GEORADIUSBYMEMBER with STORE (or STOREDIST): a write to a
-/// key their key positions do not name, so they run alone like the
-/// other multi-key writes.
+/// MOVE, and SORT, GEORADIUS and GEORADIUSBYMEMBER with STORE (or
+/// STOREDIST): a write to a key their key positions do not name, so they
+/// run alone like the other multi-key writes.
+#[inline]
 pub(super) fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
-    spec.name == "move"
-        || matches!(spec.name, "georadius" | "georadiusbymember" | "sort")
+    spec.traits.moves()
+        || spec.traits.may_store()
             && cmd
                 .args()
                 .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))

@@ -34,11 +34,9 @@ pub fn monitor(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 
 /// True if `spec` is shown before it runs: a script, so that its
 /// `redis.call`s follow it, as in Redis.
+#[inline]
 pub fn shown_first(spec: &Spec) -> bool {
-    matches!(
-        spec.name,
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
+    spec.traits.script()
 }
 
 /// True if a monitoring connection may run `name`.

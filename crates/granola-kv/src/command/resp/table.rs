@@ -36,6 +36,125 @@ pub struct Spec {
     /// [`resolve`] picks one by the second argument; the container's own
     /// `run` is never called.
     pub subs: &'static [Spec],
+    /// What the dispatcher asks of every request, worked out from `name`
+    /// and `flags` when the table is built.
+    pub traits: Traits,
+}
+
+/// What the dispatcher needs to know of a command on every request, as
+/// bits computed from its name and flags at compile time: each request
+/// then tests a bit where it used to compare names and scan flags (a
+/// pipelined SET paid about 40 instructions for those comparisons).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Traits(u8);
+
+impl Traits {
+    /// Its flags include `write`.
+    const WRITE: u8 = 1;
+    /// EXEC, EVAL and FCALL and their variants: they enter the
+    /// transaction gate alone themselves.
+    const GATES_ITSELF: u8 = 1 << 1;
+    /// MOVE: writes a key (in another database) its key positions do not
+    /// name.
+    const MOVES: u8 = 1 << 2;
+    /// SORT, GEORADIUS and GEORADIUSBYMEMBER: alone when a `STORE` (or
+    /// `STOREDIST`) option names a key to write.
+    const MAY_STORE: u8 = 1 << 3;
+    /// A script (EVAL, FCALL and their variants): MONITOR shows it before
+    /// it runs, so that its own calls follow it.
+    const SCRIPT: u8 = 1 << 4;
+    /// SWAPDB: changes every key of two databases, always runs alone.
+    const ALONE: u8 = 1 << 5;
+
+    /// The traits of command `name` with `flags`.
+    pub const fn of(name: &str, flags: &[&str]) -> Traits {
+        const SCRIPTS: &[&str] = &[
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ];
+        let mut bits = 0;
+        if any(flags, "write") {
+            bits |= Traits::WRITE;
+        }
+        if str_eq(name, "exec") || any(SCRIPTS, name) {
+            bits |= Traits::GATES_ITSELF;
+        }
+        if str_eq(name, "move") {
+            bits |= Traits::MOVES;
+        }
+        if str_eq(name, "swapdb") {
+            bits |= Traits::ALONE;
+        }
+        if any(&["sort", "georadius", "georadiusbymember"], name) {
+            bits |= Traits::MAY_STORE;
+        }
+        if any(SCRIPTS, name) {
+            bits |= Traits::SCRIPT;
+        }
+        Traits(bits)
+    }
+
+    /// Its flags include `write`.
+    pub fn write(self) -> bool {
+        self.0 & Traits::WRITE != 0
+    }
+
+    /// It enters the transaction gate alone itself (EXEC, scripts).
+    pub fn gates_itself(self) -> bool {
+        self.0 & Traits::GATES_ITSELF != 0
+    }
+
+    /// It always runs alone (SWAPDB).
+    pub fn alone(self) -> bool {
+        self.0 & Traits::ALONE != 0
+    }
+
+    /// MOVE.
+    pub fn moves(self) -> bool {
+        self.0 & Traits::MOVES != 0
+    }
+
+    /// A `STORE` option makes it write a key its positions do not name.
+    pub fn may_store(self) -> bool {
+        self.0 & Traits::MAY_STORE != 0
+    }
+
+    /// A script (EVAL, FCALL and their variants).
+    pub fn script(self) -> bool {
+        self.0 & Traits::SCRIPT != 0
+    }
+}
+
+/// `a == b`, at compile time.
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `list.contains(&word)`, at compile time.
+const fn any(list: &[&str], word: &str) -> bool {
+    let mut i = 0;
+    while i < list.len() {
+        if str_eq(list[i], word) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 impl std::fmt::Debug for Spec {
@@ -52,7 +171,7 @@ impl Spec {
     /// that no other Redis command sees it half applied.
     pub fn writes_many(&self, argc: usize) -> bool {
         let (first, last, step) = self.keys;
-        if first <= 0 || step <= 0 {
+        if !self.traits.write() || first <= 0 || step <= 0 {
             return false;
         }
         let last = if last < 0 {
@@ -60,8 +179,6 @@ impl Spec {
         } else {
             i64::from(last)
         };
-        // Integer arithmetic first: every command passes here, and most
-        // name one key, so the flag scan (string compares) is rarely run.
         let span = last - i64::from(first);
         // A division is dozens of cycles; nearly every step is 1.
         let keys = if step == 1 {
@@ -69,7 +186,7 @@ impl Spec {
         } else {
             span / i64::from(step)
         } + 1;
-        keys > 1 && self.flags.contains(&"write")
+        keys > 1
     }
 
     /// The key arguments of `cmd` by this spec's key positions.
@@ -318,6 +435,7 @@ macro_rules! cmd {
             group: $group,
             run: $run,
             subs: &[],
+            traits: Traits::of($name, $flags),
         }
     };
 }
@@ -341,6 +459,7 @@ macro_rules! container {
             group: $group,
             run: no_subcommand,
             subs: $subs,
+            traits: Traits::of($name, &[]),
         }
     };
 }
@@ -1038,6 +1157,54 @@ impl Index {
                 return Some(spec);
             }
             at = (at + 1) & mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compile-time bits say what the names and flags say, for every
+    /// command and subcommand.
+    #[test]
+    fn traits_agree_with_names_and_flags() {
+        let scripts = [
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ];
+        let mut seen = 0;
+        for spec in all() {
+            let t = spec.traits;
+            assert_eq!(t.write(), spec.flags.contains(&"write"), "{}", spec.name);
+            assert_eq!(t.script(), scripts.contains(&spec.name), "{}", spec.name);
+            assert_eq!(
+                t.gates_itself(),
+                t.script() || spec.name == "exec",
+                "{}",
+                spec.name
+            );
+            assert_eq!(t.moves(), spec.name == "move", "{}", spec.name);
+            assert_eq!(t.alone(), spec.name == "swapdb", "{}", spec.name);
+            assert_eq!(
+                t.may_store(),
+                matches!(spec.name, "sort" | "georadius" | "georadiusbymember"),
+                "{}",
+                spec.name
+            );
+            seen += usize::from(t != Traits(0));
+        }
+        // Every bit is set somewhere, and most commands set one (`write`).
+        assert!(seen > 50, "{seen} commands with traits");
+        for name in ["exec", "eval", "move", "swapdb", "sort", "set"] {
+            assert!(
+                lookup(name.as_bytes()).is_some_and(|s| s.traits != Traits(0)),
+                "{name}"
+            );
         }
     }
 }

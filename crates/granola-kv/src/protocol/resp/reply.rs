@@ -9,7 +9,7 @@
 use super::Command;
 use crate::protocol::num::{Itoa, Line};
 use crate::protocol::ReplySink;
-use granola::Buf;
+use granola::{copy_short, Buf};
 
 /// `+OK`.
 pub const OK: &[u8] = b"+OK\r\n";
@@ -91,12 +91,12 @@ fn write_number_line<S: ReplySink + ?Sized>(sink: &mut S, prefix: u8, negative: 
     }
     let mut digits = itoa::Buffer::new();
     let d = digits.format(n).as_bytes();
-    buf[len..len + d.len()].copy_from_slice(d);
+    copy_short(&mut buf[len..], d);
     len += d.len();
     buf[len..len + 2].copy_from_slice(b"\r\n");
     len += 2;
     match sink.region(len, prefix) {
-        Some(out) => out.copy_from_slice(&buf[..len]),
+        Some(out) => copy_short(out, &buf[..len]),
         None => sink.copy(&buf[..len]),
     }
 }
@@ -169,8 +169,8 @@ pub fn write_bulk_bytes<S: ReplySink + ?Sized>(sink: &mut S, bytes: &[u8]) {
         let total = n + bytes.len() + 2;
         if let Some(out) = sink.region(total, b'$') {
             // Straight into the reply: one copy of the bytes, no staging.
-            out[..n].copy_from_slice(&head[..n]);
-            out[n..total - 2].copy_from_slice(bytes);
+            copy_short(out, &head[..n]);
+            copy_short(&mut out[n..], bytes);
             out[total - 2..].copy_from_slice(b"\r\n");
             return;
         }
