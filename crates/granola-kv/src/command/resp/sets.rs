@@ -18,6 +18,16 @@ fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
 
 /// `SADD key member...`: members added.
 pub fn sadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
+    if cmd.len() == 3 {
+        // One member, the common call: no walks over the arguments.
+        let m = arg(cmd, 2);
+        if let Ok(added) = edit(ctx, arg(cmd, 1), T, growth_of(1, [m]), |s| {
+            !s.contains(m) && s.insert(m, b"")
+        }) {
+            ctx.int(i64::from(added));
+        }
+        return Step::Done;
+    }
     let growth = growth_of(cmd.len() - 2, cmd.args().skip(2));
     if let Ok(n) = edit(ctx, arg(cmd, 1), T, growth, |s| {
         cmd.args()

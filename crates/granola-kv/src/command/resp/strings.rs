@@ -732,7 +732,9 @@ pub fn decrby(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 /// INCR/DECR with Redis semantics (signed 64-bit, missing key = 0,
 /// overflow is an error), read and written under the key's lock.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
-    let mut outcome: Result<i64, &'static [u8]> = Err(resp::ERR_NOT_INTEGER);
+    // The reply, `:<n>\r\n`: its digits are what is stored, formatted once.
+    let mut line = [0u8; 24];
+    let mut outcome: Result<usize, &'static [u8]> = Err(resp::ERR_NOT_INTEGER);
     let r = ctx.db.update_string(key, &mut |cur, store| {
         let cur = match cur {
             None => 0,
@@ -748,13 +750,19 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
             outcome = Err(resp::ERR_OVERFLOW);
             return;
         };
-        outcome = Ok(next);
-        store(itoa::Buffer::new().format(next).as_bytes());
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(next).as_bytes();
+        let end = 1 + digits.len();
+        line[0] = b':';
+        granola::copy_short(&mut line[1..end], digits);
+        store(&line[1..end]);
+        line[end..end + 2].copy_from_slice(b"\r\n");
+        outcome = Ok(end + 2);
     });
     match (r, outcome) {
         (Err(e), _) => ctx.store_error(e),
-        (Ok(()), Ok(n)) => ctx.int(n),
-        (Ok(()), Err(line)) => ctx.raw(line),
+        (Ok(()), Ok(len)) => resp::write_line(ctx.out, &line[..len]),
+        (Ok(()), Err(error)) => ctx.raw(error),
     }
 }
 
