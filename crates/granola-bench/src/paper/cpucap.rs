@@ -62,6 +62,21 @@ impl CpuCap {
     pub fn add(&self, pid: u32) -> Result<(), String> {
         write(&self.dir.join("cgroup.procs"), &pid.to_string())
     }
+
+    /// Seconds the cgroup's tasks have spent held back by the quota
+    /// (`cpu.stat`: cgroup v2's `throttled_usec`, v1's `throttled_time`
+    /// in nanoseconds); 0 where the kernel does not say.
+    pub fn throttled_s(&self) -> f64 {
+        let stat = fs::read_to_string(self.dir.join("cpu.stat")).unwrap_or_default();
+        let field = |name: &str| {
+            stat.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+        };
+        field("throttled_usec ")
+            .map(|us| us / 1e6)
+            .or_else(|| field("throttled_time ").map(|ns| ns / 1e9))
+            .unwrap_or(0.0)
+    }
 }
 
 impl Drop for CpuCap {

@@ -92,6 +92,10 @@ struct Run {
     server_spare: f64,
     /// The client CPU's idle share.
     client_idle: f64,
+    /// The share of the run's wall time the server neither ran nor was
+    /// held back by its cap: time it waited for requests. A capped server
+    /// that waits is, in those moments, paced by the client.
+    server_waited: f64,
     errors: bool,
 }
 
@@ -146,8 +150,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
                         ));
                     }
                     let fresh = test == tests[0];
-                    let share = cap.as_ref().map_or(1.0, CpuCap::fraction);
-                    let r = run_one(s, &bench, srv, test, pipeline, n, rep, fresh, share)?;
+                    let r = run_one(s, &bench, srv, test, pipeline, n, rep, fresh, cap.as_ref())?;
                     s.say(&format!(
                         "  {:<11} -P {pipeline:<2} {test:<12} {:>10.0} req/s  {:.2} us CPU/req  spare server {:.2} idle client {:.2}{}",
                         r.server,
@@ -203,6 +206,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
         "÷ Valkey (≥ 1.1)",
         "CPU µs/req granola / Redis / Valkey",
         "spare granola CPU / idle client CPU",
+        "waited for requests granola / Redis / Valkey",
         "verdict",
     ]);
     let (mut met, mut missed, mut bound) = (0, 0, 0);
@@ -212,6 +216,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             let r = med("redis", test, p, |r| r.rps);
             let v = med("valkey", test, p, |r| r.rps);
             let cpu = |srv: &str| med(srv, test, p, |r| r.core_cpu_us_per_req);
+            let waited = |srv: &str| {
+                med(srv, test, p, |r| r.server_waited).map_or("—".into(), |x| format!("{x:.2}"))
+            };
             let server_spare = med("granola-kv", test, p, |r| r.server_spare);
             let client_idle = med("granola-kv", test, p, |r| r.client_idle);
             let rps = |r: &Run| r.rps;
@@ -263,6 +270,12 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
                     server_spare.map_or("—".into(), |x| format!("{x:.2}")),
                     client_idle.map_or("—".into(), |x| format!("{x:.2}"))
                 )),
+                text(format!(
+                    "{} / {} / {}",
+                    waited("granola-kv"),
+                    waited("redis"),
+                    waited("valkey")
+                )),
                 text(verdict),
             ]);
         }
@@ -279,6 +292,7 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             c.fraction()
         ))
     ));
+    doc.notes.push("Waited for requests: the share of a run's wall time the server process neither ran (its CPU time) nor was held back by the cap (the cgroup's throttled time); a server faster than the one redis-benchmark process runs out of requests within its CPU windows and waits, and the sleeps and wake-ups it pays for that are in its CPU per request.".into());
     doc.params = s.params(json!({
         "conns": 50, "server_cpu_cap": s.server_cpu_cap, "modes": modes.iter().map(|(p, n)| json!({"pipeline": p, "requests": n})).collect::<Vec<_>>(),
         "tests": tests,
@@ -300,8 +314,10 @@ fn run_one(
     n: u64,
     rep: usize,
     fresh: bool,
-    cpu_share: f64,
+    cap: Option<&CpuCap>,
 ) -> Result<Run, String> {
+    let cpu_share = cap.map_or(1.0, CpuCap::fraction);
+    let throttled = || cap.map_or(0.0, CpuCap::throttled_s);
     let addr = srv.addr(Protocol::Resp, Transport::Tcp)?;
     if fresh {
         srv.flushall()?;
@@ -330,12 +346,15 @@ fn run_one(
         cmd.args(["-t", test]);
     }
     let cpu0 = srv.cpu_s();
+    let throttled0 = throttled();
     let ticks0 = env::cpu_ticks();
     let t = Instant::now();
     let out = cmd.output().map_err(|e| format!("redis-benchmark: {e}"))?;
     let wall = t.elapsed().as_secs_f64();
     let ticks1 = env::cpu_ticks();
     let cpu = srv.cpu_s() - cpu0;
+    // One server runs at a time, so the cgroup's throttled time is its.
+    let held = throttled() - throttled0;
     let core = env::cpu_work_s(&ticks0, &ticks1, s.server_cpu);
     let share = env::cpu_share(&ticks0, &ticks1);
     let idle = |c: usize| share.get(c).map_or(0.0, |x| 1.0 - x.busy);
@@ -378,6 +397,11 @@ fn run_one(
         core_cpu_us_per_req: core * 1e6 / requests as f64,
         server_spare: 1.0 - used,
         client_idle: idle(s.client_cpu),
+        server_waited: if wall > 0.0 {
+            (1.0 - (cpu + held) / wall).max(0.0)
+        } else {
+            0.0
+        },
         errors: errors || rows.is_empty(),
     })
 }
