@@ -684,11 +684,14 @@ impl ReplySink for Watch<'_> {
 /// Runs `spec` in the transaction gate: EXEC and multi-key writes alone,
 /// everything else shared.
 fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -> Step {
-    if spec.traits.gates_itself() {
+    if spec.traits.has(table::Traits::GATES_ITSELF) {
         // EXEC and the scripts enter the gate alone themselves.
         return (spec.run)(ctx, cmd);
     }
-    if spec.writes_many(cmd.len()) || stores_elsewhere(spec, cmd) || spec.traits.alone() {
+    if spec.writes_many(cmd.len())
+        || stores_elsewhere(spec, cmd)
+        || spec.traits.has(table::Traits::ALONE)
+    {
         // Redis applies a multi-key write at once; here every worker runs
         // commands, so it enters the gate alone, as EXEC does.
         let _alone = ctx.shared.resp_gate.exclusive(&mut ctx.conn.gate);
@@ -716,8 +719,8 @@ fn run_gated(ctx: &mut Ctx<'_>, cmd: &Command<'_>, spec: &'static table::Spec) -
 /// run alone like the other multi-key writes.
 #[inline]
 pub(super) fn stores_elsewhere(spec: &table::Spec, cmd: &Command<'_>) -> bool {
-    spec.traits.moves()
-        || spec.traits.may_store()
+    spec.traits.has(table::Traits::MOVES)
+        || spec.traits.has(table::Traits::MAY_STORE)
             && cmd
                 .args()
                 .any(|a| a.eq_ignore_ascii_case(b"STORE") || a.eq_ignore_ascii_case(b"STOREDIST"))

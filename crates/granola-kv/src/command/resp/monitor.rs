@@ -36,7 +36,7 @@ pub fn monitor(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 /// `redis.call`s follow it, as in Redis.
 #[inline]
 pub fn shown_first(spec: &Spec) -> bool {
-    spec.traits.script()
+    spec.traits.has(super::table::Traits::SCRIPT)
 }
 
 /// True if a monitoring connection may run `name`.

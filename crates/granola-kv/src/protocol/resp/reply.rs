@@ -98,9 +98,9 @@ fn write_number_line<S: ReplySink + ?Sized>(sink: &mut S, prefix: u8, negative: 
     write_line(sink, &buf[..len]);
 }
 
-/// Writes a whole reply line composed by the caller (`:42\r\n`), in place
-/// when the sink offers a region. Not for errors, whose text the sink may
-/// need to read.
+/// Writes a whole reply line composed by the caller (`:42\r\n`, never
+/// empty), in place when the sink offers a region. Not for errors, whose
+/// text the sink may need to read.
 pub fn write_line<S: ReplySink + ?Sized>(sink: &mut S, line: &[u8]) {
     match sink.region(line.len(), line[0]) {
         Some(out) => copy_short(out, line),
