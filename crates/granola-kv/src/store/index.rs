@@ -104,7 +104,7 @@ pub(crate) fn hash(seed: u64, key: &[u8], shards: usize) -> Hashed {
     let rest = chunks.remainder();
     if !rest.is_empty() {
         let mut a = [0u8; 8];
-        a[..rest.len()].copy_from_slice(rest);
+        granola::copy_short(&mut a, rest);
         h = (h ^ u64::from_le_bytes(a)).wrapping_mul(K).rotate_left(31);
     }
     h = fmix(h);

@@ -76,11 +76,12 @@ impl Traits {
             "fcall",
             "fcall_ro",
         ];
+        let script = any(SCRIPTS, name);
         let mut bits = 0;
         if any(flags, "write") {
             bits |= Traits::WRITE.0;
         }
-        if str_eq(name, "exec") || any(SCRIPTS, name) {
+        if script || str_eq(name, "exec") {
             bits |= Traits::GATES_ITSELF.0;
         }
         if str_eq(name, "move") {
@@ -92,7 +93,7 @@ impl Traits {
         if any(&["sort", "georadius", "georadiusbymember"], name) {
             bits |= Traits::MAY_STORE.0;
         }
-        if any(SCRIPTS, name) {
+        if script {
             bits |= Traits::SCRIPT.0;
         }
         Traits(bits)
