@@ -37,8 +37,12 @@ pub enum Step {
     /// (the command's own meaning: a key index, an element index...) once
     /// it drains. The request stays unconsumed meanwhile.
     Pause(usize),
-    /// Finished; close the connection after flushing (QUIT).
-    Close(String),
+    /// Finished; close the connection after flushing (QUIT). The reason
+    /// is boxed so that a `Step` is two words, which a call returns in
+    /// registers: every command returns one, and a larger one came back
+    /// through the stack, where reading it whole after the command's
+    /// narrower writes stalled store-to-load forwarding.
+    Close(Box<String>),
     /// Waits for another client (a Redis blocking command found nothing
     /// and its timeout has not passed): nothing was written, the request
     /// stays unconsumed, and the session parks until the protocol's

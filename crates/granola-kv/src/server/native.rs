@@ -110,7 +110,7 @@ impl Protocol for Native {
         );
         match r {
             Ok(()) => Step::Done,
-            Err(c) => Step::Close(c.reason),
+            Err(c) => Step::Close(Box::new(c.reason)),
         }
     }
 

@@ -63,7 +63,9 @@ impl Resp {
     fn run_split(&mut self, line: &[u8], resume: usize, out: &mut Out<'_>) -> Step {
         let Some(words) = resp::inline::split(line) else {
             resp::write_error(out, b"ERR Protocol error: unbalanced quotes in request");
-            return Step::Close("resp: protocol error: unbalanced quotes in request".into());
+            return Step::Close(Box::new(
+                "resp: protocol error: unbalanced quotes in request".into(),
+            ));
         };
         let mut encoded = Vec::with_capacity(line.len() + 16 * words.len());
         resp::encode_command(&words, &mut encoded);

@@ -221,7 +221,7 @@ impl<P: Protocol> Driver<P> {
                         Step::Done => Next::Consume(consumed, None),
                         Step::Pause(at) => Next::Pause(at),
                         Step::Block => Next::Block,
-                        Step::Close(reason) => Next::Consume(consumed, Some(reason)),
+                        Step::Close(reason) => Next::Consume(consumed, Some(*reason)),
                     }
                 }
                 Parsed::Incomplete { need } => Next::Wait(need.unwrap_or(0)),

@@ -439,8 +439,13 @@ impl Item {
     /// Attaches the collection's body (the store does, before handing it
     /// out).
     pub(crate) fn with_body(mut self, body: SharedBody) -> Item {
-        self.body = Some(body);
+        self.set_body(body);
         self
+    }
+
+    /// Attaches the collection's body in place.
+    pub(crate) fn set_body(&mut self, body: SharedBody) {
+        self.body = Some(body);
     }
 
     /// The collection's body, if attached.

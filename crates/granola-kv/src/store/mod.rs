@@ -1591,33 +1591,38 @@ impl Store {
     /// absent.
     #[inline(always)]
     fn find_live(&self, l: &Locked<'_>, h: &Hashed, key: &[u8]) -> Option<Found> {
-        // The found entry is returned as it came, not unwrapped and
-        // rewrapped: that move copied it through the stack, and the copy's
-        // wide loads of narrower stores stalled (a few ns per write).
-        let found = l.find(&self.pool, h, key);
-        match &found {
-            Some(f) if f.item.kind() != Kind::String || f.item.expires_at_ms() != 0 => {
-                self.found_live(l, found?, key)
+        // The found entry stays where `find` put it and is returned as it
+        // came: moving it (into a call, or out of an `Option` and back)
+        // copied it through the stack, and the copy's wide loads of the
+        // narrower stores that had just built it stalled (a few ns a write).
+        let mut found = l.find(&self.pool, h, key);
+        if let Some(f) = &mut found {
+            let plain = f.item.kind() == Kind::String && f.item.expires_at_ms() == 0;
+            if !plain && !self.settle_found(l, f, key) {
+                return None;
             }
-            _ => found,
         }
+        found
     }
 
     /// [`find_live`](Self::find_live) past a string that never expires:
-    /// drops an expired item, attaches a collection's body.
+    /// false for an expired item (removed now), and a collection's body
+    /// attached.
     #[inline(never)]
-    fn found_live(&self, l: &Locked<'_>, mut f: Found, key: &[u8]) -> Option<Found> {
+    fn settle_found(&self, l: &Locked<'_>, f: &mut Found, key: &[u8]) -> bool {
         if f.item.expires_at_ms() != 0 && f.item.expired(self.clock.now_ms()) {
             self.remove(l, f.pos, &f.item);
             self.removed(key, Removal::Expired);
-            return None;
+            return false;
         }
         if let Some(id) = f.item.body_id() {
             // Under the key's lock the body is in the table.
-            let body = self.body_of(id)?;
-            f.item = f.item.with_body(body);
+            let Some(body) = self.body_of(id) else {
+                return false;
+            };
+            f.item.set_body(body);
         }
-        Some(f)
+        true
     }
 
     /// Clears the entry at `pos` (holding `item`) and releases the index's

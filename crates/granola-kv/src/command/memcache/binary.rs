@@ -80,7 +80,7 @@ fn run(ctx: &mut Ctx<'_>, req: &Request<'_>) -> Step {
         Opcode::Increment | Opcode::Decrement => arith(ctx, req),
         Opcode::Quit => {
             success(ctx, req, 0, &[]);
-            return Step::Close(String::new());
+            return Step::Close(Box::default());
         }
         Opcode::Flush => {
             flush::execute(ctx, req.extra_u32(0) as i32, true);

@@ -212,7 +212,7 @@ fn run(ctx: &mut Ctx<'_>, cmd: Command<'_>) -> Step {
         Command::Stats { args } => stats::execute(ctx, args),
         Command::Version => misc::version(ctx),
         Command::Verbosity { noreply, .. } => misc::verbosity(ctx, noreply),
-        Command::Quit => return Step::Close(String::new()),
+        Command::Quit => return Step::Close(Box::default()),
         Command::Shutdown => misc::shutdown(ctx),
         Command::CacheMemlimit { mb, noreply } => misc::cache_memlimit(ctx, mb, noreply),
         Command::MetaGet(m) => {

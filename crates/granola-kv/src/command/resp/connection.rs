@@ -163,5 +163,5 @@ pub fn reset(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
 /// `QUIT`.
 pub fn quit(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
     ctx.ok();
-    Step::Close(String::new())
+    Step::Close(Box::default())
 }

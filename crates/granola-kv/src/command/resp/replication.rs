@@ -139,7 +139,7 @@ pub fn sync(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         }
         if let Some(why) = refused {
             log::warn!("{}: {why}", ctx.conn.info.addr);
-            return Step::Close(why);
+            return Step::Close(Box::new(why));
         }
         ctx.raw(&out);
         if e.cursor == 0 {

@@ -79,7 +79,7 @@ impl<C: ServerCodec> Protocol for BaselineSession<C> {
         self.spare.recycle(resp);
         match sent {
             Ok(()) => Step::Done,
-            Err(e) => Step::Close(format!("native-{}: reply: {e}", C::NAME)),
+            Err(e) => Step::Close(Box::new(format!("native-{}: reply: {e}", C::NAME))),
         }
     }
 
