@@ -47,7 +47,9 @@ fn get(s: &Store) {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<u64>().expect("a number"));
     let ops = args.next().unwrap_or(5_000_000).max(1);
     let rounds = args.next().unwrap_or(7).max(1);
     let pool = granola::Pool::with_capacity(256 << 20).expect("a 256 MiB pool");

@@ -241,7 +241,10 @@ mod tests {
         assert_eq!(parse_u32(b"4294967295"), Some(u32::MAX));
         assert_eq!(parse_u32(b"4294967296"), None);
         // Both sides of the unchecked loop's 19-digit bound.
-        assert_eq!(parse_u64(b"9999999999999999999"), Some(9_999_999_999_999_999_999));
+        assert_eq!(
+            parse_u64(b"9999999999999999999"),
+            Some(9_999_999_999_999_999_999)
+        );
         assert_eq!(parse_u64(b"99999999999999999999"), None);
         assert_eq!(parse_u64(b"00000000000000000001"), Some(1));
         assert_eq!(parse_u64(b"123456789012345678x"), None);
