@@ -8,27 +8,18 @@ pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() {
         return None;
     }
-    if s.len() < 20 {
-        // No 19-digit number overflows a u64: a multiply-add per digit (two
-        // `lea`s), not a checked multiply and add, which cost INCR a
-        // multiply's latency and two branches per digit of its counter.
-        let mut v: u64 = 0;
-        for &b in s {
-            let d = b.wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            v = v * 10 + u64::from(d);
-        }
-        return Some(v);
-    }
+    let digit = |b: u8| Some(u64::from(b.wrapping_sub(b'0'))).filter(|&d| d <= 9);
+    // No 19 digits overflow a u64: those take a multiply-add each (two
+    // `lea`s); only a longer number's later digits pay a checked multiply
+    // and add, which cost INCR a multiply's latency and two branches per
+    // digit of its counter.
+    let (head, tail) = s.split_at(s.len().min(19));
     let mut v: u64 = 0;
-    for &b in s {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    for &b in head {
+        v = v * 10 + digit(b)?;
+    }
+    for &b in tail {
+        v = v.checked_mul(10)?.checked_add(digit(b)?)?;
     }
     Some(v)
 }

@@ -107,14 +107,14 @@ pub(crate) fn hash(seed: u64, key: &[u8], shards: usize) -> Hashed {
         // the stack and read back whole: a wide load of narrower stores
         // misses store-to-load forwarding (a stall of a dozen cycles on
         // every lookup of a key whose length is not a multiple of 8).
-        let w = match key.len() {
+        let w = if let Some(last) = key.last_chunk::<8>() {
             // The key's last 8 bytes, overlapping its last full word.
-            8.. => u64::from_le_bytes(word(key, key.len() - 8)),
-            n @ 4..=7 => {
-                u64::from(u32::from_le_bytes(word(key, 0)))
-                    | u64::from(u32::from_le_bytes(word(key, n - 4))) << 32
-            }
-            n => u64::from(key[0]) | u64::from(key[n / 2]) << 8 | u64::from(key[n - 1]) << 16,
+            u64::from_le_bytes(*last)
+        } else if let (Some(lo), Some(hi)) = (key.first_chunk::<4>(), key.last_chunk::<4>()) {
+            u64::from(u32::from_le_bytes(*lo)) | u64::from(u32::from_le_bytes(*hi)) << 32
+        } else {
+            let n = key.len();
+            u64::from(key[0]) | u64::from(key[n / 2]) << 8 | u64::from(key[n - 1]) << 16
         };
         h = (h ^ w).wrapping_mul(K).rotate_left(31);
     }
@@ -125,14 +125,6 @@ pub(crate) fn hash(seed: u64, key: &[u8], shards: usize) -> Hashed {
         t1: h as u32 & TAG_MASK,
         t2: h2 as u32 & TAG_MASK,
     }
-}
-
-/// The `N` bytes of `s` at `at`.
-#[inline(always)]
-fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
-    let mut w = [0u8; N];
-    w.copy_from_slice(&s[at..at + N]);
-    w
 }
 
 #[inline]
