@@ -2329,6 +2329,32 @@ fn resp_collections_transcript() {
     rt(&mut c, &["ZPOPMAX", "z"], b"*2\r\n$1\r\na\r\n$1\r\n5\r\n");
     rt(&mut c, &["ZREM", "z", "c"], b":1\r\n");
     rt(&mut c, &["EXISTS", "z"], b":0\r\n");
+    // Removals on a missing key answer as Redis does and create nothing.
+    rt(&mut c, &["SPOP", "none"], b"$-1\r\n");
+    rt(&mut c, &["SPOP", "none", "3"], b"*0\r\n");
+    rt(&mut c, &["SREM", "none", "a"], b":0\r\n");
+    rt(&mut c, &["SMOVE", "none", "t", "a"], b":0\r\n");
+    rt(&mut c, &["HDEL", "none", "f"], b":0\r\n");
+    rt(&mut c, &["ZREM", "none", "a"], b":0\r\n");
+    rt(&mut c, &["ZREMRANGEBYSCORE", "none", "0", "9"], b":0\r\n");
+    rt(&mut c, &["ZREMRANGEBYRANK", "none", "0", "-1"], b":0\r\n");
+    rt(&mut c, &["ZREMRANGEBYLEX", "none", "-", "+"], b":0\r\n");
+    rt(&mut c, &["ZPOPMIN", "none"], b"*0\r\n");
+    rt(&mut c, &["EXISTS", "none"], b":0\r\n");
+    // ...and still refuse a key of another type.
+    rt(&mut c, &["SET", "str", "v"], b"+OK\r\n");
+    for cmd in [
+        &["SPOP", "str"][..],
+        &["SREM", "str", "a"],
+        &["HDEL", "str", "f"],
+        &["ZREM", "str", "a"],
+    ] {
+        rt(
+            &mut c,
+            cmd,
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        );
+    }
 }
 
 /// MEMORY USAGE: what a key holds against `-m` (its slot, index cell and a

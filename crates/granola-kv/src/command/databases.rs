@@ -282,6 +282,17 @@ impl Storage for Db<'_> {
         self.wrote();
         self.with_key(key, |k| self.store.update_dict(k, kind, growth, f))
     }
+    fn shrink_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
+    ) -> Result<bool, StoreError> {
+        self.wrote();
+        self.with_key(key, |k| {
+            self.store.shrink_dict(k, kind, f).map(|r| r.is_some())
+        })
+    }
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError> {
         self.wrote();
         self.with_key(key, |k| self.store.put_dict(k, kind, dict, meta))

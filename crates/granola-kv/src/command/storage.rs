@@ -137,6 +137,14 @@ pub trait Storage: Send + Sync {
         growth: Growth,
         f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
     ) -> Result<(), StoreError>;
+    /// Runs `f` on the hash or set at `key` for an edit that only removes
+    /// (see [`Store::shrink_dict`]); false, and `f` does not run, if absent.
+    fn shrink_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
+    ) -> Result<bool, StoreError>;
     /// Replaces `key` with a copy of a hash or set.
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError>;
 }
@@ -244,6 +252,14 @@ impl Storage for Store {
         f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
     ) -> Result<(), StoreError> {
         Store::update_dict(self, key, kind, growth, f)
+    }
+    fn shrink_dict(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
+    ) -> Result<bool, StoreError> {
+        Store::shrink_dict(self, key, kind, f).map(|r| r.is_some())
     }
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError> {
         Store::put_dict(self, key, kind, dict, meta)

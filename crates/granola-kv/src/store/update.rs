@@ -5,7 +5,7 @@
 
 use super::dict::Charge;
 use super::element::{placement_bound, Placer};
-use super::index::{Hashed, Locked};
+use super::index::{Found, Hashed, Locked};
 use super::item::{lock_body, Body};
 use super::{adjust, Dict, DictEdit, Item, Kind, Meta, Store, StoreError};
 use std::sync::atomic::Ordering;
@@ -106,9 +106,46 @@ impl Store {
         self.check_len(key, 0)?;
         let h = self.hash(key);
         let l = self.lock(&h);
-        let Some(found) = self.find_live(&l, &h, key) else {
-            return self.create_dict(&l, &h, key, kind, growth, f);
-        };
+        match self.find_live(&l, &h, key) {
+            Some(found) => self.edit_stored_dict(&l, &found, key, kind, growth, f),
+            None => self.create_dict(&l, &h, key, kind, growth, f),
+        }
+    }
+
+    /// [`update_dict`](Self::update_dict) for an edit that only removes
+    /// (SREM, SPOP, HDEL, ZREM...): `None`, and `f` does not run, if `key`
+    /// is absent. A miss then builds no table to throw away.
+    pub fn shrink_dict<R>(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        if !kind.is_dict() {
+            return Err(StoreError::WrongType);
+        }
+        self.check_len(key, 0)?;
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        match self.find_live(&l, &h, key) {
+            Some(found) => self
+                .edit_stored_dict(&l, &found, key, kind, Growth::default(), f)
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`update_dict`](Self::update_dict) on the stored table `found`.
+    #[inline(always)]
+    fn edit_stored_dict<R>(
+        &self,
+        l: &Locked<'_>,
+        found: &Found,
+        key: &[u8],
+        kind: Kind,
+        growth: Growth,
+        f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
+    ) -> Result<R, StoreError> {
         if found.item.kind() != kind {
             return Err(StoreError::WrongType);
         }
@@ -119,14 +156,14 @@ impl Store {
         let Body::Dict(d) = &mut *guard else {
             return Err(StoreError::WrongType);
         };
-        let (r, changed) = self.edit_dict(&l, key, Some(id), d, growth, f)?;
+        let (r, changed) = self.edit_dict(l, key, Some(id), d, growth, f)?;
         // An empty stream stays (Redis keeps it, with its last ID).
         let empty = d.is_empty() && !d.is_stream();
         drop(guard);
         if changed {
             l.count_write();
             if empty {
-                self.remove(&l, found.pos, &found.item);
+                self.remove(l, found.pos, &found.item);
             } else {
                 self.mark_written(&found.item);
             }
@@ -135,9 +172,9 @@ impl Store {
     }
 
     /// [`update_dict`](Self::update_dict) on a missing key: `f` edits a
-    /// fresh table, which is stored only if `f` leaves something in it. A
-    /// removal that misses (SPOP, SREM, HDEL, ZREM on no key) shares and
-    /// allocates nothing.
+    /// fresh table, which is stored only if `f` leaves something in it. An
+    /// edit that declares no growth and misses (XDEL, XTRIM... on no key)
+    /// shares and allocates nothing.
     #[inline(never)]
     fn create_dict<R>(
         &self,
@@ -148,8 +185,9 @@ impl Store {
         growth: Growth,
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<R, StoreError> {
-        // An edit that adds nothing (a removal: SPOP, SREM, HDEL, ZREM...)
-        // leaves the fresh table empty: it gets its id only if it is kept,
+        // An edit that declares no growth (a stream's removals; those of
+        // hashes, sets and sorted sets take `shrink_dict`) leaves the fresh
+        // table empty: it gets its id only if it is kept,
         // and places nothing in pool memory meanwhile (see `edit_dict`).
         let adds = growth.entries != 0 || growth.bytes != 0;
         let id = adds.then(|| self.next_list_id.fetch_add(1, Ordering::Relaxed));

@@ -152,6 +152,30 @@ pub fn edit<R>(
     result.ok_or(Replied)
 }
 
+/// [`edit`] for an edit that only removes: on a missing key `f` does not
+/// run and the result is `R::default()` (nothing removed, nothing popped),
+/// without building a table to throw away.
+pub fn shrink<R: Default>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    t: CType,
+    f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
+) -> Result<R, Replied> {
+    let kind = t.dict_kind().expect("a hash, set or sorted set");
+    let mut f = Some(f);
+    let mut result = R::default();
+    let r = ctx.db.shrink_dict(key, kind, &mut |d| {
+        if let Some(f) = f.take() {
+            result = f(d);
+        }
+    });
+    if let Err(e) = r {
+        ctx.store_error(e);
+        return Err(Replied);
+    }
+    Ok(result)
+}
+
 /// The growth of writing these fields or members (and values).
 pub fn growth_of<'a>(entries: usize, parts: impl IntoIterator<Item = &'a [u8]>) -> Growth {
     Growth {

@@ -3,13 +3,13 @@
 //! table (see [`super::collections`]): O(1) per field.
 
 use super::collection_scan::scan_step;
-use super::collections::{edit, growth_of, read, reply_random, CType};
+use super::collections::{edit, growth_of, read, reply_random, shrink, CType};
 use super::sets::count_arg;
 use super::strings::parse_float;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Growth};
+use crate::store::Dict;
 
 const T: CType = CType::Hash;
 
@@ -121,7 +121,7 @@ fn half(ctx: &mut Ctx<'_>, cmd: &Command<'_>, values: bool) -> Step {
 
 /// `HDEL key field...`.
 pub fn hdel(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |h| {
+    if let Ok(n) = shrink(ctx, arg(cmd, 1), T, |h| {
         cmd.args().skip(2).filter(|f| h.remove(f)).count()
     }) {
         ctx.int(n as i64);

@@ -4,11 +4,13 @@
 //! [`super::collections`]) with empty values: O(1) per member.
 
 use super::collection_scan::scan_step;
-use super::collections::{edit, growth_of, random, read, reply_random, CType, MAX_RANDOM_COUNT};
+use super::collections::{
+    edit, growth_of, random, read, reply_random, shrink, CType, MAX_RANDOM_COUNT,
+};
 use super::{parse_i64, Ctx, Replied};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Element, Growth, Kind, Meta};
+use crate::store::{Dict, Element, Kind, Meta};
 
 const T: CType = CType::Set;
 
@@ -42,7 +44,7 @@ pub fn sadd(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `SREM key member...`: members removed.
 pub fn srem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
+    if let Ok(n) = shrink(ctx, arg(cmd, 1), T, |s| {
         cmd.args().skip(2).filter(|m| s.remove(m)).count()
     }) {
         ctx.int(n as i64);
@@ -129,7 +131,7 @@ pub fn spop(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Ok(count) = count_arg(ctx, cmd, false) else {
         return Step::Done;
     };
-    let Ok(popped) = edit(ctx, arg(cmd, 1), T, Growth::default(), |s| {
+    let Ok(popped) = shrink(ctx, arg(cmd, 1), T, |s| {
         let n = (count.unwrap_or(1) as usize).min(s.len());
         (0..n)
             .filter_map(|_| {
@@ -313,7 +315,7 @@ pub fn smove(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     if ctx.coll(dst, T).is_err() {
         return Step::Done;
     }
-    let Ok(moved) = edit(ctx, src, T, Growth::default(), |s| s.remove(m)) else {
+    let Ok(moved) = shrink(ctx, src, T, |s| s.remove(m)) else {
         return Step::Done;
     };
     if moved && edit(ctx, dst, T, growth_of(1, [m]), |s| s.insert(m, b"")).is_err() {

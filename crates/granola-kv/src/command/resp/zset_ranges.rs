@@ -4,13 +4,13 @@
 //! ZRANGEBYLEX, ZREVRANGEBYLEX; with ZLEXCOUNT and ZREMRANGEBYLEX. Also the
 //! score and lex bounds the other sorted-set commands parse.
 
-use super::collections::{edit, read, CType};
+use super::collections::{read, shrink, CType};
 use super::strings::parse_float;
 use super::zsets::{index_range, remove_picked, reply_pairs};
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Growth, Kind, Member, Meta};
+use crate::store::{Dict, Kind, Member, Meta};
 use std::ops::Bound;
 
 const T: CType = CType::ZSet;
@@ -357,7 +357,7 @@ pub fn zremrangebylex(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Ok(range) = lex_range(ctx, arg(cmd, 2), arg(cmd, 3)) else {
         return Step::Done;
     };
-    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+    if let Ok(n) = shrink(ctx, arg(cmd, 1), T, |z| {
         let Some((lo, hi)) = range else {
             return 0;
         };

@@ -8,14 +8,14 @@
 //! [`super::collections`]): O(log n) per member.
 
 use super::collection_scan::scan_step;
-use super::collections::{edit, growth_of, read, reply_random, CType};
+use super::collections::{edit, growth_of, read, reply_random, shrink, CType};
 use super::sets::count_arg;
 use super::strings::parse_float;
 use super::zset_ranges::score_range;
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::{self, Command};
-use crate::store::{Dict, Growth, Member};
+use crate::store::{Dict, Member};
 use std::borrow::Borrow;
 
 const T: CType = CType::ZSet;
@@ -170,7 +170,7 @@ pub fn zcard(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
 
 /// `ZREM key member...`.
 pub fn zrem(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
-    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+    if let Ok(n) = shrink(ctx, arg(cmd, 1), T, |z| {
         cmd.args().skip(2).filter(|m| z.remove_scored(m)).count()
     }) {
         ctx.int(n as i64);
@@ -278,7 +278,7 @@ pub fn zremrangebyscore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let Some((lo, hi)) = score_range(ctx, arg(cmd, 2), arg(cmd, 3)) else {
         return Step::Done;
     };
-    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+    if let Ok(n) = shrink(ctx, arg(cmd, 1), T, |z| {
         remove_picked(z, |z| z.by_score(lo, hi).collect())
     }) {
         ctx.int(n as i64);
@@ -292,7 +292,7 @@ pub fn zremrangebyrank(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         ctx.raw(resp::ERR_NOT_INTEGER);
         return Step::Done;
     };
-    if let Ok(n) = edit(ctx, arg(cmd, 1), T, Growth::default(), |z| {
+    if let Ok(n) = shrink(ctx, arg(cmd, 1), T, |z| {
         let (from, to) = index_range(a, b, z.len());
         remove_picked(z, |z| z.ranked(from, to))
     }) {
@@ -378,7 +378,7 @@ pub(super) fn pop_scored(
     count: usize,
     min: bool,
 ) -> Option<Vec<(Member, f64)>> {
-    edit(ctx, key, T, Growth::default(), |z| z.pop_scored(count, min)).ok()
+    shrink(ctx, key, T, |z| z.pop_scored(count, min)).ok()
 }
 
 fn zpop(ctx: &mut Ctx<'_>, cmd: &Command<'_>, min: bool) -> Step {
