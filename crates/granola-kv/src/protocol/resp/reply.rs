@@ -82,6 +82,11 @@ pub fn write_integer<S: ReplySink + ?Sized>(sink: &mut S, v: i64) {
 /// runs per INCR reply and per array header), written in place when the
 /// sink offers a region.
 fn write_number_line<S: ReplySink + ?Sized>(sink: &mut S, prefix: u8, negative: bool, n: u64) {
+    if n < 10 && !negative {
+        // One digit: most integer replies (SADD, DEL, EXISTS, HSET...)
+        // and small arrays' headers; no formatting.
+        return write_line(sink, &[prefix, b'0' + n as u8, b'\r', b'\n']);
+    }
     let mut buf = [0u8; 24];
     buf[0] = prefix;
     let mut len = 1;
