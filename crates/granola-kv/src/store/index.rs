@@ -84,8 +84,31 @@ pub(crate) struct Bucket(pub(crate) [AtomicU64; WAYS]);
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Hashed {
     pub shard: usize,
-    pub t1: u32,
-    pub t2: u32,
+    /// Both bucket tags in one word (`t1` low, `t2` high), written by one
+    /// store: the probes read them together, and a wide load of two
+    /// narrower stores misses store-to-load forwarding (a stall per
+    /// lookup).
+    tags: u64,
+}
+
+impl Hashed {
+    /// The first bucket's tag.
+    #[inline(always)]
+    pub(crate) fn t1(&self) -> u32 {
+        self.tags as u32
+    }
+
+    /// The second bucket's tag.
+    #[inline(always)]
+    pub(crate) fn t2(&self) -> u32 {
+        (self.tags >> 32) as u32
+    }
+
+    /// Both tags, the first bucket's first.
+    #[inline(always)]
+    pub(crate) fn tags(&self) -> [u32; 2] {
+        [self.t1(), self.t2()]
+    }
 }
 
 /// A seeded 64-bit hash of a key (8-byte words, multiply-rotate, a final
@@ -122,8 +145,7 @@ pub(crate) fn hash(seed: u64, key: &[u8], shards: usize) -> Hashed {
     let h2 = fmix(h ^ K);
     Hashed {
         shard: (((h >> 32) * shards as u64) >> 32) as usize,
-        t1: h as u32 & TAG_MASK,
-        t2: h2 as u32 & TAG_MASK,
+        tags: u64::from(h as u32 & TAG_MASK) | u64::from(h2 as u32 & TAG_MASK) << 32,
     }
 }
 
@@ -266,7 +288,7 @@ impl Shard {
         'retry: loop {
             let v1 = self.version.load(Ordering::Acquire);
             let mask = (1usize << self.level.load(Ordering::Acquire)) - 1;
-            for tag in [h.t1, h.t2] {
+            for tag in h.tags() {
                 let b = tag as usize & mask;
                 for (way, cell) in self.bucket(b).0.iter().enumerate() {
                     let e = cell.load(Ordering::Acquire);
@@ -290,7 +312,7 @@ impl Shard {
                         None => continue 'retry,
                     }
                 }
-                if h.t1 == h.t2 {
+                if h.t1() == h.t2() {
                     break;
                 }
             }
@@ -328,7 +350,7 @@ impl Locked<'_> {
     #[inline(always)]
     pub(crate) fn find(&self, pool: &Pool, h: &Hashed, key: &[u8]) -> Option<Found> {
         let mask = self.shard.buckets() - 1;
-        for tag in [h.t1, h.t2] {
+        for tag in h.tags() {
             let b = tag as usize & mask;
             for (way, cell) in self.shard.bucket(b).0.iter().enumerate() {
                 let e = cell.load(Ordering::Acquire);
@@ -359,7 +381,7 @@ impl Locked<'_> {
     /// both buckets are full (grow, then ask again).
     pub(crate) fn free_slot(&self, h: &Hashed) -> Option<(Pos, u32)> {
         let mask = self.shard.buckets() - 1;
-        for tag in [h.t1, h.t2] {
+        for tag in h.tags() {
             let b = tag as usize & mask;
             for (way, cell) in self.shard.bucket(b).0.iter().enumerate() {
                 if cell.load(Ordering::Relaxed) & OCCUPIED == 0 {
@@ -382,7 +404,7 @@ impl Locked<'_> {
     ) -> Option<(Pos, u32)> {
         let sh = self.shard;
         let mask = sh.buckets() - 1;
-        for tag in [h.t1, h.t2] {
+        for tag in h.tags() {
             let b = tag as usize & mask;
             for (way, cell) in sh.bucket(b).0.iter().enumerate() {
                 let e = cell.load(Ordering::Relaxed);
@@ -390,7 +412,7 @@ impl Locked<'_> {
                     continue;
                 };
                 let xh = rehash(item.key());
-                let alt = if entry_tag(e) == xh.t1 { xh.t2 } else { xh.t1 };
+                let alt = if entry_tag(e) == xh.t1() { xh.t2() } else { xh.t1() };
                 let ab = alt as usize & mask;
                 if ab == b {
                     continue;
@@ -489,7 +511,7 @@ mod tests {
                 k[at] ^= 0x5a;
                 let h = hash(9, &k, 1 << 20);
                 assert!(
-                    (h.shard, h.t1, h.t2) != (base.shard, base.t1, base.t2),
+                    (h.shard, h.tags) != (base.shard, base.tags),
                     "length {n}, byte {at}"
                 );
             }
@@ -500,7 +522,7 @@ mod tests {
     fn hash_spreads_and_tags_differ() {
         let h = hash(1, b"user:1", 512);
         assert!(h.shard < 512);
-        assert_ne!(h.t1, h.t2);
+        assert_ne!(h.t1(), h.t2());
         let mut shards = [0u32; 16];
         for i in 0..16_000u32 {
             shards[hash(7, &i.to_le_bytes(), 16).shard] += 1;
