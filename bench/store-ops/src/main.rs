@@ -4,14 +4,16 @@
 //! a nanosecond; through redis-benchmark it drowns in the kernel's share
 //! and the machine's noise.
 //!
-//! - `incr`: `update_string` on redis-benchmark INCR's 20-byte key: parse
-//!   the counter, add one, store the digits.
+//! - `incr`: `update_string` on redis-benchmark INCR's 20-byte key through
+//!   the `Storage` trait, as the server calls it: parse the counter, add
+//!   one, store the digits and build the reply line around them.
 //! - `sadd`: `update_dict` on SADD's 5-byte set key, adding the member it
 //!   already holds (redis-benchmark SADD's steady state).
 //! - `get`: a lock-free read of the INCR key.
 //!
 //! Usage: `store-ops [OPS_PER_ROUND] [ROUNDS]` (defaults 5000000 and 7).
 
+use granola_kv::command::Storage;
 use granola_kv::store::{Growth, Kind, Store, StoreConfig};
 use std::hint::black_box;
 use std::time::Instant;
@@ -21,14 +23,27 @@ const SET: &[u8] = b"myset";
 const MEMBER: &[u8] = b"element:__rand_int__";
 
 fn incr(s: &Store) {
-    let r = s.update_string(black_box(COUNTER), |cur, store| {
+    // Through the command layer's storage trait, with a `dyn` edit, as the
+    // server's INCR calls it (the same instance of `update_string`), and
+    // the reply line built around the stored digits as the server does.
+    let storage: &dyn Storage = s;
+    let mut line = [0u8; 24];
+    let mut len = 0;
+    let r = storage.update_string(black_box(COUNTER), &mut |cur, store| {
         let v = cur
             .and_then(|c| std::str::from_utf8(c).ok()?.parse::<u64>().ok())
             .unwrap_or(0);
         let mut digits = itoa::Buffer::new();
-        store(digits.format(v + 1).as_bytes());
+        let digits = digits.format(v + 1).as_bytes();
+        let end = 1 + digits.len();
+        line[0] = b':';
+        line[1..end].copy_from_slice(digits);
+        store(&line[1..end]);
+        line[end..end + 2].copy_from_slice(b"\r\n");
+        len = end + 2;
     });
     r.expect("INCR on a string key");
+    black_box(&line[..len]);
 }
 
 fn sadd(s: &Store) {

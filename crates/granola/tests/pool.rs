@@ -277,20 +277,16 @@ fn handle_round_trip() {
 fn a_slot_held_by_its_handle_and_one_buf_is_rewritten_in_place() {
     let p = pool(2 * SEGMENT_SIZE);
     let h = p.into_handle(p.alloc_copy(b"old value").unwrap()).unwrap();
-    let b = p.try_acquire(h).unwrap();
-    let b = p
-        .rewrite_in_place(b, Some(7), |bytes| {
-            assert_eq!(bytes.len(), 64, "the whole slot");
-            bytes[..9].copy_from_slice(b"new value");
-        })
-        .unwrap();
+    let mut b = p.try_acquire(h).unwrap();
+    assert!(p.rewrite_in_place(&mut b, Some(7), |bytes| {
+        assert_eq!(bytes.len(), 64, "the whole slot");
+        bytes[..9].copy_from_slice(b"new value");
+    }));
     assert_eq!(&b[..9], b"new value");
     assert_eq!(b.ref_count(), 2, "the handle's and ours, as before");
     assert_eq!(b.slot_word().load(std::sync::atomic::Ordering::Relaxed), 7);
     // Without a word, the slot's word stays.
-    let b = p
-        .rewrite_in_place(b, None, |bytes| bytes[0] = b'N')
-        .unwrap();
+    assert!(p.rewrite_in_place(&mut b, None, |bytes| bytes[0] = b'N'));
     assert_eq!(b.slot_word().load(std::sync::atomic::Ordering::Relaxed), 7);
     let reader = p.try_acquire(h).expect("acquirable again");
     assert_eq!(&reader[..9], b"New value");
@@ -306,26 +302,25 @@ fn a_slot_anyone_else_can_read_is_not_rewritten() {
     let never = |_: &mut [u8]| panic!("must not be called");
     // Another Buf (a reply being sent) holds the slot.
     let h = p.into_handle(p.alloc_copy(b"sent").unwrap()).unwrap();
-    let b = p.try_acquire(h).unwrap();
+    let mut b = p.try_acquire(h).unwrap();
     let in_flight = b.clone();
-    let b = p.rewrite_in_place(b, None, never).unwrap_err();
+    assert!(!p.rewrite_in_place(&mut b, None, never));
     assert_eq!(&in_flight[..4], b"sent");
     drop(in_flight);
     // A view of part of the slot.
-    let part = p.rewrite_in_place(b.slice(..4), None, never).unwrap_err();
+    let mut part = b.slice(..4);
+    assert!(!p.rewrite_in_place(&mut part, None, never));
     drop(part);
-    let b = p
-        .rewrite_in_place(b, Some(7), |bytes| bytes[0] = b'S')
-        .unwrap();
+    assert!(p.rewrite_in_place(&mut b, Some(7), |bytes| bytes[0] = b'S'));
     assert_eq!(&b[..4], b"Sent");
     // No handle: the slot may be shared in ways the count cannot show.
-    let lone = p.alloc_copy(b"lone").unwrap();
-    let lone = p.rewrite_in_place(lone, None, never).unwrap_err();
+    let mut lone = p.alloc_copy(b"lone").unwrap();
+    assert!(!p.rewrite_in_place(&mut lone, None, never));
     // Another pool's buffer.
     let q = pool(2 * SEGMENT_SIZE);
     let hq = q.into_handle(q.alloc_copy(b"theirs").unwrap()).unwrap();
-    let theirs = q.try_acquire(hq).unwrap();
-    let theirs = p.rewrite_in_place(theirs, None, never).unwrap_err();
+    let mut theirs = q.try_acquire(hq).unwrap();
+    assert!(!p.rewrite_in_place(&mut theirs, None, never));
     drop((b, lone, theirs));
     assert!(p.release_handle(h));
     assert!(q.release_handle(hq));
@@ -335,14 +330,12 @@ fn a_slot_anyone_else_can_read_is_not_rewritten() {
 fn a_slot_being_rewritten_cannot_be_acquired() {
     let p = pool(2 * SEGMENT_SIZE);
     let h = p.into_handle(p.alloc_copy(b"x").unwrap()).unwrap();
-    let b = p.try_acquire(h).unwrap();
-    let b = p
-        .rewrite_in_place(b, None, |_| {
-            assert!(p.try_acquire(h).is_none(), "a reader looks again later");
-            assert!(p.from_handle(h).is_none());
-            assert!(!p.release_handle(h));
-        })
-        .unwrap();
+    let mut b = p.try_acquire(h).unwrap();
+    assert!(p.rewrite_in_place(&mut b, None, |_| {
+        assert!(p.try_acquire(h).is_none(), "a reader looks again later");
+        assert!(p.from_handle(h).is_none());
+        assert!(!p.release_handle(h));
+    }));
     drop(b);
     assert!(p.release_handle(h));
 }
@@ -366,10 +359,8 @@ fn concurrent_readers_see_whole_rewrites_only() {
         });
         let mut done = 0;
         for i in 0..ITERS {
-            if let Some(b) = p.try_acquire(h) {
-                if p.rewrite_in_place(b, Some(7), |bytes| bytes[..100].fill(i as u8))
-                    .is_ok()
-                {
+            if let Some(mut b) = p.try_acquire(h) {
+                if p.rewrite_in_place(&mut b, Some(7), |bytes| bytes[..100].fill(i as u8)) {
                     done += 1;
                 }
             }

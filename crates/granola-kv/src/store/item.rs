@@ -590,11 +590,19 @@ pub(crate) enum Content<'a> {
 }
 
 /// Metadata of a new item.
+///
+/// In C order, the CAS before the expiry: the item header has them the
+/// other way round, so writing one into the other cannot be merged into
+/// one 16-byte copy. A header is usually written a few instructions
+/// before it is read, each field by its own store, and a load spanning
+/// two stores misses store-to-load forwarding (a stall on every INCR and
+/// in-place SET).
 #[derive(Clone, Copy)]
+#[repr(C)]
 pub(crate) struct Header {
-    pub flags: u32,
-    pub expires_at_ms: u64,
     pub cas: u64,
+    pub expires_at_ms: u64,
+    pub flags: u32,
     /// [`Marks`] bits.
     pub marks: u8,
 }
@@ -643,7 +651,7 @@ pub(crate) fn item_len(key: &[u8], content: &Content<'_>) -> usize {
 }
 
 /// An item's header bytes.
-fn header(kind: u8, key_len: usize, value_len: usize, h: Header) -> [u8; HEADER_LEN] {
+fn header(kind: u8, key_len: usize, value_len: usize, h: &Header) -> [u8; HEADER_LEN] {
     let mut head = [0u8; HEADER_LEN];
     head[0] = kind;
     head[1] = h.marks;
@@ -661,22 +669,28 @@ impl Item {
     /// it (nothing but the index's handle and this item refers to the
     /// slot; see [`Pool::rewrite_in_place`]) and the new item needs a slot
     /// of the same size; the slot's access word becomes `word`. The key's
-    /// bytes are left where they are. `Err(self)` unchanged otherwise.
-    #[inline]
+    /// bytes are left where they are. True if it did (this item then
+    /// describes the new value), false if nothing changed. By reference:
+    /// a writer that found the item moves nothing (see
+    /// [`Pool::rewrite_in_place`]). Inlined into the writer, which has
+    /// just built `h`: its fields are then read from registers, where a
+    /// call read the CAS and the expiry with one wide load of their two
+    /// fresh stores, which misses store-to-load forwarding.
+    #[inline(always)]
     pub(crate) fn rewrite_str(
-        self,
+        &mut self,
         pool: &Pool,
         parts: &[&[u8]],
-        h: Header,
+        h: &Header,
         word: u32,
-    ) -> Result<(), Item> {
+    ) -> bool {
         let new_len: usize = parts.iter().map(|p| p.len()).sum();
         let value_at = self.value_start();
         if self.kind != Kind::String
             || self.body.is_some()
             || Pool::slot_size_for(value_at + new_len) != self.buf.len()
         {
-            return Err(self);
+            return false;
         }
         let head = header(KIND_STRING, self.key_len as usize, new_len, h);
         let write = |bytes: &mut [u8]| {
@@ -688,67 +702,31 @@ impl Item {
                 rest = tail;
             }
         };
-        let Item {
-            buf,
-            kind,
-            key_len,
-            value_len,
-            seen,
-            body,
-        } = self;
-        match pool.rewrite_in_place(buf, Some(word), write) {
-            Ok(_) => Ok(()),
-            Err(buf) => Err(Item {
-                buf,
-                kind,
-                key_len,
-                value_len,
-                seen,
-                body,
-            }),
+        if !pool.rewrite_in_place(&mut self.buf, Some(word), write) {
+            return false;
         }
+        self.value_len = new_len as u32;
+        self.seen = word;
+        true
     }
 
     /// Writes header `h` over this item's own (flags, expiry, CAS and
     /// marks; kind, key and value stay), when the pool allows it (see
     /// [`Item::rewrite_str`]). The slot's access word stays. `Err(self)`
     /// unchanged otherwise.
-    pub(crate) fn rewrite_header(self, pool: &Pool, h: Header) -> Result<Item, Item> {
+    pub(crate) fn rewrite_header(mut self, pool: &Pool, h: Header) -> Result<Item, Item> {
         let head = header(
             self.buf[0],
             self.key_len as usize,
             self.value_len as usize,
-            h,
+            &h,
         );
-        self.with_buf(|buf| {
-            pool.rewrite_in_place(buf, None, |bytes| {
-                bytes[..HEADER_LEN].copy_from_slice(&head);
-            })
-        })
-    }
-
-    /// This item over the slot `f` returns (the same slot, rewritten or
-    /// not): `Ok` if `f` did, `Err` if it gave the buffer back unchanged.
-    fn with_buf(self, f: impl FnOnce(Buf) -> Result<Buf, Buf>) -> Result<Item, Item> {
-        let Item {
-            buf,
-            kind,
-            key_len,
-            value_len,
-            seen,
-            body,
-        } = self;
-        let item = |buf| Item {
-            buf,
-            kind,
-            key_len,
-            value_len,
-            seen,
-            body,
-        };
-        match f(buf) {
-            Ok(buf) => Ok(item(buf)),
-            Err(buf) => Err(item(buf)),
+        if pool.rewrite_in_place(&mut self.buf, None, |bytes| {
+            bytes[..HEADER_LEN].copy_from_slice(&head);
+        }) {
+            Ok(self)
+        } else {
+            Err(self)
         }
     }
 }
@@ -772,7 +750,7 @@ pub(crate) fn build_in(
     let value_len = content.value_len();
     let total = HEADER_LEN + key.len() + value_len;
     let mut w: BufMut = pool.alloc(total.max(min_slot))?;
-    w.extend_from_slice(&header(content.kind_byte(), key.len(), value_len, h));
+    w.extend_from_slice(&header(content.kind_byte(), key.len(), value_len, &h));
     w.extend_from_slice(key);
     match content {
         Content::Str(parts) => {

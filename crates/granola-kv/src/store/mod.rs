@@ -720,7 +720,7 @@ impl Store {
         self.check_len(key, value.len())?;
         let h = self.hash(key);
         let l = self.lock(&h);
-        let old = self.find_live(&l, &h, key);
+        let mut old = self.find_live(&l, &h, key);
         let parts: [&[u8]; 1] = [value];
         let cas = extra.cas.unwrap_or_else(|| self.new_cas());
         let key_marks = if extra.binary_key {
@@ -735,7 +735,7 @@ impl Store {
                 cas,
                 marks: key_marks,
             };
-            self.put_string(&l, &h, key, &parts, hdr, old)?;
+            self.put_string(&l, &h, key, &parts, hdr, &mut old)?;
             l.count_write();
             return Ok(cas);
         }
@@ -852,7 +852,7 @@ impl Store {
         // over the old text padded with spaces (when nothing else holds
         // the item), which protocol.txt allows but clients cannot count on.
         let parts: [&[u8]; 1] = [digits.as_bytes()];
-        self.put_string(&l, &h, key, &parts, hdr, Some(f))?;
+        self.put_string(&l, &h, key, &parts, hdr, &mut Some(f))?;
         l.count_write();
         Ok(new)
     }
@@ -870,7 +870,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let h = self.hash(key);
         let l = self.lock(&h);
-        let old = self.find_live(&l, &h, key);
+        let mut old = self.find_live(&l, &h, key);
         if old.as_ref().is_some_and(|o| o.item.kind() != Kind::String) {
             return Err(StoreError::WrongType);
         }
@@ -899,15 +899,16 @@ impl Store {
         };
         if old.is_none() || short.is_some() {
             let hdr = hdr(0);
-            let mut old = old;
             let mut store = |new: &[u8]| {
                 let hdr = Header {
                     cas: self.new_cas(),
                     ..hdr
                 };
                 result = self
-                    .put_string(&l, &h, key, &[new], hdr, old.take())
+                    .put_string(&l, &h, key, &[new], hdr, &mut old)
                     .map(|()| l.count_write());
+                // Replaced (or rewritten): a second call stores anew.
+                old = None;
             };
             f(short.map(|n| &copy[..n]), &mut store);
             return result;
@@ -1675,7 +1676,8 @@ impl Store {
 
     /// Stores the string `key` = `parts` over `old` (the key's live item,
     /// if any): in `old`'s own slot when it can be written over, else as a
-    /// new item (`put_locked`).
+    /// new item (`put_locked`). `old` stays the caller's: stale after the
+    /// call, to be dropped.
     #[inline(always)]
     fn put_string(
         &self,
@@ -1684,15 +1686,14 @@ impl Store {
         key: &[u8],
         parts: &[&[u8]],
         hdr: Header,
-        old: Option<Found>,
+        old: &mut Option<Found>,
     ) -> Result<(), StoreError> {
-        let old = match old {
-            Some(f) => match self.overwrite_in_place(l, f, key, parts, hdr) {
-                Ok(()) => return Ok(()),
-                Err(f) => Some(f),
-            },
-            None => None,
-        };
+        // `old` is edited where it lies (see `Pool::rewrite_in_place`).
+        if let Some(f) = old {
+            if self.overwrite_in_place(l, f, key, parts, &hdr) {
+                return Ok(());
+            }
+        }
         self.put_locked(l, h, key, &Content::Str(parts), hdr, old.as_ref())
             .map(drop)
     }
@@ -1734,26 +1735,27 @@ impl Store {
     /// slot, as a fresh store (access word and CLOCK bit as `put_locked`
     /// sets them), when `f`'s item is a string that nothing else holds and
     /// the new one needs a slot of the same size: no allocation, no
-    /// release, no index change and no change to the counters. `Err(f)`
-    /// unchanged otherwise (then `put_locked`).
+    /// release, no index change and no change to the counters; `f` then
+    /// describes the new item. False, and nothing changed, otherwise (then
+    /// `put_locked`).
     #[inline(always)]
     fn overwrite_in_place(
         &self,
         l: &Locked<'_>,
-        f: Found,
+        f: &mut Found,
         key: &[u8],
         parts: &[&[u8]],
-        hdr: Header,
-    ) -> Result<(), Found> {
-        let Found { pos, entry, item } = f;
+        hdr: &Header,
+    ) -> bool {
         let word = access::stamp(self.clock.coarse_s(), false);
-        item.rewrite_str(&self.pool, parts, hdr, word)
-            .map_err(|item| Found { pos, entry, item })?;
-        if entry & REF == 0 {
-            l.cell(pos).fetch_or(REF, Ordering::Relaxed);
+        if !f.item.rewrite_str(&self.pool, parts, hdr, word) {
+            return false;
         }
-        self.note_expiry(l, pos, entry, hdr.expires_at_ms, key);
-        Ok(())
+        if f.entry & REF == 0 {
+            l.cell(f.pos).fetch_or(REF, Ordering::Relaxed);
+        }
+        self.note_expiry(l, f.pos, f.entry, hdr.expires_at_ms, key);
+        true
     }
 
     /// Builds the item and swaps it into the index, evicting as needed.

@@ -14,7 +14,8 @@
 //! bytes of a `Buf`: once frozen, pool data is immutable for everyone who
 //! can read it (the write protection that Cornflakes leaves to the
 //! application). The one exception, [`Pool::rewrite_in_place`](super::Pool::rewrite_in_place),
-//! consumes the only `Buf` of its slot, so no reader is left to see it.
+//! borrows the only `Buf` of its slot mutably, so no reader is left to
+//! see the bytes change.
 
 use super::{release_slot, PoolInner, COUNT_MASK, MAX_REFS};
 use std::ops::{Bound, Deref, RangeBounds};

@@ -886,8 +886,14 @@ impl Pool {
     /// view the whole slot, and the slot's segment must not be draining.
     /// The slot word becomes `word`, if given, before readers can see the
     /// new bytes (a new value starts afresh, as after an allocation; a
-    /// rewrite of metadata may keep it). Returns `buf` (now viewing the new
-    /// bytes), or `Err(buf)` unchanged.
+    /// rewrite of metadata may keep it). Returns true if `write` ran (`buf`
+    /// then views the new bytes), false if nothing changed.
+    ///
+    /// `buf` is borrowed, not taken, so that a caller rewriting an item
+    /// it found moves nothing: a move copies the caller's structure
+    /// through the stack, and the copy's wide loads of the narrower stores
+    /// that just built it stall. It is borrowed mutably so that `write`
+    /// cannot hold it and clone it while the bytes change.
     ///
     /// The count proves that no other [`Buf`] exists (an in-flight
     /// zero-copy send holds one, so its bytes are never rewritten), and
@@ -902,12 +908,12 @@ impl Pool {
     /// [`try_acquire`]: Self::try_acquire
     pub fn rewrite_in_place(
         &self,
-        buf: Buf,
+        buf: &mut Buf,
         word: Option<u32>,
         write: impl FnOnce(&mut [u8]),
-    ) -> Result<Buf, Buf> {
+    ) -> bool {
         if buf.pool_ptr() != Arc::as_ptr(&self.inner) {
-            return Err(buf);
+            return false;
         }
         let slot = self.inner.slot_from_rc(buf.rc_ptr());
         let (off, len) = self.inner.slot_extent(slot);
@@ -917,7 +923,7 @@ impl Pool {
             || buf.len() != len
             || self.inner.seg_draining[seg].load(Ordering::Relaxed)
         {
-            return Err(buf);
+            return false;
         }
         debug_assert_eq!(
             start.as_ptr().addr() - self.inner.data.base().as_ptr().addr(),
@@ -936,7 +942,7 @@ impl Pool {
             )
             .is_err()
         {
-            return Err(buf);
+            return false;
         }
         /// Puts the count back, also if `write` panics (the bytes are then
         /// whatever it left, as after a panicking `BufMut` writer).
@@ -957,7 +963,7 @@ impl Pool {
         }
         drop(reopened);
         self.inner.touch_segment(seg);
-        Ok(buf)
+        true
     }
 
     /// The size of the slot `buf` lives in (what it costs against the
