@@ -412,7 +412,11 @@ impl Locked<'_> {
                     continue;
                 };
                 let xh = rehash(item.key());
-                let alt = if entry_tag(e) == xh.t1() { xh.t2() } else { xh.t1() };
+                let alt = if entry_tag(e) == xh.t1() {
+                    xh.t2()
+                } else {
+                    xh.t1()
+                };
                 let ab = alt as usize & mask;
                 if ab == b {
                     continue;

@@ -100,12 +100,7 @@ impl Store {
         growth: Growth,
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<R, StoreError> {
-        if !kind.is_dict() {
-            return Err(StoreError::WrongType);
-        }
-        self.check_len(key, 0)?;
-        let h = self.hash(key);
-        let l = self.lock(&h);
+        let (h, l) = self.lock_dict(key, kind)?;
         match self.find_live(&l, &h, key) {
             Some(found) => self.edit_stored_dict(&l, &found, key, kind, growth, f),
             None => self.create_dict(&l, &h, key, kind, growth, f),
@@ -121,18 +116,25 @@ impl Store {
         kind: Kind,
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<Option<R>, StoreError> {
-        if !kind.is_dict() {
-            return Err(StoreError::WrongType);
-        }
-        self.check_len(key, 0)?;
-        let h = self.hash(key);
-        let l = self.lock(&h);
+        let (h, l) = self.lock_dict(key, kind)?;
         match self.find_live(&l, &h, key) {
             Some(found) => self
                 .edit_stored_dict(&l, &found, key, kind, Growth::default(), f)
                 .map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The hash of `key` and its lock, for an edit of a table of `kind`.
+    #[inline(always)]
+    fn lock_dict(&self, key: &[u8], kind: Kind) -> Result<(Hashed, Locked<'_>), StoreError> {
+        if !kind.is_dict() {
+            return Err(StoreError::WrongType);
+        }
+        self.check_len(key, 0)?;
+        let h = self.hash(key);
+        let l = self.lock(&h);
+        Ok((h, l))
     }
 
     /// [`update_dict`](Self::update_dict) on the stored table `found`.
