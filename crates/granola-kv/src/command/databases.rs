@@ -287,11 +287,9 @@ impl Storage for Db<'_> {
         key: &[u8],
         kind: Kind,
         f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(), StoreError> {
         self.wrote();
-        self.with_key(key, |k| {
-            self.store.shrink_dict(k, kind, f).map(|r| r.is_some())
-        })
+        self.with_key(key, |k| self.store.shrink_dict(k, kind, f).map(drop))
     }
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError> {
         self.wrote();

@@ -138,13 +138,13 @@ pub trait Storage: Send + Sync {
         f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
     ) -> Result<(), StoreError>;
     /// Runs `f` on the hash or set at `key` for an edit that only removes
-    /// (see [`Store::shrink_dict`]); false, and `f` does not run, if absent.
+    /// (see [`Store::shrink_dict`]); `f` does not run if `key` is absent.
     fn shrink_dict(
         &self,
         key: &[u8],
         kind: Kind,
         f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
-    ) -> Result<bool, StoreError>;
+    ) -> Result<(), StoreError>;
     /// Replaces `key` with a copy of a hash or set.
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError>;
 }
@@ -258,8 +258,8 @@ impl Storage for Store {
         key: &[u8],
         kind: Kind,
         f: &mut dyn FnMut(&mut DictEdit<'_, '_>),
-    ) -> Result<bool, StoreError> {
-        Store::shrink_dict(self, key, kind, f).map(|r| r.is_some())
+    ) -> Result<(), StoreError> {
+        Store::shrink_dict(self, key, kind, f).map(drop)
     }
     fn put_dict(&self, key: &[u8], kind: Kind, dict: &Dict, meta: Meta) -> Result<(), StoreError> {
         Store::put_dict(self, key, kind, dict, meta)

@@ -1676,8 +1676,9 @@ impl Store {
 
     /// Stores the string `key` = `parts` over `old` (the key's live item,
     /// if any): in `old`'s own slot when it can be written over, else as a
-    /// new item (`put_locked`). `old` stays the caller's: stale after the
-    /// call, to be dropped.
+    /// new item (`put_locked`). `old` stays where the caller keeps it:
+    /// afterwards the rewritten item or the replaced one, for the caller to
+    /// drop.
     #[inline(always)]
     fn put_string(
         &self,

@@ -71,8 +71,9 @@ fn body(item: &Item) -> Vec<Vec<u8>> {
 }
 
 use super::{Ctx, Replied};
+use crate::command::Storage;
 use crate::protocol::resp;
-use crate::store::{Dict, DictEdit, Element, Growth, ListEdit};
+use crate::store::{Dict, DictEdit, Element, Growth, ListEdit, StoreError};
 
 impl Ctx<'_> {
     /// The collection at `key` if it is of type `t`; `Err` (WRONGTYPE
@@ -138,18 +139,7 @@ pub fn edit<R>(
     f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
 ) -> Result<R, Replied> {
     let kind = t.dict_kind().expect("a hash, set or sorted set");
-    let mut f = Some(f);
-    let mut result = None;
-    let r = ctx.db.update_dict(key, kind, growth, &mut |d| {
-        if let Some(f) = f.take() {
-            result = Some(f(d));
-        }
-    });
-    if let Err(e) = r {
-        ctx.store_error(e);
-        return Err(Replied);
-    }
-    result.ok_or(Replied)
+    run_once(ctx, f, |db, f| db.update_dict(key, kind, growth, f))?.ok_or(Replied)
 }
 
 /// [`edit`] for an edit that only removes: on a missing key `f` does not
@@ -162,11 +152,22 @@ pub fn shrink<R: Default>(
     f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
 ) -> Result<R, Replied> {
     let kind = t.dict_kind().expect("a hash, set or sorted set");
+    Ok(run_once(ctx, f, |db, f| db.shrink_dict(key, kind, f))?.unwrap_or_default())
+}
+
+/// Hands `f` to one of the storage's table edits (`call`) and returns its
+/// result (None if the edit did not run it); a store error is written and
+/// returned as `Err`.
+fn run_once<R>(
+    ctx: &mut Ctx<'_>,
+    f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
+    call: impl FnOnce(&dyn Storage, &mut dyn FnMut(&mut DictEdit<'_, '_>)) -> Result<(), StoreError>,
+) -> Result<Option<R>, Replied> {
     let mut f = Some(f);
-    let mut result = R::default();
-    let r = ctx.db.shrink_dict(key, kind, &mut |d| {
+    let mut result = None;
+    let r = call(ctx.db, &mut |d| {
         if let Some(f) = f.take() {
-            result = f(d);
+            result = Some(f(d));
         }
     });
     if let Err(e) = r {
