@@ -35,7 +35,8 @@ impl Store {
     ) -> Result<R, StoreError> {
         let h = self.hash(key);
         let l = self.lock(&h);
-        let old = self.find_live(&l, &h, key);
+        let mut old = None;
+        self.find_live(&l, &h, key, &mut old);
         let (edit, r) = f(old.as_ref().map(|found| &found.item));
         match edit {
             ListEdit::Keep => Ok(r),
@@ -101,8 +102,10 @@ impl Store {
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<R, StoreError> {
         let (h, l) = self.lock_dict(key, kind)?;
-        match self.find_live(&l, &h, key) {
-            Some(found) => self.edit_stored_dict(&l, &found, key, kind, growth, f),
+        let mut found = None;
+        self.find_live(&l, &h, key, &mut found);
+        match &found {
+            Some(found) => self.edit_stored_dict(&l, found, key, kind, growth, f),
             None => self.create_dict(&l, &h, key, kind, growth, f),
         }
     }
@@ -117,9 +120,11 @@ impl Store {
         f: impl FnOnce(&mut DictEdit<'_, '_>) -> R,
     ) -> Result<Option<R>, StoreError> {
         let (h, l) = self.lock_dict(key, kind)?;
-        match self.find_live(&l, &h, key) {
+        let mut found = None;
+        self.find_live(&l, &h, key, &mut found);
+        match &found {
             Some(found) => self
-                .edit_stored_dict(&l, &found, key, kind, Growth::default(), f)
+                .edit_stored_dict(&l, found, key, kind, Growth::default(), f)
                 .map(Some),
             None => Ok(None),
         }
@@ -294,7 +299,8 @@ impl Store {
         self.check_len(key, 0)?;
         let h = self.hash(key);
         let l = self.lock(&h);
-        let old = self.find_live(&l, &h, key);
+        let mut old = None;
+        self.find_live(&l, &h, key, &mut old);
         if dict.is_empty() && !dict.is_stream() {
             if let Some(found) = &old {
                 self.remove(&l, found.pos, &found.item);
