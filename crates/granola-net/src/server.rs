@@ -313,6 +313,25 @@ impl Drop for ServerHandle {
     }
 }
 
+/// The first of a UDP address's sockets (all bound with `SO_REUSEPORT`).
+/// Port 0 is resolved by a probe socket bound without it: a reuseport
+/// bind to port 0 may be handed a port that another reuseport group of
+/// the same user serves. The probe closes before the real socket binds,
+/// and another socket can take the port in between; a port-0 bind that
+/// finds it taken therefore tries a new port (a few times).
+fn first_udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let mut tries = 0;
+    loop {
+        let claimed = crate::listen::claim(addr, crate::listen::Transport::Udp)?;
+        match crate::udp::bind(claimed, true) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && addr.port() == 0 && tries < 8 => {
+                tries += 1;
+            }
+            bound => return bound,
+        }
+    }
+}
+
 fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     let domain = socket2::Domain::for_address(addr);
     let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
@@ -380,8 +399,7 @@ impl Server {
             }
         }
         for (addr, svc) in &self.udp {
-            let addr = &crate::listen::claim(*addr, crate::listen::Transport::Udp)?;
-            let first = crate::udp::bind(*addr, true)?;
+            let first = first_udp_socket(*addr)?;
             let bound = first.local_addr()?;
             udp_addrs.push(bound);
             per_thread_udp[0].push((first, svc.clone()));
