@@ -39,6 +39,7 @@ pub mod inflight;
 pub mod limits;
 pub mod listen;
 pub mod mem;
+pub mod nap;
 pub mod os;
 pub mod park;
 pub mod rx;

@@ -18,6 +18,7 @@
 
 pub use crate::backend::DatapathKind;
 use crate::datapath::{Datapath, TcpDatapath};
+use crate::nap::IdleNap;
 use crate::park::{ConnWaker, Deadlines, Park, Wakeups};
 use crate::rx::{RxBuffer, DEFAULT_RX_CHUNK};
 use crate::sys::{Epoll, Event, Waker};
@@ -190,6 +191,9 @@ pub struct ServerConfig {
     /// Close a connection that has sent no input for this long and has
     /// nothing queued (`None`: never, memcached's default).
     pub idle_timeout: Option<std::time::Duration>,
+    /// The longest idle nap of an epoll worker (`None`: block at once when
+    /// nothing is ready). See [`crate::nap`].
+    pub idle_nap: Option<std::time::Duration>,
 }
 
 impl Default for ServerConfig {
@@ -208,6 +212,7 @@ impl Default for ServerConfig {
             datapath: DatapathKind::Epoll,
             write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
             idle_timeout: None,
+            idle_nap: Some(crate::nap::DEFAULT_IDLE_NAP),
         }
     }
 }
@@ -236,6 +241,9 @@ pub struct ServerStats {
     pub bytes_received: AtomicU64,
     /// Waits for events: `epoll_wait` or `io_uring_enter` calls.
     pub wait_calls: AtomicU64,
+    /// Idle naps taken (see [`crate::nap`]); each adds up to two
+    /// `epoll_wait` calls that do not block.
+    pub naps: AtomicU64,
     /// `epoll_ctl` calls after a connection's registration (interest
     /// changes).
     pub ctl_calls: AtomicU64,
@@ -686,6 +694,8 @@ struct Worker {
     next_stamp: u64,
     /// Scratch: the connections to run again this turn.
     woken: Vec<(usize, u64)>,
+    /// When to nap instead of blocking (see [`crate::nap`]).
+    nap: IdleNap,
 }
 
 /// What every backend's worker starts from: its share of the listening
@@ -711,6 +721,7 @@ impl Worker {
             stop,
             stats,
         } = parts;
+        let cfg_nap = cfg.idle_nap;
         let epoll = Epoll::new(256)?;
         epoll.add(waker.fd(), TOKEN_WAKER, true, false)?;
         for (i, (l, _)) in tcp.iter().enumerate() {
@@ -753,12 +764,20 @@ impl Worker {
             deadlines: Deadlines::default(),
             next_stamp: 0,
             woken: Vec::new(),
+            nap: IdleNap::new(cfg_nap),
         })
     }
 
     fn run(&mut self) {
         self.wakeups.set_owner();
         let mut events = Vec::with_capacity(256);
+        if self.nap.enabled() {
+            if let Err(e) = crate::sys::set_timer_slack(crate::nap::TIMER_SLACK) {
+                log::warn!("cannot shorten the timer slack ({e}); idle naps may run long");
+            }
+        }
+        // The last turn served something (only then may the worker nap).
+        let mut served = false;
         while !self.stop.load(Ordering::Relaxed) {
             events.clear();
             // A timeout so zero-copy completions are collected even on an
@@ -768,11 +787,23 @@ impl Worker {
             } else {
                 self.deadlines.wait_ms(100, Instant::now())
             };
-            if let Err(e) = self.epoll.wait(&mut events, wait_ms) {
+            let waited = if served && wait_ms != 0 {
+                self.look_then_nap(&mut events)
+            } else {
+                Ok(())
+            };
+            let waited = waited.and_then(|()| {
+                if events.is_empty() {
+                    self.wait(&mut events, wait_ms)
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = waited {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
             }
-            self.stats.wait_calls.fetch_add(1, Ordering::Relaxed);
+            served = !events.is_empty();
             self.now = Instant::now();
             for ev in &events {
                 self.dispatch(*ev);
@@ -781,6 +812,7 @@ impl Worker {
             if self.now >= self.next_sweep {
                 self.next_sweep = self.now + SWEEP_EVERY;
                 self.sweep();
+                self.nap.refresh();
             }
             if self.cfg.tx.zerocopy {
                 self.poll_zerocopy();
@@ -809,6 +841,29 @@ impl Worker {
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    }
+
+    /// After a turn that served something (it began at `self.now`): what
+    /// is ready now, else, after an idle nap if one is due (see
+    /// [`crate::nap`]), what is ready then. `events` stays empty if
+    /// nothing is: the caller then blocks.
+    fn look_then_nap(&mut self, events: &mut Vec<Event>) -> io::Result<()> {
+        let Some(nap) = self.nap.length(self.now) else {
+            return Ok(());
+        };
+        self.wait(events, 0)?;
+        if events.is_empty() {
+            std::thread::sleep(nap);
+            self.stats.naps.fetch_add(1, Ordering::Relaxed);
+            self.wait(events, 0)?;
+        }
+        Ok(())
+    }
+
+    /// One `epoll_wait` (counted), appending to `events`.
+    fn wait(&mut self, events: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()> {
+        self.stats.wait_calls.fetch_add(1, Ordering::Relaxed);
+        self.epoll.wait(events, timeout_ms).map(drop)
     }
 
     /// Runs again the parked sessions that were woken or whose deadline

@@ -552,3 +552,16 @@ pub fn set_nofile_limit(soft: u64, hard: u64) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Sets the calling thread's timer slack: how late the kernel may end its
+/// sleeps to group timer wake-ups (50 µs by default, as long as a whole
+/// idle nap; see `nap`).
+pub fn set_timer_slack(slack: std::time::Duration) -> io::Result<()> {
+    let ns = slack.as_nanos().clamp(1, libc::c_ulong::MAX as u128) as libc::c_ulong;
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of
+    // ours.
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

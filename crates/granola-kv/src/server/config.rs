@@ -151,6 +151,15 @@ pub struct Config {
     #[arg(long = "idle-timeout", default_value_t = 0)]
     pub idle_timeout_secs: u64,
 
+    /// Longest idle nap of a worker, in microseconds (0 = none): after
+    /// serving, a worker that finds nothing ready sleeps up to half as long
+    /// as it just worked, at most this, before blocking, so that its
+    /// clients need not wake it (a cross-CPU wake-up they pay for). Never
+    /// under a cgroup CPU quota, where the nap's own wake-up costs the
+    /// quota more than it saves. See docs/datapaths.md.
+    #[arg(long = "idle-nap-us", default_value_t = 50)]
+    pub idle_nap_us: u64,
+
     /// memcached's extended options, comma-separated (`-o
     /// idle_timeout=600,modern`): `idle_timeout=N` as `--idle-timeout`;
     /// memcached's tuning options (hashpower, slab_reassign, lru_crawler,
@@ -383,6 +392,11 @@ impl Config {
     pub fn write_timeout(&self) -> Option<std::time::Duration> {
         (self.write_timeout_secs > 0)
             .then(|| std::time::Duration::from_secs(self.write_timeout_secs))
+    }
+
+    /// The longest idle nap (`--idle-nap-us`; None = off).
+    pub fn idle_nap(&self) -> Option<std::time::Duration> {
+        (self.idle_nap_us > 0).then(|| std::time::Duration::from_micros(self.idle_nap_us))
     }
 
     /// The idle timeout: `-o idle_timeout=N` if given (the last one),

@@ -371,6 +371,7 @@ pub fn start(config: Config) -> std::io::Result<Running> {
         datapath: config.datapath_kind(),
         write_timeout: config.write_timeout(),
         idle_timeout: config.idle_timeout(),
+        idle_nap: config.idle_nap(),
         ..ServerConfig::default()
     };
     for o in &config.extended {

@@ -30,6 +30,8 @@ pub struct Counters {
     pub recv_calls: u64,
     /// `total_net_input_bytes`.
     pub bytes_received: u64,
+    /// `idle_naps` (granola-kv's own; see `granola_net::nap`).
+    pub idle_naps: u64,
 }
 
 impl Counters {
@@ -46,6 +48,7 @@ impl Counters {
             send_calls: self.send_calls.saturating_sub(base.send_calls),
             recv_calls: self.recv_calls.saturating_sub(base.recv_calls),
             bytes_received: self.bytes_received.saturating_sub(base.bytes_received),
+            idle_naps: self.idle_naps.saturating_sub(base.idle_naps),
         }
     }
 }

@@ -271,7 +271,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                  total_error_replies:{}\r\ninstantaneous_ops_per_sec:{ops}\r\ntotal_net_input_bytes:{}\r\n\
                  total_net_output_bytes:{}\r\ninstantaneous_input_kbps:{input:.2}\r\ninstantaneous_output_kbps:{output:.2}\r\n\
                  expired_time_cap_reached_count:{}\r\nlatest_fork_usec:0\r\ntotal_reads_processed:{}\r\n\
-                 total_writes_processed:{}\r\n",
+                 total_writes_processed:{}\r\nidle_naps:{}\r\n",
                 c.conns_total,
                 shared.commandstats.total_calls(table::lookup(b"info")),
                 c.conns_refused,
@@ -295,6 +295,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 shared.metrics.expire_cut_short_count(),
                 c.recv_calls,
                 c.send_calls,
+                c.idle_naps,
             );
             // What the network layer runs on (epoll, io_uring, AF_XDP).
             for (name, value) in shared.datapath_parts() {
@@ -403,6 +404,7 @@ fn counters(shared: &Shared) -> Counters {
         send_calls: load(|n| &n.send_calls),
         recv_calls: load(|n| &n.recv_calls),
         bytes_received: load(|n| &n.bytes_received),
+        idle_naps: load(|n| &n.naps),
     }
 }
 

@@ -1,0 +1,119 @@
+//! Idle naps (granola_net::nap) in the real binary, as a user runs it:
+//!
+//! - six clients pipelining INCRs on their own counters get every reply
+//!   right (each one the counter's next value), and the worker napped
+//!   while they did (INFO stats `idle_naps`), unless a CPU quota applies
+//!   to the process, where it must not nap at all;
+//! - afterwards, idle, the server uses next to no CPU: a nap ends in a
+//!   blocking wait, not in a poll loop;
+//! - `--idle-nap-us 0` turns naps off.
+
+mod common;
+
+use common::*;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 6;
+const BATCHES: usize = 300;
+const PIPELINE: usize = 16;
+
+/// The real binary on one worker thread, RESP only, with `extra` flags.
+fn spawn(extra: &[&str]) -> (Child, SocketAddr) {
+    let port = granola_tests::ports::free_tcp_udp_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_granola-kv"))
+        .args([
+            "-t",
+            "1",
+            "-l",
+            "127.0.0.1",
+            "-p",
+            "0",
+            "--native-port",
+            "0",
+        ])
+        .args(["--resp-port", &port.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn granola-kv");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "granola-kv did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, addr)
+}
+
+/// Each client pipelines `BATCHES` batches of `PIPELINE` INCRs on its own
+/// key and checks that every reply is the counter's next value.
+fn pipelined_counters(addr: SocketAddr) {
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let key = format!("nap:counter:{i}");
+                let mut c = Client::connect(addr);
+                let batch: Vec<u8> = (0..PIPELINE)
+                    .flat_map(|_| resp_cmd(&["INCR", &key]))
+                    .collect();
+                let mut want = 0i64;
+                for _ in 0..BATCHES {
+                    c.send(&batch);
+                    for _ in 0..PIPELINE {
+                        want += 1;
+                        match c.read_resp() {
+                            Resp::Int(n) => assert_eq!(n, want, "{key}"),
+                            other => panic!("{key}: INCR answered {other:?}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client");
+    }
+}
+
+/// CPU ticks (user + system) the process `pid` has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+fn stop(mut child: Child) {
+    child.kill().expect("stop granola-kv");
+    let _ = child.wait();
+}
+
+#[test]
+fn a_busy_worker_naps_and_an_idle_one_sleeps() {
+    let (child, addr) = spawn(&[]);
+    pipelined_counters(addr);
+    let naps = resp_info_u64(addr, "idle_naps");
+    if granola_net::nap::cpu_quota_applies() {
+        assert_eq!(naps, 0, "napped under a CPU quota");
+    } else {
+        assert!(naps > 0, "no idle nap while six clients pipelined");
+    }
+    // Idle: a nap that finds nothing ends in a blocking wait.
+    let t0 = cpu_ticks(child.id());
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_ticks(child.id()) - t0;
+    assert!(used <= 20, "server used {used} ticks of CPU in 1 s idle");
+    stop(child);
+}
+
+#[test]
+fn naps_turned_off() {
+    let (child, addr) = spawn(&["--idle-nap-us", "0"]);
+    pipelined_counters(addr);
+    assert_eq!(resp_info_u64(addr, "idle_naps"), 0);
+    stop(child);
+}
