@@ -134,7 +134,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             cap.add(srv.pid)?;
         }
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Long enough for a capped granola-kv to have seen its quota and
+    // stopped napping (it looks every 500 ms; granola_net::nap).
+    std::thread::sleep(Duration::from_millis(1000));
     let reps = s.reps_or(3);
     let mut runs = Vec::new();
     for rep in 0..reps {
