@@ -19,8 +19,19 @@ const CLIENTS: usize = 6;
 const BATCHES: usize = 300;
 const PIPELINE: usize = 16;
 
+/// The spawned server, killed when dropped (also when an assertion
+/// fails first).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The real binary on one worker thread, RESP only, with `extra` flags.
-fn spawn(extra: &[&str]) -> (Child, SocketAddr) {
+fn spawn(extra: &[&str]) -> (Running, SocketAddr) {
     let port = granola_tests::ports::free_tcp_udp_port();
     let child = Command::new(env!("CARGO_BIN_EXE_granola-kv"))
         .args([
@@ -40,6 +51,7 @@ fn spawn(extra: &[&str]) -> (Child, SocketAddr) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn granola-kv");
+    let child = Running(child);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(addr).is_err() {
@@ -87,11 +99,6 @@ fn cpu_ticks(pid: u32) -> u64 {
     f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
 }
 
-fn stop(mut child: Child) {
-    child.kill().expect("stop granola-kv");
-    let _ = child.wait();
-}
-
 #[test]
 fn a_busy_worker_naps_and_an_idle_one_sleeps() {
     let (child, addr) = spawn(&[]);
@@ -103,17 +110,15 @@ fn a_busy_worker_naps_and_an_idle_one_sleeps() {
         assert!(naps > 0, "no idle nap while six clients pipelined");
     }
     // Idle: a nap that finds nothing ends in a blocking wait.
-    let t0 = cpu_ticks(child.id());
+    let t0 = cpu_ticks(child.0.id());
     std::thread::sleep(Duration::from_secs(1));
-    let used = cpu_ticks(child.id()) - t0;
+    let used = cpu_ticks(child.0.id()) - t0;
     assert!(used <= 20, "server used {used} ticks of CPU in 1 s idle");
-    stop(child);
 }
 
 #[test]
 fn naps_turned_off() {
-    let (child, addr) = spawn(&["--idle-nap-us", "0"]);
+    let (_child, addr) = spawn(&["--idle-nap-us", "0"]);
     pipelined_counters(addr);
     assert_eq!(resp_info_u64(addr, "idle_naps"), 0);
-    stop(child);
 }
