@@ -3,7 +3,8 @@
 server, uncapped, beside Redis 7.
 
 Starts three servers on CPU 0, each on a free port: granola-kv with naps
-off (`--idle-nap-us 0`), granola-kv with its defaults (naps on), and
+off (`--idle-nap-us 0`, the default), granola-kv with `--idle-nap-us 50`,
+and
 redis-server without persistence; both granola-kv runs are `-t 1 -m 1024`,
 RESP only. Then, for every repetition, shape (pipeline depth and
 connections) and test, runs redis-benchmark on CPU 1 against each server
@@ -100,7 +101,7 @@ def main():
         ("naps off", [a.granola, "-t", "1", "-m", "1024", "-l", "127.0.0.1", "-p", "0",
                       "--native-port", "0", "--idle-nap-us", "0"]),
         ("naps on", [a.granola, "-t", "1", "-m", "1024", "-l", "127.0.0.1", "-p", "0",
-                     "--native-port", "0"]),
+                     "--native-port", "0", "--idle-nap-us", "50"]),
         ("redis", [a.redis, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                    "--protected-mode", "no"]),
     ]:

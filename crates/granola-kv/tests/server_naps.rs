@@ -1,12 +1,12 @@
 //! Idle naps (granola_net::nap) in the real binary, as a user runs it:
 //!
-//! - six clients pipelining INCRs on their own counters get every reply
-//!   right (each one the counter's next value), and the worker napped
-//!   while they did (INFO stats `idle_naps`), unless a CPU quota applies
-//!   to the process, where it must not nap at all;
+//! - with `--idle-nap-us 50`, six clients pipelining INCRs on their own
+//!   counters get every reply right (each one the counter's next value),
+//!   and the worker napped while they did (INFO stats `idle_naps`), unless
+//!   a CPU quota applies to the process, where it must not nap at all;
 //! - afterwards, idle, the server uses next to no CPU: a nap ends in a
 //!   blocking wait, not in a poll loop;
-//! - `--idle-nap-us 0` turns naps off.
+//! - by default there are no naps.
 
 mod common;
 
@@ -101,7 +101,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[test]
 fn a_busy_worker_naps_and_an_idle_one_sleeps() {
-    let (child, addr) = spawn(&[]);
+    let (child, addr) = spawn(&["--idle-nap-us", "50"]);
     pipelined_counters(addr);
     let naps = resp_info_u64(addr, "idle_naps");
     if granola_net::nap::cpu_quota_applies() {
@@ -117,8 +117,8 @@ fn a_busy_worker_naps_and_an_idle_one_sleeps() {
 }
 
 #[test]
-fn naps_turned_off() {
-    let (_child, addr) = spawn(&["--idle-nap-us", "0"]);
+fn no_naps_by_default() {
+    let (_child, addr) = spawn(&[]);
     pipelined_counters(addr);
     assert_eq!(resp_info_u64(addr, "idle_naps"), 0);
 }

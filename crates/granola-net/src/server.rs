@@ -191,8 +191,9 @@ pub struct ServerConfig {
     /// Close a connection that has sent no input for this long and has
     /// nothing queued (`None`: never, memcached's default).
     pub idle_timeout: Option<std::time::Duration>,
-    /// The longest idle nap of an epoll worker (`None`: block at once when
-    /// nothing is ready). See [`crate::nap`].
+    /// The longest idle nap of an epoll worker (`None`, the default: block
+    /// at once when nothing is ready; [`crate::nap::SUGGESTED_IDLE_NAP`]
+    /// where naps are wanted). See [`crate::nap`].
     pub idle_nap: Option<std::time::Duration>,
 }
 
@@ -212,7 +213,7 @@ impl Default for ServerConfig {
             datapath: DatapathKind::Epoll,
             write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
             idle_timeout: None,
-            idle_nap: Some(crate::nap::DEFAULT_IDLE_NAP),
+            idle_nap: None,
         }
     }
 }

@@ -134,8 +134,9 @@ pub fn run(s: &Settings) -> Result<Doc, String> {
             cap.add(srv.pid)?;
         }
     }
-    // Long enough for a capped granola-kv to have seen its quota and
-    // stopped napping (it looks every 500 ms; granola_net::nap).
+    // Long enough for a capped granola-kv started with `--idle-nap-us` to
+    // have seen its quota and stopped napping (it looks every 500 ms;
+    // granola_net::nap).
     std::thread::sleep(Duration::from_millis(1000));
     let reps = s.reps_or(3);
     let mut runs = Vec::new();
