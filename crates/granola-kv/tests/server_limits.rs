@@ -163,16 +163,6 @@ fn second_instance_is_refused() {
     c.roundtrip(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n");
 }
 
-/// CPU ticks (user + system) the process `pid` has used.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    // Fields after the parenthesised command name; utime and stime are
-    // fields 14 and 15 (1-based) of the whole line.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
 #[test]
 fn low_open_file_limit_lowers_conn_limit_and_refuses_with_the_error_line() {
     let port = granola_tests::ports::free_tcp_udp_port();

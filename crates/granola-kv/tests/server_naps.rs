@@ -91,14 +91,6 @@ fn pipelined_counters(addr: SocketAddr) {
     }
 }
 
-/// CPU ticks (user + system) the process `pid` has used.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
 #[test]
 fn a_busy_worker_naps_and_an_idle_one_sleeps() {
     let (child, addr) = spawn(&["--idle-nap-us", "50"]);

@@ -691,3 +691,13 @@ impl Rng {
         xs[self.n(xs.len() as u64) as usize].to_string()
     }
 }
+
+/// CPU ticks (user + system) the process `pid` has used.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // Fields after the parenthesised command name; utime and stime are
+    // fields 14 and 15 (1-based) of the whole line.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
