@@ -137,15 +137,15 @@ def main():
             proc.wait()
 
     def cell(variant, test, p, c, field):
-        vals = [r[field] for r in runs if (r["variant"], r["test"], r["pipeline"], r["conns"]) == (variant, test, p, c)]
-        return statistics.median(vals), min(vals), max(vals)
+        return statistics.median(
+            r[field] for r in runs if (r["variant"], r["test"], r["pipeline"], r["conns"]) == (variant, test, p, c))
 
     summary = []
     rows = ["| test | -P / -c | req/s naps off | naps on | Redis 7 | on ÷ off (range of reps) | on ÷ Redis | client µs/req off / on / Redis | server µs/req off / on / Redis | server blocks per 1k req off / on / Redis |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for test in a.tests.split(","):
         for p, c, _ in SHAPES:
-            med = {v: {f: cell(v, test, p, c, f)[0] for f in ("rps", "client_us_per_req", "server_us_per_req", "server_blocks_per_1k")} for v in variants}
+            med = {v: {f: cell(v, test, p, c, f) for f in ("rps", "client_us_per_req", "server_us_per_req", "server_blocks_per_1k")} for v in variants}
             per_rep = [
                 next(r["rps"] for r in runs if (r["variant"], r["test"], r["pipeline"], r["conns"], r["rep"]) == ("naps on", test, p, c, k))
                 / next(r["rps"] for r in runs if (r["variant"], r["test"], r["pipeline"], r["conns"], r["rep"]) == ("naps off", test, p, c, k))

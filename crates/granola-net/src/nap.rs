@@ -31,11 +31,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A good longest nap where naps are wanted: long enough to gather
-/// several pipelined batches from a busy client, short beside their round
-/// trip.
-pub const SUGGESTED_IDLE_NAP: Duration = Duration::from_micros(50);
-
 /// How late a napping worker's timer may fire (the kernel's default
 /// slack, 50 µs, is as long as a whole nap).
 pub const TIMER_SLACK: Duration = Duration::from_micros(1);

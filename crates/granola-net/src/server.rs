@@ -192,8 +192,9 @@ pub struct ServerConfig {
     /// nothing queued (`None`: never, memcached's default).
     pub idle_timeout: Option<std::time::Duration>,
     /// The longest idle nap of an epoll worker (`None`, the default: block
-    /// at once when nothing is ready; [`crate::nap::SUGGESTED_IDLE_NAP`]
-    /// where naps are wanted). See [`crate::nap`].
+    /// at once when nothing is ready; 50 µs where naps are wanted: several
+    /// pipelined batches of a busy client, short beside their round trip).
+    /// See [`crate::nap`].
     pub idle_nap: Option<std::time::Duration>,
 }
 
@@ -788,19 +789,7 @@ impl Worker {
             } else {
                 self.deadlines.wait_ms(100, Instant::now())
             };
-            let waited = if served && wait_ms != 0 {
-                self.look_then_nap(&mut events)
-            } else {
-                Ok(())
-            };
-            let waited = waited.and_then(|()| {
-                if events.is_empty() {
-                    self.wait(&mut events, wait_ms)
-                } else {
-                    Ok(())
-                }
-            });
-            if let Err(e) = waited {
+            if let Err(e) = self.next_events(&mut events, served, wait_ms) {
                 log::error!("epoll_wait failed: {e}; worker exits");
                 break;
             }
@@ -842,6 +831,24 @@ impl Worker {
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    }
+
+    /// What is ready: after a turn that `served` something, first a look
+    /// and maybe an idle nap ([`look_then_nap`](Self::look_then_nap)), then,
+    /// if nothing is, a wait of up to `wait_ms`.
+    fn next_events(
+        &mut self,
+        events: &mut Vec<Event>,
+        served: bool,
+        wait_ms: i32,
+    ) -> io::Result<()> {
+        if served && wait_ms != 0 {
+            self.look_then_nap(events)?;
+        }
+        if events.is_empty() {
+            self.wait(events, wait_ms)?;
+        }
+        Ok(())
     }
 
     /// After a turn that served something (it began at `self.now`): what
