@@ -2437,12 +2437,12 @@ fn keyspace_notifications_are_redis_notifications() {
             &["SETBIT", "bits", "7", "1"],
             &["PFADD", "hll", "a"],
             &["GET", "a"],
-            &["SET", "t", "v", "PX", "1"],
+            &["SET", "t", "v", "PX", "20"],
         ];
         for c in script {
             same(r, g, &cmd(c));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(60));
         // Read after its expiry: `expired`, then the sentinel ends the run.
         same(r, g, &cmd(&["GET", "t"]));
     });
@@ -2509,12 +2509,12 @@ fn keymiss_events_are_redis_events() {
             &["APPEND", "w23", "v"],
             &["HINCRBY", "w24", "f", "1"],
             &["SET", "w25", "v"],
-            &["SET", "t", "v", "PX", "1"],
+            &["SET", "t", "v", "PX", "20"],
         ];
         for c in script {
             same(r, g, &cmd(c));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(60));
         same(r, g, &cmd(&["GET", "t"]));
     });
 }
