@@ -4,9 +4,8 @@ server, uncapped, beside Redis 7.
 
 Starts three servers on CPU 0, each on a free port: granola-kv with naps
 off (`--idle-nap-us 0`, the default), granola-kv with `--idle-nap-us 50`,
-and
-redis-server without persistence; both granola-kv runs are `-t 1 -m 1024`,
-RESP only. Then, for every repetition, shape (pipeline depth and
+and redis-server without persistence; both granola-kv runs are `-t 1 -m
+1024`, RESP only. Then, for every repetition, shape (pipeline depth and
 connections) and test, runs redis-benchmark on CPU 1 against each server
 in turn (interleaved, so a machine that drifts drifts for all three) and
 records:
