@@ -133,13 +133,19 @@ fn noeviction_refuses_writes_and_keeps_every_key() {
     }
     assert_eq!(resp_info_u64(srv.resp(), "evicted_keys"), 0);
 
-    // memcached sees the same store: refused, not evicted.
+    // memcached sees the same store: refused, not evicted. The probe is the
+    // refused write itself (flags 0 make the same item), so it needs a slot
+    // of the same size class: a smaller item could still fit in a class
+    // whose last segment has room, as it would in memcached's slabs.
     let mut m = Client::connect(srv.mc());
-    m.send(&mc_set_cmd(b"mc", 0, &value(0)));
+    let refused_key = format!("k{stored}");
+    m.send(&mc_set_cmd(refused_key.as_bytes(), 0, &value(stored)));
     assert_eq!(
         m.read_line(),
         b"SERVER_ERROR out of memory storing object\r\n"
     );
+    m.send(format!("get {refused_key}\r\n").as_bytes());
+    assert_eq!(m.read_line(), b"END\r\n", "{refused_key} was stored");
     assert!(mc_stats(srv.mc())["evictions"] == "0");
 
     // Room again once keys go.
