@@ -105,13 +105,6 @@ fn noeviction_refuses_writes_and_keeps_every_key() {
             Resp::Bulk(Some(b"noeviction".to_vec())),
         ]))
     );
-    let value = |i: usize| {
-        let mut v = format!("{i}:").into_bytes();
-        v.extend_from_slice(&pattern(i as u64, 1000));
-        let sum = fnv(&v);
-        v.extend_from_slice(&sum.to_le_bytes());
-        v
-    };
     // Until the first refusal; 16 MiB cannot hold 40k values of 1 KiB.
     let mut stored = 0;
     let refusal = loop {
@@ -179,9 +172,10 @@ fn noeviction_refuses_writes_and_keeps_every_key() {
         assert_eq!(got, Resp::Bulk(Some(value(i))), "k{i} lost or changed");
     }
 
-    // Other policies are refused by name; allkeys-lru evicts again.
+    // A policy Redis does not have is refused by name; allkeys-lru evicts
+    // again.
     assert!(matches!(
-        c.resp(&["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]),
+        c.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-fifo"]),
         Resp::Error(_)
     ));
     assert_eq!(
@@ -194,4 +188,77 @@ fn noeviction_refuses_writes_and_keeps_every_key() {
         assert_eq!(r, Resp::Simple(b"OK".to_vec()), "{key} with eviction on");
     }
     assert!(resp_info_u64(srv.resp(), "evicted_keys") > 0);
+}
+
+/// `--maxmemory-policy volatile-lru` over the wire: writes past the limit
+/// evict keys that have a TTL and never one without; once no key with a
+/// TTL is left they are refused with Redis's `-OOM` (memcached's
+/// `SERVER_ERROR out of memory`), and every key without a TTL still reads
+/// back with its own bytes.
+#[test]
+fn volatile_lru_evicts_only_keys_with_a_ttl() {
+    let mut cfg = config();
+    cfg.memory_mb = 16;
+    cfg.udp_port = 0;
+    cfg.native_udp_port = 0;
+    cfg.maxmemory_policy = granola_kv::server::config::EvictionPolicy::VolatileLru;
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.resp());
+    let ok = Resp::Simple(b"OK".to_vec());
+    let volatile = 3_000;
+    for i in 0..volatile {
+        let key = format!("v{i}");
+        let r = c.resp(&["SET".as_bytes(), key.as_bytes(), &value(i), b"EX", b"3600"]);
+        assert_eq!(r, ok, "{key}");
+    }
+    let mut stored = 0;
+    let refusal = loop {
+        assert!(stored < 40_000, "no write was refused");
+        let key = format!("p{stored}");
+        match c.resp(&["SET".as_bytes(), key.as_bytes(), &value(stored)]) {
+            r if r == ok => stored += 1,
+            other => break other,
+        }
+    };
+    assert_eq!(
+        refusal,
+        Resp::Error(b"OOM command not allowed when used memory > 'maxmemory'.".to_vec())
+    );
+    let evicted = resp_info_u64(srv.resp(), "evicted_keys");
+    assert!(evicted > volatile as u64 / 2, "{evicted} evicted");
+    for i in 0..stored {
+        let got = c.resp(&["GET".as_bytes(), format!("p{i}").as_bytes()]);
+        assert_eq!(got, Resp::Bulk(Some(value(i))), "p{i} lost or changed");
+    }
+    // The keys with a TTL that are left are still theirs.
+    for i in 0..volatile {
+        match c.resp(&["GET".as_bytes(), format!("v{i}").as_bytes()]) {
+            Resp::Bulk(None) => {}
+            got => assert_eq!(got, Resp::Bulk(Some(value(i))), "v{i} changed"),
+        }
+    }
+    let mut m = Client::connect(srv.mc());
+    let refused_key = format!("p{stored}");
+    m.send(&mc_set_cmd(refused_key.as_bytes(), 0, &value(stored)));
+    assert_eq!(
+        m.read_line(),
+        b"SERVER_ERROR out of memory storing object\r\n"
+    );
+    assert_eq!(
+        c.resp(&["CONFIG", "GET", "maxmemory-policy"]),
+        Resp::Array(Some(vec![
+            Resp::Bulk(Some(b"maxmemory-policy".to_vec())),
+            Resp::Bulk(Some(b"volatile-lru".to_vec())),
+        ]))
+    );
+}
+
+/// Value `i`: its number, 1000 bytes of its pattern and a checksum, so a
+/// torn or swapped value cannot pass for it.
+fn value(i: usize) -> Vec<u8> {
+    let mut v = format!("{i}:").into_bytes();
+    v.extend_from_slice(&pattern(i as u64, 1000));
+    let sum = fnv(&v);
+    v.extend_from_slice(&sum.to_le_bytes());
+    v
 }

@@ -5,36 +5,8 @@ use super::baselines::Serializer;
 use clap::Parser;
 use std::net::{IpAddr, Ipv4Addr};
 
-/// What a write does when it needs memory past the limit: the Redis
-/// `maxmemory-policy` values granola-kv serves.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EvictionPolicy {
-    /// Evict the least recently used items (CLOCK).
-    #[value(name = "allkeys-lru")]
-    AllkeysLru,
-    /// Refuse the write.
-    #[value(name = "noeviction")]
-    NoEviction,
-}
-
-impl EvictionPolicy {
-    /// Redis's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            EvictionPolicy::AllkeysLru => "allkeys-lru",
-            EvictionPolicy::NoEviction => "noeviction",
-        }
-    }
-
-    /// The policy of a Redis name.
-    pub fn from_name(name: &[u8]) -> Option<EvictionPolicy> {
-        match &name.to_ascii_lowercase()[..] {
-            b"allkeys-lru" => Some(EvictionPolicy::AllkeysLru),
-            b"noeviction" => Some(EvictionPolicy::NoEviction),
-            _ => None,
-        }
-    }
-}
+pub use crate::store::EvictionPolicy;
+use crate::store::LfuTuning;
 
 /// Who may run `DEBUG`: Redis's `enable-debug-command`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,14 +80,27 @@ pub struct Config {
     #[arg(short = 'm', long = "memory-limit", default_value_t = 64)]
     pub memory_mb: usize,
 
-    /// What a write that needs memory past `-m` does: `allkeys-lru` evicts
-    /// the least recently used items, as a cache does; `noeviction`
-    /// refuses the write (Redis `-OOM`, memcached `SERVER_ERROR out of
-    /// memory`), as a job queue or session store wants its data kept.
-    /// Expired items are removed either way. `CONFIG SET
-    /// maxmemory-policy` changes it at run time.
+    /// What a write that needs memory past `-m` does, as Redis's policy
+    /// of the same name: `allkeys-lru` evicts the least recently used
+    /// items, as a cache does; `allkeys-lfu` the least frequently used,
+    /// `allkeys-random` any; the `volatile-` forms (`-lru`, `-lfu`,
+    /// `-random`, and `-ttl`: the soonest to expire) evict only keys with
+    /// an expiry; `noeviction` refuses the write (Redis `-OOM`, memcached
+    /// `SERVER_ERROR out of memory`), as a job queue or session store
+    /// wants its data kept. Expired items are removed either way. `CONFIG
+    /// SET maxmemory-policy` changes it at run time.
     #[arg(long = "maxmemory-policy", value_enum, default_value_t = EvictionPolicy::AllkeysLru)]
     pub maxmemory_policy: EvictionPolicy,
+
+    /// Redis's `lfu-log-factor`: how many uses it takes to raise an item's
+    /// LFU counter (the LFU policies only).
+    #[arg(long = "lfu-log-factor", default_value_t = LfuTuning::default().log_factor)]
+    pub lfu_log_factor: u32,
+
+    /// Redis's `lfu-decay-time`: minutes unused per step down of an item's
+    /// LFU counter; 0 never decays it (the LFU policies only).
+    #[arg(long = "lfu-decay-time", default_value_t = LfuTuning::default().decay_minutes)]
+    pub lfu_decay_time: u32,
 
     /// memcached's `-M`: return errors instead of evicting (the same as
     /// `--maxmemory-policy noeviction`).
@@ -447,10 +432,22 @@ impl Config {
         (want / SEGMENT).max(2) * SEGMENT
     }
 
-    /// True if writes past the memory limit evict (`allkeys-lru`), false
-    /// if they are refused (`noeviction` or `-M`).
-    pub fn evicts(&self) -> bool {
-        !self.disable_evictions && self.maxmemory_policy == EvictionPolicy::AllkeysLru
+    /// The eviction policy in force: `--maxmemory-policy`, or
+    /// `noeviction` under `-M`.
+    pub fn policy(&self) -> EvictionPolicy {
+        if self.disable_evictions {
+            EvictionPolicy::NoEviction
+        } else {
+            self.maxmemory_policy
+        }
+    }
+
+    /// The LFU counter's tunables (`--lfu-log-factor`, `--lfu-decay-time`).
+    pub fn lfu_tuning(&self) -> LfuTuning {
+        LfuTuning {
+            log_factor: self.lfu_log_factor,
+            decay_minutes: self.lfu_decay_time,
+        }
     }
 
     /// The items' share of the memory limit: what is left after the

@@ -300,7 +300,8 @@ pub fn start(config: Config) -> std::io::Result<Running> {
             // Elements replies would reference live where they can (not
             // the tiny ones: a slot of their own costs more than a copy).
             pooled_element_min: threshold.max(64),
-            evict: config.evicts(),
+            policy: config.policy(),
+            lfu: config.lfu_tuning(),
             ..StoreConfig::default()
         },
         config.clock.clone(),

@@ -16,6 +16,23 @@
 //! marks or expiry) keeps the word; a read sets both. The time is the
 //! store clock's coarse seconds ([`Clock::coarse_s`](super::Clock::coarse_s)),
 //! so idle times are whole seconds, as memcached's are.
+//!
+//! Under an LFU policy (`allkeys-lfu`, `volatile-lfu`) the word holds
+//! Redis's LFU data instead, as Redis's own object header does:
+//!
+//! ```text
+//!   31        30 .. 23                      22 .. 0
+//!   | FETCHED | counter (logarithmic, 0-255) | minutes since ACCESS_EPOCH_S, mod 2^23 |
+//! ```
+//!
+//! The counter starts at [`LFU_INIT`], goes up on a use with probability
+//! `1 / ((counter - LFU_INIT) * lfu-log-factor + 1)` and down by one per
+//! `lfu-decay-time` minutes unused, as Redis's does; the minutes are those
+//! of the last use. Idle times are then whole minutes (memcached's `l`
+//! reads them ×60). Switching between an LFU and a non-LFU policy at run
+//! time leaves the stored words in the other form until each item is next
+//! used or stored: for a while, counters and idle times read wrong (Redis
+//! says the same).
 
 /// The item was read since it was stored.
 pub(crate) const FETCHED: u32 = 1 << 31;
@@ -37,6 +54,77 @@ pub(crate) fn stamp(now_s: u64, fetched: bool) -> u32 {
     }
 }
 
+/// The LFU counter of a new item (Redis's `LFU_INIT_VAL`), so it is not
+/// evicted before it had a chance to be read.
+pub(crate) const LFU_INIT: u8 = 5;
+const LFU_COUNTER_SHIFT: u32 = 23;
+const LFU_MINUTES_MASK: u32 = (1 << LFU_COUNTER_SHIFT) - 1;
+
+/// Redis's LFU tunables (`lfu-log-factor`, `lfu-decay-time`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LfuTuning {
+    /// How many uses it takes to raise the counter: about
+    /// `log_factor × (counter - 5)` per step once past 5 (Redis's default
+    /// 10: a million uses reach 255).
+    pub log_factor: u32,
+    /// Minutes unused per step down of the counter (0: never decays).
+    pub decay_minutes: u32,
+}
+
+impl Default for LfuTuning {
+    fn default() -> Self {
+        LfuTuning {
+            log_factor: 10,
+            decay_minutes: 1,
+        }
+    }
+}
+
+fn lfu_minutes(now_s: u64) -> u32 {
+    (now_s.saturating_sub(ACCESS_EPOCH_S) / 60) as u32 & LFU_MINUTES_MASK
+}
+
+/// Minutes since the LFU word's last use (wrapping, as Redis's 16-bit
+/// minutes do, after 2^23 minutes: 16 years).
+fn lfu_elapsed_minutes(word: u32, now_s: u64) -> u32 {
+    lfu_minutes(now_s).wrapping_sub(word & LFU_MINUTES_MASK) & LFU_MINUTES_MASK
+}
+
+/// The LFU word of an item with `counter` used at `now_s`.
+pub(crate) fn lfu_stamp(now_s: u64, counter: u8, fetched: bool) -> u32 {
+    let w = (u32::from(counter) << LFU_COUNTER_SHIFT) | lfu_minutes(now_s);
+    if fetched {
+        w | FETCHED
+    } else {
+        w
+    }
+}
+
+/// The word's counter after its decay to `now_s` (Redis's
+/// `LFUDecrAndReturn`): what `OBJECT FREQ` reports and eviction compares.
+pub(crate) fn lfu_count(word: u32, now_s: u64, tuning: LfuTuning) -> u8 {
+    let counter = ((word & !FETCHED) >> LFU_COUNTER_SHIFT) as u8;
+    if tuning.decay_minutes == 0 {
+        return counter;
+    }
+    let periods = lfu_elapsed_minutes(word, now_s) / tuning.decay_minutes;
+    counter.saturating_sub(periods.min(255) as u8)
+}
+
+/// The LFU word after a use at `now_s` (`read`: a read, which sets
+/// FETCHED), given a coin in [0, 1) for the probabilistic increment
+/// (Redis's `LFULogIncr`).
+pub(crate) fn lfu_used(word: u32, now_s: u64, read: bool, tuning: LfuTuning, coin: f64) -> u32 {
+    let mut counter = lfu_count(word, now_s, tuning);
+    if counter < 255 {
+        let base = f64::from(counter.saturating_sub(LFU_INIT));
+        if coin < 1.0 / (base * f64::from(tuning.log_factor) + 1.0) {
+            counter += 1;
+        }
+    }
+    lfu_stamp(now_s, counter, read || word & FETCHED != 0)
+}
+
 /// What an item's word said about its use before the read that returned
 /// it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,6 +143,14 @@ impl Access {
         Access {
             fetched: word & FETCHED != 0,
             idle_s: now_s.saturating_sub(at),
+        }
+    }
+
+    /// Decodes the LFU `word` as of `now_s`: idle time in whole minutes.
+    pub(crate) fn of_lfu(word: u32, now_s: u64) -> Access {
+        Access {
+            fetched: word & FETCHED != 0,
+            idle_s: u64::from(lfu_elapsed_minutes(word, now_s)) * 60,
         }
     }
 }
@@ -86,5 +182,60 @@ mod tests {
         // Before the access epoch, and past its 31 bits: clamped.
         assert_eq!(stamp(0, false), 0);
         assert_eq!(stamp(u64::MAX, true), u32::MAX);
+    }
+
+    #[test]
+    fn the_lfu_counter_counts_uses_and_decays_as_redis_does() {
+        let t = 1_800_000_000;
+        let tuning = LfuTuning::default();
+        let w = lfu_stamp(t, LFU_INIT, false);
+        assert_eq!(lfu_count(w, t, tuning), LFU_INIT);
+        // At the initial value every use counts (p = 1), later ones by chance.
+        let w = lfu_used(w, t, true, tuning, 0.999);
+        assert_eq!(lfu_count(w, t, tuning), LFU_INIT + 1);
+        assert!(Access::of_lfu(w, t).fetched);
+        // p = 1/11 at 6: a coin of 0.05 counts, one of 0.2 does not.
+        assert_eq!(lfu_count(lfu_used(w, t, false, tuning, 0.05), t, tuning), 7);
+        assert_eq!(lfu_count(lfu_used(w, t, false, tuning, 0.2), t, tuning), 6);
+        // One step down per decay period unused; never below 0.
+        assert_eq!(lfu_count(w, t + 3 * 60, tuning), 3);
+        assert_eq!(lfu_count(w, t + 3600, tuning), 0);
+        let slow = LfuTuning {
+            decay_minutes: 2,
+            ..tuning
+        };
+        assert_eq!(lfu_count(w, t + 3 * 60, slow), 5);
+        let never = LfuTuning {
+            decay_minutes: 0,
+            ..tuning
+        };
+        assert_eq!(lfu_count(w, t + 3600, never), 6);
+        // Saturates at 255.
+        let top = lfu_stamp(t, 255, false);
+        assert_eq!(
+            lfu_count(lfu_used(top, t, true, tuning, 0.0), t, tuning),
+            255
+        );
+        // Idle time in whole minutes.
+        assert_eq!(Access::of_lfu(w, t + 150).idle_s, 120);
+        // Redis's table of counters by uses: 18 after 100 uses at factor 1.
+        let mut w = lfu_stamp(t, LFU_INIT, false);
+        for _ in 0..100 {
+            w = lfu_used(
+                w,
+                t,
+                true,
+                LfuTuning {
+                    log_factor: 1,
+                    ..tuning
+                },
+                super::super::eviction::coin(),
+            );
+        }
+        let c = lfu_count(w, t, tuning);
+        assert!(
+            (14..=22).contains(&c),
+            "counter {c} after 100 uses at factor 1"
+        );
     }
 }

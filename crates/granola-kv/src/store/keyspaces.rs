@@ -129,6 +129,12 @@ impl Keyspaces {
         self.expiring[usize::from(n)].load(Ordering::Relaxed)
     }
 
+    /// True if some key in any keyspace has an expiry (what a `volatile-`
+    /// eviction policy may evict).
+    pub(super) fn any_expiring(&self) -> bool {
+        self.expiring.iter().any(|c| c.load(Ordering::Relaxed) != 0)
+    }
+
     /// Keyspace `n`'s mean remaining TTL (ms) as of the last full round.
     pub(super) fn avg_ttl_ms(&self, n: u8) -> u64 {
         self.avg_ttl_ms[usize::from(n)].load(Ordering::Relaxed)

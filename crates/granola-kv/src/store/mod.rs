@@ -50,6 +50,9 @@
 //!   referenced entries lose their bit, unreferenced ones are evicted,
 //!   expired ones are dropped. The hand never blocks on a shard lock (it
 //!   skips busy shards), so writers may evict while holding their own.
+//!   That is `allkeys-lru`, the default; the other Redis policies change
+//!   what the hand may evict and which of its window it prefers
+//!   (`eviction.rs`).
 //! - **Segments move between size classes.** The pool's capacity is the
 //!   hard bound on resident item memory (stored items *and* values that
 //!   replies in flight still hold). When a write needs a slot of a size
@@ -83,6 +86,7 @@ mod access;
 mod clock;
 mod dict;
 mod element;
+mod eviction;
 mod expiry;
 mod index;
 mod item;
@@ -93,10 +97,12 @@ mod stream;
 mod stream_groups;
 mod update;
 
-pub use access::Access;
+pub use access::{Access, LfuTuning};
 pub use clock::{now_ms, Clock};
 pub use dict::{Dict, DictEdit, Member};
 pub use element::Element;
+pub use eviction::EvictionPolicy;
+use eviction::Victim;
 pub use expiry::ExpireCycle;
 pub use item::{Item, Kind, Marks};
 pub use keyspaces::{keyspace_of, KEYSPACE_PREFIX};
@@ -112,7 +118,7 @@ use index::{
 use item::{lock_body, Body, Content, Header, SharedBody, HEADER_LEN};
 use list::ListBody;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, OnceLock};
 use update::meta_of;
@@ -136,12 +142,15 @@ pub struct StoreConfig {
     /// on the heap, copied. The server sets its copy threshold. Default
     /// 1024.
     pub pooled_element_min: usize,
-    /// Whether a write that needs memory past the limit evicts the least
-    /// recently used items (true, a cache's default) or is refused with
-    /// [`StoreError::OutOfMemory`] (false: Redis `noeviction`, memcached
-    /// `-M`); expired items are removed either way. Changed at run time
-    /// by [`Store::set_evictions`].
-    pub evict: bool,
+    /// What a write that needs memory past the limit evicts (see
+    /// [`EvictionPolicy`]; default `allkeys-lru`, a cache's), or whether it
+    /// is refused with [`StoreError::OutOfMemory`] (`noeviction`,
+    /// memcached's `-M`); expired items are removed either way. Changed at
+    /// run time by [`Store::set_policy`].
+    pub policy: EvictionPolicy,
+    /// The LFU counter's tunables, for the LFU policies. Changed at run
+    /// time by [`Store::set_lfu_tuning`].
+    pub lfu: LfuTuning,
 }
 
 impl Default for StoreConfig {
@@ -152,7 +161,8 @@ impl Default for StoreConfig {
             max_item_size: (1 << 20) + 4096,
             max_list_len: u32::MAX as usize,
             pooled_element_min: 1024,
-            evict: true,
+            policy: EvictionPolicy::AllkeysLru,
+            lfu: LfuTuning::default(),
         }
     }
 }
@@ -405,8 +415,11 @@ pub struct Store {
     /// List bodies by id, striped by id (see `list.rs`).
     bodies: Box<[Mutex<BodyMap>]>,
     next_list_id: AtomicU64,
-    /// [`StoreConfig::evict`], as it is now.
-    evict: AtomicBool,
+    /// [`StoreConfig::policy`], as it is now.
+    policy: AtomicU8,
+    /// [`StoreConfig::lfu`]'s two numbers, as they are now.
+    lfu_log_factor: AtomicU32,
+    lfu_decay_minutes: AtomicU32,
     /// Told of expired and evicted keys.
     watcher: OnceLock<Arc<dyn RemovalWatcher>>,
 }
@@ -472,7 +485,9 @@ impl Store {
             h.finish()
         };
         Store {
-            evict: AtomicBool::new(config.evict),
+            policy: AtomicU8::new(config.policy.to_u8()),
+            lfu_log_factor: AtomicU32::new(config.lfu.log_factor),
+            lfu_decay_minutes: AtomicU32::new(config.lfu.decay_minutes),
             watcher: OnceLock::new(),
             pool,
             shards,
@@ -513,15 +528,45 @@ impl Store {
         &self.config
     }
 
-    /// Turns eviction on (LRU, a cache) or off (writes past the limit are
-    /// refused; see [`StoreConfig::evict`]).
-    pub fn set_evictions(&self, on: bool) {
-        self.evict.store(on, Ordering::Relaxed);
+    /// Sets the eviction policy (see [`StoreConfig::policy`]).
+    pub fn set_policy(&self, policy: EvictionPolicy) {
+        self.policy.store(policy.to_u8(), Ordering::Relaxed);
     }
 
-    /// True if writes past the limit evict (false: they are refused).
+    /// The eviction policy in force.
+    #[inline]
+    pub fn policy(&self) -> EvictionPolicy {
+        EvictionPolicy::from_u8(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// True if writes past the limit may evict (false: `noeviction`, they
+    /// are refused).
     pub fn evicts(&self) -> bool {
-        self.evict.load(Ordering::Relaxed)
+        self.policy().evicts()
+    }
+
+    /// Sets the LFU counter's tunables (see [`StoreConfig::lfu`]).
+    pub fn set_lfu_tuning(&self, tuning: LfuTuning) {
+        self.lfu_log_factor
+            .store(tuning.log_factor, Ordering::Relaxed);
+        self.lfu_decay_minutes
+            .store(tuning.decay_minutes, Ordering::Relaxed);
+    }
+
+    /// The LFU counter's tunables in force.
+    pub fn lfu_tuning(&self) -> LfuTuning {
+        LfuTuning {
+            log_factor: self.lfu_log_factor.load(Ordering::Relaxed),
+            decay_minutes: self.lfu_decay_minutes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// `item`'s LFU counter as of now (Redis's `OBJECT FREQ`), or `None`
+    /// if the policy keeps no counters (not an LFU policy).
+    pub fn frequency(&self, item: &Item) -> Option<u8> {
+        self.policy()
+            .tracks_frequency()
+            .then(|| access::lfu_count(item.seen(), self.clock.coarse_s(), self.lfu_tuning()))
     }
 
     /// The store's clock.
@@ -653,7 +698,11 @@ impl Store {
     /// How `item` (from [`get`](Self::get) or [`peek`](Self::peek)) had
     /// been used before that read.
     pub fn access(&self, item: &Item) -> Access {
-        Access::of(item.seen(), self.clock.coarse_s())
+        if self.policy().tracks_frequency() {
+            Access::of_lfu(item.seen(), self.clock.coarse_s())
+        } else {
+            Access::of(item.seen(), self.clock.coarse_s())
+        }
     }
 
     /// The live item for `key` (hashed as `h`) and its index position and
@@ -954,13 +1003,42 @@ impl Store {
         self.mark_used(item, false);
     }
 
+    /// The access word of an item stored now over `prev` (the item it
+    /// replaces, if any): the time of the store, not read since; under an
+    /// LFU policy the counter carries over from `prev` and counts this
+    /// write as a use, as Redis's overwrite does.
+    fn stored_word(&self, prev: Option<&Item>) -> u32 {
+        if !self.policy().tracks_frequency() {
+            return access::stamp(self.clock.coarse_s(), false);
+        }
+        match prev {
+            Some(p) => self.lfu_used(p.seen(), false) & !access::FETCHED,
+            None => access::lfu_stamp(self.clock.coarse_s(), access::LFU_INIT, false),
+        }
+    }
+
+    /// The LFU word `word` after a use now (see `access.rs`).
+    fn lfu_used(&self, word: u32, read: bool) -> u32 {
+        access::lfu_used(
+            word,
+            self.clock.coarse_s(),
+            read,
+            self.lfu_tuning(),
+            eviction::coin(),
+        )
+    }
+
     /// Sets `item`'s access time to now, and "read since stored" if `read`.
     /// Writes only when the word changes: the first read, then at most
     /// once a second.
     #[inline]
     fn mark_used(&self, item: &Item, read: bool) {
-        let fetched = read || item.seen() & access::FETCHED != 0;
-        let word = access::stamp(self.clock.coarse_s(), fetched);
+        let word = if self.policy().tracks_frequency() {
+            self.lfu_used(item.seen(), read)
+        } else {
+            let fetched = read || item.seen() & access::FETCHED != 0;
+            access::stamp(self.clock.coarse_s(), fetched)
+        };
         if item.seen() != word {
             item.buf().slot_word().store(word, Ordering::Relaxed);
         }
@@ -1762,7 +1840,7 @@ impl Store {
         parts: &[&[u8]],
         hdr: &Header,
     ) -> bool {
-        let word = access::stamp(self.clock.coarse_s(), false);
+        let word = self.stored_word(Some(&f.item));
         if !f.item.rewrite_str(&self.pool, parts, hdr, word) {
             return false;
         }
@@ -1841,7 +1919,7 @@ impl Store {
         // is a fresh store.
         let word = match content {
             Content::CopyOf(old) => old.buf().slot_word().load(Ordering::Relaxed),
-            _ => access::stamp(self.clock.coarse_s(), false),
+            _ => self.stored_word(prev),
         };
         new.buf().slot_word().store(word, Ordering::Relaxed);
         let new = new.seen_as(word);
@@ -1930,15 +2008,18 @@ impl Store {
 
     /// Runs the pool allocation `alloc` until it succeeds: after each
     /// failure drains a segment, up to [`MAX_SEGMENT_EVICTIONS`], then
-    /// sweeps the CLOCK hand a little. Without eviction, only the sweeps
-    /// (which then remove expired items only).
+    /// sweeps the CLOCK hand a little. Only the `allkeys-` policies drain
+    /// segments (`eviction.rs` says why); the others only sweep, which
+    /// evicts what their policy allows (under `noeviction`, expired items
+    /// only).
     fn with_room<T>(&self, l: &Locked<'_>, mut alloc: impl FnMut() -> Option<T>) -> Option<T> {
-        let evict = self.evicts();
+        let policy = self.policy();
+        let drain = policy.evicts() && !policy.volatile_only();
         for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
             if let Some(t) = alloc() {
                 return Some(t);
             }
-            if evict && round < MAX_SEGMENT_EVICTIONS {
+            if drain && round < MAX_SEGMENT_EVICTIONS {
                 self.evict_segment(l);
             } else {
                 self.sweep_step(Some(l));
@@ -1949,7 +2030,7 @@ impl Store {
 
     /// Drains the pool's coldest segment: moves every string or collection
     /// head whose entry is referenced (read, or written, since the CLOCK
-    /// hand last passed it) to a free slot of its class in another segment
+    /// hand last passed it; see `worth_rescuing`) to a free slot of its class in another segment
     /// while there is one, and evicts the rest (skipping shards whose lock
     /// is busy, never waiting), so the segment returns to the shared
     /// allocator — at once, or when the last reply still sending one of its
@@ -1993,7 +2074,7 @@ impl Store {
                     None => entry_handle(f.entry) == handle,
                 };
                 if owner && !self.busy(&f.item) {
-                    if chunk_of.is_none() && f.entry & REF != 0 && self.rescue(l, &f, &slot) {
+                    if chunk_of.is_none() && self.worth_rescuing(&f) && self.rescue(l, &f, &slot) {
                         self.segment_rescues.fetch_add(1, Ordering::Relaxed);
                     } else {
                         self.remove(l, f.pos, &f.item);
@@ -2004,6 +2085,17 @@ impl Store {
             }
         }
         evicted || self.pool.stats().segments_released != released
+    }
+
+    /// True if a segment drain should move the item of entry `f` rather
+    /// than evict it: it was used since the CLOCK hand last passed, or,
+    /// under an LFU policy, its counter shows more than the use that
+    /// stored it.
+    fn worth_rescuing(&self, f: &Found) -> bool {
+        f.entry & REF != 0
+            || self
+                .frequency(&f.item)
+                .is_some_and(|n| n > access::LFU_INIT)
     }
 
     /// Moves the item of entry `f` (whose whole slot is `slot`) to a free
@@ -2038,9 +2130,10 @@ impl Store {
 
     /// Accounts `bytes` against the limit, running the CLOCK hand until
     /// they fit. False if two full turns of the hand free nothing, or,
-    /// without eviction, after [`EXPIRED_SWEEPS`] steps of the hand: then
-    /// it removes only expired items, and a full store must refuse a
-    /// write at once, not after a walk over every key.
+    /// when the policy can evict nothing (`noeviction`, or a `volatile-`
+    /// policy while no key has an expiry), after [`EXPIRED_SWEEPS`] steps
+    /// of the hand: then it removes only expired items, and a full store
+    /// must refuse a write at once, not after a walk over every key.
     fn reserve(&self, bytes: usize, held: Option<&Locked<'_>>) -> bool {
         if bytes > self.config.memory_limit {
             return false;
@@ -2049,7 +2142,8 @@ impl Store {
             // Nothing to add and nothing to evict: no read-modify-write.
             return true;
         }
-        let evict = self.evicts();
+        let policy = self.policy();
+        let evict = policy.evicts() && (!policy.volatile_only() || self.keyspaces.any_expiring());
         let mut steps = 0usize;
         let mut idle = 0usize;
         loop {
@@ -2084,9 +2178,12 @@ impl Store {
 
     /// Advances the CLOCK hand over a few buckets of one shard; true if it
     /// freed something. Skips shards whose lock is busy (never waits).
-    /// Without eviction it removes expired items only.
+    /// It removes the expired items it passes, and evicts what the policy
+    /// says (`eviction.rs`): under LRU every item not referenced since the
+    /// hand last passed, under the others the one best victim of the
+    /// window; under `noeviction` nothing.
     fn sweep_step(&self, held: Option<&Locked<'_>>) -> bool {
-        let evict = self.evicts();
+        let policy = self.policy();
         let mut hand = self.hand.lock().unwrap_or_else(|e| e.into_inner());
         let i = hand.shard % self.shards.len();
         let own;
@@ -2108,7 +2205,11 @@ impl Store {
         let start = hand.bucket.min(n);
         let end = (start + SWEEP_BUCKETS).min(n);
         let now = self.clock.now_ms();
+        let (now_s, lfu) = (self.clock.coarse_s(), self.lfu_tuning());
         let mut freed = false;
+        // The window's victim so far, for the policies that choose one:
+        // (rank, lowest first; its position; the item).
+        let mut best: Option<(u64, Pos, Item)> = None;
         for bucket in start..end {
             for way in 0..index::WAYS {
                 let pos = Pos { bucket, way };
@@ -2128,17 +2229,42 @@ impl Store {
                     self.remove(l, pos, &item);
                     self.removed(item.key(), Removal::Expired);
                     freed = true;
-                } else if !evict {
-                    // Kept: only expired items may go.
                     continue;
-                } else if e & REF != 0 {
+                }
+                if !policy.evicts() || (policy.volatile_only() && e & EXPIRES == 0) {
+                    // Kept: the policy may not evict it.
+                    continue;
+                }
+                let victim = policy.victim();
+                if e & REF != 0 {
+                    // Read since the hand last passed: under LRU that keeps
+                    // it this turn; the others rank by other things, but the
+                    // bit keeps its meaning for segment drains.
                     cell.fetch_and(!REF, Ordering::Relaxed);
-                } else {
-                    self.remove(l, pos, &item);
-                    self.removed(item.key(), Removal::Evicted);
-                    freed = true;
+                    if victim == Victim::Lru {
+                        continue;
+                    }
+                }
+                let rank = match victim {
+                    Victim::Lru => {
+                        self.remove(l, pos, &item);
+                        self.removed(item.key(), Removal::Evicted);
+                        freed = true;
+                        continue;
+                    }
+                    Victim::Random => 0,
+                    Victim::Lfu => u64::from(access::lfu_count(item.seen(), now_s, lfu)),
+                    Victim::Ttl => item.expires_at_ms(),
+                };
+                if best.as_ref().is_none_or(|(r, ..)| rank < *r) {
+                    best = Some((rank, pos, item));
                 }
             }
+        }
+        if let Some((_, pos, item)) = best {
+            self.remove(l, pos, &item);
+            self.removed(item.key(), Removal::Evicted);
+            freed = true;
         }
         if end >= n {
             hand.shard = (i + 1) % self.shards.len();

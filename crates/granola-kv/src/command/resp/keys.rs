@@ -541,14 +541,22 @@ pub fn object(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     };
     match &sub[..] {
         b"ENCODING" => ctx.bytes(encoding(&item)),
-        b"IDLETIME" => ctx.int(ctx.db.access(&item).idle_s as i64),
-        // Eviction is CLOCK (recency), as under an LRU policy: Redis says
-        // the same there.
-        b"FREQ" => ctx.error(
-            b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+        // Items keep either their idle time or their LFU counter, by the
+        // policy, and Redis answers for the one it keeps.
+        b"IDLETIME" if ctx.shared.store.policy().tracks_frequency() => ctx.error(
+            b"ERR An LFU maxmemory policy is selected, idle time not tracked. \
               Please note that when switching between policies at runtime LRU and LFU data \
               will take some time to adjust.",
         ),
+        b"IDLETIME" => ctx.int(ctx.db.access(&item).idle_s as i64),
+        b"FREQ" => match ctx.shared.store.frequency(&item) {
+            Some(n) => ctx.int(i64::from(n)),
+            None => ctx.error(
+                b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+                  Please note that when switching between policies at runtime LRU and LFU data \
+                  will take some time to adjust.",
+            ),
+        },
         b"REFCOUNT" => ctx.int(1),
         _ => {
             ctx.unknown_subcommand("OBJECT", arg(cmd, 1));

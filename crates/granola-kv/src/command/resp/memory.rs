@@ -12,6 +12,7 @@
 use super::{parse_i64, Ctx};
 use crate::command::Step;
 use crate::protocol::resp::Command;
+use crate::store::EvictionPolicy;
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.arg(i).unwrap_or_default()
@@ -82,11 +83,7 @@ pub fn doctor(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
             s.bytes,
             limit,
             s.bytes as f64 * 100.0 / limit.max(1) as f64,
-            if ctx.shared.store.evicts() {
-                "evicts least recently used items"
-            } else {
-                "refuses writes (noeviction)"
-            }
+            eviction_text(ctx.shared.store.policy())
         )
     };
     ctx.verbatim(text.as_bytes());
@@ -125,4 +122,24 @@ pub fn help(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
         b"    Prints this help.",
     ]);
     Step::Done
+}
+
+/// What the store does at the limit under `policy`, in words.
+fn eviction_text(policy: EvictionPolicy) -> &'static str {
+    match policy {
+        EvictionPolicy::AllkeysLru => "evicts least recently used items (allkeys-lru)",
+        EvictionPolicy::AllkeysLfu => "evicts least frequently used items (allkeys-lfu)",
+        EvictionPolicy::AllkeysRandom => "evicts items at random (allkeys-random)",
+        EvictionPolicy::VolatileLru => {
+            "evicts least recently used items that have an expiry (volatile-lru)"
+        }
+        EvictionPolicy::VolatileLfu => {
+            "evicts least frequently used items that have an expiry (volatile-lfu)"
+        }
+        EvictionPolicy::VolatileRandom => {
+            "evicts items that have an expiry, at random (volatile-random)"
+        }
+        EvictionPolicy::VolatileTtl => "evicts the items closest to expiring (volatile-ttl)",
+        EvictionPolicy::NoEviction => "refuses writes (noeviction)",
+    }
 }

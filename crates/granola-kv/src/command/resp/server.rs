@@ -239,7 +239,7 @@ fn section(ctx: &Ctx<'_>, name: &str, t: &mut String) {
                 if peak == 0 { 0.0 } else { used as f64 * 100.0 / peak as f64 },
                 human(system),
                 human(limit),
-                policy(shared.store.evicts()).name(),
+                shared.store.policy().name(),
                 // RSS over what the items take: the pools are reserved
                 // up front, so this starts high and falls as `-m` fills.
                 if used == 0 { 0.0 } else { rss as f64 / used as f64 },
@@ -418,14 +418,6 @@ fn reset_stats(shared: &Shared) {
     shared.errors.reset();
 }
 
-fn policy(evicts: bool) -> EvictionPolicy {
-    if evicts {
-        EvictionPolicy::AllkeysLru
-    } else {
-        EvictionPolicy::NoEviction
-    }
-}
-
 fn yes_no(on: bool) -> &'static str {
     if on {
         "yes"
@@ -439,9 +431,14 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let cfg = &ctx.shared.config;
     vec![
         ("maxmemory", cfg.memory_bytes().to_string()),
+        ("maxmemory-policy", ctx.shared.store.policy().name().into()),
         (
-            "maxmemory-policy",
-            policy(ctx.shared.store.evicts()).name().into(),
+            "lfu-log-factor",
+            ctx.shared.store.lfu_tuning().log_factor.to_string(),
+        ),
+        (
+            "lfu-decay-time",
+            ctx.shared.store.lfu_tuning().decay_minutes.to_string(),
         ),
         ("maxclients", cfg.max_conns.to_string()),
         ("notify-keyspace-events", ctx.shared.notifier.letters()),
@@ -534,18 +531,38 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                         }
                     }
                     Some(_) if name == "maxmemory-policy" => match EvictionPolicy::from_name(v) {
-                        Some(p) => ctx
-                            .shared
-                            .store
-                            .set_evictions(p == EvictionPolicy::AllkeysLru),
+                        Some(p) => ctx.shared.store.set_policy(p),
                         None => {
                             let text = format!(
-                                "ERR CONFIG SET failed (possibly related to argument '{name}') - granola-kv evicts by allkeys-lru or not at all (noeviction)"
+                                "ERR CONFIG SET failed (possibly related to argument '{name}') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
                             );
                             ctx.error(text.as_bytes());
                             return Step::Done;
                         }
                     },
+                    Some(_) if name == "lfu-log-factor" || name == "lfu-decay-time" => {
+                        let n = match std::str::from_utf8(v)
+                            .ok()
+                            .and_then(|t| t.parse::<i64>().ok())
+                        {
+                            Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => n as u32,
+                            Some(_) => {
+                                ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be between 0 and 2147483647 inclusive").as_bytes());
+                                return Step::Done;
+                            }
+                            None => {
+                                ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument couldn't be parsed into an integer").as_bytes());
+                                return Step::Done;
+                            }
+                        };
+                        let mut tuning = ctx.shared.store.lfu_tuning();
+                        if name == "lfu-log-factor" {
+                            tuning.log_factor = n;
+                        } else {
+                            tuning.decay_minutes = n;
+                        }
+                        ctx.shared.store.set_lfu_tuning(tuning);
+                    }
                     Some(_) => {
                         let text = format!(
                             "ERR CONFIG SET failed (possibly related to argument '{name}') - granola-kv sets it at start only (command-line flag)"

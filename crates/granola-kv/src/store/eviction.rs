@@ -1,0 +1,208 @@
+//! What a write that needs memory past the limit does: Redis's
+//! `maxmemory-policy` values, all eight of them.
+//!
+//! | policy | may evict | victim |
+//! |---|---|---|
+//! | `allkeys-lru` (default) | every item | CLOCK: one the hand finds unread since it last passed |
+//! | `allkeys-lfu` | every item | the least frequently used of the hand's window (Redis's logarithmic counter, decayed) |
+//! | `allkeys-random` | every item | the first the hand meets (the index is in hash order) |
+//! | `volatile-lru`, `-lfu`, `-random` | items with an expiry | as their `allkeys-` twin |
+//! | `volatile-ttl` | items with an expiry | the soonest to expire of the hand's window |
+//! | `noeviction` | nothing | the write is refused |
+//!
+//! The hand's window is [`SWEEP_BUCKETS`](super) buckets of 8 entries: up to
+//! 32 candidates per choice where Redis samples `maxmemory-samples` (5)
+//! into a pool of 16. Expired items are removed whatever the policy.
+//!
+//! Only the `allkeys-` policies drain whole segments when a size class
+//! runs out of slots (`docs/memory.md`): a drained segment must empty, and
+//! under a `volatile-` policy the items without an expiry in it could not
+//! go. A `volatile-` store therefore behaves as `noeviction` does when
+//! value sizes drift: memory held by one size class stays there, and
+//! writes of another size may be refused before the limit is reached.
+
+/// Redis's `maxmemory-policy`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EvictionPolicy {
+    /// Evict the least recently used items (CLOCK).
+    #[value(name = "allkeys-lru")]
+    AllkeysLru,
+    /// Evict the least frequently used items.
+    #[value(name = "allkeys-lfu")]
+    AllkeysLfu,
+    /// Evict any item.
+    #[value(name = "allkeys-random")]
+    AllkeysRandom,
+    /// Evict the least recently used items that have an expiry.
+    #[value(name = "volatile-lru")]
+    VolatileLru,
+    /// Evict the least frequently used items that have an expiry.
+    #[value(name = "volatile-lfu")]
+    VolatileLfu,
+    /// Evict any item that has an expiry.
+    #[value(name = "volatile-random")]
+    VolatileRandom,
+    /// Evict the items closest to expiring.
+    #[value(name = "volatile-ttl")]
+    VolatileTtl,
+    /// Refuse the write.
+    #[value(name = "noeviction")]
+    NoEviction,
+}
+
+/// How a policy picks among the items it may evict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Victim {
+    /// CLOCK: the reference bit.
+    Lru,
+    /// The smallest decayed LFU counter.
+    Lfu,
+    /// The first one.
+    Random,
+    /// The nearest expiry.
+    Ttl,
+}
+
+const ALL: [EvictionPolicy; 8] = [
+    EvictionPolicy::AllkeysLru,
+    EvictionPolicy::AllkeysLfu,
+    EvictionPolicy::AllkeysRandom,
+    EvictionPolicy::VolatileLru,
+    EvictionPolicy::VolatileLfu,
+    EvictionPolicy::VolatileRandom,
+    EvictionPolicy::VolatileTtl,
+    EvictionPolicy::NoEviction,
+];
+
+impl EvictionPolicy {
+    /// Redis's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::AllkeysLru => "allkeys-lru",
+            EvictionPolicy::AllkeysLfu => "allkeys-lfu",
+            EvictionPolicy::AllkeysRandom => "allkeys-random",
+            EvictionPolicy::VolatileLru => "volatile-lru",
+            EvictionPolicy::VolatileLfu => "volatile-lfu",
+            EvictionPolicy::VolatileRandom => "volatile-random",
+            EvictionPolicy::VolatileTtl => "volatile-ttl",
+            EvictionPolicy::NoEviction => "noeviction",
+        }
+    }
+
+    /// The policy of a Redis name (any case).
+    pub fn from_name(name: &[u8]) -> Option<EvictionPolicy> {
+        ALL.into_iter()
+            .find(|p| p.name().as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    /// True if a write past the limit may evict something (false only for
+    /// `noeviction`).
+    pub fn evicts(self) -> bool {
+        self != EvictionPolicy::NoEviction
+    }
+
+    /// True if only items with an expiry may be evicted.
+    pub fn volatile_only(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::VolatileLru
+                | EvictionPolicy::VolatileLfu
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::VolatileTtl
+        )
+    }
+
+    /// True if items keep Redis's LFU counter (in their access word)
+    /// instead of their last access time in seconds.
+    #[inline]
+    pub fn tracks_frequency(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::AllkeysLfu | EvictionPolicy::VolatileLfu
+        )
+    }
+
+    pub(crate) fn victim(self) -> Victim {
+        match self {
+            EvictionPolicy::AllkeysLfu | EvictionPolicy::VolatileLfu => Victim::Lfu,
+            EvictionPolicy::AllkeysRandom | EvictionPolicy::VolatileRandom => Victim::Random,
+            EvictionPolicy::VolatileTtl => Victim::Ttl,
+            EvictionPolicy::AllkeysLru
+            | EvictionPolicy::VolatileLru
+            | EvictionPolicy::NoEviction => Victim::Lru,
+        }
+    }
+
+    pub(crate) fn to_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// The policy `to_u8` made `v` of (read on every access: a match,
+    /// not a search).
+    #[inline]
+    pub(crate) fn from_u8(v: u8) -> EvictionPolicy {
+        match v {
+            1 => EvictionPolicy::AllkeysLfu,
+            2 => EvictionPolicy::AllkeysRandom,
+            3 => EvictionPolicy::VolatileLru,
+            4 => EvictionPolicy::VolatileLfu,
+            5 => EvictionPolicy::VolatileRandom,
+            6 => EvictionPolicy::VolatileTtl,
+            7 => EvictionPolicy::NoEviction,
+            _ => EvictionPolicy::AllkeysLru,
+        }
+    }
+}
+
+/// A uniform number in [0, 1) from a per-thread xorshift generator
+/// (seeded from the OS once per thread): the LFU counter's increments are
+/// coin flips, as Redis's are, and need no more than that.
+pub(crate) fn coin() -> f64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let mut b = [0u8; 8];
+            // A generator that could not be seeded still flips coins.
+            let _ = getrandom::fill(&mut b);
+            u64::from_le_bytes(b) | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_reads_back_and_unknown_names_do_not() {
+        for p in ALL {
+            assert_eq!(EvictionPolicy::from_name(p.name().as_bytes()), Some(p));
+            assert_eq!(
+                EvictionPolicy::from_name(p.name().to_ascii_uppercase().as_bytes()),
+                Some(p)
+            );
+            assert_eq!(EvictionPolicy::from_u8(p.to_u8()), p);
+        }
+        assert_eq!(EvictionPolicy::from_name(b"allkeys-fifo"), None);
+        assert_eq!(EvictionPolicy::from_name(b""), None);
+    }
+
+    #[test]
+    fn coins_are_uniform_enough() {
+        let n = 100_000;
+        let below = (0..n).filter(|_| coin() < 0.25).count();
+        assert!(
+            (20_000..30_000).contains(&below),
+            "{below} of {n} below 0.25"
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! The eviction policies other than `allkeys-lru` (whose CLOCK
+//! `store_eviction.rs` tests): what each may evict, which victims it
+//! prefers, and that the memory limit holds under every one.
+
+use granola::Pool;
+use granola_kv::store::{Clock, EvictionPolicy, Meta, SetMode, Store, StoreConfig, StoreError};
+
+const LIMIT: usize = 4 << 20;
+/// The manual clock's start (ms): 2027-01-15, so access words are in range.
+const T0: u64 = 1_800_000_000_000;
+
+fn store(policy: EvictionPolicy, clock: Clock) -> Store {
+    Store::with_clock(
+        Pool::with_capacity(16 << 20).unwrap(),
+        StoreConfig {
+            memory_limit: LIMIT,
+            shards: 64,
+            policy,
+            ..Default::default()
+        },
+        clock,
+    )
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key:{i:016}").into_bytes()
+}
+
+/// 200 bytes that name their key: a wrong or torn value fails `check`.
+fn value(i: u32) -> Vec<u8> {
+    (0..200u32)
+        .map(|j| (i.wrapping_mul(31) ^ j) as u8)
+        .collect()
+}
+
+fn put(s: &Store, i: u32, expires_at_ms: u64) -> Result<u64, StoreError> {
+    s.set(
+        &key(i),
+        &value(i),
+        Meta {
+            flags: 0,
+            expires_at_ms,
+        },
+        SetMode::Set,
+    )
+}
+
+/// True if key `i` is stored with its own value.
+fn check(s: &Store, i: u32) -> bool {
+    match s.get(&key(i)) {
+        Some(item) => {
+            assert_eq!(item.value_bytes(), value(i), "key {i}");
+            true
+        }
+        None => false,
+    }
+}
+
+fn survival(s: &Store, keys: impl Iterator<Item = u32>) -> f64 {
+    let (mut n, mut alive) = (0, 0);
+    for i in keys {
+        n += 1;
+        alive += usize::from(check(s, i));
+    }
+    alive as f64 / n as f64
+}
+
+/// Under every `volatile-` policy a key without an expiry is never
+/// evicted: writes past the limit take keys with a TTL, and once none is
+/// left they are refused, while every key without one stays readable.
+#[test]
+fn volatile_policies_evict_only_keys_with_an_expiry() {
+    for policy in [
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileLfu,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileTtl,
+    ] {
+        let s = store(policy, Clock::manual(T0));
+        // 20 + 200 + 28 B -> 256 B slots: ~16 Ki items fit; a third with
+        // a TTL an hour away.
+        let first = 12_000u32;
+        for i in 0..first {
+            let ttl = if i % 3 == 0 { T0 + 3_600_000 } else { 0 };
+            put(&s, i, ttl).unwrap();
+        }
+        let mut i = first;
+        let refused = loop {
+            match put(&s, i, 0) {
+                Ok(_) => i += 1,
+                Err(e) => break e,
+            }
+            let st = s.stats();
+            assert!(st.bytes <= st.limit, "{policy:?}: {st:?}");
+            assert!(i < first + 40_000, "{policy:?}: never refused");
+        };
+        assert_eq!(refused, StoreError::OutOfMemory, "{policy:?}");
+        let st = s.stats();
+        assert!(
+            st.evictions >= u64::from(first / 3) * 9 / 10,
+            "{policy:?}: {st:?}"
+        );
+        let kept = (0..i).filter(|k| k % 3 != 0 || *k >= first);
+        assert_eq!(
+            survival(&s, kept),
+            1.0,
+            "{policy:?}: a key without a TTL went"
+        );
+        assert_eq!(
+            s.pool().stats().live_slots,
+            s.len(),
+            "{policy:?}: a slot leaked"
+        );
+        // A key with a TTL is evictable again: the next write takes it.
+        put(&s, 0, T0 + 3_600_000).unwrap_err();
+    }
+}
+
+/// `volatile-ttl` evicts the keys closest to expiring first.
+#[test]
+fn volatile_ttl_evicts_the_soonest_to_expire_first() {
+    let s = store(EvictionPolicy::VolatileTtl, Clock::manual(T0));
+    let first = 12_000u32;
+    for i in 0..first {
+        // Interleaved: one in two expires in an hour, the other in ten.
+        let hours = if i % 2 == 0 { 1 } else { 10 };
+        put(&s, i, T0 + hours * 3_600_000).unwrap();
+    }
+    // A quarter of them must go.
+    let mut i = first;
+    while s.stats().evictions < u64::from(first / 4) {
+        put(&s, i, 0).unwrap();
+        i += 1;
+    }
+    let soon = survival(&s, (0..first).step_by(2));
+    let late = survival(&s, (1..first).step_by(2));
+    println!("volatile-ttl: soon survival {soon:.3}, late {late:.3}");
+    assert!(late > 0.97, "late {late}");
+    assert!(soon < late - 0.3, "soon {soon} vs late {late}");
+}
+
+/// `allkeys-lfu` keeps keys read often over keys never read.
+#[test]
+fn allkeys_lfu_keeps_frequently_read_keys() {
+    let s = store(EvictionPolicy::AllkeysLfu, Clock::manual(T0));
+    let (first, hot) = (12_000u32, 1_000u32);
+    for i in 0..first {
+        put(&s, i, 0).unwrap();
+    }
+    for _ in 0..20 {
+        for h in 0..hot {
+            assert!(check(&s, h));
+        }
+    }
+    for i in first..first + 12_000 {
+        put(&s, i, 0).unwrap();
+        let st = s.stats();
+        assert!(st.bytes <= st.limit, "{st:?}");
+    }
+    let hot_rate = survival(&s, 0..hot);
+    let cold_rate = survival(&s, hot..first);
+    println!("allkeys-lfu: hot survival {hot_rate:.3}, cold {cold_rate:.3}");
+    assert!(hot_rate > 0.95, "hot {hot_rate}");
+    assert!(
+        cold_rate < hot_rate - 0.25,
+        "cold {cold_rate} vs hot {hot_rate}"
+    );
+    assert!(s.stats().evictions > 5_000);
+}
+
+/// `allkeys-random` ignores use: keys read all along fare no better than
+/// keys never read.
+#[test]
+fn allkeys_random_evicts_regardless_of_use() {
+    let s = store(EvictionPolicy::AllkeysRandom, Clock::manual(T0));
+    let (first, hot) = (12_000u32, 2_000u32);
+    for i in 0..first {
+        put(&s, i, 0).unwrap();
+    }
+    for i in first..first + 12_000 {
+        if i % 500 == 0 {
+            for h in 0..hot {
+                check(&s, h);
+            }
+        }
+        put(&s, i, 0).unwrap();
+        let st = s.stats();
+        assert!(st.bytes <= st.limit, "{st:?}");
+    }
+    let hot_rate = survival(&s, 0..hot);
+    let cold_rate = survival(&s, hot..first);
+    println!("allkeys-random: read survival {hot_rate:.3}, unread {cold_rate:.3}");
+    assert!(s.stats().evictions > 5_000);
+    assert!(cold_rate > 0.05, "cold {cold_rate}");
+    assert!(
+        (hot_rate - cold_rate).abs() < 0.15,
+        "read {hot_rate} vs unread {cold_rate}"
+    );
+}
+
+/// The LFU counter and idle time as the store reports them: a new key
+/// starts at 5, its first read makes 6, each decay period unused takes
+/// one off, and idle time counts whole minutes; another policy keeps no
+/// counter.
+#[test]
+fn the_lfu_counter_follows_uses_and_time() {
+    let clock = Clock::manual(T0);
+    let s = store(EvictionPolicy::AllkeysLfu, clock.clone());
+    put(&s, 1, 0).unwrap();
+    let item = s.peek(&key(1)).unwrap();
+    assert_eq!(s.frequency(&item), Some(5));
+    s.get(&key(1)).unwrap();
+    let item = s.peek(&key(1)).unwrap();
+    assert_eq!(s.frequency(&item), Some(6));
+    assert!(s.access(&item).fetched);
+    clock.advance_ms(3 * 60_000 + 30_000);
+    let item = s.peek(&key(1)).unwrap();
+    assert_eq!(s.frequency(&item), Some(3));
+    assert_eq!(s.access(&item).idle_s, 180);
+    // An overwrite keeps the counter (and counts as a use), but the new
+    // value was not read yet.
+    put(&s, 1, 0).unwrap();
+    let item = s.peek(&key(1)).unwrap();
+    assert!(matches!(s.frequency(&item), Some(3 | 4)));
+    assert!(!s.access(&item).fetched);
+    s.set_policy(EvictionPolicy::AllkeysLru);
+    assert_eq!(s.frequency(&item), None);
+}
