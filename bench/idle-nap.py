@@ -24,32 +24,15 @@ Writes JSON (every run, and medians per cell) and prints a Markdown table.
 """
 import argparse, json, os, resource, socket, statistics, subprocess, sys, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from local_server import free_port, wait_ready  # noqa: E402
+
 SHAPES = [  # (pipeline, connections, requests)
     (1, 1, 20_000),
     (16, 1, 200_000),
     (1, 50, 200_000),
     (16, 50, 1_000_000),
 ]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_ready(port, proc):
-    for _ in range(400):
-        if proc.poll() is not None:
-            sys.exit(f"server on port {port} exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            return
-        except OSError:
-            time.sleep(0.025)
-    sys.exit(f"server on port {port} did not start")
 
 
 def run_time_ns(pid):

@@ -395,6 +395,81 @@ fn redis_cli_commands() {
     assert!((5000..7000).contains(&bytes), "{line}");
 }
 
+/// `redis-cli --hotkeys` (SCAN, then `OBJECT FREQ` per key) under
+/// `allkeys-lfu` finds the key read most, with Redis's counter; under
+/// the default policy it stops with Redis's advice to pick an LFU policy.
+#[test]
+fn redis_cli_hotkeys_finds_the_most_read_key() {
+    if !redis_cli() {
+        return;
+    }
+    let srv = Server::default_config();
+    let port = srv.resp().port();
+    assert_eq!(cli(port, &["set", "before", "v"], b""), "OK\n");
+    let refused = run(
+        {
+            let mut c = Command::new("redis-cli");
+            c.arg("-p").arg(port.to_string()).arg("--hotkeys");
+            c
+        },
+        b"",
+    );
+    let text = String::from_utf8_lossy(&refused.stdout).to_string()
+        + &String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        text.contains("An LFU maxmemory policy is not selected"),
+        "{text}"
+    );
+
+    // No decay: a minute boundary between the writes and the scan would
+    // otherwise take one off every counter.
+    assert_eq!(
+        cli(
+            port,
+            &[
+                "config",
+                "set",
+                "maxmemory-policy",
+                "allkeys-lfu",
+                "lfu-decay-time",
+                "0"
+            ],
+            b""
+        ),
+        "OK\n"
+    );
+    // New keys: one stored under the old policy holds its access time
+    // where the counter goes, and reads as a stray counter until it
+    // decays (as in Redis).
+    assert_eq!(cli(port, &["del", "before"], b""), "1\n");
+    for k in ["cold1", "cold2", "hot"] {
+        assert_eq!(cli(port, &["set", k, "v"], b""), "OK\n");
+    }
+    let reads: Vec<u8> = "GET hot\n".repeat(2000).into_bytes();
+    cli(port, &[], &reads);
+    let out = cli(port, &["--hotkeys"], b"");
+    let top = out
+        .lines()
+        .find(|l| l.contains("hot key found with counter"))
+        .unwrap_or_else(|| panic!("--hotkeys: {out}"));
+    assert!(top.contains("keyname: \"hot\""), "{out}");
+    let counter: u32 = top
+        .split("counter: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("--hotkeys line: {top}"));
+    // 2000 reads at lfu-log-factor 10 make about 24.
+    assert!((15..=40).contains(&counter), "{top}");
+    // The others were stored and never read: Redis's initial 5.
+    for k in ["cold1", "cold2"] {
+        assert!(
+            out.contains(&format!("counter: 5\tkeyname: \"{k}\"")),
+            "{out}"
+        );
+    }
+}
+
 /// pylibmc (libmemcached) over the text protocol, then `binary=True`.
 #[test]
 fn pylibmc_script() {

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `allkeys-lru` (default) | every item | CLOCK: one the hand finds unread since it last passed |
 //! | `allkeys-lfu` | every item | the least frequently used of the hand's window (Redis's logarithmic counter, decayed) |
-//! | `allkeys-random` | every item | the first the hand meets (the index is in hash order) |
+//! | `allkeys-random` | every item | one of the hand's window, at random |
 //! | `volatile-lru`, `-lfu`, `-random` | items with an expiry | as their `allkeys-` twin |
 //! | `volatile-ttl` | items with an expiry | the soonest to expire of the hand's window |
 //! | `noeviction` | nothing | the write is refused |
@@ -58,7 +58,7 @@ pub(crate) enum Victim {
     Lru,
     /// The smallest decayed LFU counter.
     Lfu,
-    /// The first one.
+    /// Any one, at random.
     Random,
     /// The nearest expiry.
     Ttl,
@@ -155,10 +155,21 @@ impl EvictionPolicy {
     }
 }
 
-/// A uniform number in [0, 1) from a per-thread xorshift generator
-/// (seeded from the OS once per thread): the LFU counter's increments are
-/// coin flips, as Redis's are, and need no more than that.
+/// A uniform number in [0, 1): the LFU counter's increments are coin
+/// flips, as Redis's are.
 pub(crate) fn coin() -> f64 {
+    (next_random() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A uniform 32-bit number: breaks ties between a window's candidates,
+/// so equal ranks do not always evict the hand's first bucket.
+pub(crate) fn tie_breaker() -> u32 {
+    (next_random() >> 32) as u32
+}
+
+/// The next number of a per-thread xorshift generator, seeded from the
+/// OS once per thread; eviction needs no more than that.
+fn next_random() -> u64 {
     use std::cell::Cell;
     thread_local! {
         static STATE: Cell<u64> = Cell::new({
@@ -174,7 +185,7 @@ pub(crate) fn coin() -> f64 {
         x ^= x >> 7;
         x ^= x << 17;
         s.set(x);
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        x
     })
 }
 

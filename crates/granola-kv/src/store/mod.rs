@@ -2208,8 +2208,8 @@ impl Store {
         let (now_s, lfu) = (self.clock.coarse_s(), self.lfu_tuning());
         let mut freed = false;
         // The window's victim so far, for the policies that choose one:
-        // (rank, lowest first; its position; the item).
-        let mut best: Option<(u64, Pos, Item)> = None;
+        // (rank and tie-break, lowest first; its position; the item).
+        let mut best: Option<((u64, u32), Pos, Item)> = None;
         for bucket in start..end {
             for way in 0..index::WAYS {
                 let pos = Pos { bucket, way };
@@ -2256,6 +2256,10 @@ impl Store {
                     Victim::Lfu => u64::from(access::lfu_count(item.seen(), now_s, lfu)),
                     Victim::Ttl => item.expires_at_ms(),
                 };
+                // Ties go by a random number: a window of equal ranks that
+                // gave up its first item would only ever evict from the
+                // first way of every fourth bucket.
+                let rank = (rank, eviction::tie_breaker());
                 if best.as_ref().is_none_or(|(r, ..)| rank < *r) {
                     best = Some((rank, pos, item));
                 }
