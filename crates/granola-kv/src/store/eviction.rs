@@ -10,8 +10,8 @@
 //! | `volatile-ttl` | items with an expiry | the soonest to expire of the hand's window |
 //! | `noeviction` | nothing | the write is refused |
 //!
-//! The hand's window is [`SWEEP_BUCKETS`](super) buckets of 8 entries: up to
-//! 32 candidates per choice where Redis samples `maxmemory-samples` (5)
+//! The hand's window is `SWEEP_BUCKETS` (4) index buckets of 8 entries: up
+//! to 32 candidates per choice where Redis samples `maxmemory-samples` (5)
 //! into a pool of 16. Expired items are removed whatever the policy.
 //!
 //! Only the `allkeys-` policies drain whole segments when a size class

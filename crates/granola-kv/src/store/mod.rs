@@ -1028,9 +1028,10 @@ impl Store {
         )
     }
 
-    /// Sets `item`'s access time to now, and "read since stored" if `read`.
-    /// Writes only when the word changes: the first read, then at most
-    /// once a second.
+    /// Sets `item`'s access time to now, and "read since stored" if `read`
+    /// (under an LFU policy: counts the use; see `access.rs`). Writes only
+    /// when the word changes: the first read, then at most once a second
+    /// (LFU: once a minute, and when the counter's coin comes up).
     #[inline]
     fn mark_used(&self, item: &Item, read: bool) {
         let word = if self.policy().tracks_frequency() {
