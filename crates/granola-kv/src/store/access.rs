@@ -29,10 +29,11 @@
 //! `1 / ((counter - LFU_INIT) * lfu-log-factor + 1)` and down by one per
 //! `lfu-decay-time` minutes unused, as Redis's does; the minutes are those
 //! of the last use. Idle times are then whole minutes (memcached's `l`
-//! reads them ×60). Switching between an LFU and a non-LFU policy at run
-//! time leaves the stored words in the other form until each item is next
-//! used or stored: for a while, counters and idle times read wrong (Redis
-//! says the same).
+//! reads them ×60). After a switch between an LFU and a non-LFU policy at
+//! run time, words written under the old policy are read in the new form:
+//! idle times read wrong until an item is next used; LFU counters of older
+//! items mostly read as 0 (their time stamps read as long ago) and climb
+//! again with use (Redis says the same).
 
 /// The item was read since it was stored.
 pub(crate) const FETCHED: u32 = 1 << 31;
