@@ -26,7 +26,7 @@ fn key(i: u32) -> Vec<u8> {
     format!("key:{i:016}").into_bytes()
 }
 
-/// 200 bytes that name their key: a wrong or torn value fails `check`.
+/// 200 bytes made from the key's number: another key's value fails `check`.
 fn value(i: u32) -> Vec<u8> {
     (0..200u32)
         .map(|j| (i.wrapping_mul(31) ^ j) as u8)
