@@ -45,6 +45,13 @@ fn put(s: &Store, i: u32, expires_at_ms: u64) -> Result<u64, StoreError> {
     )
 }
 
+/// Stores key `i` without an expiry and checks the store kept its limit.
+fn put_within_limit(s: &Store, i: u32) {
+    put(s, i, 0).unwrap();
+    let st = s.stats();
+    assert!(st.bytes <= st.limit, "{st:?}");
+}
+
 /// True if key `i` is stored with its own value.
 fn check(s: &Store, i: u32) -> bool {
     match s.get(&key(i)) {
@@ -158,9 +165,7 @@ fn allkeys_lfu_keeps_frequently_read_keys() {
         }
     }
     for i in first..first + 12_000 {
-        put(&s, i, 0).unwrap();
-        let st = s.stats();
-        assert!(st.bytes <= st.limit, "{st:?}");
+        put_within_limit(&s, i);
     }
     let hot_rate = survival(&s, 0..hot);
     let cold_rate = survival(&s, hot..first);
@@ -188,9 +193,7 @@ fn allkeys_random_evicts_regardless_of_use() {
                 check(&s, h);
             }
         }
-        put(&s, i, 0).unwrap();
-        let st = s.stats();
-        assert!(st.bytes <= st.limit, "{st:?}");
+        put_within_limit(&s, i);
     }
     let hot_rate = survival(&s, 0..hot);
     let cold_rate = survival(&s, hot..first);

@@ -64,6 +64,7 @@ pub(crate) enum Victim {
     Ttl,
 }
 
+/// Every policy, in the order of their `u8` values.
 const ALL: [EvictionPolicy; 8] = [
     EvictionPolicy::AllkeysLru,
     EvictionPolicy::AllkeysLfu,
@@ -138,20 +139,13 @@ impl EvictionPolicy {
         self as u8
     }
 
-    /// The policy `to_u8` made `v` of (read on every access: a match,
+    /// The policy `to_u8` made `v` of (read on every access: an index,
     /// not a search).
     #[inline]
     pub(crate) fn from_u8(v: u8) -> EvictionPolicy {
-        match v {
-            1 => EvictionPolicy::AllkeysLfu,
-            2 => EvictionPolicy::AllkeysRandom,
-            3 => EvictionPolicy::VolatileLru,
-            4 => EvictionPolicy::VolatileLfu,
-            5 => EvictionPolicy::VolatileRandom,
-            6 => EvictionPolicy::VolatileTtl,
-            7 => EvictionPolicy::NoEviction,
-            _ => EvictionPolicy::AllkeysLru,
-        }
+        ALL.get(usize::from(v))
+            .copied()
+            .unwrap_or(EvictionPolicy::AllkeysLru)
     }
 }
 

@@ -2211,6 +2211,7 @@ impl Store {
         // The window's victim so far, for the policies that choose one:
         // (rank and tie-break, lowest first; its position; the item).
         let mut best: Option<((u64, u32), Pos, Item)> = None;
+        let victim = policy.victim();
         for bucket in start..end {
             for way in 0..index::WAYS {
                 let pos = Pos { bucket, way };
@@ -2236,17 +2237,15 @@ impl Store {
                     // Kept: the policy may not evict it.
                     continue;
                 }
-                let victim = policy.victim();
-                if e & REF != 0 {
-                    // Read since the hand last passed: under LRU that keeps
-                    // it this turn; the others rank by other things, but the
-                    // bit keeps its meaning for segment drains.
+                // Read since the hand last passed: under LRU that keeps it
+                // this turn; the others rank by other things, but the bit
+                // keeps its meaning for segment drains.
+                let referenced = e & REF != 0;
+                if referenced {
                     cell.fetch_and(!REF, Ordering::Relaxed);
-                    if victim == Victim::Lru {
-                        continue;
-                    }
                 }
                 let rank = match victim {
+                    Victim::Lru if referenced => continue,
                     Victim::Lru => {
                         self.remove(l, pos, &item);
                         self.removed(item.key(), Removal::Evicted);

@@ -541,10 +541,7 @@ pub fn config(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
                         }
                     },
                     Some(_) if name == "lfu-log-factor" || name == "lfu-decay-time" => {
-                        let n = match std::str::from_utf8(v)
-                            .ok()
-                            .and_then(|t| t.parse::<i64>().ok())
-                        {
+                        let n = match super::parse_i64(v) {
                             Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => n as u32,
                             Some(_) => {
                                 ctx.error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be between 0 and 2147483647 inclusive").as_bytes());
