@@ -6303,6 +6303,137 @@ fn redis_cli_rdb_export_loads_into_redis() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// RESTORE's `FREQ` sets the LFU counter under an LFU policy and
+/// `IDLETIME` the idle time under any other, each ignored under the other
+/// kind, as in Redis 7. Idle times are compared within a second: each
+/// server's clock may tick between RESTORE and OBJECT.
+#[test]
+fn restore_keeps_the_idle_time_or_the_lfu_counter_as_redis_does() {
+    let Some((_peer, _srv, mut r, mut g)) = pair() else {
+        return;
+    };
+    r.resp(&["SET", "src", "v"]);
+    let Resp::Bulk(Some(payload)) = r.resp(&["DUMP", "src"]) else {
+        panic!("DUMP src")
+    };
+    let restore = |key: &str, option: &str, n: &str| -> Vec<Vec<u8>> {
+        [b"RESTORE".as_slice(), key.as_bytes(), b"0", &payload]
+            .into_iter()
+            .chain([option.as_bytes(), n.as_bytes()])
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    for c in [&mut r, &mut g] {
+        assert_eq!(
+            c.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]),
+            Resp::Simple(b"OK".to_vec())
+        );
+    }
+    for words in [
+        restore("hot", "FREQ", "100"),
+        restore("idle", "IDLETIME", "1000"),
+    ] {
+        assert_eq!(g.resp(&words), r.resp(&words), "{words:?}");
+    }
+    same(&mut r, &mut g, &cmd(&["OBJECT", "FREQ", "hot"]));
+    same(&mut r, &mut g, &cmd(&["OBJECT", "FREQ", "idle"]));
+    assert_eq!(g.resp(&["OBJECT", "FREQ", "hot"]), Resp::Int(100));
+    for c in [&mut r, &mut g] {
+        c.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        assert_eq!(
+            c.resp(&restore("old", "IDLETIME", "1000")),
+            Resp::Simple(b"OK".to_vec())
+        );
+        assert_eq!(
+            c.resp(&restore("counted", "FREQ", "100")),
+            Resp::Simple(b"OK".to_vec())
+        );
+    }
+    for (key, idle) in [("old", 1000), ("counted", 0)] {
+        for (name, c) in [("Redis", &mut r), ("granola-kv", &mut g)] {
+            let Resp::Int(n) = c.resp(&["OBJECT", "IDLETIME", key]) else {
+                panic!("{name}: OBJECT IDLETIME {key}")
+            };
+            assert!((idle..=idle + 1).contains(&n), "{name}: {key} idle {n}");
+        }
+    }
+}
+
+/// `redis-cli --rdb` writes each key's use as Redis does: the idle time
+/// under an LRU policy, the LFU counter under an LFU one, and a Redis
+/// loading the file under the same kind of policy keeps them.
+#[test]
+fn redis_cli_rdb_export_carries_idle_times_and_lfu_counters() {
+    let srv = Server::default_config();
+    let mut g = Client::connect(srv.resp());
+    g.resp(&["SET", "src", "v"]);
+    let Resp::Bulk(Some(payload)) = g.resp(&["DUMP", "src"]) else {
+        panic!("DUMP src")
+    };
+    let restore = |g: &mut Client, key: &str, option: &str, n: &str| {
+        let words: [&[u8]; 6] = [
+            b"RESTORE",
+            key.as_bytes(),
+            b"0",
+            &payload,
+            option.as_bytes(),
+            n.as_bytes(),
+        ];
+        assert_eq!(g.resp(&words), Resp::Simple(b"OK".to_vec()), "{key}");
+    };
+    let dir = std::env::temp_dir().join(format!("granola-rdb-use-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_arg = dir.to_str().unwrap();
+    let export = |name: &str| {
+        let status = Command::new("redis-cli")
+            .args(["-p", &srv.resp().port().to_string(), "--rdb"])
+            .arg(dir.join(name))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run redis-cli (Debian package redis-tools)");
+        assert!(status.success(), "redis-cli --rdb {name} failed");
+    };
+    let read = |c: &mut Client, what: &str, key: &str| match c.resp(&["OBJECT", what, key]) {
+        Resp::Int(n) => n,
+        other => panic!("OBJECT {what} {key}: {other:?}"),
+    };
+    // allkeys-lru (granola-kv's default): idle times; Redis's default
+    // policy (noeviction) reads them.
+    restore(&mut g, "old", "IDLETIME", "5000");
+    export("lru.rdb");
+    let Some(peer) = redis_with(&["--dir", dir_arg, "--dbfilename", "lru.rdb"]) else {
+        return;
+    };
+    let mut r = Client::connect(peer.addr);
+    let old = read(&mut r, "IDLETIME", "old");
+    assert!((5000..=5010).contains(&old), "old idle {old}");
+    assert!(read(&mut r, "IDLETIME", "src") <= 10);
+    drop(peer);
+    // allkeys-lfu: counters, for a Redis with an LFU policy.
+    g.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+    restore(&mut g, "hot", "FREQ", "100");
+    g.resp(&["SET", "new", "v"]);
+    export("lfu.rdb");
+    let Some(peer) = redis_with(&[
+        "--dir",
+        dir_arg,
+        "--dbfilename",
+        "lfu.rdb",
+        "--maxmemory-policy",
+        "allkeys-lfu",
+    ]) else {
+        return;
+    };
+    let mut r = Client::connect(peer.addr);
+    // A minute may turn during the test: one step of decay.
+    let hot = read(&mut r, "FREQ", "hot");
+    assert!((99..=100).contains(&hot), "hot counter {hot}");
+    let new = read(&mut r, "FREQ", "new");
+    assert!((4..=5).contains(&new), "new counter {new}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// INFO has the fields monitoring tools read (redis_exporter, Datadog's
 /// check), each where Redis 7 has it and with values that hold together.
 #[test]

@@ -267,6 +267,61 @@ fn memcache_access_flags_like_memcached() {
     );
 }
 
+/// RESTORE's `IDLETIME` sets the key's last use that many seconds back
+/// (memcached's `mg ... l` sees it too) and `FREQ` its LFU counter, each
+/// under the policy that keeps it and ignored under the other, as in
+/// Redis (`redis_differential.rs` checks the same against Redis 7 on a
+/// real clock). A manual clock makes the decay exact.
+#[test]
+fn restore_sets_the_idle_time_or_the_lfu_counter() {
+    let mut cfg = config();
+    let clock = granola_kv::store::Clock::manual(1_800_000_000_000);
+    cfg.clock = clock.clone();
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.mc());
+    let mut writer = Client::connect(srv.resp());
+    writer.resp(&["SET", "src", "v"]);
+    let Resp::Bulk(Some(payload)) = writer.resp(&["DUMP", "src"]) else {
+        panic!("DUMP src")
+    };
+    let mut restore = |key: &str, option: &str, n: &str| {
+        let words: [&[u8]; 6] = [
+            b"RESTORE",
+            key.as_bytes(),
+            b"0",
+            &payload,
+            option.as_bytes(),
+            n.as_bytes(),
+        ];
+        assert_eq!(writer.resp(&words), Resp::Simple(b"OK".to_vec()), "{key}");
+    };
+    // allkeys-lru (the default): IDLETIME counts, FREQ does not; an idle
+    // time from before the access clock's start (2020) reads from there.
+    restore("old", "IDLETIME", "1000");
+    restore("counted", "FREQ", "100");
+    restore("ancient", "IDLETIME", "9000000000000");
+    let mut r = Client::connect(srv.resp());
+    clock.advance_ms(60_000);
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "old"]), Resp::Int(1060));
+    assert_eq!(r.resp(&["OBJECT", "IDLETIME", "counted"]), Resp::Int(60));
+    assert_eq!(
+        r.resp(&["OBJECT", "IDLETIME", "ancient"]),
+        Resp::Int(1_800_000_060 - 1_577_836_800)
+    );
+    c.roundtrip(b"mg old h l\r\n", b"HD h0 l1060\r\n");
+    c.roundtrip(b"mg old h l\r\n", b"HD h1 l0\r\n");
+    // allkeys-lfu: FREQ counts (and decays by one a minute), IDLETIME
+    // does not.
+    r.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+    restore("hot", "FREQ", "100");
+    restore("idle", "IDLETIME", "1000");
+    assert_eq!(r.resp(&["OBJECT", "FREQ", "hot"]), Resp::Int(100));
+    assert_eq!(r.resp(&["OBJECT", "FREQ", "idle"]), Resp::Int(5));
+    clock.advance_ms(3 * 60_000);
+    assert_eq!(r.resp(&["OBJECT", "FREQ", "hot"]), Resp::Int(97));
+    assert_eq!(r.resp(&["OBJECT", "FREQ", "idle"]), Resp::Int(2));
+}
+
 #[test]
 fn memcache_meta_explicit_cas() {
     let srv = Server::default_config();

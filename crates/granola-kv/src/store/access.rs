@@ -126,6 +126,18 @@ pub(crate) fn lfu_used(word: u32, now_s: u64, read: bool, tuning: LfuTuning, coi
     lfu_stamp(now_s, counter, read || word & FETCHED != 0)
 }
 
+/// An item's use as Redis carries it between servers: RESTORE's
+/// `IDLETIME` or `FREQ`, an RDB file's `IDLE` or `FREQ` opcode before a
+/// key. Which one a server writes, and which one it heeds, depends on its
+/// policy (see [`Store::use_history`](super::Store::use_history)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UseHistory {
+    /// Last used this many seconds ago (LRU policies).
+    IdleSeconds(u64),
+    /// This LFU counter, as of now (LFU policies).
+    Frequency(u8),
+}
+
 /// What an item's word said about its use before the read that returned
 /// it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -97,7 +97,7 @@ mod stream;
 mod stream_groups;
 mod update;
 
-pub use access::{Access, LfuTuning};
+pub use access::{Access, LfuTuning, UseHistory};
 pub use clock::{now_ms, Clock};
 pub use dict::{Dict, DictEdit, Member};
 pub use element::Element;
@@ -567,6 +567,37 @@ impl Store {
         self.policy()
             .tracks_frequency()
             .then(|| access::lfu_count(item.seen(), self.clock.coarse_s(), self.lfu_tuning()))
+    }
+
+    /// What an RDB file written now says of `item`'s use, as Redis writes
+    /// it: its idle time under an LRU policy (`allkeys-lru`,
+    /// `volatile-lru`), its counter under an LFU one, nothing under the
+    /// others.
+    pub fn use_history(&self, item: &Item) -> Option<UseHistory> {
+        match self.policy() {
+            EvictionPolicy::AllkeysLru | EvictionPolicy::VolatileLru => {
+                Some(UseHistory::IdleSeconds(self.access(item).idle_s))
+            }
+            p if p.tracks_frequency() => self.frequency(item).map(UseHistory::Frequency),
+            _ => None,
+        }
+    }
+
+    /// Sets `item`'s use as a RESTORE or an RDB file carries it, as Redis
+    /// heeds it: a counter under an LFU policy, an idle time under any
+    /// other; the other kind is ignored. The item reads as not read since
+    /// stored. Returns whether the history was kept.
+    pub fn set_use_history(&self, item: &Item, history: UseHistory) -> bool {
+        let now_s = self.clock.coarse_s();
+        let word = match (history, self.policy().tracks_frequency()) {
+            (UseHistory::Frequency(counter), true) => access::lfu_stamp(now_s, counter, false),
+            (UseHistory::IdleSeconds(idle), false) => {
+                access::stamp(now_s.saturating_sub(idle), false)
+            }
+            _ => return false,
+        };
+        item.buf().slot_word().store(word, Ordering::Relaxed);
+        true
     }
 
     /// The store's clock.

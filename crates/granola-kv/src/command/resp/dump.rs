@@ -10,9 +10,9 @@
 //!   LZF-compressed strings included, and streams of every type Redis 5
 //!   to 7.2 and Valkey write. A payload that would decode to more than the
 //!   memory limit is refused before it is decoded.
-//! - `IDLETIME` and `FREQ` are checked as Redis checks them and otherwise
-//!   ignored: eviction here keeps a CLOCK bit per key, not an idle time or
-//!   a frequency.
+//! - `IDLETIME` and `FREQ` are checked as Redis checks them and set the
+//!   restored key's idle time (under a policy other than LFU) or its LFU
+//!   counter (under an LFU policy); the other one is ignored, as in Redis.
 
 use super::{parse_i64, Ctx};
 use crate::command::{Step, Storage};
@@ -21,7 +21,7 @@ use crate::protocol::rdb::{
     StreamDump,
 };
 use crate::protocol::resp::{self, Command};
-use crate::store::{encode_fields, Dict, Item, Kind, Meta, SetMode, StoreError};
+use crate::store::{encode_fields, Dict, Item, Kind, Meta, SetMode, StoreError, UseHistory};
 use std::ops::Bound;
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
@@ -140,7 +140,7 @@ pub fn restore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
     let key = arg(cmd, 1);
     let mut replace = false;
     let mut absttl = false;
-    let (mut idle, mut freq) = (false, false);
+    let mut history = None;
     let mut i = 4;
     while let Some(o) = cmd.arg(i) {
         let more = i + 1 < cmd.len();
@@ -148,22 +148,30 @@ pub fn restore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
             replace = true;
         } else if o.eq_ignore_ascii_case(b"ABSTTL") {
             absttl = true;
-        } else if o.eq_ignore_ascii_case(b"IDLETIME") && more && !freq {
+        } else if o.eq_ignore_ascii_case(b"IDLETIME")
+            && more
+            && !matches!(history, Some(UseHistory::Frequency(_)))
+        {
             match parse_i64(arg(cmd, i + 1)) {
                 None => return error(ctx, resp::ERR_NOT_INTEGER),
                 Some(n) if n < 0 => {
                     return error(ctx, b"-ERR Invalid IDLETIME value, must be >= 0\r\n")
                 }
-                Some(_) => idle = true,
+                Some(n) => history = Some(UseHistory::IdleSeconds(n as u64)),
             }
             i += 1;
-        } else if o.eq_ignore_ascii_case(b"FREQ") && more && !idle {
-            match parse_i64(arg(cmd, i + 1)) {
-                None => return error(ctx, resp::ERR_NOT_INTEGER),
-                Some(n) if !(0..=255).contains(&n) => {
+        } else if o.eq_ignore_ascii_case(b"FREQ")
+            && more
+            && !matches!(history, Some(UseHistory::IdleSeconds(_)))
+        {
+            let Some(n) = parse_i64(arg(cmd, i + 1)) else {
+                return error(ctx, resp::ERR_NOT_INTEGER);
+            };
+            match u8::try_from(n) {
+                Ok(f) => history = Some(UseHistory::Frequency(f)),
+                Err(_) => {
                     return error(ctx, b"-ERR Invalid FREQ value, must be >= 0 and <= 255\r\n")
                 }
-                Some(_) => freq = true,
             }
             i += 1;
         } else {
@@ -210,7 +218,12 @@ pub fn restore(ctx: &mut Ctx<'_>, cmd: &Command<'_>) -> Step {
         expires_at_ms,
     };
     match put(ctx.db, key, value, meta) {
-        Ok(()) => ctx.ok(),
+        Ok(()) => {
+            if let (Some(h), Some(item)) = (history, ctx.db.peek(key)) {
+                ctx.shared.store.set_use_history(&item, h);
+            }
+            ctx.ok()
+        }
         Err(Some(e)) => ctx.store_error(e),
         Err(None) => ctx.raw(b"-ERR Bad data format\r\n"),
     }

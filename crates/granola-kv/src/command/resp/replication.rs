@@ -9,6 +9,9 @@
 //!   export holds the encodings of a few keys (16 index buckets' worth)
 //!   beyond the reply queue's mark, not the file.
 //! - Expired keys are left out; every database with keys gets a SELECTDB.
+//! - Each key's idle time (LRU policies) or LFU counter (LFU policies)
+//!   goes before it, as Redis writes them, so a Redis loading the file
+//!   under the same kind of policy keeps which keys are hot.
 //! - Every type goes as DUMP writes it (`protocol/rdb.rs`). The header
 //!   says RDB version 9, so a file without streams loads into Redis 5 and
 //!   6 too; a stream is `STREAM_LISTPACKS_2`, which Redis 7.0 and later
@@ -132,7 +135,9 @@ pub fn sync(ctx: &mut Ctx<'_>, _cmd: &Command<'_>) -> Step {
                 e.file.select_db(&mut out, number);
                 e.db = Some(number);
             }
-            e.file.key(&mut out, key, item.expires_at_ms(), &payload);
+            let history = shared.store.use_history(item);
+            e.file
+                .key(&mut out, key, item.expires_at_ms(), history, &payload);
         });
         if refused.is_none() && shared.store.index_buckets() != e.buckets {
             refused = Some("RDB export refused: the index grew during the walk".into());
