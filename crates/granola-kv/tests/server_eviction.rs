@@ -262,3 +262,82 @@ fn value(i: usize) -> Vec<u8> {
     v.extend_from_slice(&sum.to_le_bytes());
     v
 }
+
+/// memcached's `-M` under size drift: 100-byte values fill the server,
+/// nine in ten are deleted, then 2000-byte values are set until one is
+/// refused. The refusal comes only at the limit (`stats` `bytes` against
+/// the items' share of `-m`): the pool moves the remaining small items together
+/// to free whole segments for the new size (`segment_rescues`), and every
+/// kept value reads back with its own bytes. Before, the deleted items'
+/// segments stayed with the small class and the first refusal came at
+/// about two thirds of the limit.
+#[test]
+fn noeviction_takes_a_new_value_size_up_to_the_limit() {
+    let mut cfg = config();
+    // An item share (32 MiB) twice the pool's spare segments (16 MiB),
+    // which would otherwise hold the new size without any move.
+    cfg.memory_mb = 40;
+    cfg.udp_port = 0;
+    cfg.native_udp_port = 0;
+    cfg.disable_evictions = true;
+    // The items' share of `-m` (the rest is the connections'), which
+    // `bytes` counts against.
+    let share = cfg.item_memory_bytes() as f64;
+    let srv = Server::start(cfg);
+    let mut c = Client::connect(srv.mc());
+    fn sized(tag: &str, i: usize, len: usize) -> (Vec<u8>, Vec<u8>) {
+        let key = format!("{tag}{i}").into_bytes();
+        let mut v = pattern(fnv(&key), len - 8);
+        let sum = fnv(&v);
+        v.extend_from_slice(&sum.to_le_bytes());
+        (key, v)
+    }
+    // Sets pipelined in batches of 64 until one is refused; the number
+    // stored.
+    fn fill(c: &mut Client, tag: &str, len: usize) -> usize {
+        let mut stored = 0;
+        loop {
+            let mut batch = Vec::new();
+            for i in stored..stored + 64 {
+                let (k, v) = sized(tag, i, len);
+                batch.extend_from_slice(&mc_set_cmd(&k, 0, &v));
+            }
+            c.send(&batch);
+            let mut refused = false;
+            for _ in 0..64 {
+                match c.read_line().as_slice() {
+                    b"STORED\r\n" if !refused => stored += 1,
+                    b"SERVER_ERROR out of memory storing object\r\n" => refused = true,
+                    other => panic!("{tag}{stored}: {}", show(other)),
+                }
+            }
+            if refused {
+                return stored;
+            }
+            assert!(stored < 1_000_000, "never refused");
+        }
+    }
+    let small = fill(&mut c, "s", 100);
+    let mut deletes = Vec::new();
+    for i in (0..small).filter(|i| i % 10 != 0) {
+        deletes.extend_from_slice(format!("delete s{i} noreply\r\n").as_bytes());
+    }
+    c.send(&deletes);
+    c.roundtrip(b"mn\r\n", b"MN\r\n");
+    let big = fill(&mut c, "b", 2000);
+    let bytes = mc_stat(srv.mc(), "bytes") as f64;
+    println!("{small} small, {big} big; refused at {bytes} of {share} bytes");
+    assert!(bytes >= 0.95 * share, "refused at {bytes} of {share}");
+    assert!(resp_info_u64(srv.resp(), "evicted_keys") == 0);
+    let moved = mc_stats(srv.mc())["segment_rescues"]
+        .parse::<u64>()
+        .unwrap_or(0);
+    assert!(moved > 0, "no item moved");
+    for (tag, n, len, step) in [("s", small, 100, 10), ("b", big, 2000, 1)] {
+        for i in (0..n).step_by(step) {
+            let (k, v) = sized(tag, i, len);
+            c.send(format!("get {}\r\n", k.escape_ascii()).as_bytes());
+            assert_eq!(mc_read_get(&mut c), Some((0, v)), "{}", show(&k));
+        }
+    }
+}

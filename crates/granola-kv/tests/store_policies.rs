@@ -234,3 +234,114 @@ fn the_lfu_counter_follows_uses_and_time() {
     s.set_policy(EvictionPolicy::AllkeysLru);
     assert_eq!(s.frequency(&item), None);
 }
+
+/// A store whose items may not all be evicted (`noeviction`, the
+/// `volatile-` policies) and whose value sizes drift still takes writes
+/// up to its limit: a full pool empties its sparsest segment by moving
+/// the items there into free slots of their class elsewhere. Here 200-byte
+/// values fill the store, nine in ten of them then go (deleted, or with a
+/// TTL the policy may evict), and 1000-byte values follow. Without the
+/// moves every segment stayed with the 200-byte class, each held by the
+/// few items that may not go: `noeviction` refused at 0.64 of the limit,
+/// `volatile-lru` once the pool's spare segments were full.
+#[test]
+fn stores_that_may_not_evict_everything_take_drifting_sizes() {
+    const LIMIT: usize = 8 << 20;
+    fn sized(tag: &str, i: u32, len: usize) -> (Vec<u8>, Vec<u8>) {
+        let key = format!("{tag}:{i:08}").into_bytes();
+        let value = (0..len)
+            .map(|j| (i.wrapping_mul(2_654_435_761) >> 8) as u8 ^ (j as u8))
+            .collect();
+        (key, value)
+    }
+    let expiring = |on: bool| Meta {
+        flags: 0,
+        expires_at_ms: if on { T0 + 3_600_000 } else { 0 },
+    };
+    for policy in [
+        EvictionPolicy::NoEviction,
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileTtl,
+    ] {
+        // The server's proportion: spare segments for the classes in use
+        // beyond the limit (here two of 2 MiB).
+        let s = Store::with_clock(
+            Pool::with_capacity(LIMIT + (4 << 20)).unwrap(),
+            StoreConfig {
+                memory_limit: LIMIT,
+                shards: 64,
+                policy,
+                ..Default::default()
+            },
+            Clock::manual(T0),
+        );
+        let mut small = 0u32;
+        while s.stats().bytes + 512 <= LIMIT {
+            let (k, v) = sized("small", small, 200);
+            s.set(&k, &v, expiring(small % 10 != 0), SetMode::Set)
+                .unwrap();
+            small += 1;
+        }
+        if policy == EvictionPolicy::NoEviction {
+            for i in (0..small).filter(|i| i % 10 != 0) {
+                assert!(s.delete(&sized("small", i, 200).0));
+            }
+        }
+        // Three limits' worth of 1000-byte values, with a TTL.
+        let mut big = 0u32;
+        let refused_at = loop {
+            let (k, v) = sized("big", big, 1000);
+            match s.set(&k, &v, expiring(true), SetMode::Set) {
+                Ok(_) => big += 1,
+                Err(e) => {
+                    assert_eq!(e, StoreError::OutOfMemory, "{policy:?}");
+                    break Some(s.stats().bytes);
+                }
+            }
+            if big as usize * 1000 > 3 * LIMIT {
+                break None;
+            }
+        };
+        let st = s.stats();
+        println!("{policy:?}: {big} big values, refused at {refused_at:?} of {LIMIT}; {st:?}");
+        assert!(st.bytes <= st.limit, "{policy:?}: {st:?}");
+        assert!(st.segment_rescues > 0, "{policy:?}: nothing moved");
+        match policy {
+            // It may refuse only at its limit.
+            EvictionPolicy::NoEviction => {
+                let at = refused_at.expect("noeviction stored three limits' worth");
+                assert!(
+                    at as f64 >= 0.95 * LIMIT as f64,
+                    "refused at {at} of {LIMIT}"
+                );
+            }
+            // Every value has a TTL: it may always evict one.
+            _ => assert_eq!(refused_at, None, "{policy:?}"),
+        }
+        // Every item that may not go is still there, with its own bytes
+        // (moved byte for byte), and so is every big value not evicted.
+        for i in (0..small).step_by(10) {
+            let (k, v) = sized("small", i, 200);
+            let item = s
+                .get(&k)
+                .unwrap_or_else(|| panic!("{policy:?}: small {i} lost"));
+            assert_eq!(item.value_bytes(), v, "{policy:?}: small {i}");
+        }
+        let mut found = 0;
+        for i in 0..big {
+            let (k, v) = sized("big", i, 1000);
+            if let Some(item) = s.get(&k) {
+                assert_eq!(item.value_bytes(), v, "{policy:?}: big {i}");
+                found += 1;
+            }
+        }
+        if policy == EvictionPolicy::NoEviction {
+            assert_eq!(found, big);
+        }
+        assert_eq!(
+            s.pool().stats().live_slots,
+            s.len(),
+            "{policy:?}: a slot leaked"
+        );
+    }
+}

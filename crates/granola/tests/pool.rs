@@ -672,6 +672,54 @@ fn coldest_segment_follows_touches() {
     assert_ne!(seg(&d), seg(&c));
 }
 
+/// The segment to compact is the sparsest one whose items all fit in the
+/// free slots of its class's other segments; one whose items do not fit
+/// is not offered, nor is a large run or another class's segment.
+#[test]
+fn sparsest_movable_segment_fits_its_items_elsewhere() {
+    let p = pool(8 * SEGMENT_SIZE);
+    let seg = |x: &Buf| {
+        let (base, _) = p.region();
+        ((x.as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
+    };
+    let a = 64 << 10;
+    let per = SEGMENT_SIZE / a;
+    // Two full segments of one class, and a large run.
+    let mut first: Vec<Buf> = (0..per)
+        .map(|_| p.alloc_copy(&vec![1u8; a]).unwrap())
+        .collect();
+    let mut second: Vec<Buf> = (0..per)
+        .map(|_| p.alloc_copy(&vec![2u8; a]).unwrap())
+        .collect();
+    let _large = p.alloc_copy(&vec![3u8; MAX_SLOT_SIZE + 1]).unwrap();
+    assert_ne!(seg(&first[0]), seg(&second[0]));
+    // Full: no item could move.
+    assert_eq!(p.sparsest_movable_segment(), None);
+    // Three free slots in the first segment; the second keeps four items.
+    first.truncate(per - 3);
+    second.truncate(4);
+    assert_eq!(p.sparsest_movable_segment(), None, "4 items, 3 free slots");
+    first.truncate(per - 4);
+    assert_eq!(p.sparsest_movable_segment(), Some(seg(&second[0])));
+    // Sparser still, the first segment's items do not fit in the second.
+    first.truncate(2);
+    assert_eq!(p.sparsest_movable_segment(), Some(seg(&first[0])));
+    // A draining segment is not offered (its free slots left the free
+    // list), nor counted as room for another's items.
+    let (f, s2) = (seg(&first[0]), seg(&second[0]));
+    p.drain_segment(f);
+    assert!(p.is_draining(f) && !p.is_draining(s2));
+    assert_eq!(p.sparsest_movable_segment(), None);
+    first.clear();
+    assert!(!p.is_draining(f), "released with its last slot");
+    assert_eq!(
+        p.sparsest_movable_segment(),
+        None,
+        "4 items, no other segment"
+    );
+    assert!(second.iter().all(|b| seg(b) == s2 && b[0] == 2));
+}
+
 /// A large run whose object no handle owns (its owner let it go while a
 /// send still holds it) is not offered for draining: draining it could
 /// free nothing, and offering it again and again would starve the owner's

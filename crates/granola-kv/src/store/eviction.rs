@@ -14,12 +14,12 @@
 //! to 32 candidates per choice where Redis samples `maxmemory-samples` (5)
 //! into a pool of 16. Expired items are removed whatever the policy.
 //!
-//! Only the `allkeys-` policies drain whole segments when a size class
-//! runs out of slots (`docs/memory.md`): a drained segment must empty, and
-//! under a `volatile-` policy the items without an expiry in it could not
-//! go. A `volatile-` store therefore behaves as `noeviction` does when
-//! value sizes drift: memory held by one size class stays there, and
-//! writes of another size may be refused before the limit is reached.
+//! When a size class runs out of slots and the pool of segments, the
+//! `allkeys-` policies drain the coldest segment (evicting what they do
+//! not move). The others may not evict every item, so they compact
+//! instead: they empty the sparsest segment whose items all fit in free
+//! slots of their class elsewhere, moving the items they must keep and
+//! evicting (`volatile-`) or moving the rest (`docs/memory.md`).
 
 /// Redis's `maxmemory-policy`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +101,12 @@ impl EvictionPolicy {
     /// `noeviction`).
     pub fn evicts(self) -> bool {
         self != EvictionPolicy::NoEviction
+    }
+
+    /// True if the policy may evict an item that has an expiry or not
+    /// (`has_expiry`).
+    pub fn may_evict(self, has_expiry: bool) -> bool {
+        self.evicts() && (has_expiry || !self.volatile_only())
     }
 
     /// True if only items with an expiry may be evicted.

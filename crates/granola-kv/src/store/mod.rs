@@ -411,6 +411,9 @@ pub struct Store {
     evictions: AtomicU64,
     segment_evictions: AtomicU64,
     segment_rescues: AtomicU64,
+    /// Segments a compaction left draining with items that could neither
+    /// move nor go (see `compact_segment`), to resume.
+    stranded: Mutex<Vec<u32>>,
     expired: AtomicU64,
     /// List bodies by id, striped by id (see `list.rs`).
     bodies: Box<[Mutex<BodyMap>]>,
@@ -431,6 +434,16 @@ pub enum Removal {
     Expired,
     /// Memory was needed (CLOCK or a segment drain).
     Evicted,
+}
+
+/// What a segment drain did (`Store::empty_segment`).
+#[derive(Default)]
+struct Drained {
+    /// It evicted or moved something, or a segment came free.
+    progress: bool,
+    /// An item stayed: its shard or list was busy, or it could neither
+    /// move nor go under the policy.
+    left: bool,
 }
 
 /// Told of every key the store removes on its own, under the key's shard
@@ -512,6 +525,7 @@ impl Store {
             evictions: AtomicU64::new(0),
             segment_evictions: AtomicU64::new(0),
             segment_rescues: AtomicU64::new(0),
+            stranded: Mutex::new(Vec::new()),
             expired: AtomicU64::new(0),
             bodies: (0..BODY_STRIPES).map(|_| Mutex::default()).collect(),
             next_list_id: AtomicU64::new(1),
@@ -2039,22 +2053,24 @@ impl Store {
     }
 
     /// Runs the pool allocation `alloc` until it succeeds: after each
-    /// failure drains a segment, up to [`MAX_SEGMENT_EVICTIONS`], then
-    /// sweeps the CLOCK hand a little. Only the `allkeys-` policies drain
-    /// segments (`eviction.rs` says why); the others only sweep, which
-    /// evicts what their policy allows (under `noeviction`, expired items
-    /// only).
+    /// failure empties a segment, up to [`MAX_SEGMENT_EVICTIONS`], then
+    /// sweeps the CLOCK hand a little. The `allkeys-` policies drain the
+    /// coldest segment (`evict_segment`); the others, which may not evict
+    /// every item, compact: they empty the sparsest segment whose items
+    /// all fit in the free slots of their class (`compact_segment`).
     fn with_room<T>(&self, l: &Locked<'_>, mut alloc: impl FnMut() -> Option<T>) -> Option<T> {
         let policy = self.policy();
-        let drain = policy.evicts() && !policy.volatile_only();
+        let evicts_all = policy.evicts() && !policy.volatile_only();
         for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
             if let Some(t) = alloc() {
                 return Some(t);
             }
-            if drain && round < MAX_SEGMENT_EVICTIONS {
+            if round >= MAX_SEGMENT_EVICTIONS {
+                self.sweep_step(Some(l));
+            } else if evicts_all {
                 self.evict_segment(l);
             } else {
-                self.sweep_step(Some(l));
+                self.compact_segment(l);
             }
         }
         None
@@ -2062,19 +2078,73 @@ impl Store {
 
     /// Drains the pool's coldest segment: moves every string or collection
     /// head whose entry is referenced (read, or written, since the CLOCK
-    /// hand last passed it; see `worth_rescuing`) to a free slot of its class in another segment
-    /// while there is one, and evicts the rest (skipping shards whose lock
-    /// is busy, never waiting), so the segment returns to the shared
-    /// allocator — at once, or when the last reply still sending one of its
-    /// items drops it. True if it evicted or moved something or a segment
-    /// came free.
+    /// hand last passed it; see `worth_rescuing`) to a free slot of its
+    /// class in another segment while there is one, and evicts the rest
+    /// (see `empty_segment`). True if it evicted or moved something or a
+    /// segment came free.
     fn evict_segment(&self, held: &Locked<'_>) -> bool {
-        let Some(seg) = self.pool.coldest_segment() else {
-            return false;
+        match self.pool.coldest_segment() {
+            Some(seg) => self.empty_segment(seg, held).progress,
+            None => false,
+        }
+    }
+
+    /// Empties a segment without evicting what the policy keeps, for the
+    /// `volatile-` policies and `noeviction`: takes the segment with the
+    /// fewest items among those whose class has a free slot elsewhere for
+    /// each of them (`Pool::sparsest_movable_segment`) and moves them
+    /// there; items the policy may evict (with an expiry, under a
+    /// `volatile-` policy) and expired ones go as in a drain. Without it,
+    /// a store whose value sizes drift kept its segments with the classes
+    /// that had them, each held by a few items that may not go, and
+    /// refused writes of a new size long before the limit (`noeviction`:
+    /// at 0.64 of it, with one item in ten kept; `volatile-lru`, with nine
+    /// in ten of its items evictable, once the pool's spare segments were
+    /// full: `docs/memory.md`).
+    ///
+    /// A move can fail (the item's shard is busy, or a writer took the
+    /// free slot first); the segment then stays draining with what did not
+    /// move. Such a segment is remembered and, when no other segment fits,
+    /// drained again, so it does not stay out of use for as long as its
+    /// last items live.
+    fn compact_segment(&self, held: &Locked<'_>) -> bool {
+        let seg = match self.pool.sparsest_movable_segment() {
+            Some(seg) => seg,
+            None => {
+                let mut stranded = self.stranded.lock().unwrap_or_else(|e| e.into_inner());
+                // One that emptied (and maybe went to another class) since
+                // is not draining any more: forget it.
+                stranded.retain(|&s| self.pool.is_draining(s));
+                match stranded.pop() {
+                    Some(seg) => seg,
+                    None => return false,
+                }
+            }
         };
+        let drained = self.empty_segment(seg, held);
+        if drained.left {
+            let mut stranded = self.stranded.lock().unwrap_or_else(|e| e.into_inner());
+            if !stranded.contains(&seg) {
+                stranded.push(seg);
+            }
+        }
+        drained.progress
+    }
+
+    /// Drains segment `seg`: each string or collection head in it that the
+    /// policy may not evict, or that is worth keeping (`worth_rescuing`),
+    /// moves to a free slot of its class in another segment while there is
+    /// one; the others, and expired items, are removed (skipping shards
+    /// whose lock is busy, never waiting). A list chunk goes with its list
+    /// if the policy may evict that. The segment returns to the shared
+    /// allocator once its last slot is freed — at once, or when the last
+    /// reply still sending one of its items drops it.
+    fn empty_segment(&self, seg: u32, held: &Locked<'_>) -> Drained {
         self.segment_evictions.fetch_add(1, Ordering::Relaxed);
+        let policy = self.policy();
+        let now = self.clock.now_ms();
         let released = self.pool.stats().segments_released;
-        let mut evicted = false;
+        let mut drained = Drained::default();
         for handle in self.pool.drain_segment(seg) {
             let Some(slot) = self.pool.try_acquire(handle) else {
                 continue;
@@ -2097,26 +2167,45 @@ impl Store {
                         own = g;
                         &own
                     }
-                    None => continue,
+                    None => {
+                        drained.left = true;
+                        continue;
+                    }
                 }
             };
-            if let Some(f) = l.find(&self.pool, &h, &key) {
-                let owner = match chunk_of {
-                    Some(id) => f.item.body_id() == Some(id),
-                    None => entry_handle(f.entry) == handle,
+            let Some(f) = l.find(&self.pool, &h, &key) else {
+                continue;
+            };
+            let owner = match chunk_of {
+                Some(id) => f.item.body_id() == Some(id),
+                None => entry_handle(f.entry) == handle,
+            };
+            if !owner {
+                continue;
+            }
+            let expired = f.item.expired(now);
+            let evictable = expired || policy.may_evict(f.entry & EXPIRES != 0);
+            let keep = !expired && (!evictable || self.worth_rescuing(&f));
+            if self.busy(&f.item) {
+                drained.left = true;
+            } else if chunk_of.is_none() && keep && self.rescue(l, &f, &slot) {
+                self.segment_rescues.fetch_add(1, Ordering::Relaxed);
+                drained.progress = true;
+            } else if evictable {
+                self.remove(l, f.pos, &f.item);
+                let why = if expired {
+                    Removal::Expired
+                } else {
+                    Removal::Evicted
                 };
-                if owner && !self.busy(&f.item) {
-                    if chunk_of.is_none() && self.worth_rescuing(&f) && self.rescue(l, &f, &slot) {
-                        self.segment_rescues.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        self.remove(l, f.pos, &f.item);
-                        self.removed(&key, Removal::Evicted);
-                    }
-                    evicted = true;
-                }
+                self.removed(&key, why);
+                drained.progress = true;
+            } else {
+                drained.left = true;
             }
         }
-        evicted || self.pool.stats().segments_released != released
+        drained.progress |= self.pool.stats().segments_released != released;
+        drained
     }
 
     /// True if a segment drain should move the item of entry `f` rather

@@ -638,6 +638,51 @@ impl Pool {
         best.map(|(s, _)| s)
     }
 
+    /// The segment to empty by moving its items into other segments of
+    /// its class, for a cache that may not evict them: among small-class
+    /// segments in use and not draining, the one with the fewest live
+    /// slots whose class has at least that many free slots in its other
+    /// segments (free-listed or not yet carved, in segments not draining),
+    /// so that every item can move. `None` if there is none. O(segments);
+    /// meant for the rare moment a full pool cannot serve an allocation.
+    pub fn sparsest_movable_segment(&self) -> Option<u32> {
+        let inner = &self.inner;
+        let used = inner
+            .segments
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next as usize;
+        // One reading per segment: the counts move under other threads.
+        // (segment, class, free slots, live slots)
+        let segments: Vec<(u32, usize, u64, u64)> = (0..used)
+            .filter(|&seg| !inner.seg_draining[seg].load(Ordering::Relaxed))
+            .filter_map(|seg| {
+                let class = inner.seg_class[seg].load(Ordering::Acquire) as usize;
+                let per_segment = u64::from(CLASSES.get(class)?.per_segment);
+                let live = u64::from(inner.seg_live[seg].load(Ordering::Relaxed)).min(per_segment);
+                Some((seg as u32, class, per_segment - live, live))
+            })
+            .collect();
+        let mut free = [0u64; NUM_CLASSES];
+        for &(_, class, spare, _) in &segments {
+            free[class] += spare;
+        }
+        segments
+            .into_iter()
+            .filter(|&(_, class, spare, live)| live > 0 && live <= free[class] - spare)
+            .min_by_key(|&(.., live)| live)
+            .map(|(seg, ..)| seg)
+    }
+
+    /// True while segment `seg` is draining: it serves no allocation and
+    /// waits for its last live slot to be freed.
+    pub fn is_draining(&self, seg: u32) -> bool {
+        self.inner
+            .seg_draining
+            .get(seg as usize)
+            .is_some_and(|d| d.load(Ordering::Relaxed))
+    }
+
     /// Starts draining segment `seg` and returns the raw handles
     /// ([`into_handle`](Self::into_handle)) of its slots, which their owner
     /// should release. From now on no allocation is served from the
