@@ -6316,13 +6316,7 @@ fn restore_keeps_the_idle_time_or_the_lfu_counter_as_redis_does() {
     let Resp::Bulk(Some(payload)) = r.resp(&["DUMP", "src"]) else {
         panic!("DUMP src")
     };
-    let restore = |key: &str, option: &str, n: &str| -> Vec<Vec<u8>> {
-        [b"RESTORE".as_slice(), key.as_bytes(), b"0", &payload]
-            .into_iter()
-            .chain([option.as_bytes(), n.as_bytes()])
-            .map(<[u8]>::to_vec)
-            .collect()
-    };
+    let restore = |key: &str, option: &str, n: &str| restore_cmd(key, &payload, option, n);
     for c in [&mut r, &mut g] {
         assert_eq!(
             c.resp(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]),
@@ -6371,14 +6365,7 @@ fn redis_cli_rdb_export_carries_idle_times_and_lfu_counters() {
         panic!("DUMP src")
     };
     let restore = |g: &mut Client, key: &str, option: &str, n: &str| {
-        let words: [&[u8]; 6] = [
-            b"RESTORE",
-            key.as_bytes(),
-            b"0",
-            &payload,
-            option.as_bytes(),
-            n.as_bytes(),
-        ];
+        let words = restore_cmd(key, &payload, option, n);
         assert_eq!(g.resp(&words), Resp::Simple(b"OK".to_vec()), "{key}");
     };
     let dir = std::env::temp_dir().join(format!("granola-rdb-use-{}", std::process::id()));

@@ -285,14 +285,7 @@ fn restore_sets_the_idle_time_or_the_lfu_counter() {
         panic!("DUMP src")
     };
     let mut restore = |key: &str, option: &str, n: &str| {
-        let words: [&[u8]; 6] = [
-            b"RESTORE",
-            key.as_bytes(),
-            b"0",
-            &payload,
-            option.as_bytes(),
-            n.as_bytes(),
-        ];
+        let words = restore_cmd(key, &payload, option, n);
         assert_eq!(writer.resp(&words), Resp::Simple(b"OK".to_vec()), "{key}");
     };
     // allkeys-lru (the default): IDLETIME counts, FREQ does not; an idle

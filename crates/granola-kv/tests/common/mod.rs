@@ -325,6 +325,21 @@ pub fn mc_stat(addr: SocketAddr, name: &str) -> u64 {
         .expect("numeric stat")
 }
 
+/// `RESTORE <key> 0 <payload> <option> <n>`: a DUMP payload restored
+/// without a TTL, with one option and its number (IDLETIME, FREQ).
+pub fn restore_cmd(key: &str, payload: &[u8], option: &str, n: &str) -> Vec<Vec<u8>> {
+    [
+        b"RESTORE",
+        key.as_bytes(),
+        b"0",
+        payload,
+        option.as_bytes(),
+        n.as_bytes(),
+    ]
+    .map(<[u8]>::to_vec)
+    .to_vec()
+}
+
 /// `set <key> <flags> 0 <len>\r\n<value>\r\n`.
 pub fn mc_set_cmd(key: &[u8], flags: u32, value: &[u8]) -> Vec<u8> {
     let mut v = format!("set {} {flags} 0 {}\r\n", key.escape_ascii(), value.len()).into_bytes();

@@ -80,8 +80,12 @@
 //! segment returns to the allocator when its last live slot is freed, i.e.
 //! only when every in-flight reference (a reply being sent) has dropped.
 //! [`Pool::coldest_segment`] picks the segment to drain: the one whose
-//! slots were least recently allocated or [touched](Pool::touch). The
-//! design and its reasons are in `docs/memory.md`.
+//! slots were least recently allocated or [touched](Pool::touch). A cache
+//! that may not evict its items compacts instead:
+//! [`Pool::sparsest_movable_segment`] picks the segment whose items all
+//! fit in free slots of their class elsewhere, and the cache moves them
+//! there before the segment drains. The design and its reasons are in
+//! `docs/memory.md`.
 //!
 //! Free-list entries carry the generation of their segment; releasing or
 //! draining a segment bumps the generation, so its old entries are dropped
@@ -613,11 +617,7 @@ impl Pool {
     /// completes.
     pub fn coldest_segment(&self) -> Option<u32> {
         let inner = &self.inner;
-        let used = inner
-            .segments
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .next as usize;
+        let used = inner.segments_used();
         let now = inner.epoch.load(Ordering::Relaxed);
         let mut best: Option<(u32, u32)> = None;
         for seg in 0..used {
@@ -647,11 +647,7 @@ impl Pool {
     /// meant for the rare moment a full pool cannot serve an allocation.
     pub fn sparsest_movable_segment(&self) -> Option<u32> {
         let inner = &self.inner;
-        let used = inner
-            .segments
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .next as usize;
+        let used = inner.segments_used();
         // One reading per segment: the counts move under other threads.
         // (segment, class, free slots, live slots)
         let segments: Vec<(u32, usize, u64, u64)> = (0..used)
@@ -1187,6 +1183,11 @@ impl PoolInner {
         st.carving = (per_segment > 1).then_some((seg, 1));
         st.live += 1;
         Some(seg << SLOTS_SHIFT)
+    }
+
+    /// Segments handed out at least once (the segment table's used part).
+    fn segments_used(&self) -> usize {
+        self.segments.lock().unwrap_or_else(|e| e.into_inner()).next as usize
     }
 
     #[inline]
