@@ -672,11 +672,12 @@ fn coldest_segment_follows_touches() {
     assert_ne!(seg(&d), seg(&c));
 }
 
-/// The segment to compact is the sparsest one whose items all fit in the
-/// free slots of its class's other segments; one whose items do not fit
-/// is not offered, nor is a large run or another class's segment.
+/// The segments to compact are those whose items all fit in the free
+/// slots of their class's other segments, sparsest first; one whose items
+/// do not fit is not offered, nor is a large run or a draining segment.
+/// `segment_handles` lists a segment's owned slots without draining it.
 #[test]
-fn sparsest_movable_segment_fits_its_items_elsewhere() {
+fn movable_segments_fit_their_items_elsewhere() {
     let p = pool(8 * SEGMENT_SIZE);
     let seg = |x: &Buf| {
         let (base, _) = p.region();
@@ -694,26 +695,45 @@ fn sparsest_movable_segment_fits_its_items_elsewhere() {
     let _large = p.alloc_copy(&vec![3u8; MAX_SLOT_SIZE + 1]).unwrap();
     assert_ne!(seg(&first[0]), seg(&second[0]));
     // Full: no item could move.
-    assert_eq!(p.sparsest_movable_segment(), None);
+    assert_eq!(p.movable_segments().first().copied(), None);
     // Three free slots in the first segment; the second keeps four items.
     first.truncate(per - 3);
     second.truncate(4);
-    assert_eq!(p.sparsest_movable_segment(), None, "4 items, 3 free slots");
+    assert_eq!(
+        p.movable_segments().first().copied(),
+        None,
+        "4 items, 3 free slots"
+    );
     first.truncate(per - 4);
-    assert_eq!(p.sparsest_movable_segment(), Some(seg(&second[0])));
+    assert_eq!(p.movable_segments().first().copied(), Some(seg(&second[0])));
     // Sparser still, the first segment's items do not fit in the second.
     first.truncate(2);
-    assert_eq!(p.sparsest_movable_segment(), Some(seg(&first[0])));
+    assert_eq!(p.movable_segments().first().copied(), Some(seg(&first[0])));
     // A draining segment is not offered (its free slots left the free
     // list), nor counted as room for another's items.
     let (f, s2) = (seg(&first[0]), seg(&second[0]));
+    assert!(
+        p.segment_handles(f).is_empty(),
+        "no slot is owned by a handle"
+    );
+    let owned: Vec<u32> = first
+        .iter()
+        .map(|b| p.into_handle(b.clone()).unwrap())
+        .collect();
+    let mut listed = p.segment_handles(f);
+    listed.sort_unstable();
+    assert_eq!(listed, owned);
+    assert!(!p.is_draining(f), "listing does not drain");
+    for h in owned {
+        assert!(p.release_handle(h));
+    }
     p.drain_segment(f);
     assert!(p.is_draining(f) && !p.is_draining(s2));
-    assert_eq!(p.sparsest_movable_segment(), None);
+    assert_eq!(p.movable_segments().first().copied(), None);
     first.clear();
     assert!(!p.is_draining(f), "released with its last slot");
     assert_eq!(
-        p.sparsest_movable_segment(),
+        p.movable_segments().first().copied(),
         None,
         "4 items, no other segment"
     );

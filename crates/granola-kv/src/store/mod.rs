@@ -347,6 +347,10 @@ pub struct Stamp {
 /// are busy).
 const MAX_SEGMENT_EVICTIONS: usize = 8;
 
+/// Segments a compaction looks at, sparsest first, for one that holds no
+/// collection chunk (`Store::compact_segment`).
+const COMPACTION_CANDIDATES: usize = 4;
+
 /// Steps of the CLOCK hand (looking for expired items) a write makes
 /// before it is refused, when the store does not evict.
 const EXPIRED_SWEEPS: usize = 16;
@@ -2092,23 +2096,32 @@ impl Store {
     /// Empties a segment without evicting what the policy keeps, for the
     /// `volatile-` policies and `noeviction`: takes the segment with the
     /// fewest items among those whose class has a free slot elsewhere for
-    /// each of them (`Pool::sparsest_movable_segment`) and moves them
-    /// there; items the policy may evict (with an expiry, under a
-    /// `volatile-` policy) and expired ones go as in a drain. Without it,
-    /// a store whose value sizes drift kept its segments with the classes
-    /// that had them, each held by a few items that may not go, and
-    /// refused writes of a new size long before the limit (`noeviction`:
-    /// at 0.64 of it, with one item in ten kept; `volatile-lru`, with nine
-    /// in ten of its items evictable, once the pool's spare segments were
-    /// full: `docs/memory.md`).
+    /// each of them (`Pool::movable_segments`) and moves them there; items
+    /// the policy may evict (with an expiry, under a `volatile-` policy)
+    /// and expired ones go as in a drain. Without it, a store whose value
+    /// sizes drift kept its segments with the classes that had them, each
+    /// held by a few items that may not go, and refused writes of a new
+    /// size long before the limit (`noeviction`: at 0.64 of it, with one
+    /// item in ten kept; `volatile-lru`, with nine in ten of its items
+    /// evictable, once the pool's spare segments were full:
+    /// `docs/memory.md`).
     ///
-    /// A move can fail (the item's shard is busy, or a writer took the
-    /// free slot first); the segment then stays draining with what did not
-    /// move. Such a segment is remembered and, when no other segment fits,
-    /// drained again, so it does not stay out of use for as long as its
-    /// last items live.
+    /// A segment holding a list chunk or a pooled hash or set element is
+    /// passed over: those cannot move (their collection points at them),
+    /// so draining it would leave the segment out of use for as long as
+    /// the collection keeps them. A move can also fail (the item's shard
+    /// is busy, or a writer took the free slot first); the segment then
+    /// stays draining with what did not move. Such a segment is remembered
+    /// and, when no other segment fits, drained again, so it does not stay
+    /// out of use for as long as its last items live.
     fn compact_segment(&self, held: &Locked<'_>) -> bool {
-        let seg = match self.pool.sparsest_movable_segment() {
+        let fresh = self
+            .pool
+            .movable_segments()
+            .into_iter()
+            .take(COMPACTION_CANDIDATES)
+            .find(|&seg| self.holds_only_items(seg));
+        let seg = match fresh {
             Some(seg) => seg,
             None => {
                 let mut stranded = self.stranded.lock().unwrap_or_else(|e| e.into_inner());
@@ -2129,6 +2142,16 @@ impl Store {
             }
         }
         drained.progress
+    }
+
+    /// True if every slot of segment `seg` that the store owns is an item
+    /// (a string, or a collection's head), none a collection's chunk.
+    fn holds_only_items(&self, seg: u32) -> bool {
+        self.pool.segment_handles(seg).into_iter().all(|handle| {
+            self.pool
+                .try_acquire(handle)
+                .is_none_or(|slot| list::chunk_owner(&slot).is_none())
+        })
     }
 
     /// Drains segment `seg`: each string or collection head in it that the

@@ -82,8 +82,8 @@
 //! [`Pool::coldest_segment`] picks the segment to drain: the one whose
 //! slots were least recently allocated or [touched](Pool::touch). A cache
 //! that may not evict its items compacts instead:
-//! [`Pool::sparsest_movable_segment`] picks the segment whose items all
-//! fit in free slots of their class elsewhere, and the cache moves them
+//! [`Pool::movable_segments`] lists the segments whose items all fit in
+//! free slots of their class elsewhere, and the cache moves them
 //! there before the segment drains. The design and its reasons are in
 //! `docs/memory.md`.
 //!
@@ -638,19 +638,18 @@ impl Pool {
         best.map(|(s, _)| s)
     }
 
-    /// The segment to empty by moving its items into other segments of
-    /// its class, for a cache that may not evict them: among small-class
-    /// segments in use and not draining, the one with the fewest live
-    /// slots whose class has at least that many free slots in its other
-    /// segments (free-listed or not yet carved, in segments not draining),
-    /// so that every item can move. `None` if there is none. O(segments);
-    /// meant for the rare moment a full pool cannot serve an allocation.
-    pub fn sparsest_movable_segment(&self) -> Option<u32> {
+    /// The segments a cache that may not evict its items can empty by
+    /// moving them into other segments of their class, sparsest first:
+    /// small-class segments in use and not draining whose class has at
+    /// least as many free slots in its other segments (free-listed or not
+    /// yet carved, in segments not draining) as they have live slots.
+    /// O(segments); meant for the rare moment a full pool cannot serve an
+    /// allocation.
+    pub fn movable_segments(&self) -> Vec<u32> {
         let inner = &self.inner;
-        let used = inner.segments_used();
         // One reading per segment: the counts move under other threads.
         // (segment, class, free slots, live slots)
-        let segments: Vec<(u32, usize, u64, u64)> = (0..used)
+        let segments: Vec<(u32, usize, u64, u64)> = (0..inner.segments_used())
             .filter(|&seg| !inner.seg_draining[seg].load(Ordering::Relaxed))
             .filter_map(|seg| {
                 let class = inner.seg_class[seg].load(Ordering::Acquire) as usize;
@@ -663,11 +662,35 @@ impl Pool {
         for &(_, class, spare, _) in &segments {
             free[class] += spare;
         }
-        segments
+        let mut movable: Vec<(u32, u64)> = segments
             .into_iter()
             .filter(|&(_, class, spare, live)| live > 0 && live <= free[class] - spare)
-            .min_by_key(|&(.., live)| live)
-            .map(|(seg, ..)| seg)
+            .map(|(seg, .., live)| (seg, live))
+            .collect();
+        movable.sort_unstable_by_key(|&(_, live)| live);
+        movable.into_iter().map(|(seg, _)| seg).collect()
+    }
+
+    /// The raw handles of the slots of small-class segment `seg`, as
+    /// [`drain_segment`](Self::drain_segment) would list them, without
+    /// draining it: for a caller that must see what a segment holds before
+    /// it decides to drain it. O(slots of a segment).
+    pub fn segment_handles(&self, seg: u32) -> Vec<u32> {
+        let inner = &self.inner;
+        let Some(class) = inner
+            .seg_class
+            .get(seg as usize)
+            .map(|c| c.load(Ordering::Acquire) as usize)
+        else {
+            return Vec::new();
+        };
+        let Some(info) = CLASSES.get(class) else {
+            return Vec::new();
+        };
+        (0..info.per_segment)
+            .map(|i| seg << SLOTS_SHIFT | i)
+            .filter(|&slot| inner.has_handle(slot))
+            .collect()
     }
 
     /// True while segment `seg` is draining: it serves no allocation and
