@@ -104,7 +104,8 @@ impl EvictionPolicy {
     }
 
     /// True if the policy may evict an item that has an expiry or not
-    /// (`has_expiry`).
+    /// (`has_expiry`); the sweep asks it of every entry it passes.
+    #[inline]
     pub fn may_evict(self, has_expiry: bool) -> bool {
         self.evicts() && (has_expiry || !self.volatile_only())
     }

@@ -604,18 +604,17 @@ impl Store {
     /// Sets `item`'s use as a RESTORE or an RDB file carries it, as Redis
     /// heeds it: a counter under an LFU policy, an idle time under any
     /// other; the other kind is ignored. The item reads as not read since
-    /// stored. Returns whether the history was kept.
-    pub fn set_use_history(&self, item: &Item, history: UseHistory) -> bool {
+    /// stored.
+    pub fn set_use_history(&self, item: &Item, history: UseHistory) {
         let now_s = self.clock.coarse_s();
         let word = match (history, self.policy().tracks_frequency()) {
             (UseHistory::Frequency(counter), true) => access::lfu_stamp(now_s, counter, false),
             (UseHistory::IdleSeconds(idle), false) => {
                 access::stamp(now_s.saturating_sub(idle), false)
             }
-            _ => return false,
+            _ => return,
         };
         item.buf().slot_word().store(word, Ordering::Relaxed);
-        true
     }
 
     /// The store's clock.
@@ -2064,7 +2063,7 @@ impl Store {
     /// all fit in the free slots of their class (`compact_segment`).
     fn with_room<T>(&self, l: &Locked<'_>, mut alloc: impl FnMut() -> Option<T>) -> Option<T> {
         let policy = self.policy();
-        let evicts_all = policy.evicts() && !policy.volatile_only();
+        let evicts_all = policy.may_evict(false);
         for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
             if let Some(t) = alloc() {
                 return Some(t);
@@ -2376,7 +2375,7 @@ impl Store {
                     freed = true;
                     continue;
                 }
-                if !policy.evicts() || (policy.volatile_only() && e & EXPIRES == 0) {
+                if !policy.may_evict(e & EXPIRES != 0) {
                     // Kept: the policy may not evict it.
                     continue;
                 }
