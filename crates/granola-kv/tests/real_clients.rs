@@ -531,14 +531,12 @@ fn memccapable_ascii() {
 /// every get of a key it set is verified), bounded by an operation count.
 /// Returns memaslap's report.
 fn memaslap(extra: &[&str]) -> String {
-    let mut cfg = common::config();
-    let port = granola_tests::ports::free_tcp_udp_port();
-    // memcached TCP and UDP on that port, every other protocol off.
-    cfg.ephemeral_ports = false;
-    cfg.port = port;
-    cfg.udp_port = port;
-    (cfg.resp_port, cfg.native_port, cfg.native_udp_port) = (0, 0, 0);
-    let _srv = Server::start(cfg);
+    // memcached TCP and UDP on one port, every other protocol off.
+    let (_srv, port) = Server::start_on_free_port(common::config(), |cfg, port| {
+        cfg.port = port;
+        cfg.udp_port = port;
+        (cfg.resp_port, cfg.native_port, cfg.native_udp_port) = (0, 0, 0);
+    });
     let mut cmd = Command::new("memcaslap");
     cmd.arg(format!("--servers=127.0.0.1:{port}"))
         .args(["--threads=2", "--concurrency=16", "--execute_number=40000"])

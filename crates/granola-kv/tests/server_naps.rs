@@ -31,34 +31,45 @@ impl Drop for Running {
 }
 
 /// The real binary on one worker thread, RESP only, with `extra` flags.
+/// A port found free can be taken before the server binds it; the server
+/// then exits, and another port is tried.
 fn spawn(extra: &[&str]) -> (Running, SocketAddr) {
-    let port = granola_tests::ports::free_tcp_udp_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_granola-kv"))
-        .args([
-            "-t",
-            "1",
-            "-l",
-            "127.0.0.1",
-            "-p",
-            "0",
-            "--native-port",
-            "0",
-        ])
-        .args(["--resp-port", &port.to_string()])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn granola-kv");
-    let child = Running(child);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "granola-kv did not start");
-        std::thread::sleep(Duration::from_millis(20));
+    for _ in 0..5 {
+        let port = granola_tests::ports::free_tcp_udp_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_granola-kv"))
+            .args([
+                "-t",
+                "1",
+                "-l",
+                "127.0.0.1",
+                "-p",
+                "0",
+                "--native-port",
+                "0",
+            ])
+            .args(["--resp-port", &port.to_string()])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn granola-kv");
+        let mut child = Running(child);
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = child.0.try_wait() {
+                eprintln!("granola-kv on port {port} exited ({status}); trying another port");
+                break;
+            }
+            if TcpStream::connect(addr).is_ok() {
+                return (child, addr);
+            }
+            assert!(Instant::now() < deadline, "granola-kv did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    (child, addr)
+    panic!("granola-kv did not start on any of 5 ports");
 }
 
 /// Each client pipelines `BATCHES` batches of `PIPELINE` INCRs on its own

@@ -47,6 +47,36 @@ impl Server {
         }
     }
 
+    /// Starts a server with `cfg` on a port below the ephemeral range,
+    /// free for TCP and UDP, that `place` writes into the configuration
+    /// (for clients that must be told the port before it is bound). A port
+    /// found free can be taken before the server binds it, so an "address
+    /// in use" tries another port. Returns the server and its port.
+    pub fn start_on_free_port(cfg: Config, place: impl Fn(&mut Config, u16)) -> (Server, u16) {
+        let mut tries = 0;
+        loop {
+            let port = granola_tests::ports::free_tcp_udp_port();
+            let mut c = cfg.clone();
+            c.ephemeral_ports = false;
+            place(&mut c, port);
+            match start(c) {
+                Ok(running) => {
+                    let srv = Server {
+                        addrs: running.addrs.clone(),
+                        shared: running.shared.clone(),
+                        running: Some(running),
+                    };
+                    return (srv, port);
+                }
+                Err(e) if e.kind() == ErrorKind::AddrInUse && tries < 10 => {
+                    eprintln!("port {port} taken before the server bound it ({e}); another");
+                    tries += 1;
+                }
+                Err(e) => panic!("server starts on port {port}: {e}"),
+            }
+        }
+    }
+
     /// Starts a server with [`config`].
     pub fn default_config() -> Server {
         Server::start(config())
