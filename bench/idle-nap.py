@@ -5,10 +5,10 @@ server, uncapped, beside Redis 7.
 Starts three servers on CPU 0, each on a free port: granola-kv with naps
 off (`--idle-nap-us 0`, the default), granola-kv with `--idle-nap-us 50`,
 and redis-server without persistence; both granola-kv runs are `-t 1 -m
-1024`, RESP only. Then, for every repetition, shape (pipeline depth and
-connections) and test, runs redis-benchmark on CPU 1 against each server
-in turn (interleaved, so a machine that drifts drifts for all three) and
-records:
+1024`, RESP only, on `--datapath` (epoll by default). Then, for every
+repetition, shape (pipeline depth and connections) and test, runs
+redis-benchmark on CPU 1 against each server in turn (interleaved, so a
+machine that drifts drifts for all three) and records:
 
 - requests per second (redis-benchmark's own figure);
 - the client's CPU per request (its user + system time, from rusage);
@@ -76,14 +76,16 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--tests", default="get,incr")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--datapath", default="epoll",
+                    help="granola-kv's event loop in both of its runs (epoll or uring)")
     a = ap.parse_args()
 
     variants = {}
     for label, argv in [
         ("naps off", [a.granola, "-t", "1", "-m", "1024", "-l", "127.0.0.1", "-p", "0",
-                      "--native-port", "0", "--idle-nap-us", "0"]),
+                      "--native-port", "0", "--idle-nap-us", "0", "--datapath", a.datapath]),
         ("naps on", [a.granola, "-t", "1", "-m", "1024", "-l", "127.0.0.1", "-p", "0",
-                     "--native-port", "0", "--idle-nap-us", "50"]),
+                     "--native-port", "0", "--idle-nap-us", "50", "--datapath", a.datapath]),
         ("redis", [a.redis, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                    "--protected-mode", "no"]),
     ]:

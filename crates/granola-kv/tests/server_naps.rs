@@ -1,6 +1,8 @@
 //! Idle naps (granola_net::nap) in the real binary, as a user runs it:
 //!
-//! - with `--idle-nap-us 50`, six clients pipelining INCRs on their own
+//! - with `--idle-nap-us 50`, on the epoll loop and on the io_uring loop
+//!   (INFO's `multiplexing_api` says which one serves), six clients
+//!   pipelining INCRs on their own
 //!   counters get every reply right (each one the counter's next value),
 //!   and the worker napped while they did (INFO stats `idle_naps`), unless
 //!   a CPU quota applies to the process, where it must not nap at all;
@@ -102,9 +104,25 @@ fn pipelined_counters(addr: SocketAddr) {
     }
 }
 
-#[test]
-fn a_busy_worker_naps_and_an_idle_one_sleeps() {
-    let (child, addr) = spawn(&["--idle-nap-us", "50"]);
+/// Six clients pipeline on a server with `--idle-nap-us 50` on
+/// `datapath`: every reply is right, the worker napped (unless a CPU quota
+/// applies), and idle it sleeps.
+fn a_busy_worker_naps_and_an_idle_one_sleeps(datapath: &str) {
+    let (child, addr) = spawn(&["--idle-nap-us", "50", "--datapath", datapath]);
+    // The event loop really is `datapath`'s: a server falls back to epoll
+    // where the kernel refuses io_uring, and says so in INFO.
+    let kind: granola_net::DatapathKind = datapath.parse().unwrap();
+    let want = match kind.probe() {
+        Ok(()) => match kind {
+            granola_net::DatapathKind::Uring => "io_uring",
+            _ => "epoll",
+        },
+        Err(why) => {
+            eprintln!("NOTE: {datapath} unavailable here ({why}); the server runs on epoll");
+            "epoll"
+        }
+    };
+    assert_eq!(resp_info_str(addr, "multiplexing_api"), want);
     pipelined_counters(addr);
     let naps = resp_info_u64(addr, "idle_naps");
     if granola_net::nap::cpu_quota_applies() {
@@ -117,6 +135,16 @@ fn a_busy_worker_naps_and_an_idle_one_sleeps() {
     std::thread::sleep(Duration::from_secs(1));
     let used = cpu_ticks(child.0.id()) - t0;
     assert!(used <= 20, "server used {used} ticks of CPU in 1 s idle");
+}
+
+#[test]
+fn a_busy_epoll_worker_naps_and_an_idle_one_sleeps() {
+    a_busy_worker_naps_and_an_idle_one_sleeps("epoll");
+}
+
+#[test]
+fn a_busy_io_uring_worker_naps_and_an_idle_one_sleeps() {
+    a_busy_worker_naps_and_an_idle_one_sleeps("uring");
 }
 
 #[test]

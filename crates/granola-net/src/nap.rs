@@ -1,8 +1,9 @@
 //! Idle naps: a worker that has just served something and finds nothing
 //! ready sleeps briefly on a timer, then looks once more, before it
-//! blocks in `epoll_wait`.
+//! blocks (in `epoll_wait`, or on the io_uring loop in an
+//! `io_uring_enter` that waits for completions).
 //!
-//! Why. A worker blocked in `epoll_wait` is woken by whichever peer sends
+//! Why. A blocked worker is woken by whichever peer sends
 //! next, and the sender's CPU pays for that wake-up (a cross-CPU
 //! interrupt; several microseconds on a virtual machine). A server faster
 //! than its clients blocks every few requests, so its clients spend part

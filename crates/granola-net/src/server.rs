@@ -191,10 +191,10 @@ pub struct ServerConfig {
     /// Close a connection that has sent no input for this long and has
     /// nothing queued (`None`: never, memcached's default).
     pub idle_timeout: Option<std::time::Duration>,
-    /// The longest idle nap of an epoll worker (`None`, the default: block
-    /// at once when nothing is ready; 50 µs where naps are wanted: several
-    /// pipelined batches of a busy client, short beside their round trip).
-    /// See [`crate::nap`].
+    /// The longest idle nap of a worker, epoll or io_uring (`None`, the
+    /// default: block at once when nothing is ready; 50 µs where naps are
+    /// wanted: several pipelined batches of a busy client, short beside
+    /// their round trip). See [`crate::nap`].
     pub idle_nap: Option<std::time::Duration>,
 }
 

@@ -548,6 +548,11 @@ impl Client {
 
 /// `INFO` field `name` (a number) over a fresh RESP connection.
 pub fn resp_info_u64(addr: SocketAddr, name: &str) -> u64 {
+    resp_info_str(addr, name).parse().unwrap()
+}
+
+/// A field of `INFO` (every section), as text.
+pub fn resp_info_str(addr: SocketAddr, name: &str) -> String {
     let mut c = Client::connect(addr);
     let Resp::Bulk(Some(text)) = c.resp(&["INFO"]) else {
         panic!("INFO is not a bulk string");
@@ -557,8 +562,7 @@ pub fn resp_info_u64(addr: SocketAddr, name: &str) -> u64 {
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or_else(|| panic!("INFO lacks {name}: {text}"))
         .trim()
-        .parse()
-        .unwrap()
+        .to_string()
 }
 
 // ------------------------------------------------------------------- native

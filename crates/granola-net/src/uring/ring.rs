@@ -80,6 +80,14 @@ impl Cqe {
     pub(crate) fn notif(&self) -> bool {
         cqueue::notif(self.flags)
     }
+    /// Input: a receive, an accept, or a poll (the waker's, or a UDP
+    /// socket's) — what a turn serves, unlike a send's completion.
+    pub(crate) fn is_input(&self) -> bool {
+        matches!(
+            split(self.user_data).0,
+            Some(Op::Accept | Op::Recv | Op::Poll | Op::UdpRecv)
+        )
+    }
     /// The provided buffer the kernel filled.
     pub(crate) fn buffer(&self) -> Option<u16> {
         cqueue::buffer_select(self.flags)
@@ -623,6 +631,36 @@ impl Ring {
             Err(e) => return Err(e),
         }
         self.enters += 1;
+        self.reap(out);
+        Ok(())
+    }
+
+    /// Submits every queued request without waiting and appends the
+    /// completions there are to `out` (an idle nap's look, see
+    /// [`crate::nap`]). The sends it submits are no longer waited for by
+    /// the next [`enter`](Self::enter): their completions, if they came
+    /// during the submit, are in `out`.
+    pub(crate) fn look(&mut self, out: &mut Vec<Cqe>) -> io::Result<()> {
+        self.sends_queued = 0;
+        // Wanting one completion with a zero timeout, not none: the ring
+        // defers the kernel's completion work (DEFER_TASKRUN) to an enter
+        // that waits for completions, so a look that wants none would not
+        // see input that arrived.
+        let zero = types::Timespec::new();
+        let args = types::SubmitArgs::new().timespec(&zero);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => return Err(e),
+        }
+        self.enters += 1;
+        self.reap(out);
+        Ok(())
+    }
+
+    fn reap(&mut self, out: &mut Vec<Cqe>) {
         for c in self.ring.completion() {
             out.push(Cqe {
                 user_data: c.user_data(),
@@ -630,7 +668,6 @@ impl Ring {
                 flags: c.flags(),
             });
         }
-        Ok(())
     }
 
     /// The bytes the kernel received into buffer `bid`.

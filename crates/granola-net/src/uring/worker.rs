@@ -4,7 +4,9 @@
 //! re-arms and waits for completions; receives are multishot into the
 //! provided-buffer ring (pool slots), accepts are multishot, and a
 //! connection has at most one send in flight (every reply queued meanwhile
-//! goes out in the next one, gathered).
+//! goes out in the next one, gathered). With idle naps configured, a turn
+//! that served input is followed by a look without waiting and maybe a nap
+//! before that wait (see [`crate::nap`]).
 //!
 //! UDP endpoints receive on the ring too: a multishot `RECVMSG` per socket
 //! into a buffer group of pool slots (each datagram is decoded in the slot
@@ -15,6 +17,7 @@
 
 use super::ring::{self, split, user_data, Cqe, Op, Ring, UdpReceived};
 use crate::datapath::Datapath;
+use crate::nap::IdleNap;
 use crate::park::{ConnWaker, Deadlines, Park, Wakeups};
 use crate::rx::RxBuffer;
 use crate::server::{
@@ -117,6 +120,8 @@ pub(crate) struct Worker {
     deadlines: Deadlines,
     /// Scratch: the connections to run again this turn.
     woken: Vec<(usize, u64)>,
+    /// When to nap instead of blocking (see [`crate::nap`]).
+    nap: IdleNap,
 }
 
 impl Worker {
@@ -147,6 +152,7 @@ impl Worker {
             stats,
         } = parts;
         let wakeups = Wakeups::new(waker.clone());
+        let cfg_nap = cfg.idle_nap;
         let udp = udp
             .into_iter()
             .map(|(sock, svc)| {
@@ -183,6 +189,7 @@ impl Worker {
             wakeups,
             deadlines: Deadlines::default(),
             woken: Vec::new(),
+            nap: IdleNap::new(cfg_nap),
         };
         if let Err(e) = w.arm_all() {
             log::error!("io_uring worker: arming listeners failed: {e}");
@@ -221,7 +228,14 @@ impl Worker {
 
     pub(crate) fn run(&mut self) {
         self.wakeups.set_owner();
+        if self.nap.enabled() {
+            if let Err(e) = crate::sys::set_timer_slack(crate::nap::TIMER_SLACK) {
+                log::warn!("cannot shorten the timer slack ({e}); idle naps may run long");
+            }
+        }
         let mut enters_seen = 0;
+        // The last turn served input (only then may the worker nap).
+        let mut served = false;
         while !self.stop.load(Ordering::Relaxed) {
             self.cqes.clear();
             let mut cqes = std::mem::take(&mut self.cqes);
@@ -230,15 +244,12 @@ impl Worker {
             } else {
                 self.deadlines.wait_ms(100, Instant::now())
             };
-            if let Err(e) = self.ring.enter(
-                Duration::from_millis(wait_ms.max(0) as u64),
-                std::mem::take(&mut self.eager),
-                &mut cqes,
-            ) {
+            if let Err(e) = self.next_completions(&mut cqes, served, wait_ms) {
                 log::error!("io_uring_enter failed: {e}; worker exits");
                 self.cqes = cqes;
                 break;
             }
+            served = cqes.iter().any(Cqe::is_input);
             self.now = Instant::now();
             for c in &cqes {
                 self.complete(c);
@@ -249,6 +260,7 @@ impl Worker {
             if self.now >= self.next_sweep {
                 self.next_sweep = self.now + SWEEP_EVERY;
                 self.sweep();
+                self.nap.refresh();
             }
             let enters = self.ring.enters;
             self.stats
@@ -257,6 +269,49 @@ impl Worker {
             enters_seen = enters;
         }
         self.shutdown();
+    }
+
+    /// This turn's completions: after a turn that `served` input, first a
+    /// look and maybe an idle nap ([`look_then_nap`](Self::look_then_nap)),
+    /// then, if no input came, one `io_uring_enter` that waits up to
+    /// `wait_ms` (see [`Ring::enter`]).
+    fn next_completions(
+        &mut self,
+        cqes: &mut Vec<Cqe>,
+        served: bool,
+        wait_ms: i32,
+    ) -> io::Result<()> {
+        // Not while a connection waits on a send's completion (`eager`):
+        // that completion is what it needs, not a nap.
+        if served && wait_ms != 0 && !self.eager {
+            self.look_then_nap(cqes)?;
+        }
+        if !cqes.iter().any(Cqe::is_input) {
+            self.ring.enter(
+                Duration::from_millis(wait_ms.max(0) as u64),
+                std::mem::take(&mut self.eager),
+                cqes,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// After a turn that served input (it began at `self.now`): the
+    /// completions there are now, and if none is input, after an idle nap
+    /// if one is due (see [`crate::nap`]), those there are then. Submits
+    /// the turn's sends either way; `cqes` holds no input if none came, and
+    /// the caller then waits.
+    fn look_then_nap(&mut self, cqes: &mut Vec<Cqe>) -> io::Result<()> {
+        let Some(nap) = self.nap.length(self.now) else {
+            return Ok(());
+        };
+        self.ring.look(cqes)?;
+        if !cqes.iter().any(Cqe::is_input) {
+            std::thread::sleep(nap);
+            self.stats.naps.fetch_add(1, Ordering::Relaxed);
+            self.ring.look(cqes)?;
+        }
+        Ok(())
     }
 
     fn complete(&mut self, c: &Cqe) {
