@@ -165,44 +165,66 @@ fn second_instance_is_refused() {
 
 #[test]
 fn low_open_file_limit_lowers_conn_limit_and_refuses_with_the_error_line() {
-    let port = granola_tests::ports::free_tcp_udp_port();
+    // A port found free can be taken before the server binds it: the
+    // server then exits, and another port is tried.
     let bin = env!("CARGO_BIN_EXE_granola-kv");
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 128 && exec {bin} -p {port} --resp-port 0 --native-port 0 -t 1 -m 16"
-        ))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn granola-kv under ulimit -n 128");
-    let pid = child.id();
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let reader = {
-        let lines = lines.clone();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                lines.lock().unwrap().push(l);
+    let mut attempt = 0;
+    let (mut child, port, lines, reader) = loop {
+        attempt += 1;
+        let port = granola_tests::ports::free_tcp_udp_port();
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 128 && exec {bin} -p {port} --resp-port 0 --native-port 0 -t 1 -m 16"
+            ))
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn granola-kv under ulimit -n 128");
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let reader = {
+            let lines = lines.clone();
+            let err = child.stderr.take().unwrap();
+            std::thread::spawn(move || {
+                for l in BufReader::new(err).lines().map_while(Result::ok) {
+                    lines.lock().unwrap().push(l);
+                }
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let listening = loop {
+            if lines
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("listening"))
+            {
+                break true;
             }
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !lines
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|l| l.contains("listening"))
-    {
+            if let Ok(Some(status)) = child.try_wait() {
+                eprintln!("granola-kv on port {port} exited ({status})");
+                break false;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not start: {:?}",
+                lines.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if listening {
+            break (child, port, lines, reader);
+        }
+        reader.join().unwrap();
+        let log = lines.lock().unwrap();
         assert!(
-            Instant::now() < deadline,
-            "server did not start: {:?}",
-            lines.lock().unwrap()
+            attempt < 5 && log.iter().any(|l| l.contains("in use")),
+            "server did not start: {log:?}"
         );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    let pid = child.id();
     let lowered = lines
         .lock()
         .unwrap()

@@ -249,7 +249,7 @@ impl Worker {
                 self.cqes = cqes;
                 break;
             }
-            served = cqes.iter().any(Cqe::is_input);
+            served = self.nap.enabled() && cqes.iter().any(Cqe::is_input);
             self.now = Instant::now();
             for c in &cqes {
                 self.complete(c);
