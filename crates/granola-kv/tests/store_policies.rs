@@ -3,7 +3,9 @@
 //! prefers, and that the memory limit holds under every one.
 
 use granola::Pool;
-use granola_kv::store::{Clock, EvictionPolicy, Meta, SetMode, Store, StoreConfig, StoreError};
+use granola_kv::store::{
+    Clock, EvictionPolicy, Growth, Kind, Meta, SetMode, Store, StoreConfig, StoreError,
+};
 
 const LIMIT: usize = 4 << 20;
 /// The manual clock's start (ms): 2027-01-15, so access words are in range.
@@ -349,5 +351,225 @@ fn stores_that_may_not_evict_everything_take_drifting_sizes() {
             s.len(),
             "{policy:?}: a slot leaked"
         );
+    }
+}
+
+/// The bytes of element `j` of collection `i` in
+/// [`collections_move_when_a_store_that_may_not_evict_compacts`]: its own,
+/// so a torn or misplaced byte is caught.
+fn element(i: u32, j: u32, len: usize) -> Vec<u8> {
+    let seed = i.wrapping_mul(2_654_435_761) ^ j.wrapping_mul(40_503);
+    (0..len)
+        .map(|k| (seed >> (k % 24)) as u8 ^ (k as u8))
+        .collect()
+}
+
+/// What collection `i` holds, in the order it reads back: a list of ten
+/// 1000-byte elements (five chunks), or four 2000-byte fields' values, set
+/// members or sorted set members (each in a pool slot of its own), by
+/// `i % 4`.
+fn collection(i: u32) -> (Kind, Vec<Vec<u8>>) {
+    match i % 4 {
+        0 => (Kind::List, (0..10).map(|j| element(i, j, 1000)).collect()),
+        1 => (Kind::Hash, (0..4).map(|j| element(i, j, 2000)).collect()),
+        2 => (Kind::Set, (0..4).map(|j| element(i, j, 2000)).collect()),
+        _ => (Kind::ZSet, (0..4).map(|j| element(i, j, 2000)).collect()),
+    }
+}
+
+/// Stores collection `i` (see [`collection`]).
+fn store_collection(s: &Store, i: u32) -> Result<(), StoreError> {
+    let key = format!("coll:{i:06}").into_bytes();
+    let (kind, elems) = collection(i);
+    if kind == Kind::List {
+        let refs: Vec<&[u8]> = elems.iter().map(|e| &e[..]).collect();
+        return s.list_push(&key, &refs, false).map(|_| ());
+    }
+    let growth = Growth {
+        entries: elems.len(),
+        bytes: elems.iter().map(|e| e.len() + 8).sum(),
+    };
+    s.update_dict(&key, kind, growth, |d| {
+        for (j, e) in elems.iter().enumerate() {
+            match kind {
+                Kind::Hash => d.insert(format!("f{j}").as_bytes(), e),
+                Kind::Set => d.insert(e, b""),
+                _ => d.set_score(e, f64::from(i) + j as f64),
+            };
+        }
+    })
+}
+
+/// Reads collection `i` back and checks every byte (and a sorted set's
+/// scores and order); also returns one of its pooled elements, as a
+/// reply would hold it.
+fn check_collection(s: &Store, i: u32) -> granola::Buf {
+    let key = format!("coll:{i:06}").into_bytes();
+    let (kind, elems) = collection(i);
+    let item = s.get(&key).unwrap_or_else(|| panic!("collection {i} lost"));
+    if kind == Kind::List {
+        let got: Vec<granola::Buf> = item.list_range(0, -1).collect();
+        assert_eq!(got.len(), elems.len(), "list {i}");
+        for (j, (g, e)) in got.iter().zip(&elems).enumerate() {
+            assert_eq!(&g[..], &e[..], "list {i} element {j}");
+        }
+        return got[3].clone();
+    }
+    item.read_dict(|d| {
+        assert_eq!(d.len(), elems.len(), "{kind:?} {i}");
+        for (j, e) in elems.iter().enumerate() {
+            match kind {
+                Kind::Hash => {
+                    let v = d.value(format!("f{j}").as_bytes()).expect("field");
+                    assert_eq!(v.bytes(), &e[..], "hash {i} field {j}");
+                }
+                Kind::Set => assert!(d.value(e).is_some(), "set {i} member {j}"),
+                _ => assert_eq!(d.score(e), Some(f64::from(i) + j as f64), "zset {i}"),
+            }
+        }
+        if kind == Kind::ZSet {
+            // The order index holds the members too (moved with them).
+            let ranked: Vec<_> = d.ranked(0, elems.len());
+            for (j, (m, score)) in ranked.iter().enumerate() {
+                assert_eq!(
+                    (m.bytes(), *score),
+                    (&elems[j][..], f64::from(i) + j as f64)
+                );
+            }
+            return ranked[1].0.buf().cloned().expect("a pooled member");
+        }
+        let (first, value) = d.iter().next().expect("an entry");
+        first
+            .buf()
+            .or(value.buf())
+            .cloned()
+            .expect("a pooled element")
+    })
+    .expect("a hash, set or sorted set")
+}
+
+/// The drift of `stores_that_may_not_evict_everything_take_drifting_sizes`
+/// with collections in the segments that must be emptied: lists' chunks
+/// and hashes', sets' and sorted sets' pooled elements fill the store, nine
+/// in ten collections are deleted, and 200-byte strings follow. A
+/// compaction moves the chunks and elements of the collections that stay
+/// (rewriting the list's chunk, the table's element, and a sorted set's
+/// order index to point at the copy). Before it could, a segment holding
+/// one was passed over, and `noeviction` refused the strings early.
+#[test]
+fn collections_move_when_a_store_that_may_not_evict_compacts() {
+    const LIMIT: usize = 8 << 20;
+    for policy in [EvictionPolicy::NoEviction, EvictionPolicy::VolatileLru] {
+        // A spare segment beyond the limit for each size class in use
+        // (the heads', the chunks', the elements' and the strings'), as
+        // the server's pool has (`CLASS_SLACK_SEGMENTS`).
+        let s = Store::with_clock(
+            Pool::with_capacity(LIMIT + (8 << 20)).unwrap(),
+            StoreConfig {
+                memory_limit: LIMIT,
+                shards: 64,
+                policy,
+                ..Default::default()
+            },
+            Clock::manual(T0),
+        );
+        let mut stored = 0u32;
+        while s.stats().bytes + 16 * 1024 <= LIMIT {
+            match store_collection(&s, stored) {
+                Ok(()) => stored += 1,
+                Err(StoreError::OutOfMemory) => break,
+                Err(e) => panic!("{policy:?}: {e:?}"),
+            }
+        }
+        // Keep one group of four (a list, a hash, a set, a sorted set) in
+        // ten.
+        let kept = |i: u32| (i / 4) % 10 == 0;
+        for i in (0..stored).filter(|&i| !kept(i)) {
+            assert!(s.delete(format!("coll:{i:06}").as_bytes()));
+        }
+        // Every kept collection is whole; one of each kind is held, as a
+        // reply in flight would hold it, until the first compaction has
+        // moved things (a held slot keeps its segment from coming free).
+        let mut held: Vec<(u32, granola::Buf)> = (0..stored)
+            .filter(|&i| kept(i))
+            .map(|i| (i, check_collection(&s, i)))
+            .take(4)
+            .collect();
+        let before = s.stats();
+        // 200-byte strings, with a TTL under volatile-lru (which may then
+        // evict them), until a refusal or three limits' worth.
+        let mut strings = 0u32;
+        let refused_at = loop {
+            let key = format!("str:{strings:08}").into_bytes();
+            let meta = Meta {
+                flags: 0,
+                expires_at_ms: match policy {
+                    EvictionPolicy::NoEviction => 0,
+                    _ => T0 + 3_600_000,
+                },
+            };
+            match s.set(&key, &element(strings, 99, 200), meta, SetMode::Set) {
+                Ok(_) => strings += 1,
+                Err(e) => {
+                    assert_eq!(e, StoreError::OutOfMemory, "{policy:?}");
+                    break Some(s.stats().bytes);
+                }
+            }
+            if !held.is_empty() && s.stats().segment_rescues > before.segment_rescues {
+                // What the replies held still reads as it did.
+                for (i, buf) in held.drain(..) {
+                    let again = check_collection(&s, i);
+                    assert_eq!(&buf[..], &again[..], "{policy:?}: collection {i}");
+                }
+            }
+            if strings as usize * 200 > 3 * LIMIT {
+                break None;
+            }
+        };
+        assert!(
+            held.is_empty(),
+            "{policy:?}: no compaction while replies were held"
+        );
+        let st = s.stats();
+        println!(
+            "{policy:?}: {stored} collections, {} kept; {strings} strings, refused at {refused_at:?} of {LIMIT}; moves {} -> {}",
+            (0..stored).filter(|&i| kept(i)).count(),
+            before.segment_rescues,
+            st.segment_rescues
+        );
+        assert!(st.bytes <= st.limit, "{policy:?}: {st:?}");
+        assert!(
+            st.segment_rescues > before.segment_rescues,
+            "{policy:?}: nothing moved"
+        );
+        match policy {
+            EvictionPolicy::NoEviction => {
+                let at = refused_at.expect("noeviction stored three limits' worth");
+                assert!(
+                    at as f64 >= 0.95 * LIMIT as f64,
+                    "{policy:?}: refused at {at} of {LIMIT}"
+                );
+            }
+            _ => assert_eq!(refused_at, None, "{policy:?}"),
+        }
+        // Every kept collection reads back whole.
+        for i in (0..stored).filter(|&i| kept(i)) {
+            let _ = check_collection(&s, i);
+        }
+        if policy == EvictionPolicy::NoEviction {
+            for i in 0..strings {
+                let key = format!("str:{i:08}").into_bytes();
+                let item = s.get(&key).unwrap_or_else(|| panic!("string {i} lost"));
+                assert_eq!(item.value_bytes(), element(i, 99, 200), "string {i}");
+            }
+        }
+        // Nothing leaked: with every key gone, every slot is back.
+        for i in (0..stored).filter(|&i| kept(i)) {
+            assert!(s.delete(format!("coll:{i:06}").as_bytes()));
+        }
+        for i in 0..strings {
+            s.delete(format!("str:{i:08}").as_bytes());
+        }
+        assert_eq!(s.pool().stats().live_slots, 0, "{policy:?}: a slot leaked");
     }
 }

@@ -716,6 +716,7 @@ fn movable_segments_fit_their_items_elsewhere() {
         p.segment_handles(f).is_empty(),
         "no slot is owned by a handle"
     );
+    assert_eq!(p.segment_live(f), 2, "yet two slots live there");
     let owned: Vec<u32> = first
         .iter()
         .map(|b| p.into_handle(b.clone()).unwrap())
@@ -723,6 +724,7 @@ fn movable_segments_fit_their_items_elsewhere() {
     let mut listed = p.segment_handles(f);
     listed.sort_unstable();
     assert_eq!(listed, owned);
+    assert_eq!(p.segment_live(f), owned.len(), "every live slot is owned");
     assert!(!p.is_draining(f), "listing does not drain");
     for h in owned {
         assert!(p.release_handle(h));

@@ -170,7 +170,7 @@ impl Shared {
     /// buffers take `conn_buffer_bytes` of their share `conn_buffer_limit`,
     /// resident as `conn_pool_bytes` (the share plus
     /// [`config::CONN_CLASS_SLACK_SEGMENTS`] at most).
-    pub fn memory_parts(&self) -> [(&'static str, u64); 11] {
+    pub fn memory_parts(&self) -> [(&'static str, u64); 12] {
         let s = self.store.stats();
         let c = self.conn_pool.stats();
         [
@@ -188,6 +188,7 @@ impl Shared {
             ),
             ("segment_evictions", s.segment_evictions),
             ("segment_rescues", s.segment_rescues),
+            ("segment_chunk_moves", s.segment_chunk_moves),
         ]
     }
 }

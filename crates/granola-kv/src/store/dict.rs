@@ -437,6 +437,46 @@ impl Dict {
         self.order.is_some()
     }
 
+    /// Moves the pooled field, value or member whose slot pool handle
+    /// `handle` names to another free slot of the same size (a
+    /// compaction, `Store::compact_segment`; see
+    /// [`Element::relocate`]): `Some(true)` if it moved, `Some(false)` if
+    /// the pool had no free slot, `None` if it is not this body's. A sorted
+    /// set's order index then holds the moved member, not the old slot.
+    /// O(entries). A stream's entries do not move (`None`).
+    pub(crate) fn relocate(&mut self, handle: u32) -> Option<bool> {
+        if self.stream.is_some() {
+            return None;
+        }
+        let mut moved_key = None;
+        for (i, (k, v)) in self.entries.iter_mut2().enumerate() {
+            if let Some(moved) = v.relocate(handle) {
+                return Some(moved);
+            }
+            if let Some(moved) = k.relocate(handle) {
+                moved_key = Some((i, moved));
+                break;
+            }
+        }
+        let (i, moved) = moved_key?;
+        if let (true, Some(order)) = (moved, self.order.as_mut()) {
+            let (member, score) = self.entries.get_index(i).expect("found above");
+            let score = f64::from_be_bytes(<[u8; 8]>::try_from(&score[..]).expect("a score"));
+            let at = (order_key(score), Member::probe(member));
+            if let Some((key, old)) = order.take(&at) {
+                debug_assert_eq!(old.cost(), Member::of(member).cost());
+                order.insert((key, Member::of(member)));
+            }
+        }
+        Some(moved)
+    }
+
+    /// Whether [`relocate`](Self::relocate) can move this body's pooled
+    /// elements (a stream's stay where they are).
+    pub(crate) fn relocatable(&self) -> bool {
+        self.stream.is_none()
+    }
+
     /// A sorted set member's score.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         let v = self.entries.get(member)?;

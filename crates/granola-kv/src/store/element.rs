@@ -48,6 +48,32 @@ pub struct Pooled {
     pool: Pool,
 }
 
+impl Pooled {
+    /// A copy of this element's slot in another free slot of its size
+    /// class (the owner's header included), or `None` if the pool has
+    /// none: what a compaction moves (`Store::compact_segment`). This
+    /// element's slot goes back when the last reply holding it drops it.
+    fn relocated(&self) -> Option<Box<Pooled>> {
+        let slot = self.pool.try_acquire(self.handle)?;
+        let start = self.bytes.as_ptr() as usize - slot.as_ptr() as usize;
+        let end = start + self.bytes.len();
+        let mut w = self.pool.alloc(self.slot)?;
+        w.extend_from_slice(&slot[..end]);
+        let copy = w.freeze();
+        debug_assert_eq!(self.pool.slot_size(&copy), self.slot);
+        let bytes = copy.slice(start..end);
+        let Ok(handle) = self.pool.into_handle(copy) else {
+            unreachable!("a fresh slot has no handle yet");
+        };
+        Some(Box::new(Pooled {
+            bytes,
+            handle,
+            slot: self.slot,
+            pool: self.pool.clone(),
+        }))
+    }
+}
+
 impl Drop for Pooled {
     fn drop(&mut self) {
         self.pool.release_handle(self.handle);
@@ -86,6 +112,27 @@ impl Element {
             Element::Heap(b) => super::dict::heap_cost(b.len()),
             Element::Pooled(p) => p.slot + POOLED_BOX_BYTES,
         }
+    }
+
+    /// Moves this element, if its slot is the one pool handle `handle`
+    /// names, to another free slot of the same size (see
+    /// [`Pooled::relocated`]): `Some(true)` if it moved, `Some(false)` if
+    /// the pool had no free slot, `None` if this is not that element. The
+    /// bytes, and so the cost, stay the same.
+    pub(crate) fn relocate(&mut self, handle: u32) -> Option<bool> {
+        let Element::Pooled(p) = self else {
+            return None;
+        };
+        if p.handle != handle {
+            return None;
+        }
+        Some(match p.relocated() {
+            Some(moved) => {
+                *p = moved;
+                true
+            }
+            None => false,
+        })
     }
 
     /// The part of [`cost`](Self::cost) in pool memory.

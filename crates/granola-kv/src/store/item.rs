@@ -116,6 +116,26 @@ pub(crate) enum Body {
     Dict(Dict),
 }
 
+impl Body {
+    /// Moves the chunk or pooled element whose slot pool handle `handle`
+    /// names to another free slot of its size (see [`ListBody::relocate`]
+    /// and [`Dict::relocate`]).
+    pub(crate) fn relocate(&mut self, handle: u32) -> Option<bool> {
+        match self {
+            Body::List(l) => l.relocate(handle),
+            Body::Dict(d) => d.relocate(handle),
+        }
+    }
+
+    /// Whether [`relocate`](Self::relocate) can move this body's slots.
+    pub(crate) fn relocatable(&self) -> bool {
+        match self {
+            Body::List(_) => true,
+            Body::Dict(d) => d.relocatable(),
+        }
+    }
+}
+
 /// A collection's body, shared by the store and the items it hands out.
 pub(crate) type SharedBody = Arc<Mutex<Body>>;
 

@@ -299,6 +299,38 @@ impl ListBody {
         Some(total)
     }
 
+    /// Moves the sealed chunk whose slot pool handle `handle` names to
+    /// another free slot of the same size (what a compaction does,
+    /// `Store::compact_segment`): `Some(true)` if it moved, `Some(false)` if
+    /// the pool had no free slot, `None` if no chunk of this list has that
+    /// slot. The copy is byte for byte, so the spans still hold; replies
+    /// holding elements of the old slot keep it until they drop them.
+    pub(crate) fn relocate(&mut self, handle: u32) -> Option<bool> {
+        let chunk = self
+            .chunks
+            .iter_mut()
+            .find(|c| matches!(c.slot, Slot::Sealed { handle: h, .. } if h == handle))?;
+        let Slot::Sealed { buf, .. } = &chunk.slot else {
+            unreachable!("found sealed");
+        };
+        let size = self.pool.slot_size(buf);
+        let Some(mut w) = self.pool.alloc(size) else {
+            return Some(false);
+        };
+        w.extend_from_slice(buf);
+        let copy = w.freeze();
+        debug_assert_eq!(self.pool.slot_size(&copy), size);
+        let Ok(moved) = self.pool.into_handle(copy.clone()) else {
+            unreachable!("a fresh slot has no handle yet");
+        };
+        chunk.slot = Slot::Sealed {
+            buf: copy,
+            handle: moved,
+        };
+        self.pool.release_handle(handle);
+        Some(true)
+    }
+
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()

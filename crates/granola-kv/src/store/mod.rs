@@ -307,9 +307,14 @@ pub struct StoreStats {
     pub sets: u64,
     /// Segments drained to give their memory to another size class.
     pub segment_evictions: u64,
-    /// Referenced items a segment drain moved to another segment of their
-    /// class instead of evicting them.
+    /// Items a segment drain moved to another segment of their class
+    /// instead of evicting them (referenced ones; under a policy that may
+    /// not evict them, all), collections' chunks and pooled elements
+    /// included.
     pub segment_rescues: u64,
+    /// Of `segment_rescues`: lists' chunks and hashes', sets' and sorted
+    /// sets' pooled elements.
+    pub segment_chunk_moves: u64,
     /// Pool memory in use: segments handed to size classes or large
     /// items (what the store holds resident, at most the pool capacity).
     pub pool_bytes: usize,
@@ -415,6 +420,7 @@ pub struct Store {
     evictions: AtomicU64,
     segment_evictions: AtomicU64,
     segment_rescues: AtomicU64,
+    segment_chunk_moves: AtomicU64,
     /// Segments a compaction left draining with items that could neither
     /// move nor go (see `compact_segment`), to resume.
     stranded: Mutex<Vec<u32>>,
@@ -529,6 +535,7 @@ impl Store {
             evictions: AtomicU64::new(0),
             segment_evictions: AtomicU64::new(0),
             segment_rescues: AtomicU64::new(0),
+            segment_chunk_moves: AtomicU64::new(0),
             stranded: Mutex::new(Vec::new()),
             expired: AtomicU64::new(0),
             bodies: (0..BODY_STRIPES).map(|_| Mutex::default()).collect(),
@@ -1711,6 +1718,7 @@ impl Store {
             sets: self.shards.iter().map(Shard::writes).sum(),
             segment_evictions: self.segment_evictions.load(Ordering::Relaxed),
             segment_rescues: self.segment_rescues.load(Ordering::Relaxed),
+            segment_chunk_moves: self.segment_chunk_moves.load(Ordering::Relaxed),
             pool_bytes: pool.segments_in_use * granola::SEGMENT_SIZE,
             pool_capacity: pool.capacity,
             pinned_bytes: pool.live_bytes.saturating_sub(item_bytes),
@@ -2105,10 +2113,12 @@ impl Store {
     /// evictable, once the pool's spare segments were full:
     /// `docs/memory.md`).
     ///
-    /// A segment holding a list chunk or a pooled hash or set element is
-    /// passed over: those cannot move (their collection points at them),
-    /// so draining it would leave the segment out of use for as long as
-    /// the collection keeps them. A move can also fail (the item's shard
+    /// A list's chunk or a hash's, set's or sorted set's pooled element
+    /// moves too, its collection pointed at the copy ([`Body::relocate`]).
+    /// A segment holding a slot that cannot move (a stream's entry, a
+    /// list's open end chunk, a slot only a reply holds) is passed over
+    /// (`holds_only_movable`): draining it would leave it out of use for as
+    /// long as that slot lives. A move can also fail (the item's shard
     /// is busy, or a writer took the free slot first); the segment then
     /// stays draining with what did not move. Such a segment is remembered
     /// and, when no other segment fits, drained again, so it does not stay
@@ -2119,7 +2129,7 @@ impl Store {
             .movable_segments()
             .into_iter()
             .take(COMPACTION_CANDIDATES)
-            .find(|&seg| self.holds_only_items(seg));
+            .find(|&seg| self.holds_only_movable(seg));
         let seg = match fresh {
             Some(seg) => seg,
             None => {
@@ -2143,13 +2153,31 @@ impl Store {
         drained.progress
     }
 
-    /// True if every slot of segment `seg` that the store owns is an item
-    /// (a string, or a collection's head), none a collection's chunk.
-    fn holds_only_items(&self, seg: u32) -> bool {
-        self.pool.segment_handles(seg).into_iter().all(|handle| {
-            self.pool
-                .try_acquire(handle)
-                .is_none_or(|slot| list::chunk_owner(&slot).is_none())
+    /// True if every live slot of segment `seg` can move: each is owned by
+    /// a handle (not a list's open end chunk, still being written, nor a
+    /// slot only a reply in flight holds), and each is an item (a string,
+    /// or a collection's head), or a list's chunk or a hash's, set's or
+    /// sorted set's pooled element ([`Body::relocate`]), not a stream's
+    /// entry. A segment with a slot that cannot move would stay draining,
+    /// serving no allocation, for as long as that slot lives. (A body that
+    /// is busy now counts as movable: its writer is done before long, and
+    /// a slot that does not move leaves the segment for a later
+    /// compaction.)
+    fn holds_only_movable(&self, seg: u32) -> bool {
+        let handles = self.pool.segment_handles(seg);
+        if handles.len() < self.pool.segment_live(seg) {
+            return false;
+        }
+        handles.into_iter().all(|handle| {
+            let Some(slot) = self.pool.try_acquire(handle) else {
+                return true;
+            };
+            match list::chunk_owner(&slot) {
+                None => true,
+                Some((id, _)) => self
+                    .body_of(id)
+                    .is_none_or(|b| b.try_lock().map_or(true, |b| b.relocatable())),
+            }
         })
     }
 
@@ -2157,8 +2185,9 @@ impl Store {
     /// policy may not evict, or that is worth keeping (`worth_rescuing`),
     /// moves to a free slot of its class in another segment while there is
     /// one; the others, and expired items, are removed (skipping shards
-    /// whose lock is busy, never waiting). A list chunk goes with its list
-    /// if the policy may evict that. The segment returns to the shared
+    /// whose lock is busy, never waiting). A collection's chunk or pooled
+    /// element is judged by its collection's head: it moves if the
+    /// collection is kept, else the collection goes. The segment returns to the shared
     /// allocator once its last slot is freed — at once, or when the last
     /// reply still sending one of its items drops it.
     fn empty_segment(&self, seg: u32, held: &Locked<'_>) -> Drained {
@@ -2210,7 +2239,7 @@ impl Store {
             let keep = !expired && (!evictable || self.worth_rescuing(&f));
             if self.busy(&f.item) {
                 drained.left = true;
-            } else if chunk_of.is_none() && keep && self.rescue(l, &f, &slot) {
+            } else if keep && self.relocate(l, &f, &slot, handle, chunk_of.is_some()) {
                 self.segment_rescues.fetch_add(1, Ordering::Relaxed);
                 drained.progress = true;
             } else if evictable {
@@ -2239,6 +2268,30 @@ impl Store {
             || self
                 .frequency(&f.item)
                 .is_some_and(|n| n > access::LFU_INIT)
+    }
+
+    /// Moves what `slot` (pool handle `handle`) holds to a free slot of its
+    /// size elsewhere: the item of entry `f` ([`rescue`](Self::rescue)),
+    /// or, if `in_body`, a chunk or pooled element of `f`'s collection
+    /// ([`Body::relocate`]). False if it did not move (no free slot, or
+    /// the body is busy).
+    fn relocate(
+        &self,
+        l: &Locked<'_>,
+        f: &Found,
+        slot: &granola::Buf,
+        handle: u32,
+        in_body: bool,
+    ) -> bool {
+        if !in_body {
+            return self.rescue(l, f, slot);
+        }
+        let body = f.item.body_id().and_then(|id| self.body_of(id));
+        let moved = body.and_then(|b| b.try_lock().ok().and_then(|mut b| b.relocate(handle)));
+        if moved == Some(true) {
+            self.segment_chunk_moves.fetch_add(1, Ordering::Relaxed);
+        }
+        moved == Some(true)
     }
 
     /// Moves the item of entry `f` (whose whole slot is `slot`) to a free

@@ -83,8 +83,10 @@
 //! slots were least recently allocated or [touched](Pool::touch). A cache
 //! that may not evict its items compacts instead:
 //! [`Pool::movable_segments`] lists the segments whose items all fit in
-//! free slots of their class elsewhere, and the cache moves them
-//! there before the segment drains. The design and its reasons are in
+//! free slots of their class elsewhere, [`Pool::segment_handles`] and
+//! [`Pool::segment_live`] show whether each live slot there is one its
+//! owner can move, and the cache moves them there before the segment
+//! drains. The design and its reasons are in
 //! `docs/memory.md`.
 //!
 //! Free-list entries carry the generation of their segment; releasing or
@@ -691,6 +693,19 @@ impl Pool {
             .map(|i| seg << SLOTS_SHIFT | i)
             .filter(|&slot| inner.has_handle(slot))
             .collect()
+    }
+
+    /// How many slots of small-class segment `seg` are allocated: owned by
+    /// a handle or not (a slot a [`BufMut`] still writes, or one only a
+    /// send in flight holds). More than
+    /// [`segment_handles`](Self::segment_handles) lists means a drain of
+    /// it would wait for slots its owner cannot release. A reading: the
+    /// count moves under other threads.
+    pub fn segment_live(&self, seg: u32) -> usize {
+        self.inner
+            .seg_live
+            .get(seg as usize)
+            .map_or(0, |n| n.load(Ordering::Relaxed) as usize)
     }
 
     /// True while segment `seg` is draining: it serves no allocation and
