@@ -604,8 +604,6 @@ impl Ring {
         eager: bool,
         out: &mut Vec<Cqe>,
     ) -> io::Result<()> {
-        let ts = types::Timespec::from(timeout);
-        let args = types::SubmitArgs::new().timespec(&ts);
         // Sends usually complete during the submit; waiting for them *and*
         // one more completion (the next request) makes one enter per
         // request/reply instead of two. The timeout bounds the wait when
@@ -623,16 +621,7 @@ impl Ring {
             1 + std::mem::take(&mut self.sends_queued)
         };
         self.sends_queued = 0;
-        match self.ring.submitter().submit_with_args(want, &args) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            Err(e) => return Err(e),
-        }
-        self.enters += 1;
-        self.reap(out);
-        Ok(())
+        self.submit_and_reap(want, types::Timespec::from(timeout), out)
     }
 
     /// Submits every queued request without waiting and appends the
@@ -646,9 +635,19 @@ impl Ring {
         // defers the kernel's completion work (DEFER_TASKRUN) to an enter
         // that waits for completions, so a look that wants none would not
         // see input that arrived.
-        let zero = types::Timespec::new();
-        let args = types::SubmitArgs::new().timespec(&zero);
-        match self.ring.submitter().submit_with_args(1, &args) {
+        self.submit_and_reap(1, types::Timespec::new(), out)
+    }
+
+    /// One `io_uring_enter`: submits the queue, waits for `want`
+    /// completions or `timeout`, and appends the completions to `out`.
+    fn submit_and_reap(
+        &mut self,
+        want: usize,
+        timeout: types::Timespec,
+        out: &mut Vec<Cqe>,
+    ) -> io::Result<()> {
+        let args = types::SubmitArgs::new().timespec(&timeout);
+        match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
