@@ -2,6 +2,7 @@
 //! concurrency. Runs under Miri too (small pools, fewer iterations).
 
 use granola::{Buf, Pool, PoolConfig, MAX_SLOT_SIZE, SEGMENT_SIZE};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn pool(capacity: usize) -> Pool {
@@ -941,4 +942,30 @@ fn registering_a_group_pins_every_pool_of_it() {
         assert_eq!(bytes.as_ptr() as usize, at, "the same run again");
         assert_eq!(bytes.iter().all(|&b| b == 0x5A), kept);
     }
+}
+
+/// A writer can name itself in its slot's word, and the segment lists
+/// the words of the slots still being written (not frozen or free ones):
+/// how a cache finds who must finish writing before a segment can empty.
+#[test]
+fn segment_writers_name_the_slots_still_being_written() {
+    let p = pool(4 * SEGMENT_SIZE);
+    let seg = |ptr: *const u8| {
+        let (base, _) = p.region();
+        ((ptr.addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
+    };
+    let frozen = p.alloc_copy(&[1u8; 100]).unwrap();
+    let s = seg(frozen.as_ptr());
+    let mut w = p.alloc(100).unwrap();
+    w.extend_from_slice(&[2u8; 10]);
+    w.slot_word().store(0xfeed, Ordering::Relaxed);
+    assert_eq!(seg(w.as_slice().as_ptr()), s, "same class, same segment");
+    assert_eq!(p.segment_writers(s), vec![0xfeed]);
+    assert_eq!(p.segment_live(s), 2);
+    // Frozen, the word stays with the slot, and it is no writer's.
+    let b = w.freeze();
+    assert_eq!(b.slot_word().load(Ordering::Relaxed), 0xfeed);
+    assert!(p.segment_writers(s).is_empty());
+    drop((b, frozen));
+    assert_eq!(p.segment_live(s), 0);
 }

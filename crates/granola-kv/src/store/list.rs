@@ -331,6 +331,22 @@ impl ListBody {
         Some(true)
     }
 
+    /// Seals the open chunks at both ends (see [`Chunk::seal`]), so they
+    /// have handles and can move; true if there was one. The next push
+    /// at an end opens a new chunk (or copies a mostly dead one's live
+    /// elements into it), as after a read that sealed it.
+    pub(crate) fn seal_open(&mut self) -> bool {
+        let mut sealed = false;
+        let last = self.chunks.len().saturating_sub(1);
+        for i in [0, last] {
+            if let Some(c) = self.chunks.get_mut(i) {
+                sealed |= matches!(c.slot, Slot::Open(_));
+                c.seal(&self.pool);
+            }
+        }
+        sealed
+    }
+
     /// Number of chunks.
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()
@@ -550,6 +566,13 @@ impl ListBody {
     fn open_chunk(&self, key: &[u8], payload: usize, alloc: &mut Alloc<'_>) -> Option<Chunk> {
         let mut w = alloc(chunk_len(key, payload))?;
         write_chunk_header(&mut w, key, self.id);
+        // Names the list while the chunk is open (its header cannot be
+        // read then): a compaction that needs the chunk's segment asks
+        // the list to seal it (`seal_open`). The id's low 32 bits: with
+        // more lists than that, the name can be another list's, which a
+        // seal only costs that list an early seal.
+        w.slot_word()
+            .store(self.id as u32, std::sync::atomic::Ordering::Relaxed);
         Some(Chunk {
             slot: Slot::Open(w),
             spans: VecDeque::new(),

@@ -2115,8 +2115,8 @@ impl Store {
     ///
     /// A list's chunk or a hash's, set's or sorted set's pooled element
     /// moves too, its collection pointed at the copy ([`Body::relocate`]).
-    /// A segment holding a slot that cannot move (a stream's entry, a
-    /// list's open end chunk, a slot only a reply holds) is passed over
+    /// A segment holding a slot that cannot move (a stream's entry, an open
+    /// list chunk whose list is busy, a slot only a reply holds) is passed over
     /// (`holds_only_movable`): draining it would leave it out of use for as
     /// long as that slot lives. A move can also fail (the item's shard
     /// is busy, or a writer took the free slot first); the segment then
@@ -2154,19 +2154,24 @@ impl Store {
     }
 
     /// True if every live slot of segment `seg` can move: each is owned by
-    /// a handle (not a list's open end chunk, still being written, nor a
-    /// slot only a reply in flight holds), and each is an item (a string,
-    /// or a collection's head), or a list's chunk or a hash's, set's or
-    /// sorted set's pooled element ([`Body::relocate`]), not a stream's
-    /// entry. A segment with a slot that cannot move would stay draining,
+    /// a handle (lists' open end chunks there are sealed first,
+    /// `seal_open_chunks`; not a slot only a reply in flight holds), and
+    /// each is an item (a string, or a collection's head), or a list's
+    /// chunk or a hash's, set's or sorted set's pooled element
+    /// ([`Body::relocate`]), not a stream's entry. A segment with a slot that cannot move would stay draining,
     /// serving no allocation, for as long as that slot lives. (A body that
     /// is busy now counts as movable: its writer is done before long, and
     /// a slot that does not move leaves the segment for a later
     /// compaction.)
     fn holds_only_movable(&self, seg: u32) -> bool {
-        let handles = self.pool.segment_handles(seg);
+        let mut handles = self.pool.segment_handles(seg);
         if handles.len() < self.pool.segment_live(seg) {
-            return false;
+            if self.seal_open_chunks(seg) {
+                handles = self.pool.segment_handles(seg);
+            }
+            if handles.len() < self.pool.segment_live(seg) {
+                return false;
+            }
         }
         handles.into_iter().all(|handle| {
             let Some(slot) = self.pool.try_acquire(handle) else {
@@ -2268,6 +2273,24 @@ impl Store {
             || self
                 .frequency(&f.item)
                 .is_some_and(|n| n > access::LFU_INIT)
+    }
+
+    /// Asks the lists whose open end chunks lie in segment `seg` (each open
+    /// chunk's slot word names its list: `ListBody::open_chunk`) to seal
+    /// them, so they get handles and can move, as a read of the list
+    /// would; a list whose body is busy is left. True if one was sealed.
+    fn seal_open_chunks(&self, seg: u32) -> bool {
+        let mut sealed = false;
+        for id in self.pool.segment_writers(seg) {
+            if let Some(body) = self.body_of(u64::from(id)) {
+                if let Ok(mut b) = body.try_lock() {
+                    if let Body::List(list) = &mut *b {
+                        sealed |= list.seal_open();
+                    }
+                }
+            }
+        }
+        sealed
     }
 
     /// Moves what `slot` (pool handle `handle`) holds to a free slot of its

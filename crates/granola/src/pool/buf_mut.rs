@@ -53,6 +53,19 @@ impl BufMut {
         }
     }
 
+    /// The slot's application word (see [`Buf::slot_word`]), kept when
+    /// the slot is frozen, and readable while this writer holds the slot
+    /// through [`Pool::segment_writers`](super::Pool::segment_writers):
+    /// e.g. to name the slot's owner.
+    #[inline]
+    pub fn slot_word(&self) -> &AtomicU32 {
+        // SAFETY: the pool's side array holds a (count, word) pair per slot
+        // (`PoolInner::rc`), so the word is the u32 after the count, in
+        // bounds and initialised; it lives as long as the pool, which this
+        // BufMut keeps alive.
+        unsafe { self.rc.add(1).as_ref() }
+    }
+
     /// Bytes written so far.
     #[inline]
     pub fn len(&self) -> usize {

@@ -695,6 +695,36 @@ impl Pool {
             .collect()
     }
 
+    /// The application words ([`BufMut::slot_word`]) of the slots of
+    /// small-class segment `seg` that a [`BufMut`] still holds: their
+    /// owners may have named themselves there, so a caller that needs the
+    /// segment emptied can ask them to finish writing (freeze and hand
+    /// over the slot). A reading: writers come and go meanwhile.
+    pub fn segment_writers(&self, seg: u32) -> Vec<u32> {
+        let inner = &self.inner;
+        let Some(class) = inner
+            .seg_class
+            .get(seg as usize)
+            .map(|c| c.load(Ordering::Acquire) as usize)
+        else {
+            return Vec::new();
+        };
+        let Some(info) = CLASSES.get(class) else {
+            return Vec::new();
+        };
+        (0..info.per_segment)
+            .map(|i| seg << SLOTS_SHIFT | i)
+            .filter_map(|slot| {
+                let rc = inner.rc(slot);
+                // SAFETY: `rc` points into the side array of (count, word)
+                // pairs (`PoolInner::rc` checks the slot id), initialised
+                // AtomicU32s that live as long as the pool.
+                let (count, word) = unsafe { (rc.as_ref(), rc.add(1).as_ref()) };
+                (count.load(Ordering::Relaxed) & WRITER != 0).then(|| word.load(Ordering::Relaxed))
+            })
+            .collect()
+    }
+
     /// How many slots of small-class segment `seg` are allocated: owned by
     /// a handle or not (a slot a [`BufMut`] still writes, or one only a
     /// send in flight holds). More than
