@@ -2115,10 +2115,10 @@ impl Store {
     ///
     /// A list's chunk or a hash's, set's or sorted set's pooled element
     /// moves too, its collection pointed at the copy ([`Body::relocate`]).
-    /// A segment holding a slot that cannot move (a stream's entry, an open
-    /// list chunk whose list is busy, a slot only a reply holds) is passed over
-    /// (`holds_only_movable`): draining it would leave it out of use for as
-    /// long as that slot lives. A move can also fail (the item's shard
+    /// A segment holding a slot that cannot move (a stream's entry, an
+    /// open list chunk whose list is busy, a slot only a reply holds) is
+    /// passed over (`holds_only_movable`): draining it would leave it out
+    /// of use for as long as that slot lives. A move can also fail (the item's shard
     /// is busy, or a writer took the free slot first); the segment then
     /// stays draining with what did not move. Such a segment is remembered
     /// and, when no other segment fits, drained again, so it does not stay
@@ -2158,11 +2158,11 @@ impl Store {
     /// `seal_open_chunks`; not a slot only a reply in flight holds), and
     /// each is an item (a string, or a collection's head), or a list's
     /// chunk or a hash's, set's or sorted set's pooled element
-    /// ([`Body::relocate`]), not a stream's entry. A segment with a slot that cannot move would stay draining,
-    /// serving no allocation, for as long as that slot lives. (A body that
-    /// is busy now counts as movable: its writer is done before long, and
-    /// a slot that does not move leaves the segment for a later
-    /// compaction.)
+    /// ([`Body::relocate`]), not a stream's entry. A segment with a slot
+    /// that cannot move would stay draining, serving no allocation, for as
+    /// long as that slot lives. (A body that is busy now counts as
+    /// movable: its writer is done before long, and a slot that does not
+    /// move leaves the segment for a later compaction.)
     fn holds_only_movable(&self, seg: u32) -> bool {
         let mut handles = self.pool.segment_handles(seg);
         if handles.len() < self.pool.segment_live(seg) {
@@ -2192,9 +2192,9 @@ impl Store {
     /// one; the others, and expired items, are removed (skipping shards
     /// whose lock is busy, never waiting). A collection's chunk or pooled
     /// element is judged by its collection's head: it moves if the
-    /// collection is kept, else the collection goes. The segment returns to the shared
-    /// allocator once its last slot is freed — at once, or when the last
-    /// reply still sending one of its items drops it.
+    /// collection is kept, else the collection goes. The segment returns
+    /// to the shared allocator once its last slot is freed — at once, or
+    /// when the last reply still sending one of its items drops it.
     fn empty_segment(&self, seg: u32, held: &Locked<'_>) -> Drained {
         self.segment_evictions.fetch_add(1, Ordering::Relaxed);
         let policy = self.policy();
