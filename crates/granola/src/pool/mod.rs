@@ -678,20 +678,8 @@ impl Pool {
     /// draining it: for a caller that must see what a segment holds before
     /// it decides to drain it. O(slots of a segment).
     pub fn segment_handles(&self, seg: u32) -> Vec<u32> {
-        let inner = &self.inner;
-        let Some(class) = inner
-            .seg_class
-            .get(seg as usize)
-            .map(|c| c.load(Ordering::Acquire) as usize)
-        else {
-            return Vec::new();
-        };
-        let Some(info) = CLASSES.get(class) else {
-            return Vec::new();
-        };
-        (0..info.per_segment)
-            .map(|i| seg << SLOTS_SHIFT | i)
-            .filter(|&slot| inner.has_handle(slot))
+        self.segment_slots(seg)
+            .filter(|&slot| self.inner.has_handle(slot))
             .collect()
     }
 
@@ -701,21 +689,9 @@ impl Pool {
     /// segment emptied can ask them to finish writing (freeze and hand
     /// over the slot). A reading: writers come and go meanwhile.
     pub fn segment_writers(&self, seg: u32) -> Vec<u32> {
-        let inner = &self.inner;
-        let Some(class) = inner
-            .seg_class
-            .get(seg as usize)
-            .map(|c| c.load(Ordering::Acquire) as usize)
-        else {
-            return Vec::new();
-        };
-        let Some(info) = CLASSES.get(class) else {
-            return Vec::new();
-        };
-        (0..info.per_segment)
-            .map(|i| seg << SLOTS_SHIFT | i)
+        self.segment_slots(seg)
             .filter_map(|slot| {
-                let rc = inner.rc(slot);
+                let rc = self.inner.rc(slot);
                 // SAFETY: `rc` points into the side array of (count, word)
                 // pairs (`PoolInner::rc` checks the slot id), initialised
                 // AtomicU32s that live as long as the pool.
@@ -723,6 +699,18 @@ impl Pool {
                 (count.load(Ordering::Relaxed) & WRITER != 0).then(|| word.load(Ordering::Relaxed))
             })
             .collect()
+    }
+
+    /// The slot ids of small-class segment `seg` (none for a free segment,
+    /// a large run, or an id out of range).
+    fn segment_slots(&self, seg: u32) -> impl Iterator<Item = u32> {
+        let per_segment = self
+            .inner
+            .seg_class
+            .get(seg as usize)
+            .and_then(|c| CLASSES.get(c.load(Ordering::Acquire) as usize))
+            .map_or(0, |info| info.per_segment);
+        (0..per_segment).map(move |i| seg << SLOTS_SHIFT | i)
     }
 
     /// How many slots of small-class segment `seg` are allocated: owned by
