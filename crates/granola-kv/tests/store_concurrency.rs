@@ -299,6 +299,16 @@ fn concurrent_index_growth() {
     }
 }
 
+/// Stores at key `k` a string of `chunks` chunks by writer `t`'s
+/// operation `seq` (a refusal for memory is an outcome, not an error).
+fn set_string(s: &Store, k: u32, t: u32, seq: u32, chunks: usize) {
+    let v: Vec<u8> = (0..chunks).flat_map(|_| chunk(k, t, seq)).collect();
+    match s.set(&key(k), &v, Meta::default(), SetMode::Set) {
+        Ok(_) | Err(StoreError::OutOfMemory) => {}
+        Err(e) => panic!("set: {e:?}"),
+    }
+}
+
 /// `noeviction` in a pool with little room, while value sizes drift
 /// (each thread moves through three sizes): writes of a new size make
 /// the store compact, moving items into free slots of other segments,
@@ -336,11 +346,7 @@ fn readers_and_writers_while_compacting() {
                             }
                         }
                     } else if op < 85 {
-                        let v: Vec<u8> = (0..chunks).flat_map(|_| chunk(k, t, seq)).collect();
-                        match s.set(&key(k), &v, Meta::default(), SetMode::Set) {
-                            Ok(_) | Err(StoreError::OutOfMemory) => {}
-                            Err(e) => panic!("set: {e:?}"),
-                        }
+                        set_string(&s, k, t, seq, chunks);
                     } else {
                         s.delete(&key(k));
                     }
@@ -472,11 +478,7 @@ fn collections_while_compacting() {
                     } else if op < 90 {
                         // 96, 400, then 1504 bytes: three size classes in turn.
                         let chunks = [6, 25, 94][phase as usize];
-                        let v: Vec<u8> = (0..chunks).flat_map(|_| chunk(k, t, seq)).collect();
-                        match s.set(&key(k), &v, Meta::default(), SetMode::Set) {
-                            Ok(_) | Err(StoreError::OutOfMemory) => {}
-                            Err(e) => panic!("set: {e:?}"),
-                        }
+                        set_string(&s, k, t, seq, chunks);
                     } else {
                         s.delete(&key(k));
                     }

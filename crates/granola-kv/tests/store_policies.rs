@@ -239,6 +239,21 @@ fn the_lfu_counter_follows_uses_and_time() {
     assert_eq!(s.frequency(&item), None);
 }
 
+/// The store of the drift tests: `limit` bytes under `policy`, in a pool
+/// with `slack` bytes of spare segments beyond it, on a manual clock.
+fn drift_store(policy: EvictionPolicy, limit: usize, slack: usize) -> Store {
+    Store::with_clock(
+        Pool::with_capacity(limit + slack).unwrap(),
+        StoreConfig {
+            memory_limit: limit,
+            shards: 64,
+            policy,
+            ..Default::default()
+        },
+        Clock::manual(T0),
+    )
+}
+
 /// A store whose items may not all be evicted (`noeviction`, the
 /// `volatile-` policies) and whose value sizes drift still takes writes
 /// up to its limit: a full pool empties its sparsest segment by moving
@@ -269,16 +284,7 @@ fn stores_that_may_not_evict_everything_take_drifting_sizes() {
     ] {
         // The server's proportion: spare segments for the classes in use
         // beyond the limit (here two of 2 MiB).
-        let s = Store::with_clock(
-            Pool::with_capacity(LIMIT + (4 << 20)).unwrap(),
-            StoreConfig {
-                memory_limit: LIMIT,
-                shards: 64,
-                policy,
-                ..Default::default()
-            },
-            Clock::manual(T0),
-        );
+        let s = drift_store(policy, LIMIT, 4 << 20);
         // Until the limit, or the first refusal (a write whose index
         // shard must grow, when the growth no longer fits).
         let mut small = 0u32;
@@ -464,16 +470,7 @@ fn drift_over_collections(every: u32) {
         // A spare segment beyond the limit for each size class in use
         // (the heads', the chunks', the elements' and the strings'), as
         // the server's pool has (`CLASS_SLACK_SEGMENTS`).
-        let s = Store::with_clock(
-            Pool::with_capacity(LIMIT + (8 << 20)).unwrap(),
-            StoreConfig {
-                memory_limit: LIMIT,
-                shards: 64,
-                policy,
-                ..Default::default()
-            },
-            Clock::manual(T0),
-        );
+        let s = drift_store(policy, LIMIT, 8 << 20);
         let mut stored = 0u32;
         while s.stats().bytes + 16 * 1024 <= LIMIT {
             match store_collection(&s, stored * every) {

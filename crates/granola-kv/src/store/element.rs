@@ -57,16 +57,9 @@ impl Pooled {
         let slot = self.pool.try_acquire(self.handle)?;
         let start = self.bytes.as_ptr() as usize - slot.as_ptr() as usize;
         let end = start + self.bytes.len();
-        let mut w = self.pool.alloc(self.slot)?;
-        w.extend_from_slice(&slot[..end]);
-        let copy = w.freeze();
-        debug_assert_eq!(self.pool.slot_size(&copy), self.slot);
-        let bytes = copy.slice(start..end);
-        let Ok(handle) = self.pool.into_handle(copy) else {
-            unreachable!("a fresh slot has no handle yet");
-        };
+        let (copy, handle) = super::copy_to_free_slot(&self.pool, &slot[..end], self.slot, 0)?;
         Some(Box::new(Pooled {
-            bytes,
+            bytes: copy.slice(start..end),
             handle,
             slot: self.slot,
             pool: self.pool.clone(),

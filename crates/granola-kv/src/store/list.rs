@@ -314,14 +314,8 @@ impl ListBody {
             unreachable!("found sealed");
         };
         let size = self.pool.slot_size(buf);
-        let Some(mut w) = self.pool.alloc(size) else {
+        let Some((copy, moved)) = super::copy_to_free_slot(&self.pool, buf, size, 0) else {
             return Some(false);
-        };
-        w.extend_from_slice(buf);
-        let copy = w.freeze();
-        debug_assert_eq!(self.pool.slot_size(&copy), size);
-        let Ok(moved) = self.pool.into_handle(copy.clone()) else {
-            unreachable!("a fresh slot has no handle yet");
         };
         chunk.slot = Slot::Sealed {
             buf: copy,

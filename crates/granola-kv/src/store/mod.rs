@@ -352,8 +352,8 @@ pub struct Stamp {
 /// are busy).
 const MAX_SEGMENT_EVICTIONS: usize = 8;
 
-/// Segments a compaction looks at, sparsest first, for one that holds no
-/// collection chunk (`Store::compact_segment`).
+/// Segments a compaction looks at, sparsest first, for one whose every
+/// slot can move (`Store::holds_only_movable`).
 const COMPACTION_CANDIDATES: usize = 4;
 
 /// Steps of the CLOCK hand (looking for expired items) a write makes
@@ -444,6 +444,29 @@ pub enum Removal {
     Expired,
     /// Memory was needed (CLOCK or a segment drain).
     Evicted,
+}
+
+/// A copy of `bytes` in a free slot of `size` bytes (a class size: the
+/// class of the slot they come from), frozen, owned by a new pool handle,
+/// with slot word `word`: how a segment drain or compaction moves an item,
+/// a list chunk or a pooled element out of its segment. `None` if the
+/// class has no free slot (a drain never takes a segment for it: there is
+/// none free when one runs).
+fn copy_to_free_slot(
+    pool: &Pool,
+    bytes: &[u8],
+    size: usize,
+    word: u32,
+) -> Option<(granola::Buf, u32)> {
+    let mut w = pool.alloc(size)?;
+    debug_assert_eq!(w.capacity(), size);
+    w.extend_from_slice(bytes);
+    w.slot_word().store(word, Ordering::Relaxed);
+    let copy = w.freeze();
+    let Ok(handle) = pool.into_handle(copy.clone()) else {
+        unreachable!("a fresh slot has no handle yet");
+    };
+    Some((copy, handle))
 }
 
 /// What a segment drain did (`Store::empty_segment`).
@@ -2118,11 +2141,11 @@ impl Store {
     /// A segment holding a slot that cannot move (a stream's entry, an
     /// open list chunk whose list is busy, a slot only a reply holds) is
     /// passed over (`holds_only_movable`): draining it would leave it out
-    /// of use for as long as that slot lives. A move can also fail (the item's shard
-    /// is busy, or a writer took the free slot first); the segment then
-    /// stays draining with what did not move. Such a segment is remembered
-    /// and, when no other segment fits, drained again, so it does not stay
-    /// out of use for as long as its last items live.
+    /// of use for as long as that slot lives. A move can also fail (the
+    /// item's shard is busy, or a writer took the free slot first); the
+    /// segment then stays draining with what did not move. Such a segment
+    /// is remembered and, when no other segment fits, drained again, so it
+    /// does not stay out of use for as long as its last items live.
     fn compact_segment(&self, held: &Locked<'_>) -> bool {
         let fresh = self
             .pool
@@ -2324,16 +2347,9 @@ impl Store {
     /// body id), so readers see the same item; replies holding the old slot
     /// keep it until they drop it. False if there was no free slot.
     fn rescue(&self, l: &Locked<'_>, f: &Found, slot: &granola::Buf) -> bool {
-        let Some(mut copy) = self.pool.alloc(slot.len()) else {
+        let word = slot.slot_word().load(Ordering::Relaxed);
+        let Some((_, handle)) = copy_to_free_slot(&self.pool, slot, slot.len(), word) else {
             return false;
-        };
-        debug_assert_eq!(self.pool.slot_size(slot), copy.capacity());
-        copy.extend_from_slice(slot);
-        let copy = copy.freeze();
-        copy.slot_word()
-            .store(slot.slot_word().load(Ordering::Relaxed), Ordering::Relaxed);
-        let Ok(handle) = self.pool.into_handle(copy) else {
-            unreachable!("a fresh slot has no handle yet");
         };
         // Under the shard lock only readers touch the entry, and they only
         // set REF, which is already set.

@@ -86,8 +86,7 @@
 //! free slots of their class elsewhere, [`Pool::segment_handles`] and
 //! [`Pool::segment_live`] show whether each live slot there is one its
 //! owner can move, and the cache moves them there before the segment
-//! drains. The design and its reasons are in
-//! `docs/memory.md`.
+//! drains. The design and its reasons are in `docs/memory.md`.
 //!
 //! Free-list entries carry the generation of their segment; releasing or
 //! draining a segment bumps the generation, so its old entries are dropped
