@@ -36,6 +36,7 @@ import argparse, bisect, json, os, random, socket, statistics, subprocess, sys, 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from local_server import free_port, wait_ready  # noqa: E402
+from resp import Replies, command  # noqa: E402
 
 KEYS = 1_000_000
 ZIPF_S = 0.99
@@ -102,35 +103,6 @@ def value_of(k):
     head = key_of(k) + b":"
     body = head + bytes((k * 7 + i) & 0xFF for i in range(VALUE_LEN - len(head) - 4))
     return body + zlib.crc32(body).to_bytes(4, "little")
-
-
-def command(*words):
-    out = [b"*%d\r\n" % len(words)]
-    for w in words:
-        out.append(b"$%d\r\n%s\r\n" % (len(w), w))
-    return b"".join(out)
-
-
-class Replies:
-    """Reads RESP2 replies (simple strings, errors, integers, bulk strings)."""
-
-    def __init__(self, sock):
-        self.f = sock.makefile("rb")
-
-    def one(self):
-        line = self.f.readline()
-        if not line:
-            sys.exit("server closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.f.read(n + 2)
-            return data[:-2]
-        if kind == b"-":
-            sys.exit(f"server error: {rest!r}")
-        return rest
 
 
 def play(port, stream):

@@ -5,6 +5,12 @@ use granola::{Buf, Pool, PoolConfig, MAX_SLOT_SIZE, SEGMENT_SIZE};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// The segment of pool `p` that holds `x`.
+fn segment_of(p: &Pool, x: &Buf) -> u32 {
+    let (base, _) = p.region();
+    ((x.as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
+}
+
 fn pool(capacity: usize) -> Pool {
     Pool::new(PoolConfig {
         capacity,
@@ -657,10 +663,7 @@ fn coldest_segment_follows_touches() {
     let a = p.alloc_copy(&[1u8; 4096]).unwrap();
     let b = p.alloc_copy(&[2u8; 100]).unwrap();
     let c = p.alloc_copy(&[3u8; 1000]).unwrap();
-    let seg = |x: &Buf| {
-        let (base, _) = p.region();
-        ((x.as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
-    };
+    let seg = |x: &Buf| segment_of(&p, x);
     assert_eq!(p.coldest_segment(), Some(seg(&a)));
     p.touch(&a);
     assert_eq!(p.coldest_segment(), Some(seg(&b)));
@@ -680,10 +683,7 @@ fn coldest_segment_follows_touches() {
 #[test]
 fn movable_segments_fit_their_items_elsewhere() {
     let p = pool(8 * SEGMENT_SIZE);
-    let seg = |x: &Buf| {
-        let (base, _) = p.region();
-        ((x.as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
-    };
+    let seg = |x: &Buf| segment_of(&p, x);
     let a = 64 << 10;
     let per = SEGMENT_SIZE / a;
     // Two full segments of one class, and a large run.
@@ -743,6 +743,56 @@ fn movable_segments_fit_their_items_elsewhere() {
     assert!(second.iter().all(|b| seg(b) == s2 && b[0] == 2));
 }
 
+/// For a large object that finds no free run, `movable_runs` offers the
+/// windows of consecutive segments whose items fit in free slots of their
+/// class outside the window, fewest items first; a window with a large
+/// run in it is never offered, and free segments in one cost nothing.
+#[test]
+fn movable_runs_are_windows_whose_items_fit_elsewhere() {
+    let p = pool(6 * SEGMENT_SIZE);
+    let seg = |x: &Buf| segment_of(&p, x);
+    let a = 64 << 10;
+    let per = SEGMENT_SIZE / a;
+    // Four full segments of one class, then a large run over the last two.
+    let mut segs: Vec<Vec<Buf>> = (0..4u8)
+        .map(|i| {
+            (0..per)
+                .map(|_| p.alloc_copy(&vec![i; a]).unwrap())
+                .collect()
+        })
+        .collect();
+    let large = p.alloc_copy(&vec![9u8; SEGMENT_SIZE + 1]).unwrap();
+    assert_eq!(
+        segs.iter().map(|s| seg(&s[0])).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    assert_eq!(seg(&large), 4);
+    assert!(p.movable_runs(2, 4).is_empty(), "no free slot anywhere");
+    // Free slots: 2, 26, 28 and 12; live: 30, 6, 4 and 20.
+    for (s, keep) in segs.iter_mut().zip([30, 6, 4, 20]) {
+        s.truncate(keep);
+    }
+    // [1, 2]: 10 items, 14 free slots outside; [2, 3]: 24 and 28;
+    // [0, 1]: 36 and 40; [3, 4] and [4, 5] hold the large run.
+    assert_eq!(p.movable_runs(2, 4), [vec![1, 2], vec![2, 3], vec![0, 1]]);
+    assert_eq!(p.movable_runs(2, 2), [vec![1, 2], vec![2, 3]]);
+    assert!(
+        p.movable_runs(5, 4).is_empty(),
+        "every window of 5 has the run"
+    );
+    // Five more items: 63 free slots, fewer than the 64 two segments hold,
+    // so no two segments of the class can be emptied.
+    let extra: Vec<Buf> = (0..5)
+        .map(|_| p.alloc_copy(&vec![7u8; a]).unwrap())
+        .collect();
+    assert!(p.movable_runs(2, 4).is_empty());
+    // Segment 0 emptied and released: a window over it only empties 1.
+    drop(extra);
+    segs[0].clear();
+    assert_eq!(p.movable_runs(2, 4), [vec![1], vec![1, 2], vec![2, 3]]);
+    assert!(p.movable_runs(0, 4).is_empty());
+}
+
 /// A large run whose object no handle owns (its owner let it go while a
 /// send still holds it) is not offered for draining: draining it could
 /// free nothing, and offering it again and again would starve the owner's
@@ -750,10 +800,7 @@ fn movable_segments_fit_their_items_elsewhere() {
 #[test]
 fn coldest_segment_passes_over_runs_no_handle_owns() {
     let p = pool(4 * SEGMENT_SIZE);
-    let seg = |x: &Buf| {
-        let (base, _) = p.region();
-        ((x.as_ptr().addr() - base.as_ptr().addr()) / SEGMENT_SIZE) as u32
-    };
+    let seg = |x: &Buf| segment_of(&p, x);
     let big = p.alloc_copy(&vec![5u8; MAX_SLOT_SIZE + 1]).unwrap();
     let small = p.alloc_copy(&[6u8; 100]).unwrap();
     let h = p.into_handle(big.clone()).unwrap();

@@ -14,12 +14,12 @@
 //! to 32 candidates per choice where Redis samples `maxmemory-samples` (5)
 //! into a pool of 16. Expired items are removed whatever the policy.
 //!
-//! When a size class runs out of slots and the pool of segments, the
-//! `allkeys-` policies drain the coldest segment (evicting what they do
-//! not move). The others may not evict every item, so they compact
-//! instead: they empty the sparsest segment whose items all fit in free
-//! slots of their class elsewhere, moving the items they must keep and
-//! evicting (`volatile-`) or moving the rest (`docs/memory.md`).
+//! When a size class runs out of slots and the pool of segments, every
+//! policy first compacts: it empties the sparsest segment whose items all
+//! fit in free slots of their class elsewhere, moving them. Only when no
+//! segment fits do the `allkeys-` policies drain the coldest segment
+//! (evicting what they do not move); the others refuse the write
+//! (`docs/memory.md`).
 
 /// Redis's `maxmemory-policy`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

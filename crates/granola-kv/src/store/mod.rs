@@ -57,12 +57,14 @@
 //!   hard bound on resident item memory (stored items *and* values that
 //!   replies in flight still hold). When a write needs a slot of a size
 //!   class that has none free and the pool has no free segment, the store
-//!   drains the pool's coldest segment (least recently allocated from or
-//!   read): it moves the items read since the CLOCK hand last passed them
-//!   into free slots of their class elsewhere (while there are any) and
-//!   evicts the rest, and the segment goes to the
-//!   starved class as soon as the last reply holding one of its values
-//!   drops it (`evict_segment`). So a workload whose value sizes drift
+//!   compacts: it moves the items of the sparsest segment whose items fit
+//!   in free slots of their class elsewhere (`compact_segment`). When no
+//!   segment fits, an evicting store drains the pool's coldest segment
+//!   (least recently allocated from or read): it moves the items read
+//!   since the CLOCK hand last passed them into free slots of their class
+//!   elsewhere (while there are any) and evicts the rest (`evict_segment`).
+//!   Either way the segment goes to the starved class as soon as the last
+//!   reply holding one of its values drops it. So a workload whose value sizes drift
 //!   does not calcify memory in old classes; `docs/memory.md` has the
 //!   design and why it was chosen. Give the pool the same capacity as the
 //!   limit: the limit bounds the stored items, the capacity everything.
@@ -467,6 +469,16 @@ fn copy_to_free_slot(
         unreachable!("a fresh slot has no handle yet");
     };
     Some((copy, handle))
+}
+
+/// Which items a segment's emptying keeps (`Store::empty_segment`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Emptying {
+    /// A compaction: every item that has not expired moves.
+    Compact,
+    /// A drain of the coldest segment: only what the policy may not evict
+    /// or what was used since the CLOCK hand passed moves.
+    Drain,
 }
 
 /// What a segment drain did (`Store::empty_segment`).
@@ -1642,7 +1654,7 @@ impl Store {
     /// A slot for a list chunk: like an item's, evicting segments first
     /// when the pool has none of that size.
     fn alloc_slot(&self, l: &Locked<'_>, n: usize) -> Option<granola::BufMut> {
-        self.with_room(l, || self.pool.alloc(n))
+        self.with_room(l, Pool::slot_size_for(n), || self.pool.alloc(n))
     }
 
     /// Stores a new head item for the collection `id` of `kind` at `key`
@@ -2082,29 +2094,55 @@ impl Store {
                 break;
             }
         }
-        self.with_room(l, || item::build(&self.pool, key, content, hdr))
+        self.with_room(l, slot, || item::build(&self.pool, key, content, hdr))
             .map(|item| (item, slot))
     }
 
     /// Runs the pool allocation `alloc` until it succeeds: after each
     /// failure empties a segment, up to [`MAX_SEGMENT_EVICTIONS`], then
-    /// sweeps the CLOCK hand a little. The `allkeys-` policies drain the
-    /// coldest segment (`evict_segment`); the others, which may not evict
-    /// every item, compact: they empty the sparsest segment whose items
-    /// all fit in the free slots of their class (`compact_segment`).
-    fn with_room<T>(&self, l: &Locked<'_>, mut alloc: impl FnMut() -> Option<T>) -> Option<T> {
-        let policy = self.policy();
-        let evicts_all = policy.may_evict(false);
+    /// sweeps the CLOCK hand a little. Every policy first compacts: it
+    /// empties the sparsest segment whose items all fit in the free slots
+    /// of their class, moving them (`compact_segment`). Only when no
+    /// segment fits, or after half the rounds, do the `allkeys-` policies
+    /// drain the coldest segment, evicting what was not used
+    /// (`evict_segment`). A pool runs out of segments while the store is
+    /// under its limit when its free slots are scattered over the classes
+    /// (deletes, expiries, the sweep's evictions, sizes that drift); a
+    /// drain then evicted items the limit did not ask to evict (an
+    /// `allkeys-lru` store of half-deleted 1000-byte values took 3 MB
+    /// values by evicting at 0.6 of its limit), where a compaction only
+    /// gathers the free slots into a segment.
+    ///
+    /// `size` is the slot size `alloc` needs: above
+    /// [`granola::MAX_SLOT_SIZE`] a run of whole segments, which a
+    /// compaction empties together (`compact_run`).
+    fn with_room<T>(
+        &self,
+        l: &Locked<'_>,
+        size: usize,
+        mut alloc: impl FnMut() -> Option<T>,
+    ) -> Option<T> {
+        let evicts_all = self.policy().may_evict(false);
+        let run = if size > granola::MAX_SLOT_SIZE {
+            size.div_ceil(granola::SEGMENT_SIZE)
+        } else {
+            0
+        };
+        // A run first, then single segments: those may join free ones.
+        let compact_some = || run > 0 && self.compact_run(run, l) || self.compact_segment(l);
         for round in 0..MAX_SEGMENT_EVICTIONS + 16 {
             if let Some(t) = alloc() {
                 return Some(t);
             }
             if round >= MAX_SEGMENT_EVICTIONS {
                 self.sweep_step(Some(l));
-            } else if evicts_all {
+            } else if !evicts_all {
+                compact_some();
+            } else if round >= MAX_SEGMENT_EVICTIONS / 2 || !compact_some() {
+                // Compactions that move without freeing a segment (busy
+                // shards, writers taking the free slots) must not make an
+                // evicting store refuse the write.
                 self.evict_segment(l);
-            } else {
-                self.compact_segment(l);
             }
         }
         None
@@ -2118,22 +2156,23 @@ impl Store {
     /// segment came free.
     fn evict_segment(&self, held: &Locked<'_>) -> bool {
         match self.pool.coldest_segment() {
-            Some(seg) => self.empty_segment(seg, held).progress,
+            Some(seg) => self.empty_segment(seg, held, Emptying::Drain).progress,
             None => false,
         }
     }
 
-    /// Empties a segment without evicting what the policy keeps, for the
-    /// `volatile-` policies and `noeviction`: takes the segment with the
+    /// Empties a segment without evicting: takes the segment with the
     /// fewest items among those whose class has a free slot elsewhere for
-    /// each of them (`Pool::movable_segments`) and moves them there; items
-    /// the policy may evict (with an expiry, under a `volatile-` policy)
-    /// and expired ones go as in a drain. Without it, a store whose value
-    /// sizes drift kept its segments with the classes that had them, each
-    /// held by a few items that may not go, and refused writes of a new
-    /// size long before the limit (`noeviction`: at 0.64 of it, with one
-    /// item in ten kept; `volatile-lru`, with nine in ten of its items
-    /// evictable, once the pool's spare segments were full:
+    /// each of them (`Pool::movable_segments`) and moves them there;
+    /// expired items go, and an item the policy may evict goes if its move
+    /// fails. Eviction stays the CLOCK sweep's job, which keeps the store
+    /// at its limit. Without it, a store whose value sizes drift kept its
+    /// segments with the classes that had them, each held by a few items
+    /// that may not go, and refused writes of a new size long before the
+    /// limit (`noeviction`: at 0.64 of it, with one item in ten kept;
+    /// `volatile-lru`, with nine in ten of its items evictable, once the
+    /// pool's spare segments were full), and the `allkeys-` policies,
+    /// which drained instead, evicted long before it (`with_room`;
     /// `docs/memory.md`).
     ///
     /// A list's chunk or a hash's, set's or sorted set's pooled element
@@ -2166,7 +2205,36 @@ impl Store {
                 }
             }
         };
-        let drained = self.empty_segment(seg, held);
+        self.compact(seg, held)
+    }
+
+    /// Empties, for a large object of `run` segments that found no free
+    /// run, the window of `run` consecutive segments with the fewest items
+    /// among those whose items all fit in free slots of their classes
+    /// outside it (`Pool::movable_runs`) and whose every slot can move
+    /// (`holds_only_movable`). Compacting single segments freed them where
+    /// they happened to be, so a store under its limit evicted for a large
+    /// object (a first eviction at 0.75 of the limit for 3 MiB values in
+    /// `store_eviction::an_evicting_store_compacts_before_it_evicts`).
+    /// False if no window fits.
+    fn compact_run(&self, run: usize, held: &Locked<'_>) -> bool {
+        let window = self
+            .pool
+            .movable_runs(run, COMPACTION_CANDIDATES)
+            .into_iter()
+            .find(|segs| segs.iter().all(|&seg| self.holds_only_movable(seg)));
+        let mut progress = false;
+        for seg in window.unwrap_or_default() {
+            progress |= self.compact(seg, held);
+        }
+        progress
+    }
+
+    /// Empties segment `seg` by moving its items (`Emptying::Compact`); a
+    /// segment left draining with items that did not move is remembered
+    /// for `compact_segment` to resume. True if something moved or went.
+    fn compact(&self, seg: u32, held: &Locked<'_>) -> bool {
+        let drained = self.empty_segment(seg, held, Emptying::Compact);
         if drained.left {
             let mut stranded = self.stranded.lock().unwrap_or_else(|e| e.into_inner());
             if !stranded.contains(&seg) {
@@ -2209,16 +2277,19 @@ impl Store {
         })
     }
 
-    /// Drains segment `seg`: each string or collection head in it that the
-    /// policy may not evict, or that is worth keeping (`worth_rescuing`),
-    /// moves to a free slot of its class in another segment while there is
-    /// one; the others, and expired items, are removed (skipping shards
-    /// whose lock is busy, never waiting). A collection's chunk or pooled
+    /// Empties segment `seg`: each string or collection head in it that
+    /// is kept moves to a free slot of its class in another segment while
+    /// there is one; the others, and expired items, are removed (skipping
+    /// shards whose lock is busy, never waiting). A compaction keeps every
+    /// item that has not expired (its segment was chosen because they fit
+    /// elsewhere); a drain only those the policy may not evict or that are
+    /// worth keeping (`worth_rescuing`). What the policy may evict also
+    /// goes if its move fails. A collection's chunk or pooled
     /// element is judged by its collection's head: it moves if the
     /// collection is kept, else the collection goes. The segment returns
     /// to the shared allocator once its last slot is freed — at once, or
     /// when the last reply still sending one of its items drops it.
-    fn empty_segment(&self, seg: u32, held: &Locked<'_>) -> Drained {
+    fn empty_segment(&self, seg: u32, held: &Locked<'_>, how: Emptying) -> Drained {
         self.segment_evictions.fetch_add(1, Ordering::Relaxed);
         let policy = self.policy();
         let now = self.clock.now_ms();
@@ -2264,7 +2335,8 @@ impl Store {
             }
             let expired = f.item.expired(now);
             let evictable = expired || policy.may_evict(f.entry & EXPIRES != 0);
-            let keep = !expired && (!evictable || self.worth_rescuing(&f));
+            let keep =
+                !expired && (how == Emptying::Compact || !evictable || self.worth_rescuing(&f));
             if self.busy(&f.item) {
                 drained.left = true;
             } else if keep && self.relocate(l, &f, &slot, handle, chunk_of.is_some()) {

@@ -80,13 +80,15 @@
 //! segment returns to the allocator when its last live slot is freed, i.e.
 //! only when every in-flight reference (a reply being sent) has dropped.
 //! [`Pool::coldest_segment`] picks the segment to drain: the one whose
-//! slots were least recently allocated or [touched](Pool::touch). A cache
-//! that may not evict its items compacts instead:
-//! [`Pool::movable_segments`] lists the segments whose items all fit in
-//! free slots of their class elsewhere, [`Pool::segment_handles`] and
-//! [`Pool::segment_live`] show whether each live slot there is one its
-//! owner can move, and the cache moves them there before the segment
-//! drains. The design and its reasons are in `docs/memory.md`.
+//! slots were least recently allocated or [touched](Pool::touch). Before
+//! evicting, and always when it may not evict its items, a cache
+//! compacts: [`Pool::movable_segments`] lists the segments whose items
+//! all fit in free slots of their class elsewhere ([`Pool::movable_runs`]
+//! the windows of consecutive segments a large object could take),
+//! [`Pool::segment_handles`] and [`Pool::segment_live`] show whether each
+//! live slot there is one its owner can move, and the cache moves them
+//! there before the segment drains. The design and its reasons are in
+//! `docs/memory.md`.
 //!
 //! Free-list entries carry the generation of their segment; releasing or
 //! draining a segment bumps the generation, so its old entries are dropped
@@ -670,6 +672,101 @@ impl Pool {
             .collect();
         movable.sort_unstable_by_key(|&(_, live)| live);
         movable.into_iter().map(|(seg, _)| seg).collect()
+    }
+
+    /// For a large object of `n` segments that finds no free run: the
+    /// windows of `n` consecutive segments that can be emptied by moving
+    /// their items, at most `limit` of them, fewest live slots first. In
+    /// such a window every segment is free, or a small-class segment in use
+    /// and not draining, and each class's live slots in the window fit in
+    /// that class's free slots outside it. Each window is listed by its
+    /// segments in use, the ones to empty. O(segments × n); meant for the
+    /// rare moment a full pool cannot place a large object.
+    pub fn movable_runs(&self, n: usize, limit: usize) -> Vec<Vec<u32>> {
+        /// A segment as a window sees it.
+        #[derive(Clone, Copy)]
+        enum Seg {
+            Free,
+            /// In a large run, or draining: the window cannot have it.
+            Fixed,
+            Small {
+                class: usize,
+                spare: u64,
+                live: u64,
+            },
+        }
+        if n == 0 {
+            return Vec::new();
+        }
+        let inner = &self.inner;
+        let used = inner.segments_used();
+        // One reading per segment: the counts move under other threads.
+        let segments: Vec<Seg> = (0..inner.num_segments)
+            .map(|seg| {
+                if seg >= used {
+                    return Seg::Free;
+                }
+                match inner.seg_class[seg].load(Ordering::Acquire) {
+                    SEG_UNASSIGNED => Seg::Free,
+                    _ if inner.seg_draining[seg].load(Ordering::Relaxed) => Seg::Fixed,
+                    class => match CLASSES.get(class as usize) {
+                        None => Seg::Fixed,
+                        Some(c) => {
+                            let per_segment = u64::from(c.per_segment);
+                            let live = u64::from(inner.seg_live[seg].load(Ordering::Relaxed))
+                                .min(per_segment);
+                            Seg::Small {
+                                class: class as usize,
+                                spare: per_segment - live,
+                                live,
+                            }
+                        }
+                    },
+                }
+            })
+            .collect();
+        let mut free = [0u64; NUM_CLASSES];
+        for seg in &segments {
+            if let Seg::Small { class, spare, .. } = *seg {
+                free[class] += spare;
+            }
+        }
+        let mut best: Vec<(u64, Vec<u32>)> = Vec::new();
+        'window: for start in 0..segments.len().saturating_sub(n - 1) {
+            // (class, live, spare) of the window's segments in use.
+            let mut classes: Vec<(usize, u64, u64)> = Vec::new();
+            let mut to_empty = Vec::new();
+            let mut live_total = 0;
+            for (seg, state) in segments[start..start + n].iter().enumerate() {
+                match *state {
+                    Seg::Free => {}
+                    Seg::Fixed => continue 'window,
+                    Seg::Small { class, spare, live } => {
+                        match classes.iter_mut().find(|(c, ..)| *c == class) {
+                            Some((_, l, s)) => {
+                                *l += live;
+                                *s += spare;
+                            }
+                            None => classes.push((class, live, spare)),
+                        }
+                        to_empty.push((start + seg) as u32);
+                        live_total += live;
+                    }
+                }
+            }
+            let fits = classes
+                .iter()
+                .all(|&(class, live, spare)| live <= free[class] - spare);
+            if !fits || to_empty.is_empty() {
+                continue;
+            }
+            if best.len() < limit || best.last().is_some_and(|&(l, _)| live_total < l) {
+                let at = best.partition_point(|&(l, _)| l <= live_total);
+                best.insert(at, (live_total, to_empty));
+                best.truncate(limit);
+            }
+        }
+        best.into_iter().map(|(_, segs)| segs).collect()
     }
 
     /// The raw handles of the slots of small-class segment `seg`, as
