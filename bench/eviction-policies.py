@@ -31,6 +31,9 @@ policy, so efficiency stays below 1.
 
     bench/eviction-policies.py --granola target/release/granola-kv \\
         --valkey PATH --reps 3 --out OUT.json
+
+`--granola LABEL=PATH` more than once compares builds; `--policies` and
+`--streams` (comma-separated) run a subset.
 """
 import argparse, bisect, json, os, random, socket, statistics, subprocess, sys, time, zlib
 
@@ -49,7 +52,7 @@ STREAMS = ["zipf", "zipf+scan"]
 
 
 def start(system, binary, policy, port):
-    if system == "granola-kv":
+    if system.startswith("granola-kv"):
         argv = [binary, "-t", "1", "-m", "16", "--conn-memory", "8", "-l", "127.0.0.1",
                 "-p", "0", "--native-port", "0", "--resp-port", str(port),
                 "--maxmemory-policy", policy]
@@ -137,20 +140,27 @@ def play(port, stream):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--granola", default="target/release/granola-kv")
+    ap.add_argument("--granola", action="append", default=[],
+                    help="a granola-kv binary, or LABEL=PATH (more than once to compare)")
     ap.add_argument("--redis", default="redis-server")
     ap.add_argument("--valkey", required=True)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--streams", default=",".join(STREAMS))
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    systems = [("granola-kv", a.granola), ("Redis 7", a.redis), ("Valkey 9", a.valkey)]
+    policies, stream_kinds = a.policies.split(","), a.streams.split(",")
+    grans = [g.split("=", 1) if "=" in g else ["", g]
+             for g in (a.granola or ["target/release/granola-kv"])]
+    systems = [(f"granola-kv {label}".strip(), path) for label, path in grans]
+    systems += [("Redis 7", a.redis), ("Valkey 9", a.valkey)]
     cdf = zipf_cdf()
-    streams = {kind: request_stream(kind, cdf, 1) for kind in STREAMS}
+    streams = {kind: request_stream(kind, cdf, 1) for kind in stream_kinds}
     os.sched_setaffinity(0, {1})
     runs = []
     for rep in range(a.reps):
-        for kind in STREAMS:
-            for policy in POLICIES:
+        for kind in stream_kinds:
+            for policy in policies:
                 # Interleaved: a drifting machine drifts for every server.
                 for system, binary in systems:
                     port = free_port()
@@ -170,8 +180,8 @@ def main():
                     if wrong:
                         sys.exit(f"{system} returned {wrong} wrong values")
     cells = []
-    for kind in STREAMS:
-        for policy in POLICIES:
+    for kind in stream_kinds:
+        for policy in policies:
             for system, _ in systems:
                 rs = [r for r in runs
                       if (r["stream"], r["policy"], r["system"]) == (kind, policy, system)]

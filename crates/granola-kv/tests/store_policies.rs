@@ -155,6 +155,37 @@ fn volatile_ttl_evicts_the_soonest_to_expire_first() {
     assert!(soon < late - 0.3, "soon {soon} vs late {late}");
 }
 
+/// The ranking policies keep a pool of candidates over the hand's steps
+/// (Redis's eviction pool), so each victim is the best of several windows
+/// of the index, not of one: under `volatile-ttl`, with every key's expiry
+/// distinct, evicting a quarter of the keys takes almost only the quarter
+/// that expires soonest (0.965 of the evicted keys were among them; 0.782
+/// when each victim was the best of one window).
+#[test]
+fn ranked_policies_evict_the_best_of_several_windows() {
+    let s = store(EvictionPolicy::VolatileTtl, Clock::manual(T0));
+    let first = 12_000u32;
+    // Expiry ranks spread over the keys (7919 is prime to 12 000).
+    let rank = |i: u32| (u64::from(i) * 7919) % u64::from(first);
+    for i in 0..first {
+        put(&s, i, T0 + 3_600_000 + rank(i) * 60_000).unwrap();
+    }
+    let mut i = first;
+    while s.stats().evictions < u64::from(first / 4) {
+        put(&s, i, 0).unwrap();
+        i += 1;
+    }
+    let soonest = |i: &u32| rank(*i) < u64::from(first / 4);
+    let (soon, late): (Vec<u32>, Vec<u32>) = (0..first).partition(soonest);
+    let evicted_soon = soon.iter().filter(|&&i| !check(&s, i)).count();
+    let evicted_late = late.iter().filter(|&&i| !check(&s, i)).count();
+    let precision = evicted_soon as f64 / (evicted_soon + evicted_late) as f64;
+    println!(
+        "volatile-ttl: {evicted_soon} of the soonest quarter evicted, {evicted_late} of the rest; precision {precision:.3}"
+    );
+    assert!(precision > 0.9, "precision {precision}");
+}
+
 /// `allkeys-lfu` keeps keys read often over keys never read.
 #[test]
 fn allkeys_lfu_keeps_frequently_read_keys() {

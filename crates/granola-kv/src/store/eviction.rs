@@ -4,15 +4,17 @@
 //! | policy | may evict | victim |
 //! |---|---|---|
 //! | `allkeys-lru` (default) | every item | CLOCK: one the hand finds unread since it last passed |
-//! | `allkeys-lfu` | every item | the least frequently used of the hand's window (Redis's logarithmic counter, decayed) |
+//! | `allkeys-lfu` | every item | the least frequently used of the pool of candidates (Redis's logarithmic counter, decayed) |
 //! | `allkeys-random` | every item | one of the hand's window, at random |
 //! | `volatile-lru`, `-lfu`, `-random` | items with an expiry | as their `allkeys-` twin |
-//! | `volatile-ttl` | items with an expiry | the soonest to expire of the hand's window |
+//! | `volatile-ttl` | items with an expiry | the soonest to expire of the pool of candidates |
 //! | `noeviction` | nothing | the write is refused |
 //!
 //! The hand's window is `SWEEP_BUCKETS` (4) index buckets of 8 entries: up
-//! to 32 candidates per choice where Redis samples `maxmemory-samples` (5)
-//! into a pool of 16. Expired items are removed whatever the policy.
+//! to 32 candidates per step where Redis samples `maxmemory-samples` (5).
+//! The ranking policies (LFU, TTL) offer them to a pool of the 16 best
+//! seen over the hand's steps ([`Candidates`], Redis's eviction pool) and
+//! evict its best. Expired items are removed whatever the policy.
 //!
 //! When a size class runs out of slots and the pool of segments, every
 //! policy first compacts: it empties the sparsest segment whose items all
@@ -153,6 +155,68 @@ impl EvictionPolicy {
         ALL.get(usize::from(v))
             .copied()
             .unwrap_or(EvictionPolicy::AllkeysLru)
+    }
+}
+
+/// An eviction candidate's rank under its policy (LFU counter, expiry)
+/// and a random tie-break: the lowest goes first.
+pub(crate) type Rank = (u64, u32);
+
+/// The best eviction candidates the hand has seen over its last steps,
+/// for the policies that rank (LFU, TTL), lowest rank first: Redis's
+/// eviction pool. A window of 32 entries alone finds the coldest key of
+/// the store rarely; the pool keeps a window's runners-up for the next
+/// eviction, so each victim is the best of several windows. The key is
+/// looked up again when its turn comes (it may have gone or been read).
+#[derive(Default)]
+pub(crate) struct Candidates {
+    /// What the ranks rank; a change of policy empties the pool.
+    victim: Option<Victim>,
+    /// (rank, key), ascending.
+    best: Vec<(Rank, Box<[u8]>)>,
+}
+
+impl Candidates {
+    /// Redis's `EVPOOL_SIZE`.
+    pub(crate) const SIZE: usize = 16;
+
+    /// Starts a hand step under `victim`: a pool ranked for another
+    /// policy is emptied.
+    pub(crate) fn rank_for(&mut self, victim: Victim) {
+        if self.victim != Some(victim) {
+            self.best.clear();
+            self.victim = Some(victim);
+        }
+    }
+
+    /// True if a candidate of `rank` would enter the pool: it is not
+    /// full, or `rank` beats its worst.
+    pub(crate) fn wants(&self, rank: Rank) -> bool {
+        self.best.len() < Self::SIZE || self.best.last().is_some_and(|(r, _)| rank < *r)
+    }
+
+    /// Offers `key` at `rank`; a key already in the pool takes the new
+    /// rank.
+    pub(crate) fn offer(&mut self, rank: Rank, key: &[u8]) {
+        if let Some(at) = self.best.iter().position(|(_, k)| **k == *key) {
+            self.best.remove(at);
+        }
+        if !self.wants(rank) {
+            return;
+        }
+        let at = self.best.partition_point(|(r, _)| *r < rank);
+        self.best.insert(at, (rank, key.into()));
+        self.best.truncate(Self::SIZE);
+    }
+
+    /// Takes the best candidate out.
+    pub(crate) fn pop(&mut self) -> Option<(Rank, Box<[u8]>)> {
+        (!self.best.is_empty()).then(|| self.best.remove(0))
+    }
+
+    /// The rank of the best candidate left.
+    pub(crate) fn best_rank(&self) -> Option<Rank> {
+        self.best.first().map(|(r, _)| *r)
     }
 }
 

@@ -372,6 +372,9 @@ const SHORT_STRING: usize = 64;
 struct Hand {
     shard: usize,
     bucket: usize,
+    /// The eviction hand's pool of candidates, for the policies that rank
+    /// (unused by active expiry's hand).
+    candidates: eviction::Candidates,
 }
 
 /// The key-value store. `Send + Sync`: share it as `Arc<Store>`.
@@ -2487,8 +2490,10 @@ impl Store {
     /// freed something. Skips shards whose lock is busy (never waits).
     /// It removes the expired items it passes, and evicts what the policy
     /// says (`eviction.rs`): under LRU every item not referenced since the
-    /// hand last passed, under the others the one best victim of the
-    /// window; under `noeviction` nothing.
+    /// hand last passed; under `-random` one item of the window; under
+    /// LFU and TTL the best of the pool of candidates once the window's
+    /// items were offered to it (`evict_candidate`); under `noeviction`
+    /// nothing.
     fn sweep_step(&self, held: Option<&Locked<'_>>) -> bool {
         let policy = self.policy();
         let mut hand = self.hand.lock().unwrap_or_else(|e| e.into_inner());
@@ -2514,10 +2519,15 @@ impl Store {
         let now = self.clock.now_ms();
         let (now_s, lfu) = (self.clock.coarse_s(), self.lfu_tuning());
         let mut freed = false;
-        // The window's victim so far, for the policies that choose one:
-        // (rank and tie-break, lowest first; its position; the item).
-        let mut best: Option<((u64, u32), Pos, Item)> = None;
+        // The window's victim so far, under `-random`: (rank and
+        // tie-break, lowest first; its position; the item). LFU and TTL
+        // rank into the pool of candidates instead.
+        let mut best: Option<(eviction::Rank, Pos, Item)> = None;
         let victim = policy.victim();
+        let pooled = matches!(victim, Victim::Lfu | Victim::Ttl);
+        if pooled {
+            hand.candidates.rank_for(victim);
+        }
         for bucket in start..end {
             for way in 0..index::WAYS {
                 let pos = Pos { bucket, way };
@@ -2550,23 +2560,23 @@ impl Store {
                 if referenced {
                     cell.fetch_and(!REF, Ordering::Relaxed);
                 }
-                let rank = match victim {
-                    Victim::Lru if referenced => continue,
-                    Victim::Lru => {
+                if victim == Victim::Lru {
+                    if !referenced {
                         self.remove(l, pos, &item);
                         self.removed(item.key(), Removal::Evicted);
                         freed = true;
-                        continue;
                     }
-                    Victim::Random => 0,
-                    Victim::Lfu => u64::from(access::lfu_count(item.seen(), now_s, lfu)),
-                    Victim::Ttl => item.expires_at_ms(),
-                };
+                    continue;
+                }
                 // Ties go by a random number: a window of equal ranks that
                 // gave up its first item would only ever evict from the
                 // first way of every fourth bucket.
-                let rank = (rank, eviction::tie_breaker());
-                if best.as_ref().is_none_or(|(r, ..)| rank < *r) {
+                let rank = (rank(victim, &item, now_s, lfu), eviction::tie_breaker());
+                if pooled {
+                    if hand.candidates.wants(rank) {
+                        hand.candidates.offer(rank, item.key());
+                    }
+                } else if best.as_ref().is_none_or(|(r, ..)| rank < *r) {
                     best = Some((rank, pos, item));
                 }
             }
@@ -2576,6 +2586,9 @@ impl Store {
             self.removed(item.key(), Removal::Evicted);
             freed = true;
         }
+        if pooled {
+            freed |= self.evict_candidate(&mut hand.candidates, victim, l, held);
+        }
         if end >= n {
             hand.shard = (i + 1) % self.shards.len();
             hand.bucket = 0;
@@ -2583,6 +2596,75 @@ impl Store {
             hand.bucket = end;
         }
         freed
+    }
+
+    /// Evicts the best candidate of the pool that is still stored and may
+    /// still go (`victim` ranks them; the window's shard `window` and the
+    /// caller's `held` are locked already, other shards are tried without
+    /// waiting). Its rank is taken again first: a candidate used since it
+    /// entered the pool goes back with its new rank when that is now worse
+    /// than the next one's, where Redis evicts it anyway. True if it
+    /// evicted (or removed an expired candidate).
+    fn evict_candidate(
+        &self,
+        candidates: &mut eviction::Candidates,
+        victim: Victim,
+        window: &Locked<'_>,
+        held: Option<&Locked<'_>>,
+    ) -> bool {
+        let policy = self.policy();
+        let now = self.clock.now_ms();
+        let (now_s, lfu) = (self.clock.coarse_s(), self.lfu_tuning());
+        for _ in 0..eviction::Candidates::SIZE {
+            let Some(((_, tie), key)) = candidates.pop() else {
+                return false;
+            };
+            let h = self.hash(&key);
+            let own;
+            let l: &Locked<'_> = match held {
+                _ if window.index == h.shard => window,
+                Some(held) if held.index == h.shard => held,
+                _ => match self.shards[h.shard].try_lock(h.shard) {
+                    Some(g) => {
+                        own = g;
+                        &own
+                    }
+                    None => continue,
+                },
+            };
+            let Some(f) = l.find(&self.pool, &h, &key) else {
+                continue;
+            };
+            if !policy.may_evict(f.entry & EXPIRES != 0) || self.busy(&f.item) {
+                continue;
+            }
+            let expired = f.item.expired(now);
+            let now_rank = (rank(victim, &f.item, now_s, lfu), tie);
+            if !expired && candidates.best_rank().is_some_and(|next| now_rank > next) {
+                candidates.offer(now_rank, &key);
+                continue;
+            }
+            self.remove(l, f.pos, &f.item);
+            let why = if expired {
+                Removal::Expired
+            } else {
+                Removal::Evicted
+            };
+            self.removed(&key, why);
+            return true;
+        }
+        false
+    }
+}
+
+/// An item's rank as an eviction candidate under `victim`, lowest first:
+/// its decayed LFU counter, or its expiry time; 0 for the policies that do
+/// not rank.
+fn rank(victim: Victim, item: &Item, now_s: u64, lfu: LfuTuning) -> u64 {
+    match victim {
+        Victim::Lfu => u64::from(access::lfu_count(item.seen(), now_s, lfu)),
+        Victim::Ttl => item.expires_at_ms(),
+        Victim::Lru | Victim::Random => 0,
     }
 }
 
