@@ -12,9 +12,10 @@
 //!
 //! The hand's window is `SWEEP_BUCKETS` (4) index buckets of 8 entries: up
 //! to 32 candidates per step where Redis samples `maxmemory-samples` (5).
-//! The ranking policies (LFU, TTL) offer them to a pool of the 16 best
-//! seen over the hand's steps ([`Candidates`], Redis's eviction pool) and
-//! evict its best. Expired items are removed whatever the policy.
+//! The ranking policies (LFU, TTL) take 2 buckets per step and offer their
+//! items to a pool of the 16 best seen over the hand's steps
+//! ([`Candidates`], Redis's eviction pool), and evict its best. Expired
+//! items are removed whatever the policy.
 //!
 //! When a size class runs out of slots and the pool of segments, every
 //! policy first compacts: it empties the sparsest segment whose items all

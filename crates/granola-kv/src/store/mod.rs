@@ -342,6 +342,15 @@ struct Stripe {
 /// Buckets the CLOCK hand visits per step (per lock acquisition).
 const SWEEP_BUCKETS: usize = 4;
 
+/// Buckets the hand visits per step under the policies that rank into the
+/// pool of candidates (LFU, TTL): up to 16 items, where Redis samples
+/// `maxmemory-samples` (5). Each step evicts one item, and each item the
+/// hand passes costs a cache miss or two: with the pool, four buckets
+/// cost 1.4–1.7 times the CPU per eviction of four without it, one bucket
+/// chose no better than four without the pool, two in between
+/// (`bench/RESULTS.md`, "LFU and TTL evict from a pool of candidates").
+const RANKED_SWEEP_BUCKETS: usize = 2;
+
 /// Where a read found a key ([`Store::get_stamped`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Stamp {
@@ -2515,7 +2524,17 @@ impl Store {
         };
         let n = l.shard.buckets();
         let start = hand.bucket.min(n);
-        let end = (start + SWEEP_BUCKETS).min(n);
+        let victim = policy.victim();
+        let pooled = matches!(victim, Victim::Lfu | Victim::Ttl);
+        if pooled {
+            hand.candidates.rank_for(victim);
+        }
+        let window = if pooled {
+            RANKED_SWEEP_BUCKETS
+        } else {
+            SWEEP_BUCKETS
+        };
+        let end = (start + window).min(n);
         let now = self.clock.now_ms();
         let (now_s, lfu) = (self.clock.coarse_s(), self.lfu_tuning());
         let mut freed = false;
@@ -2523,11 +2542,6 @@ impl Store {
         // tie-break, lowest first; its position; the item). LFU and TTL
         // rank into the pool of candidates instead.
         let mut best: Option<(eviction::Rank, Pos, Item)> = None;
-        let victim = policy.victim();
-        let pooled = matches!(victim, Victim::Lfu | Victim::Ttl);
-        if pooled {
-            hand.candidates.rank_for(victim);
-        }
         for bucket in start..end {
             for way in 0..index::WAYS {
                 let pos = Pos { bucket, way };
