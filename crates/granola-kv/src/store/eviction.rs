@@ -165,7 +165,7 @@ pub(crate) type Rank = (u64, u32);
 
 /// The best eviction candidates the hand has seen over its last steps,
 /// for the policies that rank (LFU, TTL), lowest rank first: Redis's
-/// eviction pool. A window of 32 entries alone finds the coldest key of
+/// eviction pool. One window of the index alone finds the coldest key of
 /// the store rarely; the pool keeps a window's runners-up for the next
 /// eviction, so each victim is the best of several windows. The key is
 /// looked up again when its turn comes (it may have gone or been read).

@@ -64,8 +64,8 @@
 //!   since the CLOCK hand last passed them into free slots of their class
 //!   elsewhere (while there are any) and evicts the rest (`evict_segment`).
 //!   Either way the segment goes to the starved class as soon as the last
-//!   reply holding one of its values drops it. So a workload whose value sizes drift
-//!   does not calcify memory in old classes; `docs/memory.md` has the
+//!   reply holding one of its values drops it. So a workload whose value
+//!   sizes drift does not calcify memory in old classes; `docs/memory.md` has the
 //!   design and why it was chosen. Give the pool the same capacity as the
 //!   limit: the limit bounds the stored items, the capacity everything.
 //! - **Expiry** is absolute Unix milliseconds (0 = never), checked on read
@@ -363,8 +363,9 @@ pub struct Stamp {
 /// are busy).
 const MAX_SEGMENT_EVICTIONS: usize = 8;
 
-/// Segments a compaction looks at, sparsest first, for one whose every
-/// slot can move (`Store::holds_only_movable`).
+/// Segments (or, for a large object, windows of segments) a compaction
+/// looks at, sparsest first, for one whose every slot can move
+/// (`Store::holds_only_movable`).
 const COMPACTION_CANDIDATES: usize = 4;
 
 /// Steps of the CLOCK hand (looking for expired items) a write makes
@@ -2121,9 +2122,9 @@ impl Store {
     /// under its limit when its free slots are scattered over the classes
     /// (deletes, expiries, the sweep's evictions, sizes that drift); a
     /// drain then evicted items the limit did not ask to evict (an
-    /// `allkeys-lru` store of half-deleted 1000-byte values took 3 MB
-    /// values by evicting at 0.6 of its limit), where a compaction only
-    /// gathers the free slots into a segment.
+    /// `allkeys-lru` store of half-deleted 1000-byte values first evicted
+    /// at 0.76 of its limit for new 200-byte values), where a compaction
+    /// only gathers the free slots into a segment.
     ///
     /// `size` is the slot size `alloc` needs: above
     /// [`granola::MAX_SLOT_SIZE`] a run of whole segments, which a
