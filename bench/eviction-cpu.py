@@ -15,17 +15,9 @@ Server CPU is its threads' run time (/proc/PID/task/*/schedstat).
 import argparse, json, os, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from local_server import free_port, wait_ready  # noqa: E402
+from local_server import free_port, server_cpu_ns, wait_ready  # noqa: E402
 
 REQUESTS = 500_000
-
-
-def run_time_ns(pid):
-    total = 0
-    for t in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-            total += int(f.read().split()[0])
-    return total
 
 
 def bench(port, n):
@@ -45,9 +37,9 @@ def one_run(binary, policy):
     try:
         wait_ready(port, proc)
         bench(port, 200_000)  # past the limit: every later SET of a new key evicts
-        cpu0 = run_time_ns(proc.pid)
+        cpu0 = server_cpu_ns(proc.pid)
         rps = bench(port, REQUESTS)
-        cpu_ns = (run_time_ns(proc.pid) - cpu0) / REQUESTS
+        cpu_ns = (server_cpu_ns(proc.pid) - cpu0) / REQUESTS
     finally:
         proc.terminate()
         proc.wait()

@@ -25,7 +25,7 @@ Writes JSON (every run, and medians per cell) and prints a Markdown table.
 import argparse, json, os, resource, socket, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from local_server import free_port, wait_ready  # noqa: E402
+from local_server import free_port, server_cpu_ns, wait_ready  # noqa: E402
 
 SHAPES = [  # (pipeline, connections, requests)
     (1, 1, 20_000),
@@ -33,14 +33,6 @@ SHAPES = [  # (pipeline, connections, requests)
     (1, 50, 200_000),
     (16, 50, 1_000_000),
 ]
-
-
-def run_time_ns(pid):
-    total = 0
-    for t in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-            total += int(f.read().split()[0])
-    return total
 
 
 def blocks(pid):
@@ -104,9 +96,9 @@ def main():
             for pipeline, conns, n in SHAPES:
                 for test in a.tests.split(","):
                     for label, (proc, port) in variants.items():
-                        r0, b0, c0 = run_time_ns(proc.pid), blocks(proc.pid), client_cpu_s()
+                        r0, b0, c0 = server_cpu_ns(proc.pid), blocks(proc.pid), client_cpu_s()
                         rps = bench(port, test, pipeline, conns, n)
-                        r1, b1, c1 = run_time_ns(proc.pid), blocks(proc.pid), client_cpu_s()
+                        r1, b1, c1 = server_cpu_ns(proc.pid), blocks(proc.pid), client_cpu_s()
                         runs.append({
                             "variant": label, "test": test, "pipeline": pipeline,
                             "conns": conns, "requests": n, "rep": rep, "rps": rps,

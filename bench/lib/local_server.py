@@ -1,5 +1,5 @@
 """Helpers of the Python benchmarks that start servers on loopback."""
-import socket, sys, time
+import os, socket, sys, time
 
 
 def free_port():
@@ -22,3 +22,14 @@ def wait_ready(port, proc):
         except OSError:
             time.sleep(0.025)
     sys.exit(f"server on port {port} did not start")
+
+
+def server_cpu_ns(pid):
+    """The CPU time of process `pid`'s threads so far, in ns (their run
+    time in /proc/PID/task/*/schedstat: softirq work done in their context
+    included)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total

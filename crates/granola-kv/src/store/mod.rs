@@ -2356,13 +2356,7 @@ impl Store {
                 self.segment_rescues.fetch_add(1, Ordering::Relaxed);
                 drained.progress = true;
             } else if evictable {
-                self.remove(l, f.pos, &f.item);
-                let why = if expired {
-                    Removal::Expired
-                } else {
-                    Removal::Evicted
-                };
-                self.removed(&key, why);
+                self.remove_found(l, &f, &key, expired);
                 drained.progress = true;
             } else {
                 drained.left = true;
@@ -2659,16 +2653,22 @@ impl Store {
                 candidates.offer(now_rank, &key);
                 continue;
             }
-            self.remove(l, f.pos, &f.item);
-            let why = if expired {
-                Removal::Expired
-            } else {
-                Removal::Evicted
-            };
-            self.removed(&key, why);
+            self.remove_found(l, &f, &key, expired);
             return true;
         }
         false
+    }
+
+    /// Removes the item of entry `f` (at `key`), expired or evicted, and
+    /// tells the watchers which.
+    fn remove_found(&self, l: &Locked<'_>, f: &Found, key: &[u8], expired: bool) {
+        self.remove(l, f.pos, &f.item);
+        let why = if expired {
+            Removal::Expired
+        } else {
+            Removal::Evicted
+        };
+        self.removed(key, why);
     }
 }
 
