@@ -2596,7 +2596,7 @@ impl Store {
             freed = true;
         }
         if pooled {
-            freed |= self.evict_candidate(&mut hand.candidates, victim, l, held);
+            freed |= self.evict_candidate(&mut hand.candidates, policy, l, held, now, (now_s, lfu));
         }
         if end >= n {
             hand.shard = (i + 1) % self.shards.len();
@@ -2608,22 +2608,23 @@ impl Store {
     }
 
     /// Evicts the best candidate of the pool that is still stored and may
-    /// still go (`victim` ranks them; the window's shard `window` and the
-    /// caller's `held` are locked already, other shards are tried without
-    /// waiting). Its rank is taken again first: a candidate used since it
+    /// still go under `policy`, whose victim ranks them (the window's
+    /// shard `window` and the caller's `held` are locked already, other
+    /// shards are tried without waiting; `now` and the ranking clock and
+    /// tuning are the sweep step's). Its rank is taken again first: a candidate used since it
     /// entered the pool goes back with its new rank when that is now worse
     /// than the next one's, where Redis evicts it anyway. True if it
     /// evicted (or removed an expired candidate).
     fn evict_candidate(
         &self,
         candidates: &mut eviction::Candidates,
-        victim: Victim,
+        policy: EvictionPolicy,
         window: &Locked<'_>,
         held: Option<&Locked<'_>>,
+        now: u64,
+        (now_s, lfu): (u64, LfuTuning),
     ) -> bool {
-        let policy = self.policy();
-        let now = self.clock.now_ms();
-        let (now_s, lfu) = (self.clock.coarse_s(), self.lfu_tuning());
+        let victim = policy.victim();
         for _ in 0..eviction::Candidates::SIZE {
             let Some(((_, tie), key)) = candidates.pop() else {
                 return false;
