@@ -31,11 +31,11 @@ Markdown table.
     bench/freed-memory-reuse.py --granola after=target/release/granola-kv \\
         --valkey PATH --reps 3 --out OUT.json
 """
-import argparse, json, os, socket, statistics, subprocess, sys, time, zlib
+import argparse, json, os, statistics, sys, time, zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from local_server import free_port, wait_ready  # noqa: E402
-from resp import Replies, command  # noqa: E402
+from local_server import add_cache_args, cache_systems, interleaved_runs, rss_bytes  # noqa: E402
+from resp import Conn, command  # noqa: E402
 
 LIMIT_MIB = 64
 FIRST_LEN = 1000
@@ -51,52 +51,6 @@ def value_of(key, length):
     filler = bytes(range(256)) * (length // 256 + 1)
     body = head + filler[len(head) % 256:][: length - len(head) - 4]
     return body + zlib.crc32(body).to_bytes(4, "little")
-
-
-class Conn:
-    """One RESP2 connection: pipelined commands, replies read in order."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.replies = Replies(self.sock)
-
-    def run(self, commands):
-        self.sock.sendall(b"".join(commands))
-        return [self.replies.one() for _ in commands]
-
-    def info_field(self, section, field):
-        info = self.run([command(b"INFO", section)])[0].decode()
-        return next(int(l.split(":")[1]) for l in info.splitlines()
-                    if l.startswith(field + ":"))
-
-    def evicted(self):
-        return self.info_field(b"stats", "evicted_keys")
-
-    def used_memory(self):
-        return self.info_field(b"memory", "used_memory")
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def start(system, binary, port):
-    if system.startswith("granola-kv"):
-        args = [binary, "-t", "1", "--port", "0", "--native-port", "0",
-                "--resp-port", str(port), "-m", str(LIMIT_MIB), "--conn-memory", "8",
-                "--maxmemory-policy", "allkeys-lru"]
-    else:
-        args = [binary, "--port", str(port), "--save", "", "--appendonly", "no",
-                "--maxmemory", f"{LIMIT_MIB}mb", "--maxmemory-policy", "allkeys-lru"]
-    proc = subprocess.Popen(["taskset", "-c", "0"] + args, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    wait_ready(port, proc)
-    return proc
 
 
 def one_run(port, pid, new_len):
@@ -165,36 +119,15 @@ def one_run(port, pid, new_len):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--granola", action="append", default=[],
-                    help="LABEL=PATH of a granola-kv binary (more than once to compare)")
-    ap.add_argument("--redis", default="redis-server")
-    ap.add_argument("--valkey", required=True)
+    add_cache_args(ap)
     ap.add_argument("--sizes", default="200,3145728")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    grans = [g.split("=", 1) for g in (a.granola or ["granola-kv=target/release/granola-kv"])]
-    systems = [(f"granola-kv {label}", path) for label, path in grans]
-    systems += [("Redis 7", a.redis), ("Valkey 9", a.valkey)]
+    systems = cache_systems(a)
     sizes = [int(s) for s in a.sizes.split(",")]
-    os.sched_setaffinity(0, {1})
     limit = LIMIT_MIB << 20
-    runs = []
-    for rep in range(a.reps):
-        for new_len in sizes:
-            for system, binary in systems:
-                port = free_port()
-                proc = start(system, binary, port)
-                try:
-                    r = one_run(port, proc.pid, new_len)
-                finally:
-                    proc.terminate()
-                    proc.wait()
-                r.update(rep=rep, system=system, new_len=new_len)
-                runs.append(r)
-                print(json.dumps(r), file=sys.stderr)
-                if r["wrong"]:
-                    sys.exit(f"{system} returned {r['wrong']} wrong values")
+    runs = interleaved_runs(systems, sizes, a.reps, LIMIT_MIB, one_run, "new_len")
     cells = []
     for new_len in sizes:
         for system, _ in systems:

@@ -1,7 +1,7 @@
 """A minimal RESP2 client for the Python benchmarks: commands encoded by
 hand and replies read in order, so pipelining costs nothing but the
 bytes."""
-import sys
+import socket, sys
 
 
 def command(*words):
@@ -32,3 +32,27 @@ class Replies:
         if kind == b"-":
             sys.exit(f"server error: {rest!r}")
         return rest
+
+
+class Conn:
+    """One RESP2 connection: pipelined commands, replies read in order."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.replies = Replies(self.sock)
+
+    def run(self, commands):
+        self.sock.sendall(b"".join(commands))
+        return [self.replies.one() for _ in commands]
+
+    def info_field(self, section, field):
+        info = self.run([command(b"INFO", section)])[0].decode()
+        return next(int(l.split(":")[1]) for l in info.splitlines()
+                    if l.startswith(field + ":"))
+
+    def evicted(self):
+        return self.info_field(b"stats", "evicted_keys")
+
+    def used_memory(self):
+        return self.info_field(b"memory", "used_memory")

@@ -218,7 +218,9 @@ fn read_keys_survive_a_size_drift() {
 /// segments. Before, the `allkeys-` policies drained the coldest segment
 /// at once, evicting its unread items while the store was far under its
 /// limit: the first eviction came at 0.76 of it for 200-byte values and
-/// 0.75 for 3 MiB ones (large objects take runs of whole segments).
+/// 0.75 for 3 MiB ones. With compaction, but while a large object cost its
+/// run of whole segments (4 MiB for 3 MiB), 3 MiB values still first
+/// evicted at 0.88; costed by their pages, at 0.97.
 #[test]
 fn an_evicting_store_compacts_before_it_evicts() {
     const LIMIT: usize = 32 << 20;
@@ -270,9 +272,10 @@ fn an_evicting_store_compacts_before_it_evicts() {
             st.segment_evictions - before.segment_evictions,
             st.segment_rescues - before.segment_rescues,
         );
-        // The write that evicted needed its own slot (or run) past the limit.
+        // The write that evicted needed its own slot (or pages) past the
+        // limit, give or take the slot rounding of the items it moved.
         assert!(
-            first_eviction_at + new_len.max(1 << 20) + (1 << 20) >= LIMIT,
+            first_eviction_at + new_len + (256 << 10) >= LIMIT,
             "{new_len} B values: evicted at {at:.2} of the limit"
         );
         assert!(st.segment_rescues > before.segment_rescues, "nothing moved");

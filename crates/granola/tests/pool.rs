@@ -112,10 +112,11 @@ fn every_size_class_and_large_objects() {
         drop(w);
         size *= if cfg!(miri) { 16 } else { 2 };
     }
-    // Large path: a run of whole segments, recoverable from its middle.
+    // Large path: a run of segments, its length rounded to pages,
+    // recoverable from its middle.
     let big = 3 * SEGMENT_SIZE + 5;
     let mut w = p.alloc(big).unwrap();
-    assert_eq!(w.capacity(), 4 * SEGMENT_SIZE);
+    assert_eq!(w.capacity(), 3 * SEGMENT_SIZE + 4096);
     w.set_len(big);
     w.as_mut_slice()[big - 1] = 0xAB;
     let b = w.freeze();
@@ -437,9 +438,9 @@ fn try_acquire_large_objects() {
     w.as_mut_slice()[SEGMENT_SIZE] = 9;
     let h = p.into_handle(w.freeze()).unwrap();
     let r = p.try_acquire(h).unwrap();
-    assert_eq!(r.len(), 2 * SEGMENT_SIZE);
+    assert_eq!(r.len(), SEGMENT_SIZE + 4096);
     assert_eq!(r[SEGMENT_SIZE], 9);
-    assert_eq!(p.slot_size(&r), 2 * SEGMENT_SIZE);
+    assert_eq!(p.slot_size(&r), SEGMENT_SIZE + 4096);
     // A handle naming the second segment of the run is not a slot.
     assert!(p.try_acquire(h + (1 << 15)).is_none());
     assert!(p.release_handle(h));
@@ -743,13 +744,19 @@ fn movable_segments_fit_their_items_elsewhere() {
     assert!(second.iter().all(|b| seg(b) == s2 && b[0] == 2));
 }
 
-/// For a large object that finds no free run, `movable_runs` offers the
+/// In a pool of a group, whose large objects take small-class segments:
+/// for a large object that finds no free run, `movable_runs` offers the
 /// windows of consecutive segments whose items fit in free slots of their
 /// class outside the window, fewest items first; a window with a large
 /// run in it is never offered, and free segments in one cost nothing.
 #[test]
 fn movable_runs_are_windows_whose_items_fit_elsewhere() {
-    let p = pool(6 * SEGMENT_SIZE);
+    let config = PoolConfig {
+        capacity: 6 * SEGMENT_SIZE,
+        huge_pages: false,
+        budget: None,
+    };
+    let p = Pool::new_group(&[config]).unwrap().pop().unwrap();
     let seg = |x: &Buf| segment_of(&p, x);
     let a = 64 << 10;
     let per = SEGMENT_SIZE / a;
@@ -791,6 +798,75 @@ fn movable_runs_are_windows_whose_items_fit_elsewhere() {
     segs[0].clear();
     assert_eq!(p.movable_runs(2, 4), [vec![1], vec![1, 2], vec![2, 3]]);
     assert!(p.movable_runs(0, 4).is_empty());
+    // A pool of its own places large objects in address space of their
+    // own: no window of its segments is ever needed.
+    let alone = pool(6 * SEGMENT_SIZE);
+    let small: Vec<Buf> = (0..per / 2)
+        .map(|_| alone.alloc_copy(&vec![1u8; a]).unwrap())
+        .collect();
+    assert!(alone.movable_runs(2, 4).is_empty());
+    let big = alone.alloc_copy(&vec![9u8; SEGMENT_SIZE + 1]).unwrap();
+    assert!(
+        segment_of(&alone, &big) >= 6,
+        "past the small-class segments"
+    );
+    drop(small);
+}
+
+/// A large object costs its pages, not whole segments: the capacity bounds
+/// small-class segments in use (whole) plus large objects (by pages), and
+/// what a freed large object leaves can serve either.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "15 MiB of large objects written and read take Miri minutes"
+)]
+fn large_objects_cost_their_pages_not_whole_segments() {
+    let p = pool(8 * SEGMENT_SIZE);
+    let size = SEGMENT_SIZE / 2 + SEGMENT_SIZE / 20 + 3; // 1.1 MiB
+    let charged = size.div_ceil(4096) * 4096;
+    assert_eq!(Pool::slot_size_for(size), charged);
+    let mut big = Vec::new();
+    while let Some(b) = p.alloc_copy(&vec![big.len() as u8; size]) {
+        big.push(b);
+    }
+    // 14 of them in 16 MiB (whole segments: 8).
+    assert_eq!(big.len(), 8 * SEGMENT_SIZE / charged);
+    assert_eq!(p.stats().resident_bytes, big.len() * charged);
+    assert!(
+        p.alloc(64).is_none(),
+        "{} B left: no room for a segment",
+        8 * SEGMENT_SIZE - big.len() * charged
+    );
+    big.pop();
+    assert!(p.alloc(64).is_none());
+    big.pop();
+    let small = p.alloc_copy(b"fits").unwrap();
+    assert_eq!(p.stats().resident_bytes, big.len() * charged + SEGMENT_SIZE);
+    assert!(p.alloc(size).is_none(), "the segment took that room");
+    for (i, b) in big.iter().enumerate() {
+        assert_eq!(b.len(), size);
+        assert!(b.iter().all(|&x| x == i as u8));
+    }
+    drop((big, small));
+    // The small segment and the last four large objects freed keep their
+    // pages for the next allocation.
+    assert_eq!(p.stats().resident_bytes, SEGMENT_SIZE + 4 * charged);
+    // The next large object takes a warm one's pages (and address).
+    let again = p.alloc_copy(&vec![7u8; size]).unwrap();
+    assert_eq!(p.stats().resident_bytes, SEGMENT_SIZE + 4 * charged);
+    assert!(again.iter().all(|&x| x == 7));
+    // Small-class segments take room from warm large objects: here all
+    // the room there is (7 segments of 64 KiB slots beside `again`).
+    let small: Vec<Buf> = std::iter::from_fn(|| p.alloc_copy(&[3u8; 64 << 10])).collect();
+    assert_eq!(
+        small.len(),
+        32 * ((8 * SEGMENT_SIZE - charged) / SEGMENT_SIZE)
+    );
+    assert_eq!(
+        p.stats().resident_bytes,
+        charged + small.len() / 32 * SEGMENT_SIZE
+    );
 }
 
 /// A large run whose object no handle owns (its owner let it go while a
@@ -817,7 +893,7 @@ fn coldest_segment_passes_over_runs_no_handle_owns() {
 }
 
 /// A budget below the capacity bounds the live slot bytes (each slot at
-/// its slot size, a large object at its run of segments), whatever the
+/// its slot size, a large object at its pages), whatever the
 /// classes; freeing gives the bytes back, and a failed allocation charges
 /// nothing.
 #[test]
@@ -834,18 +910,21 @@ fn budget_bounds_live_bytes_below_the_capacity() {
     let b = p.alloc(32 << 10).unwrap();
     let c = p.alloc(64 << 10).unwrap();
     assert_eq!(p.stats().budget_used, 112 << 10);
-    // A large object is charged its whole run: over budget.
-    assert!(p.alloc(MAX_SLOT_SIZE + 1).is_none());
+    // A large object is charged its pages: 2 MiB + 4 KiB is over budget.
+    assert!(p.alloc(SEGMENT_SIZE + 1).is_none());
     assert_eq!(p.stats().budget_used, 112 << 10);
     let d = p.alloc(MAX_SLOT_SIZE).unwrap();
     assert_eq!(p.stats().budget_used, (112 << 10) + MAX_SLOT_SIZE);
     drop((a, b));
-    assert!(p.alloc(MAX_SLOT_SIZE + 1).is_none(), "a 2 MiB run is over");
+    assert!(
+        p.alloc(MAX_SLOT_SIZE + 1).is_none(),
+        "1 MiB + 4 KiB is over"
+    );
     assert_eq!(p.stats().budget_used, (64 << 10) + MAX_SLOT_SIZE);
     drop((c, d));
     assert_eq!(p.stats().budget_used, 0);
     // Everything back: the whole budget is there again.
-    let run = p.alloc(MAX_SLOT_SIZE + 1).unwrap();
+    let run = p.alloc(SEGMENT_SIZE).unwrap();
     let rest = p.alloc(64 << 10).unwrap();
     assert!(p.alloc(64).is_none());
     drop((run, rest));
@@ -964,7 +1043,8 @@ fn pools_of_a_group_share_one_registration() {
 /// Registering a group pins every pool of it: a large object freed in
 /// the other pool keeps its pages (the kernel would otherwise keep
 /// reading the old ones for a descriptor while the process faulted in new
-/// ones). A pool made alone gives them back.
+/// ones). A pool made alone keeps a freed large object's pages for the
+/// next one, and gives them back when something else needs the room.
 #[test]
 #[cfg_attr(
     miri,
@@ -979,16 +1059,30 @@ fn registering_a_group_pins_every_pool_of_it() {
     let pools = Pool::new_group(&[cfg.clone(), cfg.clone()]).unwrap();
     let alone = Pool::new(cfg).unwrap();
     let _ = pools[1].registration();
-    for (p, kept) in [(&pools[0], true), (&alone, false)] {
-        let size = MAX_SLOT_SIZE + 1;
+    let size = MAX_SLOT_SIZE + 1;
+    // A large object written and freed, and then `then` done: whether the
+    // next large object finds the same run, and the old bytes in it.
+    let reuse = |p: &Pool, then: &dyn Fn()| {
         let first = p.alloc_copy(&vec![0x5A; size]).unwrap();
         let at = first.as_ptr() as usize;
         drop(first);
+        then();
         let mut again = p.alloc(size).unwrap();
         let bytes = &again.as_full_mut_slice()[..size];
-        assert_eq!(bytes.as_ptr() as usize, at, "the same run again");
-        assert_eq!(bytes.iter().all(|&b| b == 0x5A), kept);
-    }
+        (
+            bytes.as_ptr() as usize == at,
+            bytes.iter().all(|&b| b == 0x5A),
+        )
+    };
+    assert_eq!(reuse(&pools[0], &|| ()), (true, true), "pinned");
+    assert_eq!(reuse(&alone, &|| ()), (true, true), "warm");
+    // Small-class segments needing all the room: the freed object's pages
+    // went back to the kernel.
+    let fill = || {
+        let small: Vec<Buf> = std::iter::from_fn(|| alone.alloc_copy(&[1u8; 64 << 10])).collect();
+        assert_eq!(small.len(), 64);
+    };
+    assert_eq!(reuse(&alone, &fill), (true, false), "given back");
 }
 
 /// A writer can name itself in its slot's word, and the segment lists

@@ -182,10 +182,7 @@ impl Shared {
             ("item_pool_limit", s.pool_capacity as u64),
             ("conn_buffer_bytes", c.budget_used as u64),
             ("conn_buffer_limit", self.config.conn_memory_bytes() as u64),
-            (
-                "conn_pool_bytes",
-                (c.segments_in_use * granola::SEGMENT_SIZE) as u64,
-            ),
+            ("conn_pool_bytes", c.resident_bytes as u64),
             ("segment_evictions", s.segment_evictions),
             ("segment_rescues", s.segment_rescues),
             ("segment_chunk_moves", s.segment_chunk_moves),

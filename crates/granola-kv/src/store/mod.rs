@@ -317,8 +317,9 @@ pub struct StoreStats {
     /// Of `segment_rescues`: lists' chunks and hashes', sets' and sorted
     /// sets' pooled elements.
     pub segment_chunk_moves: u64,
-    /// Pool memory in use: segments handed to size classes or large
-    /// items (what the store holds resident, at most the pool capacity).
+    /// Pool memory in use: segments handed to size classes, whole, and
+    /// large items by their pages (what the store holds resident, at most
+    /// the pool capacity).
     pub pool_bytes: usize,
     /// The pool capacity: the hard bound on `pool_bytes`.
     pub pool_capacity: usize,
@@ -1767,7 +1768,7 @@ impl Store {
             segment_evictions: self.segment_evictions.load(Ordering::Relaxed),
             segment_rescues: self.segment_rescues.load(Ordering::Relaxed),
             segment_chunk_moves: self.segment_chunk_moves.load(Ordering::Relaxed),
-            pool_bytes: pool.segments_in_use * granola::SEGMENT_SIZE,
+            pool_bytes: pool.resident_bytes,
             pool_capacity: pool.capacity,
             pinned_bytes: pool.live_bytes.saturating_sub(item_bytes),
         }
@@ -2127,8 +2128,9 @@ impl Store {
     /// only gathers the free slots into a segment.
     ///
     /// `size` is the slot size `alloc` needs: above
-    /// [`granola::MAX_SLOT_SIZE`] a run of whole segments, which a
-    /// compaction empties together (`compact_run`).
+    /// [`granola::MAX_SLOT_SIZE`] a large object's pages, which in the
+    /// AF_XDP datapath's pool need a run of segments that a compaction
+    /// empties together (`compact_run`).
     fn with_room<T>(
         &self,
         l: &Locked<'_>,
@@ -2229,7 +2231,9 @@ impl Store {
     /// they happened to be, so a store under its limit evicted for a large
     /// object (a first eviction at 0.75 of the limit for 3 MiB values in
     /// `store_eviction::an_evicting_store_compacts_before_it_evicts`).
-    /// False if no window fits.
+    /// False if no window fits. Only the pool of the AF_XDP datapath (a
+    /// pool of a group) places large objects in small-class segments; any
+    /// other lists no window, and a single compacted segment makes room.
     fn compact_run(&self, run: usize, held: &Locked<'_>) -> bool {
         let window = self
             .pool

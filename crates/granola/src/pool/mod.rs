@@ -1,11 +1,13 @@
 //! The registered memory pool: where zero-copy data lives.
 //!
 //! ```text
-//!  data region (reserved once, committed on touch, THP where available)
-//!  base                                                         base + capacity
-//!  |<- segment 0 (2 MiB) ->|<- segment 1 ->|<- segment 2 ->| ... |
-//!  | 160 B slots ...    |w| | 4 KiB slots   | large object (run of segments) ...
+//!  data region (reserved once, committed on touch)
+//!  base                                  base + capacity
+//!  |<- segment 0 (2 MiB) ->|<- segment 1 ->| ... |<- large-object area ->|
+//!  | 160 B slots ...    |w| | 4 KiB slots   | ... | 3.1 MiB |...| 1.2 MiB |..
 //!                        ^ tail smaller than one slot: never handed out
+//!  small-class segments: THP where available;    runs of segments, 4 KiB
+//!  as many as the capacity                        pages, only those in use
 //!
 //!  side array (two u32 per possible slot, 32 Ki slots per segment)
 //!  rc[seg << 15 | slot]    0 = free, WRITER = held by a BufMut,
@@ -20,13 +22,29 @@
 //!
 //! ## Size classes
 //!
-//! Every segment holds slots of one size class; objects larger than 1 MiB
-//! take a run of whole segments. Up to 256 KiB there are four classes per
-//! power of two, as in jemalloc (64, 80, 96, 112, 128, 160, 192, 224, 256,
-//! 320, ... 224 KiB, 256 KiB), so a slot wastes at most 20 % of itself
-//! (a 148 B cache item takes a 160 B slot, not 256 B); above 256 KiB the
-//! classes are powers of two again (512 KiB, 1 MiB), because a 2 MiB segment
-//! cannot be cut into slots of such sizes without losing a large tail.
+//! Every segment holds slots of one size class. Up to 256 KiB there are
+//! four classes per power of two, as in jemalloc (64, 80, 96, 112, 128,
+//! 160, 192, 224, 256, 320, ... 224 KiB, 256 KiB), so a slot wastes at most
+//! 20 % of itself (a 148 B cache item takes a 160 B slot, not 256 B).
+//! Above 256 KiB a class is the largest slot that 7, 6, 5, 4, 3 or 2 of
+//! fit in a segment (292, 341, 409, 512, 682 KiB, 1 MiB): jemalloc's
+//! spacing would leave a large tail of every segment unused, and powers of
+//! two (as before) cost a 520 KiB value 1 MiB; now it costs 682 KiB.
+//!
+//! ## Large objects
+//!
+//! An object over 1 MiB takes a run of whole segments of address space,
+//! but only its pages count: a 2.1 MiB value costs 2.1 MiB of the
+//! capacity, not 4 MiB. The pool reserves address space for them after
+//! the small-class segments (three times as much; a large object has more
+//! than half of each segment it spans in use, so twice would hold all the
+//! capacity allows), asks for no huge pages there (one would make a run's
+//! unused tail resident), faults a new object's pages in with one
+//! `madvise` and gives them back when it is freed. The capacity bounds the
+//! sum: small-class segments in use count whole, large objects by their
+//! pages. Pools of a group ([`Pool::new_group`]) keep large objects in
+//! small-class segments instead: their mapping is registered with the
+//! kernel whole, which makes all of it resident.
 //!
 //! ## O(1) pointer recovery
 //!
@@ -119,20 +137,29 @@ use std::sync::{Arc, Mutex};
 const SEGMENT_SHIFT: u32 = 21;
 /// Bytes per segment.
 pub const SEGMENT_SIZE: usize = 1 << SEGMENT_SHIFT;
+/// Large objects are placed, charged and faulted in by pages of this size.
+const PAGE_SIZE: usize = 4096;
 /// log2 of the smallest slot size (64 B, one cache line).
 const MIN_CLASS_SHIFT: u32 = 6;
-/// log2 of the largest slot size (1 MiB); larger objects take whole segments.
+/// log2 of the largest slot size (1 MiB); larger objects take runs of
+/// segments (see "Large objects" above).
 const MAX_CLASS_SHIFT: u32 = 20;
 /// Up to `1 << FINE_SHIFT` there are four classes per power of two.
 const FINE_SHIFT: u32 = 18;
+/// Above 256 KiB a class holds `k` slots per segment for each `k` here:
+/// the largest slot that many fit in (the segment's tail is under 64
+/// bytes per slot).
+const COARSE_SLOTS: [usize; 6] = [7, 6, 5, 4, 3, 2];
 /// Number of size classes: 64 B, then four per power of two up to and
-/// including 256 KiB, then one per power of two up to 1 MiB.
-const NUM_CLASSES: usize =
-    1 + 4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize + (MAX_CLASS_SHIFT - FINE_SHIFT) as usize;
+/// including 256 KiB, then one per entry of [`COARSE_SLOTS`] up to 1 MiB.
+const NUM_CLASSES: usize = 1 + 4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize + COARSE_SLOTS.len();
 /// Shift of the reciprocal used to divide segment offsets by a slot size.
 const RECIP_SHIFT: u32 = 42;
 /// log2 of the refcount entries reserved per segment (enough for 64 B slots).
 const SLOTS_SHIFT: u32 = SEGMENT_SHIFT - MIN_CLASS_SHIFT;
+/// Most segments a pool's data region may have: slot ids are
+/// `segment << SLOTS_SHIFT | slot` in a `u32`.
+const MAX_SEGMENTS: usize = (u32::MAX >> SLOTS_SHIFT) as usize;
 /// Smallest slot size.
 pub const MIN_SLOT_SIZE: usize = 1 << MIN_CLASS_SHIFT;
 /// Largest slot size; bigger allocations use the large-object path.
@@ -149,7 +176,7 @@ const fn class_size_const(c: usize) -> usize {
         let sub = (c - 1) % 4;
         (1 << k) + ((sub + 1) << (k - 2))
     } else {
-        1 << (FINE_SHIFT as usize + c - fine)
+        (SEGMENT_SIZE / COARSE_SLOTS[c - fine - 1]) & !(MIN_SLOT_SIZE - 1)
     }
 }
 
@@ -235,6 +262,10 @@ impl Default for PoolConfig {
 pub struct PoolStats {
     /// Reserved data bytes (the configured capacity).
     pub capacity: usize,
+    /// Bytes counted against the capacity: small-class segments in use
+    /// (and the few just released that keep their pages), whole, and large
+    /// objects at their size rounded up to 4 KiB pages.
+    pub resident_bytes: usize,
     /// Segments handed to size classes or large objects.
     pub segments_in_use: usize,
     /// Slots currently allocated (by a `BufMut` or at least one `Buf`).
@@ -281,18 +312,22 @@ impl std::fmt::Debug for Pool {
 pub(crate) struct PoolInner {
     data: Region,
     refcounts: Region,
+    /// Segments of the data region: the small-class segments (as many as
+    /// the capacity holds) and then the large-object area, if any.
     num_segments: usize,
+    /// The small-class segments: the capacity.
+    small_segments: usize,
     seg_class: Box<[AtomicU8]>,
     seg_head: Box<[AtomicU32]>,
-    /// For the head segment of a large run: its length in segments.
-    seg_run_len: Box<[AtomicU32]>,
+    /// For the head segment of a large run: the object's length in pages.
+    seg_large_pages: Box<[AtomicU32]>,
     classes: [Mutex<ClassState>; NUM_CLASSES],
     segments: Mutex<SegmentAllocator>,
     /// [`PoolConfig::budget`] (`usize::MAX`: none) and the slot bytes
     /// charged against it.
     budget: usize,
     budget_used: AtomicUsize,
-    /// Large objects (runs of segments) live, and their bytes; small
+    /// Large objects (runs of segments) live, and their pages' bytes; small
     /// slots are counted per class (`ClassState::live`).
     large_live: AtomicUsize,
     large_live_bytes: AtomicUsize,
@@ -346,16 +381,33 @@ impl ClassState {
 }
 
 struct SegmentAllocator {
-    /// First segment never handed out.
-    next: u32,
-    /// Returned runs (start -> length), coalesced with their neighbours.
-    free_runs: BTreeMap<u32, u32>,
+    /// The small-class segments `[0, capacity / SEGMENT_SIZE)`.
+    small: Runs,
+    /// The large-object area after them; `None` for a pool of a group
+    /// ([`Pool::new_group`]), whose large objects take small segments:
+    /// its mapping is registered whole, so reserved address space there
+    /// would be resident.
+    large: Option<Runs>,
     /// Released small-class segments whose pages are still resident
     /// (oldest first), at most [`WARM_SEGMENTS`]: the next small-class
     /// segment is taken from here, so a class that empties its last
     /// segment and needs one again at once (one item rewritten between two
     /// sizes) does not have the kernel zero a fresh page each time.
     warm: std::collections::VecDeque<u32>,
+    /// Freed large objects whose pages are still resident, as (first
+    /// segment, pages), oldest first, at most [`WARM_LARGE`]: their runs
+    /// stay out of the large area's free runs, so the next large object
+    /// of as many segments or fewer takes one and finds its pages there.
+    /// A cache at its limit frees a large value and allocates the next
+    /// at once; faulting in fresh pages (the kernel zeroing each) took
+    /// half the server's CPU time when it wrote 1.1 MB values.
+    warm_large: std::collections::VecDeque<(u32, u32)>,
+    /// Bytes the pool may have resident: small-class segments in use or
+    /// warm, whole, and large objects, live or warm, at their page-rounded
+    /// size. At most [`capacity`](Self::capacity).
+    resident: usize,
+    /// The pool's capacity in bytes: the bound of `resident`.
+    capacity: usize,
 }
 
 /// Released segments kept resident for reuse (see
@@ -363,8 +415,55 @@ struct SegmentAllocator {
 /// segments of resident memory beyond what the pool uses.
 const WARM_SEGMENTS: usize = 2;
 
+/// Freed large objects kept resident for reuse (see
+/// [`SegmentAllocator::warm_large`]); the capacity bounds them with
+/// everything else, and they give their pages back first when anything
+/// needs room under it.
+const WARM_LARGE: usize = 4;
+
 impl SegmentAllocator {
-    fn take(&mut self, n: u32, total: u32) -> Option<u32> {
+    /// Charges `bytes` against the capacity; false (nothing charged) if
+    /// they do not fit.
+    fn commit(&mut self, bytes: usize) -> bool {
+        let fits = self.capacity - self.resident >= bytes;
+        if fits {
+            self.resident += bytes;
+        }
+        fits
+    }
+
+    /// Returns a free small-class segment whose pages were given back.
+    fn give_back_small(&mut self, seg: u32) {
+        self.small.give_back(seg, 1);
+        self.resident -= SEGMENT_SIZE;
+    }
+}
+
+/// Segments `[first, end)` handed out singly or in runs, first fit.
+struct Runs {
+    first: u32,
+    end: u32,
+    /// First segment never handed out.
+    next: u32,
+    /// Returned runs (start -> length), coalesced with their neighbours.
+    free_runs: BTreeMap<u32, u32>,
+}
+
+impl Runs {
+    fn new(first: u32, end: u32) -> Runs {
+        Runs {
+            first,
+            end,
+            next: first,
+            free_runs: BTreeMap::new(),
+        }
+    }
+
+    fn contains(&self, seg: u32) -> bool {
+        (self.first..self.end).contains(&seg)
+    }
+
+    fn take(&mut self, n: u32) -> Option<u32> {
         let found = self
             .free_runs
             .iter()
@@ -377,7 +476,7 @@ impl SegmentAllocator {
             }
             return Some(start);
         }
-        if total - self.next >= n {
+        if self.end - self.next >= n {
             let start = self.next;
             self.next += n;
             return Some(start);
@@ -414,14 +513,15 @@ fn class_index(size: usize) -> Option<usize> {
     if size > MAX_SLOT_SIZE {
         return None;
     }
+    let fine = 4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize;
+    if size > 1 << FINE_SHIFT {
+        // Six classes: a short walk, and only for values over 256 KiB.
+        return (fine + 1..NUM_CLASSES).find(|&c| CLASSES[c].size as usize >= size);
+    }
     let s = size - 1;
     let k = usize::BITS - 1 - s.leading_zeros(); // floor(log2(size - 1)) >= 6
-    Some(if k < FINE_SHIFT {
-        let sub = (s >> (k - 2)) & 3;
-        4 * (k - MIN_CLASS_SHIFT) as usize + sub + 1
-    } else {
-        4 * (FINE_SHIFT - MIN_CLASS_SHIFT) as usize + (k + 1 - FINE_SHIFT) as usize
-    })
+    let sub = (s >> (k - 2)) & 3;
+    Some(4 * (k - MIN_CLASS_SHIFT) as usize + sub + 1)
 }
 
 /// `offset / size` for an offset inside a segment, by reciprocal multiply
@@ -435,9 +535,19 @@ fn slot_index(offset_in_segment: usize, info: &ClassInfo) -> usize {
 impl Pool {
     /// Reserves a pool as configured.
     pub fn new(config: PoolConfig) -> std::io::Result<Pool> {
-        let num_segments = Self::segments_for(&config)?;
-        let data = Region::reserve(num_segments * SEGMENT_SIZE, SEGMENT_SIZE, config.huge_pages)?;
-        Self::with_data(config, num_segments, data)
+        let small = Self::segments_for(&config)?;
+        // Address space for large objects: each over 1 MiB has more than
+        // half of every segment it spans resident, so twice the capacity
+        // in segments holds as many as the capacity allows; the third is
+        // room for the holes that freed runs leave.
+        let large = (3 * small).min(MAX_SEGMENTS - small);
+        let huge = if config.huge_pages {
+            small * SEGMENT_SIZE
+        } else {
+            0
+        };
+        let data = Region::reserve((small + large) * SEGMENT_SIZE, SEGMENT_SIZE, huge)?;
+        Self::with_data(config, small, large, data)
     }
 
     /// Pools carved from one reserved mapping, one per config (in order),
@@ -467,29 +577,39 @@ impl Pool {
         if total == 0 {
             return Ok(Vec::new());
         }
-        let huge = configs[0].huge_pages;
-        let whole = Arc::new(Region::reserve(total * SEGMENT_SIZE, SEGMENT_SIZE, huge)?);
+        let len = total * SEGMENT_SIZE;
+        let huge = if configs[0].huge_pages { len } else { 0 };
+        let whole = Arc::new(Region::reserve(len, SEGMENT_SIZE, huge)?);
         let mut offset = 0;
         let mut pools = Vec::with_capacity(configs.len());
         for (config, n) in configs.iter().zip(segments) {
             let data = Region::carve(&whole, offset, n * SEGMENT_SIZE);
             offset += n * SEGMENT_SIZE;
-            pools.push(Self::with_data(config.clone(), n, data)?);
+            pools.push(Self::with_data(config.clone(), n, 0, data)?);
         }
         Ok(pools)
     }
 
     fn segments_for(config: &PoolConfig) -> std::io::Result<usize> {
         let num_segments = config.capacity.div_ceil(SEGMENT_SIZE).max(1);
-        if num_segments > (u32::MAX >> SLOTS_SHIFT) as usize {
+        if num_segments > MAX_SEGMENTS {
             return Err(std::io::Error::other("pool capacity above 256 GiB"));
         }
         Ok(num_segments)
     }
 
-    fn with_data(config: PoolConfig, num_segments: usize, data: Region) -> std::io::Result<Pool> {
+    /// A pool over `data`: `small` segments for the size classes (the
+    /// capacity), then `large` segments of address space for large objects
+    /// (0: they take small segments).
+    fn with_data(
+        config: PoolConfig,
+        small: usize,
+        large: usize,
+        data: Region,
+    ) -> std::io::Result<Pool> {
+        let num_segments = small + large;
         let rc_bytes = num_segments << SLOTS_SHIFT << 3;
-        let refcounts = Region::reserve(rc_bytes, 4096, false)?;
+        let refcounts = Region::reserve(rc_bytes, 4096, 0)?;
         if config.huge_pages && data.huge_pages() == HugePages::Off {
             log::info!("granola pool: transparent huge pages unavailable, using 4 KiB pages");
         }
@@ -497,16 +617,20 @@ impl Pool {
             data,
             refcounts,
             num_segments,
+            small_segments: small,
             seg_class: (0..num_segments)
                 .map(|_| AtomicU8::new(SEG_UNASSIGNED))
                 .collect(),
             seg_head: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
-            seg_run_len: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
+            seg_large_pages: (0..num_segments).map(|_| AtomicU32::new(0)).collect(),
             classes: std::array::from_fn(|_| Mutex::new(ClassState::default())),
             segments: Mutex::new(SegmentAllocator {
-                next: 0,
-                free_runs: BTreeMap::new(),
+                small: Runs::new(0, small as u32),
+                large: (large > 0).then(|| Runs::new(small as u32, num_segments as u32)),
                 warm: Default::default(),
+                warm_large: Default::default(),
+                resident: 0,
+                capacity: small * SEGMENT_SIZE,
             }),
             budget: config.budget.unwrap_or(usize::MAX),
             budget_used: AtomicUsize::new(0),
@@ -586,8 +710,15 @@ impl Pool {
             live_slots += live;
             live_bytes += live * CLASSES[class].size as usize;
         }
+        let resident_bytes = self
+            .inner
+            .segments
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .resident;
         PoolStats {
-            capacity: self.inner.num_segments * SEGMENT_SIZE,
+            capacity: self.inner.capacity(),
+            resident_bytes,
             segments_in_use: self.inner.segments_in_use.load(Ordering::Relaxed),
             live_slots,
             live_bytes,
@@ -620,10 +751,9 @@ impl Pool {
     /// completes.
     pub fn coldest_segment(&self) -> Option<u32> {
         let inner = &self.inner;
-        let used = inner.segments_used();
         let now = inner.epoch.load(Ordering::Relaxed);
         let mut best: Option<(u32, u32)> = None;
-        for seg in 0..used {
+        for seg in inner.segments_used().into_iter().flatten() {
             let class = inner.seg_class[seg].load(Ordering::Acquire);
             if class == SEG_UNASSIGNED
                 || inner.seg_draining[seg].load(Ordering::Relaxed)
@@ -652,7 +782,8 @@ impl Pool {
         let inner = &self.inner;
         // One reading per segment: the counts move under other threads.
         // (segment, class, free slots, live slots)
-        let segments: Vec<(u32, usize, u64, u64)> = (0..inner.segments_used())
+        let [small, _] = inner.segments_used();
+        let segments: Vec<(u32, usize, u64, u64)> = small
             .filter(|&seg| !inner.seg_draining[seg].load(Ordering::Relaxed))
             .filter_map(|seg| {
                 let class = inner.seg_class[seg].load(Ordering::Acquire) as usize;
@@ -682,6 +813,11 @@ impl Pool {
     /// that class's free slots outside it. Each window is listed by its
     /// segments in use, the ones to empty. O(segments × n); meant for the
     /// rare moment a full pool cannot place a large object.
+    ///
+    /// Only a pool of a group ([`Pool::new_group`]) places large objects
+    /// in small-class segments; any other pool has none to list: its large
+    /// objects have address space of their own and need only room under
+    /// the capacity, which emptying any segment makes.
     pub fn movable_runs(&self, n: usize, limit: usize) -> Vec<Vec<u32>> {
         /// A segment as a window sees it.
         #[derive(Clone, Copy)]
@@ -695,15 +831,15 @@ impl Pool {
                 live: u64,
             },
         }
-        if n == 0 {
+        let inner = &self.inner;
+        let [small, _] = inner.segments_used();
+        if n == 0 || inner.has_large_area() {
             return Vec::new();
         }
-        let inner = &self.inner;
-        let used = inner.segments_used();
         // One reading per segment: the counts move under other threads.
         let segments: Vec<Seg> = (0..inner.num_segments)
             .map(|seg| {
-                if seg >= used {
+                if seg >= small.end {
                     return Seg::Free;
                 }
                 match inner.seg_class[seg].load(Ordering::Acquire) {
@@ -899,13 +1035,13 @@ impl Pool {
     pub fn slot_size_for(size: usize) -> usize {
         match class_index(size) {
             Some(c) => CLASSES[c].size as usize,
-            None => size.div_ceil(SEGMENT_SIZE) * SEGMENT_SIZE,
+            None => size.div_ceil(PAGE_SIZE) * PAGE_SIZE,
         }
     }
 
     /// The size class (0 = the smallest, 64 B) an allocation of `size`
-    /// bytes would get; `None` above [`MAX_SLOT_SIZE`] (a run of whole
-    /// segments).
+    /// bytes would get; `None` above [`MAX_SLOT_SIZE`] (a large object:
+    /// a run of segments, charged by its pages).
     pub fn size_class_for(size: usize) -> Option<usize> {
         class_index(size)
     }
@@ -1234,8 +1370,8 @@ impl PoolInner {
         let seg = (slot >> SLOTS_SHIFT) as usize;
         let class = self.seg_class[seg].load(Ordering::Acquire);
         if class == SEG_LARGE {
-            let n = self.seg_run_len[seg].load(Ordering::Acquire);
-            (seg << SEGMENT_SHIFT, n as usize * SEGMENT_SIZE)
+            let pages = self.seg_large_pages[seg].load(Ordering::Acquire);
+            (seg << SEGMENT_SHIFT, pages as usize * PAGE_SIZE)
         } else {
             debug_assert!((class as usize) < NUM_CLASSES);
             let info = &CLASSES[class as usize];
@@ -1321,10 +1457,7 @@ impl PoolInner {
         }
         let seg = {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            match segs.warm.pop_back() {
-                Some(seg) => seg,
-                None => segs.take(1, self.num_segments as u32)?,
-            }
+            self.take_small_segment(&mut segs)?
         };
         self.seg_live[seg as usize].store(1, Ordering::Relaxed);
         self.seg_class[seg as usize].store(class as u8, Ordering::Release);
@@ -1337,9 +1470,25 @@ impl PoolInner {
         Some(seg << SLOTS_SHIFT)
     }
 
-    /// Segments handed out at least once (the segment table's used part).
-    fn segments_used(&self) -> usize {
-        self.segments.lock().unwrap_or_else(|e| e.into_inner()).next as usize
+    /// The capacity in bytes (the small-class segments).
+    fn capacity(&self) -> usize {
+        self.small_segments * SEGMENT_SIZE
+    }
+
+    /// Whether large objects have address space of their own.
+    fn has_large_area(&self) -> bool {
+        self.num_segments > self.small_segments
+    }
+
+    /// The parts of the segment table handed out at least once: small-class
+    /// segments, and the large-object area (empty if the pool has none).
+    fn segments_used(&self) -> [std::ops::Range<usize>; 2] {
+        let segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
+        let large = segs
+            .large
+            .as_ref()
+            .map_or(0..0, |r| r.first as usize..r.next as usize);
+        [0..segs.small.next as usize, large]
     }
 
     #[inline]
@@ -1372,29 +1521,73 @@ impl PoolInner {
             // Under the allocator's lock: nobody can take it meanwhile.
             self.data
                 .discard((cold as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
-            segs.give_back(cold, 1);
+            segs.give_back_small(cold);
         }
     }
 
+    /// A small-class segment: a warm one, else a fresh one if the
+    /// capacity has room for it (made by giving back warm large objects'
+    /// pages if need be).
+    fn take_small_segment(&self, segs: &mut SegmentAllocator) -> Option<u32> {
+        if let Some(seg) = segs.warm.pop_back() {
+            return Some(seg);
+        }
+        if !self.make_room(segs, SEGMENT_SIZE) {
+            return None;
+        }
+        let seg = segs.small.take(1)?;
+        segs.resident += SEGMENT_SIZE;
+        Some(seg)
+    }
+
+    /// Gives back the pages of warm large objects, oldest first, then of
+    /// warm small-class segments, until `bytes` more fit under the
+    /// capacity; false if they cannot.
+    fn make_room(&self, segs: &mut SegmentAllocator, bytes: usize) -> bool {
+        while segs.capacity - segs.resident < bytes {
+            if !self.forget_warm_large(segs) {
+                let Some(seg) = segs.warm.pop_front() else {
+                    return false;
+                };
+                self.data
+                    .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
+                segs.give_back_small(seg);
+            }
+        }
+        true
+    }
+
+    /// Gives the oldest warm large object's pages back to the kernel and
+    /// its run to the free runs; false if there is none.
+    fn forget_warm_large(&self, segs: &mut SegmentAllocator) -> bool {
+        let Some((seg, pages)) = segs.warm_large.pop_front() else {
+            return false;
+        };
+        let len = pages as usize * PAGE_SIZE;
+        self.data.discard((seg as usize) << SEGMENT_SHIFT, len);
+        segs.resident -= len;
+        if let Some(large) = segs.large.as_mut() {
+            large.give_back(seg, len.div_ceil(SEGMENT_SIZE) as u32);
+        }
+        true
+    }
+
+    /// A run of segments for an object of `size` bytes (over 1 MiB): its
+    /// first slot id and its length, `size` rounded up to pages. The pages
+    /// are charged against the capacity, the rest of the run's last
+    /// segment is address space only: a 1.1 MiB value costs 1.1 MiB, not
+    /// 2 MiB. In a pool of a group the run takes small segments.
     fn alloc_large(&self, size: usize) -> Option<(u32, usize)> {
-        let n = u32::try_from(size.div_ceil(SEGMENT_SIZE)).ok()?;
-        let start = {
+        let pages = u32::try_from(size.div_ceil(PAGE_SIZE)).ok()?;
+        let len = pages as usize * PAGE_SIZE;
+        let n = u32::try_from(len.div_ceil(SEGMENT_SIZE)).ok()?;
+        let (start, resident_pages) = {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            // The warm segments go back to the free runs first, so a run can
-            // span them (first fit keeps the region compact); those this
-            // run does not use give their pages back.
-            let warm: Vec<u32> = segs.warm.drain(..).collect();
-            for &seg in &warm {
-                segs.give_back(seg, 1);
+            if self.has_large_area() {
+                self.place_large(&mut segs, pages)?
+            } else {
+                (self.place_large_in_small_segments(&mut segs, len)?, pages)
             }
-            let start = segs.take(n, self.num_segments as u32);
-            for seg in warm {
-                if start.is_none_or(|s| seg < s || seg >= s + n) {
-                    self.data
-                        .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
-                }
-            }
-            start?
         };
         for seg in start..start + n {
             self.seg_class[seg as usize].store(SEG_LARGE, Ordering::Release);
@@ -1402,10 +1595,93 @@ impl PoolInner {
         }
         self.epoch.fetch_add(1, Ordering::Relaxed);
         self.touch_segment(start as usize);
-        self.seg_run_len[start as usize].store(n, Ordering::Release);
+        self.seg_large_pages[start as usize].store(pages, Ordering::Release);
         self.segments_in_use
             .fetch_add(n as usize, Ordering::Relaxed);
-        Some((start << SLOTS_SHIFT, n as usize * SEGMENT_SIZE))
+        if resident_pages < pages {
+            let from = resident_pages as usize * PAGE_SIZE;
+            self.data
+                .populate(((start as usize) << SEGMENT_SHIFT) + from, len - from);
+        }
+        Some((start << SLOTS_SHIFT, len))
+    }
+
+    /// Places a large object of `pages` in the large-object area: in the
+    /// run of the warm object that fits it best (its pages beyond the new
+    /// object's go back to the kernel, its segments beyond to the free
+    /// runs), else in a free run. Returns the run's first segment and how
+    /// many of the object's pages are resident already.
+    fn place_large(&self, segs: &mut SegmentAllocator, pages: u32) -> Option<(u32, u32)> {
+        let len = pages as usize * PAGE_SIZE;
+        let n = len.div_ceil(SEGMENT_SIZE) as u32;
+        let segments_of = |p: u32| (p as usize * PAGE_SIZE).div_ceil(SEGMENT_SIZE) as u32;
+        let warm = (0..segs.warm_large.len())
+            .filter(|&i| segments_of(segs.warm_large[i].1) >= n)
+            .min_by_key(|&i| segs.warm_large[i].1);
+        if let Some(i) = warm {
+            let (seg, warm_pages) = segs.warm_large.remove(i).expect("an index of the list");
+            let warm_len = warm_pages as usize * PAGE_SIZE;
+            if warm_len >= len || self.make_room(segs, len - warm_len) {
+                let base = (seg as usize) << SEGMENT_SHIFT;
+                if warm_len > len {
+                    self.data.discard(base + len, warm_len - len);
+                }
+                segs.resident = segs.resident - warm_len + len;
+                let warm_n = segments_of(warm_pages);
+                if warm_n > n {
+                    let large = segs.large.as_mut().expect("a pool with a large area");
+                    large.give_back(seg + n, warm_n - n);
+                }
+                return Some((seg, warm_pages.min(pages)));
+            }
+            segs.warm_large.push_front((seg, warm_pages));
+        }
+        if !self.make_room(segs, len) {
+            return None;
+        }
+        let large = segs.large.as_mut().expect("a pool with a large area");
+        let start = match large.take(n) {
+            Some(start) => start,
+            None => {
+                // Warm runs hold segments out of the free runs: let them go.
+                while self.forget_warm_large(segs) {}
+                segs.large.as_mut().expect("as above").take(n)?
+            }
+        };
+        segs.resident += len;
+        Some((start, 0))
+    }
+
+    /// Places a large object of `len` bytes in a run of small-class
+    /// segments (a pool of a group). The warm segments go back first, so
+    /// the run may span them (first fit keeps the region compact); those
+    /// it does not use give their pages back.
+    fn place_large_in_small_segments(
+        &self,
+        segs: &mut SegmentAllocator,
+        len: usize,
+    ) -> Option<u32> {
+        let n = len.div_ceil(SEGMENT_SIZE) as u32;
+        let warm: Vec<u32> = segs.warm.drain(..).collect();
+        for &seg in &warm {
+            segs.give_back_small(seg);
+        }
+        let start = if segs.commit(len) {
+            let start = segs.small.take(n);
+            if start.is_none() {
+                segs.resident -= len;
+            }
+            start
+        } else {
+            None
+        };
+        for seg in warm {
+            if start.is_none_or(|s| seg < s || seg >= s + n) {
+                self.data
+                    .discard((seg as usize) << SEGMENT_SHIFT, SEGMENT_SIZE);
+            }
+        }
+        start
     }
 
     /// Returns a slot whose count just reached zero to its free list.
@@ -1424,26 +1700,36 @@ impl PoolInner {
         let class = self.seg_class[seg as usize].load(Ordering::Acquire);
         if self.budget != usize::MAX {
             let size = if class == SEG_LARGE {
-                self.seg_run_len[seg as usize].load(Ordering::Acquire) as usize * SEGMENT_SIZE
+                self.seg_large_pages[seg as usize].load(Ordering::Acquire) as usize * PAGE_SIZE
             } else {
                 CLASSES[class as usize].size as usize
             };
             self.budget_used.fetch_sub(size, Ordering::Relaxed);
         }
         if class == SEG_LARGE {
-            let n = self.seg_run_len[seg as usize].load(Ordering::Acquire);
+            let len =
+                self.seg_large_pages[seg as usize].load(Ordering::Acquire) as usize * PAGE_SIZE;
+            let n = len.div_ceil(SEGMENT_SIZE) as u32;
             for s in seg..seg + n {
                 self.seg_class[s as usize].store(SEG_UNASSIGNED, Ordering::Release);
             }
-            self.data
-                .discard((seg as usize) << SEGMENT_SHIFT, n as usize * SEGMENT_SIZE);
             self.segments_in_use
                 .fetch_sub(n as usize, Ordering::Relaxed);
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            segs.give_back(seg, n);
+            if segs.large.as_ref().is_some_and(|large| large.contains(seg)) {
+                // Kept resident for the next large object.
+                segs.warm_large
+                    .push_back((seg, len.div_ceil(PAGE_SIZE) as u32));
+                if segs.warm_large.len() > WARM_LARGE {
+                    self.forget_warm_large(&mut segs);
+                }
+            } else {
+                self.data.discard((seg as usize) << SEGMENT_SHIFT, len);
+                segs.small.give_back(seg, n);
+                segs.resident -= len;
+            }
             self.large_live.fetch_sub(1, Ordering::Relaxed);
-            self.large_live_bytes
-                .fetch_sub(n as usize * SEGMENT_SIZE, Ordering::Relaxed);
+            self.large_live_bytes.fetch_sub(len, Ordering::Relaxed);
         } else {
             let mut st = self.classes[class as usize]
                 .lock()
@@ -1490,11 +1776,11 @@ impl PoolInner {
             SEG_UNASSIGNED => return None,
             SEG_LARGE => {
                 let head = this.seg_head[seg].load(Ordering::Acquire);
-                let n = this.seg_run_len[head as usize].load(Ordering::Acquire);
+                let pages = this.seg_large_pages[head as usize].load(Ordering::Acquire);
                 (
                     head << SLOTS_SHIFT,
                     (head as usize) << SEGMENT_SHIFT,
-                    n as usize * SEGMENT_SIZE,
+                    pages as usize * PAGE_SIZE,
                 )
             }
             c => {
@@ -1583,7 +1869,19 @@ mod tests {
             &sizes[..13],
             &[64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512]
         );
-        assert_eq!(sizes[sizes.len() - 3..], [256 << 10, 512 << 10, 1 << 20]);
+        // Above 256 KiB: the largest multiple of 64 that 7 ... 2 fit in 2 MiB.
+        assert_eq!(
+            sizes[sizes.len() - 7..],
+            [
+                256 << 10,
+                299_584,
+                349_504,
+                419_392,
+                512 << 10,
+                699_008,
+                1 << 20
+            ]
+        );
         assert!(sizes.windows(2).all(|w| w[0] < w[1]));
         for (c, info) in CLASSES.iter().enumerate() {
             let size = info.size as usize;
@@ -1596,10 +1894,16 @@ mod tests {
             assert!(info.per_segment as usize <= 1 << SLOTS_SHIFT);
             // The unused tail of a segment is at most 12.5 % of it.
             assert!(SEGMENT_SIZE - info.per_segment as usize * size <= SEGMENT_SIZE / 8);
-            // Slot waste is at most 20 % above the fine-class floor.
-            if c > 0 && size <= 1 << FINE_SHIFT {
+            // A slot is at most 20 % larger than the class below up to
+            // 256 KiB, and at most about half again as large above.
+            if c > 0 {
                 let prev = CLASSES[c - 1].size as usize;
-                assert!(size * 4 <= prev * 5, "{prev} -> {size}");
+                if size <= 1 << FINE_SHIFT {
+                    assert!(size * 4 <= prev * 5, "{prev} -> {size}");
+                } else {
+                    assert!(size * 100 <= prev * 151, "{prev} -> {size}");
+                    assert!(SEGMENT_SIZE - info.per_segment as usize * size < 64 * 7);
+                }
             }
         }
     }
@@ -1651,20 +1955,16 @@ mod tests {
 
     #[test]
     fn segment_runs_coalesce() {
-        let mut a = SegmentAllocator {
-            next: 0,
-            free_runs: BTreeMap::new(),
-            warm: Default::default(),
-        };
-        let x = a.take(2, 10).unwrap();
-        let y = a.take(3, 10).unwrap();
-        let z = a.take(1, 10).unwrap();
+        let mut a = Runs::new(0, 10);
+        let x = a.take(2).unwrap();
+        let y = a.take(3).unwrap();
+        let z = a.take(1).unwrap();
         assert_eq!((x, y, z), (0, 2, 5));
         a.give_back(x, 2);
         a.give_back(y, 3);
         assert_eq!(a.free_runs.get(&0), Some(&5));
-        assert_eq!(a.take(5, 10), Some(0));
-        assert_eq!(a.take(5, 10), None, "only 4 never-used segments remain");
+        assert_eq!(a.take(5), Some(0));
+        assert_eq!(a.take(5), None, "only 4 never-used segments remain");
         a.give_back(z, 1);
         a.give_back(0, 5);
         assert!(a.free_runs.is_empty());
