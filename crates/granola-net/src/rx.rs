@@ -4,8 +4,10 @@
 //! bytes without copying them.
 //!
 //! Memory is bounded by what the peer actually sent, never by what it
-//! claims: the buffer grows by doubling only when it is full of unconsumed
-//! bytes, up to a cap, whatever length a header announces. And it is held
+//! claims: the buffer grows only when it is full of unconsumed bytes, by
+//! doubling, or, from its first chunk, to the size it grew to for the
+//! peer's last large request, up to a cap, whatever length a header
+//! announces. And it is held
 //! only while it holds input: once everything is consumed a grown buffer
 //! goes back to the pool (a connection that once sent a 1 MiB request does
 //! not keep 1 MiB), and the server's idle sweep gives back even the first
@@ -81,6 +83,12 @@ pub struct RxBuffer {
     start: usize,
     chunk: usize,
     max: usize,
+    /// The size the buffer last grew to for a request it then consumed
+    /// whole (0: none since the connection was last idle). A full first
+    /// chunk grows to it at once: a client sending one large value after
+    /// another had its buffer doubled from 16 KiB for each, every
+    /// doubling copying what it held.
+    last_grown: usize,
 }
 
 impl RxBuffer {
@@ -93,6 +101,7 @@ impl RxBuffer {
             start: 0,
             chunk: chunk.max(64),
             max: max.max(chunk),
+            last_grown: 0,
         }
     }
 
@@ -116,6 +125,7 @@ impl RxBuffer {
                 self.start = 0;
                 if b.capacity() > self.chunk {
                     // All consumed after a large request: shrink back.
+                    self.last_grown = b.capacity();
                     self.buf = None;
                 } else {
                     // All consumed: rewind in place.
@@ -132,6 +142,7 @@ impl RxBuffer {
         if self.data().is_empty() {
             self.buf = None;
             self.start = 0;
+            self.last_grown = 0;
         }
     }
 
@@ -146,7 +157,8 @@ impl RxBuffer {
     }
 
     /// Makes room for at least one more byte: rewinds consumed space or
-    /// grows (doubling, up to `max`), copying the unconsumed bytes once.
+    /// grows (doubling, or from the first chunk to the size it last grew
+    /// to, up to `max`), copying the unconsumed bytes once.
     fn make_room(&mut self) -> Result<(), RxError> {
         let (len, cap) = match &self.buf {
             Some(b) => (b.len(), b.capacity()),
@@ -166,12 +178,24 @@ impl RxBuffer {
             self.start = 0;
             return Ok(());
         }
-        let want = if cap == 0 {
+        let cap_max = self.max.max(self.chunk);
+        let double = if cap == 0 {
             self.chunk
         } else {
-            (cap * 2).min(self.max.max(self.chunk))
+            (cap * 2).min(cap_max)
         };
-        let mut fresh = self.pool.alloc(want).ok_or(RxError::OutOfMemory)?;
+        let at_once = if cap > 0 && cap < 2 * self.chunk {
+            self.last_grown.min(cap_max)
+        } else {
+            0
+        };
+        // Where the connection memory cannot give the size the last
+        // request took, doubling goes on as before.
+        let fresh = (at_once > double)
+            .then(|| self.pool.alloc(at_once))
+            .flatten()
+            .or_else(|| self.pool.alloc(double));
+        let mut fresh = fresh.ok_or(RxError::OutOfMemory)?;
         if let Some(old) = &self.buf {
             fresh.extend_from_slice(&old.as_slice()[self.start..]);
         }
@@ -230,6 +254,9 @@ impl RxBuffer {
             return Ok(0);
         }
         let buf = self.buf.take().expect("data() was non-empty");
+        if buf.capacity() > self.chunk {
+            self.last_grown = buf.capacity();
+        }
         let base = self.start;
         let total = buf.len();
         let frozen = buf.freeze();

@@ -137,6 +137,38 @@ fn trickle_under_a_huge_header_grows_by_what_arrived() {
     assert_no_leak(&pool, baseline);
 }
 
+/// A peer's next large request grows the buffer from its first chunk to
+/// the size its last one needed at once, instead of doubling from 16 KiB
+/// again with a copy each time; a connection gone idle forgets it.
+#[test]
+fn the_next_large_request_grows_the_buffer_once() {
+    let pool = pool(16 << 20);
+    let baseline = pool.stats();
+    let (mut a, mut b) = MemPipe::pair(4 << 20);
+    let mut rx = RxBuffer::new(pool.clone(), 4096, 4 << 20);
+    let payload = vec![3u8; 1 << 20];
+    let total = 12 + payload.len();
+    let mut frames = Vec::new();
+    // Sends one request and reads it as far as two reads take it.
+    let mut two_reads = |rx: &mut RxBuffer| {
+        send_all(&mut a, &header(payload.len() as u32));
+        send_all(&mut a, &payload);
+        rx.read_from(&mut b).unwrap();
+        rx.read_from(&mut b).unwrap();
+        let got = rx.data().len();
+        read_all(rx, &mut b).unwrap();
+        assert_eq!(rx.take_frames(4 << 20, &mut frames).unwrap(), 1);
+        assert!(frames.pop().unwrap().payload == payload[..]);
+        got
+    };
+    assert_eq!(two_reads(&mut rx), 8192, "the first doubles from 4 KiB");
+    assert_eq!(two_reads(&mut rx), total, "the second grows once");
+    rx.release_idle();
+    assert_eq!(two_reads(&mut rx), 8192, "idle: forgotten");
+    drop(rx);
+    assert_no_leak(&pool, baseline);
+}
+
 #[test]
 fn unfinished_input_beyond_the_buffer_cap_is_an_error() {
     let pool = pool(16 << 20);
