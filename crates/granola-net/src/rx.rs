@@ -7,11 +7,11 @@
 //! claims: the buffer grows only when it is full of unconsumed bytes, by
 //! doubling, or, from its first chunk, to the size it grew to for the
 //! peer's last large request, up to a cap, whatever length a header
-//! announces. And it is held
-//! only while it holds input: once everything is consumed a grown buffer
-//! goes back to the pool (a connection that once sent a 1 MiB request does
-//! not keep 1 MiB), and the server's idle sweep gives back even the first
-//! chunk, so an idle connection holds no receive memory at all.
+//! announces. And it is held only while it holds input: once everything
+//! is consumed a grown buffer goes back to the pool (a connection that
+//! once sent a 1 MiB request does not keep 1 MiB), and the server's idle
+//! sweep gives back even the first chunk, so an idle connection holds no
+//! receive memory at all.
 
 use crate::datapath::Datapath;
 use crate::frame::{FrameHeader, FRAME_HEADER_LEN};
