@@ -5708,7 +5708,9 @@ fn client_no_touch_works_as_valkey_does() {
         ] {
             log.push(format!("{w:?} {:?}", c.resp(w)));
         }
-        // Untouched: still idle since before the sleep; touched: 0.
+        // Untouched: still idle since before the sleep (2 s); touched:
+        // under a second (Valkey's LRU clock ticks by whole seconds, so a
+        // second may pass on a loaded machine between TOUCH and here).
         for (key, touched) in [
             ("s1", false),
             ("s2", false),
@@ -5719,7 +5721,7 @@ fn client_no_touch_works_as_valkey_does() {
             ("s4", true),
         ] {
             let n = idle(&mut c, key);
-            let ok = if touched { n == 0 } else { n >= 1 };
+            let ok = if touched { n <= 1 } else { n >= 2 };
             log.push(format!("{key} idle as expected: {ok}"));
         }
         // Off again: reads touch.

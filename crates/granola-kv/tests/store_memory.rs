@@ -101,8 +101,8 @@ fn accounted_bytes_per_small_item() {
 /// above 256 KiB were powers of two and a large value took whole 2 MiB
 /// segments, a 32 MiB store held 0.58 (300 KiB values), 0.57 (600 KiB),
 /// 0.50 (1.1 MiB) and 0.45 (2.1 MiB) of its limit in values when it first
-/// evicted; now 0.87, 0.86, 0.97 and 0.96. Every value is checked afterwards (its key and length are in
-/// its bytes).
+/// evicted; now 0.87, 0.86, 0.97 and 0.96. Every value is checked
+/// afterwards (its key and length are in its bytes).
 #[test]
 fn large_values_cost_about_their_size() {
     const LIMIT: usize = 32 << 20;

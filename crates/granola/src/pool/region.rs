@@ -215,44 +215,32 @@ impl Region {
     /// and emptied segments are freed, so the resident size follows the
     /// live data. Nothing happens once the region is [pinned](Self::pin).
     pub(crate) fn discard(&self, offset: usize, len: usize) {
-        debug_assert!(offset + len <= self.len);
-        if self.is_pinned() {
-            return;
+        if !self.is_pinned() {
+            self.advise(offset, len, libc::MADV_DONTNEED);
         }
-        #[cfg(not(miri))]
-        // SAFETY: the range lies inside our mapping and the caller guarantees
-        // no live slot overlaps it (it was just freed).
-        unsafe {
-            libc::madvise(
-                self.base.as_ptr().add(offset).cast(),
-                len,
-                libc::MADV_DONTNEED,
-            );
-        }
-        #[cfg(miri)]
-        let _ = (offset, len);
     }
-}
 
-impl Region {
     /// Faults in the pages behind `[offset, offset+len)` in one call
     /// (`MADV_POPULATE_WRITE`, Linux 5.14) before the caller writes them:
     /// one system call instead of a fault per 4 KiB page. Where the kernel
     /// refuses, the writes fault the pages in as before.
     pub(crate) fn populate(&self, offset: usize, len: usize) {
+        self.advise(offset, len, libc::MADV_POPULATE_WRITE);
+    }
+
+    /// `madvise(advice)` over `[offset, offset+len)`; nothing under Miri,
+    /// which has no pages.
+    fn advise(&self, offset: usize, len: usize, advice: libc::c_int) {
         debug_assert!(offset + len <= self.len);
         #[cfg(not(miri))]
-        // SAFETY: the range lies inside our mapping, which is read-write;
-        // populating only allocates (zeroed) pages, the contents stay.
+        // SAFETY: the range lies inside our mapping. Discarding: the
+        // caller guarantees no live slot overlaps it (it was just freed).
+        // Populating only allocates (zeroed) pages; the contents stay.
         unsafe {
-            libc::madvise(
-                self.base.as_ptr().add(offset).cast(),
-                len,
-                libc::MADV_POPULATE_WRITE,
-            );
+            libc::madvise(self.base.as_ptr().add(offset).cast(), len, advice);
         }
         #[cfg(miri)]
-        let _ = (offset, len);
+        let _ = (offset, len, advice);
     }
 }
 
