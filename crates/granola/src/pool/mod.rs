@@ -39,10 +39,12 @@
 //! the small-class segments (three times as much; a large object has more
 //! than half of each segment it spans in use, so twice would hold all the
 //! capacity allows), asks for no huge pages there (one would make a run's
-//! unused tail resident), faults a new object's pages in with one
-//! `madvise` and gives them back when it is freed. The capacity bounds the
-//! sum: small-class segments in use count whole, large objects by their
-//! pages. Pools of a group ([`Pool::new_group`]) keep large objects in
+//! unused tail resident) and faults a new object's pages in with one
+//! `madvise`. A freed object's pages go back to the kernel, except the
+//! last four freed: those keep them for the next large object, which
+//! takes the one that fits it best (`SegmentAllocator::warm_large`). The
+//! capacity bounds the sum: small-class segments in use count whole,
+//! large objects (live or warm) by their pages. Pools of a group ([`Pool::new_group`]) keep large objects in
 //! small-class segments instead: their mapping is registered with the
 //! kernel whole, which makes all of it resident.
 //!
