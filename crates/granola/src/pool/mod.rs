@@ -526,6 +526,12 @@ fn class_index(size: usize) -> Option<usize> {
     Some(4 * (k - MIN_CLASS_SHIFT) as usize + sub + 1)
 }
 
+/// The segments a large object of `pages` spans.
+#[inline]
+fn run_segments(pages: u32) -> u32 {
+    (pages as usize * PAGE_SIZE).div_ceil(SEGMENT_SIZE) as u32
+}
+
 /// `offset / size` for an offset inside a segment, by reciprocal multiply
 /// (exact: see the module docs).
 #[inline]
@@ -834,10 +840,10 @@ impl Pool {
             },
         }
         let inner = &self.inner;
-        let [small, _] = inner.segments_used();
         if n == 0 || inner.has_large_area() {
             return Vec::new();
         }
+        let [small, _] = inner.segments_used();
         // One reading per segment: the counts move under other threads.
         let segments: Vec<Seg> = (0..inner.num_segments)
             .map(|seg| {
@@ -1569,7 +1575,7 @@ impl PoolInner {
         self.data.discard((seg as usize) << SEGMENT_SHIFT, len);
         segs.resident -= len;
         if let Some(large) = segs.large.as_mut() {
-            large.give_back(seg, len.div_ceil(SEGMENT_SIZE) as u32);
+            large.give_back(seg, run_segments(pages));
         }
         true
     }
@@ -1615,10 +1621,9 @@ impl PoolInner {
     /// many of the object's pages are resident already.
     fn place_large(&self, segs: &mut SegmentAllocator, pages: u32) -> Option<(u32, u32)> {
         let len = pages as usize * PAGE_SIZE;
-        let n = len.div_ceil(SEGMENT_SIZE) as u32;
-        let segments_of = |p: u32| (p as usize * PAGE_SIZE).div_ceil(SEGMENT_SIZE) as u32;
+        let n = run_segments(pages);
         let warm = (0..segs.warm_large.len())
-            .filter(|&i| segments_of(segs.warm_large[i].1) >= n)
+            .filter(|&i| run_segments(segs.warm_large[i].1) >= n)
             .min_by_key(|&i| segs.warm_large[i].1);
         if let Some(i) = warm {
             let (seg, warm_pages) = segs.warm_large.remove(i).expect("an index of the list");
@@ -1629,7 +1634,7 @@ impl PoolInner {
                     self.data.discard(base + len, warm_len - len);
                 }
                 segs.resident = segs.resident - warm_len + len;
-                let warm_n = segments_of(warm_pages);
+                let warm_n = run_segments(warm_pages);
                 if warm_n > n {
                     let large = segs.large.as_mut().expect("a pool with a large area");
                     large.give_back(seg + n, warm_n - n);
@@ -1709,9 +1714,8 @@ impl PoolInner {
             self.budget_used.fetch_sub(size, Ordering::Relaxed);
         }
         if class == SEG_LARGE {
-            let len =
-                self.seg_large_pages[seg as usize].load(Ordering::Acquire) as usize * PAGE_SIZE;
-            let n = len.div_ceil(SEGMENT_SIZE) as u32;
+            let pages = self.seg_large_pages[seg as usize].load(Ordering::Acquire);
+            let (len, n) = (pages as usize * PAGE_SIZE, run_segments(pages));
             for s in seg..seg + n {
                 self.seg_class[s as usize].store(SEG_UNASSIGNED, Ordering::Release);
             }
@@ -1720,8 +1724,7 @@ impl PoolInner {
             let mut segs = self.segments.lock().unwrap_or_else(|e| e.into_inner());
             if segs.large.as_ref().is_some_and(|large| large.contains(seg)) {
                 // Kept resident for the next large object.
-                segs.warm_large
-                    .push_back((seg, len.div_ceil(PAGE_SIZE) as u32));
+                segs.warm_large.push_back((seg, pages));
                 if segs.warm_large.len() > WARM_LARGE {
                     self.forget_warm_large(&mut segs);
                 }
